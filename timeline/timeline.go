@@ -1,0 +1,176 @@
+// Package timeline is the record every member, fault injector and producer writes while a scenario
+// runs: JSON lines, one file per process, merged by ts_ms (DESIGN.md "Timeline"). Figures are computed
+// from these records only, so a record must say exactly what happened, when, and to whom.
+package timeline
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"sync"
+	"time"
+)
+
+// Kind names what a record reports. The set is fixed by DESIGN.md.
+type Kind string
+
+const (
+	MemberStart    Kind = "member_start"
+	MemberStop     Kind = "member_stop"     // How: graceful|crash
+	RebalanceBegin Kind = "rebalance_begin" //
+	RebalanceEnd   Kind = "rebalance_end"   // OK, Attempt
+	Assigned       Kind = "assigned"        // Partitions, Generation
+	Revoked        Kind = "revoked"         // Partitions
+	Deliver        Kind = "deliver"         // Topic, Partition, Offset (handed to the application)
+	Commit         Kind = "commit"          // Topic, Partition, Offset, Generation, Result, Error
+	ZKOp           Kind = "zk_op"           // Op: read|write, Path
+	ZKWatch        Kind = "zk_watch"        // Path, Type
+	GroupRequest   Kind = "group_request"   // API, Error
+	Produce        Kind = "produce"         // Topic, Partition, Offset
+	Fault          Kind = "fault"           // Action, Target
+	Trigger        Kind = "trigger"         // Name
+	Error          Kind = "error"           // Text
+)
+
+// Commit results.
+const (
+	CommitApplied  = "applied"
+	CommitRejected = "rejected"
+)
+
+// Record is one timeline line. Fields that do not belong to a record's Kind stay zero and are not
+// written; those whose zero value is meaningful (partition 0, offset 0, generation 0, ok=false) are
+// pointers, set with the helpers below.
+type Record struct {
+	TsMs   int64  `json:"ts_ms"`  // wall clock, Unix ms (one machine clock for every process)
+	Era    string `json:"era"`    // zk, classic, cooperative, static, kip848
+	Member string `json:"member"` // the scenario's stable member name (m1, m2, ...), not a Kafka id
+	Kind   Kind   `json:"kind"`
+
+	How        string             `json:"how,omitempty"`
+	OK         *bool              `json:"ok,omitempty"`
+	Attempt    int                `json:"attempt,omitempty"` // 1-based
+	Partitions map[string][]int32 `json:"partitions,omitempty"`
+	Generation *int32             `json:"generation,omitempty"`
+	Topic      string             `json:"topic,omitempty"`
+	Partition  *int32             `json:"partition,omitempty"`
+	Offset     *int64             `json:"offset,omitempty"`
+	Result     string             `json:"result,omitempty"`
+	Err        string             `json:"error,omitempty"`
+	Op         string             `json:"op,omitempty"`
+	Path       string             `json:"path,omitempty"`
+	Type       string             `json:"type,omitempty"`
+	API        string             `json:"api,omitempty"`
+	Action     string             `json:"action,omitempty"`
+	Target     string             `json:"target,omitempty"`
+	Name       string             `json:"name,omitempty"`
+	Text       string             `json:"text,omitempty"`
+
+	// Kafka-side identities, for readers; figures never key on them.
+	MemberID   string `json:"member_id,omitempty"`   // coordinator member id
+	ConsumerID string `json:"consumer_id,omitempty"` // zk consumer id
+}
+
+// Bool, I32 and I64 make the pointer fields easy to fill.
+func Bool(v bool) *bool  { return &v }
+func I32(v int32) *int32 { return &v }
+func I64(v int64) *int64 { return &v }
+
+// Sink receives records. Implementations must be safe for concurrent use.
+type Sink interface {
+	Emit(Record)
+}
+
+// Discard drops every record.
+var Discard Sink = discard{}
+
+type discard struct{}
+
+func (discard) Emit(Record) {}
+
+// Writer writes records as JSON lines. Safe for concurrent use; Flush before reading the file.
+type Writer struct {
+	mu  sync.Mutex
+	w   *bufio.Writer
+	enc *json.Encoder
+}
+
+// NewWriter returns a Writer on w.
+func NewWriter(w io.Writer) *Writer {
+	bw := bufio.NewWriter(w)
+	return &Writer{w: bw, enc: json.NewEncoder(bw)}
+}
+
+// Emit writes one record; encoding errors are impossible for Record, write errors surface on Flush.
+func (w *Writer) Emit(r Record) {
+	w.mu.Lock()
+	_ = w.enc.Encode(r)
+	w.mu.Unlock()
+}
+
+// Flush writes buffered records to the underlying writer.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Flush()
+}
+
+// Recorder stamps records with the time, era and member before passing them to a Sink. A nil
+// *Recorder discards, so components can take one unconditionally.
+type Recorder struct {
+	Sink   Sink
+	Era    string
+	Member string
+	Now    func() time.Time // nil: time.Now
+}
+
+// Emit stamps r (TsMs when unset, Era, Member) and hands it to the sink.
+func (rc *Recorder) Emit(r Record) {
+	if rc == nil || rc.Sink == nil {
+		return
+	}
+	if r.TsMs == 0 {
+		now := time.Now
+		if rc.Now != nil {
+			now = rc.Now
+		}
+		r.TsMs = now().UnixMilli()
+	}
+	r.Era, r.Member = rc.Era, rc.Member
+	rc.Sink.Emit(r)
+}
+
+// Collector keeps records in memory, for tests and for the runner's merge.
+type Collector struct {
+	mu      sync.Mutex
+	records []Record
+}
+
+// Emit appends r.
+func (c *Collector) Emit(r Record) {
+	c.mu.Lock()
+	c.records = append(c.records, r)
+	c.mu.Unlock()
+}
+
+// Records returns a copy of what was collected, in arrival order.
+func (c *Collector) Records() []Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Record(nil), c.records...)
+}
+
+// Read decodes JSON-lines records from r.
+func Read(r io.Reader) ([]Record, error) {
+	var out []Record
+	dec := json.NewDecoder(r)
+	for {
+		var rec Record
+		if err := dec.Decode(&rec); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return out, err
+		}
+		out = append(out, rec)
+	}
+}
