@@ -1,0 +1,36 @@
+# rebalancelab — see README.md. `make demo` runs the main job; `make test` runs every test.
+GO        ?= go
+BIN       := bin/rebalancelab
+VERSION   := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+# Packages with goroutines run under the race detector; the whole suite does.
+TESTFLAGS ?= -race -count=1 -timeout 20m
+FUZZTIME  ?= 15s
+
+.PHONY: all build deps test fuzz demo vet clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/rebalancelab
+
+deps:
+	@scripts/deps.sh
+
+vet:
+	$(GO) vet ./...
+
+# Tests need a real ZooKeeper, a JRE, kcat and kafka-python: `deps` installs them when missing.
+test: deps build vet
+	REBALANCELAB_BIN=$(CURDIR)/$(BIN) $(GO) test $(TESTFLAGS) ./...
+	$(MAKE) fuzz
+
+# Bounded fuzzing of the parsers that face the network and the disk.
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME) ./broker
+	$(GO) test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(FUZZTIME) ./broker/storage
+
+demo: deps build
+	@scripts/demo.sh $(BIN)
+
+clean:
+	rm -rf bin

@@ -1,0 +1,115 @@
+// Package benchmark measures rebalancelab against peers measured in the same run: produce/fetch
+// throughput of the broker (against franz-go's kfake) and, later, rebalance storms per era.
+package benchmark
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ThroughputOptions shapes one throughput measurement.
+type ThroughputOptions struct {
+	Topic       string // created by the caller, Partitions partitions
+	Partitions  int32
+	RecordBytes int // value size in bytes (uncompressed random bytes, no key)
+	Records     int // records produced, then fetched back
+}
+
+// ThroughputResult is one target's figures for one record size. Rates are per second of wall time.
+type ThroughputResult struct {
+	Target             string  `json:"target"` // "rebalancelab" or "kfake"
+	RecordBytes        int     `json:"record_bytes"`
+	Records            int     `json:"records"`
+	ProduceMBps        float64 `json:"produce_mb_per_s"` // MB = 10^6 bytes of record values
+	ProduceRecordsPerS float64 `json:"produce_records_per_s"`
+	FetchMBps          float64 `json:"fetch_mb_per_s"`
+	FetchRecordsPerS   float64 `json:"fetch_records_per_s"`
+}
+
+// MeasureThroughput produces o.Records random records of o.RecordBytes to o.Topic on bootstrap
+// with one franz-go client (acks=all, not idempotent: the lab's broker does not implement
+// InitProducerID, and the peer runs with the same settings), waits for every ack, then consumes
+// them all back from the earliest offset with a direct (group-less) consumer. It returns an error
+// if a produce fails or fewer records come back than were produced.
+func MeasureThroughput(ctx context.Context, target, bootstrap string, o ThroughputOptions) (ThroughputResult, error) {
+	res := ThroughputResult{Target: target, RecordBytes: o.RecordBytes, Records: o.Records}
+	prod, err := kgo.NewClient(
+		kgo.SeedBrokers(bootstrap),
+		kgo.DisableIdempotentWrite(),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+		kgo.MaxBufferedRecords(100_000),
+	)
+	if err != nil {
+		return res, err
+	}
+	defer prod.Close()
+
+	// Random values, generated before the clock starts; records reuse a pool of distinct values.
+	const pool = 1024
+	values := make([][]byte, pool)
+	for i := range values {
+		values[i] = make([]byte, o.RecordBytes)
+		_, _ = rand.Read(values[i])
+	}
+
+	var failed atomic.Value
+	start := time.Now()
+	for i := 0; i < o.Records; i++ {
+		prod.Produce(ctx, &kgo.Record{Topic: o.Topic, Value: values[i%pool]}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.CompareAndSwap(nil, err)
+			}
+		})
+	}
+	if err := prod.Flush(ctx); err != nil {
+		return res, fmt.Errorf("%s: flush: %w", target, err)
+	}
+	elapsed := time.Since(start).Seconds()
+	if err, _ := failed.Load().(error); err != nil {
+		return res, fmt.Errorf("%s: produce: %w", target, err)
+	}
+	res.ProduceRecordsPerS = float64(o.Records) / elapsed
+	res.ProduceMBps = float64(o.Records*o.RecordBytes) / 1e6 / elapsed
+
+	parts := make(map[int32]kgo.Offset, o.Partitions)
+	for p := int32(0); p < o.Partitions; p++ {
+		parts[p] = kgo.NewOffset().AtStart()
+	}
+	cons, err := kgo.NewClient(
+		kgo.SeedBrokers(bootstrap),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{o.Topic: parts}),
+		kgo.FetchMaxBytes(50<<20),
+	)
+	if err != nil {
+		return res, err
+	}
+	defer cons.Close()
+	got := 0
+	start = time.Now()
+	for got < o.Records {
+		fs := cons.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return res, fmt.Errorf("%s: fetched %d of %d records: %w", target, got, o.Records, err)
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) { ferr = fmt.Errorf("%s: fetch %s[%d]: %w", target, t, p, err) })
+		if ferr != nil {
+			return res, ferr
+		}
+		got += fs.NumRecords()
+	}
+	elapsed = time.Since(start).Seconds()
+	if got != o.Records {
+		return res, fmt.Errorf("%s: fetched %d records, produced %d", target, got, o.Records)
+	}
+	res.FetchRecordsPerS = float64(got) / elapsed
+	res.FetchMBps = float64(got*o.RecordBytes) / 1e6 / elapsed
+	return res, nil
+}
