@@ -1,0 +1,643 @@
+// Package storage is the broker's partition log: an append-only directory of
+// segments named like Kafka's (<20-digit base offset>.log and .index), holding
+// Kafka v2 RecordBatches exactly as received except for the two header fields
+// the log owns (baseOffset and partitionLeaderEpoch, outside the CRC).
+//
+// It follows kafka.log.Log / UnifiedLog (append, roll, retention, recovery),
+// kafka.log.LogSegment, kafka.log.OffsetIndex, kafka.server.epoch.LeaderEpochFileCache
+// and kafka.log.LogConfig's defaults. All file access goes through FS, so tests
+// can simulate a crash that drops everything not fsynced.
+//
+// Differences from Kafka, on purpose: every Open checks every batch of every
+// segment (Kafka trusts segments below its recovery-point checkpoint); there is
+// no time index (time retention and roll use timestamps kept in memory); reads
+// return whole batches from one segment; retention never deletes the active
+// segment (Kafka rolls and deletes it); a batch is indexed by its own position
+// (the rule Kafka's recovery uses) even when one Append carries several.
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// RecoveryStats says what Open found and repaired.
+type RecoveryStats struct {
+	Segments        int    // segment files found
+	TruncatedBytes  int64  // bytes cut from the segment where the first torn or corrupt batch was
+	DeletedSegments int    // whole segments removed because they came after that batch
+	RebuiltIndexes  int    // .index files rewritten because they were missing or inconsistent
+	EpochCheckpoint string // leader-epoch-checkpoint: "ok", "missing" or "rebuilt" (unreadable); both latter are rebuilt from the batches
+	Problem         string // the first torn or corrupt batch, "" when none
+}
+
+// Log is one partition's log (kafka.log.UnifiedLog). Safe for concurrent use:
+// appends and retention take a write lock, reads a read lock.
+type Log struct {
+	dir string
+	cfg Config
+
+	mu            sync.RWMutex
+	segs          []*segment   // by base offset; the last one is active
+	epochs        []epochEntry // LeaderEpochFileCache, as in the checkpoint
+	epoch         int32        // stamped into appended batches
+	recoveryPoint int64        // offsets below are fsynced (Log.recoveryPoint)
+	closed        bool
+	failed        error // a failed write/fsync that could not be undone: the log refuses further use
+	recovery      RecoveryStats
+}
+
+// Open opens (creating if needed) the log in dir and recovers it: every
+// segment's batches are validated (length, magic 2, CRC-32C, record framing,
+// contiguous offsets, leader epochs as checkpointed); the first torn or corrupt
+// batch and everything after it (the rest of its segment and all later segments)
+// is removed; index files that are missing or differ from the batches are
+// rebuilt. The high watermark is then the offset after the last good batch.
+// Errors: an invalid Config, or an I/O error from the FS.
+func Open(dir string, cfg Config) (*Log, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{dir: dir, cfg: cfg}
+	if err := l.recover(); err != nil {
+		l.closeFiles()
+		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	}
+	return l, nil
+}
+
+func (l *Log) recover() error {
+	fs, dir := l.cfg.FS, l.dir
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	names, err := fs.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var bases []int64
+	logs := map[string]bool{}
+	for _, name := range names {
+		if base, ok := parseSegmentName(name); ok {
+			bases = append(bases, base)
+			logs[strings.TrimSuffix(name, logSuffix)] = true
+		}
+	}
+	slices.Sort(bases)
+	dirty := false // directory entries changed
+	for _, name := range names {
+		stem, isIndex := strings.CutSuffix(name, indexSuffix)
+		// An index without its log is left by an interrupted deletion; a .tmp
+		// checkpoint by an interrupted write.
+		if (isIndex && !logs[stem]) || name == epochCheckpointName+".tmp" {
+			if err := fs.Remove(filepath.Join(dir, name)); err != nil {
+				return err
+			}
+			dirty = true
+		}
+	}
+	l.recovery.Segments = len(bases)
+
+	cp, cpFound, cpErr := readEpochCheckpoint(fs, dir)
+	ev := &epochValidator{cp: cp, trusted: cpFound && cpErr == nil}
+	switch {
+	case ev.trusted:
+		l.recovery.EpochCheckpoint = "ok"
+	case cpFound:
+		l.recovery.EpochCheckpoint = "rebuilt"
+	default:
+		l.recovery.EpochCheckpoint = "missing"
+	}
+
+	now := l.cfg.Now()
+	cut := len(bases) // bases[cut:] are deleted
+	for i, base := range bases {
+		if i > 0 && base != l.segs[i-1].next {
+			l.recovery.Problem = fmt.Sprintf("segment %d: expected base offset %d", base, l.segs[i-1].next)
+			cut = i
+			break
+		}
+		s, err := openSegmentFiles(fs, dir, base, false)
+		if err != nil {
+			return err
+		}
+		s.created, s.modified = now, now
+		l.segs = append(l.segs, s)
+		problem, err := l.recoverSegment(s, ev)
+		if err != nil {
+			return err
+		}
+		if problem != nil {
+			l.recovery.Problem = fmt.Sprintf("segment %d: %v", base, problem)
+			cut = i + 1
+			break
+		}
+	}
+	for _, base := range bases[cut:] {
+		for _, suffix := range []string{logSuffix, indexSuffix} {
+			if err := fs.Remove(segmentPath(dir, base, suffix)); err != nil && !os.IsNotExist(err) {
+				return err
+			}
+		}
+		l.recovery.DeletedSegments++
+		dirty = true
+	}
+	if len(l.segs) == 0 {
+		s, err := openSegmentFiles(fs, dir, 0, true)
+		if err != nil {
+			return err
+		}
+		s.created, s.modified = now, now
+		l.segs = append(l.segs, s)
+		dirty = true
+	}
+	if dirty {
+		if err := syncDir(fs, dir); err != nil {
+			return err
+		}
+	}
+
+	leo := l.leo()
+	if ev.trusted {
+		// Entries for epochs whose first batch did not survive go (truncateFromEnd).
+		l.epochs = slices.DeleteFunc(slices.Clone(cp), func(e epochEntry) bool { return e.startOffset >= leo })
+	} else {
+		l.epochs = ev.rebuilt
+	}
+	if !ev.trusted && (cpFound || len(l.epochs) > 0) || ev.trusted && len(l.epochs) != len(cp) {
+		if err := writeEpochCheckpoint(fs, dir, l.epochs); err != nil {
+			return err
+		}
+	}
+	l.epoch = l.cfg.LeaderEpoch
+	if n := len(l.epochs); n > 0 && l.epochs[n-1].epoch > l.epoch {
+		l.epoch = l.epochs[n-1].epoch
+	}
+	l.recoveryPoint = leo
+	return nil
+}
+
+// recoverSegment validates every batch of s (LogSegment.recover), cuts the file
+// at the first torn or invalid one (problem says why) and fixes the index.
+func (l *Log) recoverSegment(s *segment, ev *epochValidator) (problem, err error) {
+	size, err := s.log.Size()
+	if err != nil {
+		return nil, err
+	}
+	check := func(pos int64, info batchInfo) error {
+		if info.baseOffset != s.next {
+			return fmt.Errorf("base offset %d, expected %d", info.baseOffset, s.next)
+		}
+		last := info.baseOffset + int64(info.lastOffsetDelta)
+		if !s.canHold(last) {
+			return fmt.Errorf("offset %d too far from the segment's base", last)
+		}
+		if err := ev.check(info); err != nil {
+			return err
+		}
+		if pos == 0 {
+			s.rollTs = info.maxTimestamp // LogSegment.loadFirstBatchTimestamp
+		}
+		s.noteBatch(pos, info, last, l.cfg.IndexIntervalBytes)
+		return nil
+	}
+	valid, problem, err := s.scan(size, check)
+	if err != nil {
+		return nil, err
+	}
+	s.size = valid
+	if problem != nil {
+		l.recovery.TruncatedBytes = size - valid
+		if err := s.log.Truncate(valid); err != nil {
+			return nil, err
+		}
+		if err := s.log.Sync(); err != nil {
+			return nil, err
+		}
+	}
+	return problem, l.checkIndex(s)
+}
+
+// epochValidator checks the leader epochs of recovered batches: against the
+// checkpoint when it was readable, else only for being non-negative and
+// non-decreasing. Either way it rebuilds the entries from the batches
+// (LeaderEpochFileCache.assign during LogSegment.recover).
+type epochValidator struct {
+	cp      []epochEntry
+	trusted bool
+	rebuilt []epochEntry
+}
+
+func (v *epochValidator) check(info batchInfo) error {
+	n := len(v.rebuilt)
+	if v.trusted {
+		if e, ok := epochFor(v.cp, info.baseOffset); !ok || e != info.epoch {
+			return fmt.Errorf("leader epoch %d, the checkpoint says %d", info.epoch, e)
+		}
+	} else if info.epoch < 0 || (n > 0 && info.epoch < v.rebuilt[n-1].epoch) {
+		return fmt.Errorf("leader epoch %d out of order", info.epoch)
+	}
+	if n == 0 || info.epoch > v.rebuilt[n-1].epoch {
+		v.rebuilt = append(v.rebuilt, epochEntry{info.epoch, info.baseOffset})
+	}
+	return nil
+}
+
+// checkIndex rewrites s's index file unless it already holds exactly the
+// entries the batches call for.
+func (l *Log) checkIndex(s *segment) error {
+	want := s.encodeEntries(s.entries)
+	size, err := s.index.Size()
+	if err != nil {
+		return err
+	}
+	if size == int64(len(want)) {
+		have := make([]byte, size)
+		if err := readFull(s.index, have, 0); err != nil {
+			return err
+		}
+		if bytes.Equal(have, want) {
+			return nil
+		}
+	}
+	l.recovery.RebuiltIndexes++
+	if err := s.index.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := s.index.Write(want); err != nil {
+		return err
+	}
+	return s.index.Sync()
+}
+
+func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
+func (l *Log) leo() int64       { return l.active().next }
+
+func (l *Log) usable() error {
+	if l.closed {
+		return ErrClosed
+	}
+	if l.failed != nil {
+		return fmt.Errorf("storage: log %s failed earlier: %w", l.dir, l.failed)
+	}
+	return nil
+}
+
+// Append validates records — one or more v2 RecordBatches back to back, as a
+// Produce request carries them — assigns them the next offsets by rewriting
+// each batch's baseOffset, stamps the current leader epoch, and appends them
+// (Log.append with assignOffsets=true). It returns the offset of the first
+// record. records is not modified.
+//
+// Errors: ErrCorruptRecord (wrapped; nothing of this Append is written) for an
+// empty slice or any batch that fails validation; ErrRecordBatchTooLarge when
+// records exceed log.segment.bytes; ErrClosed; an I/O error (the write is undone;
+// if a write or fsync cannot be undone the log refuses all later calls).
+// With log.flush.interval.messages reached, the log is fsynced before returning.
+func (l *Log) Append(records []byte) (baseOffset int64, err error) {
+	infos, err := splitBatches(records)
+	if err != nil {
+		return -1, fmt.Errorf("storage: append: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usable(); err != nil {
+		return -1, err
+	}
+	if int64(len(records)) > l.cfg.SegmentBytes {
+		return -1, fmt.Errorf("storage: append: %d bytes exceed log.segment.bytes %d: %w", len(records), l.cfg.SegmentBytes, ErrRecordBatchTooLarge)
+	}
+
+	buf := slices.Clone(records)
+	baseOffset = l.leo()
+	next, maxTs := baseOffset, int64(noTimestamp)
+	for i, pos := 0, 0; i < len(infos); pos, i = pos+infos[i].size, i+1 {
+		binary.BigEndian.PutUint64(buf[pos:], uint64(next))
+		binary.BigEndian.PutUint32(buf[pos+offPartitionLeaderEpoch:], uint32(l.epoch))
+		infos[i].baseOffset, infos[i].epoch = next, l.epoch
+		next += int64(infos[i].lastOffsetDelta) + 1
+		maxTs = max(maxTs, infos[i].maxTimestamp)
+	}
+
+	s := l.active()
+	if l.shouldRoll(s, len(buf), maxTs, next-1) {
+		if err := l.roll(); err != nil {
+			return -1, err
+		}
+		s = l.active()
+	}
+	if !s.canHold(next - 1) {
+		return -1, fmt.Errorf("storage: append: %d offsets in one append exceed what a segment indexes: %w", next-baseOffset, ErrRecordBatchTooLarge)
+	}
+	if n := len(l.epochs); n == 0 || l.epochs[n-1].epoch != l.epoch {
+		// The checkpoint is durable before any batch of the new epoch is written.
+		epochs := assignEpoch(slices.Clone(l.epochs), l.epoch, baseOffset)
+		if err := writeEpochCheckpoint(l.cfg.FS, l.dir, epochs); err != nil {
+			return -1, err
+		}
+		l.epochs = epochs
+	}
+	if err := l.write(s, buf, infos, maxTs); err != nil {
+		return -1, err
+	}
+	if l.leo()-l.recoveryPoint >= l.cfg.FlushIntervalMessages {
+		if err := s.log.Sync(); err != nil {
+			l.failed = err
+			return -1, fmt.Errorf("storage: fsync %s: %w", segmentPath(l.dir, s.base, logSuffix), err)
+		}
+		// The index is not fsynced here: recovery rebuilds it from the log.
+		l.recoveryPoint = l.leo()
+	}
+	return baseOffset, nil
+}
+
+// write appends buf (the batches infos describes) to s and its index entries to
+// s's index; on failure the segment is put back as it was.
+func (l *Log) write(s *segment, buf []byte, infos []batchInfo, maxTs int64) error {
+	saved := *s
+	undo := func(err error) error {
+		terr := s.log.Truncate(saved.size)
+		if terr == nil {
+			terr = s.index.Truncate(int64(len(saved.entries)) * indexEntrySize)
+		}
+		*s = saved
+		if terr != nil {
+			l.failed = terr
+		}
+		return fmt.Errorf("storage: append to segment %d: %w", s.base, err)
+	}
+	n, err := s.log.Write(buf)
+	if err == nil && n != len(buf) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return undo(err)
+	}
+	pos := s.size
+	for _, info := range infos {
+		s.noteBatch(pos, info, info.baseOffset+int64(info.lastOffsetDelta), l.cfg.IndexIntervalBytes)
+		pos += int64(info.size)
+	}
+	if added := s.entries[len(saved.entries):]; len(added) > 0 {
+		b := s.encodeEntries(added)
+		n, err := s.index.Write(b)
+		if err == nil && n != len(b) {
+			err = io.ErrShortWrite
+		}
+		if err != nil {
+			return undo(err)
+		}
+	}
+	if s.size == 0 {
+		s.rollTs = maxTs // LogSegment.append: rollingBasedTimestamp of the first append
+	}
+	s.size = pos
+	s.modified = l.cfg.Now()
+	return nil
+}
+
+// shouldRoll is LogSegment.shouldRoll: the append would overflow
+// log.segment.bytes, or log.roll.ms has passed (measured in record timestamps
+// when the segment has them, else since the segment was created), or the
+// offsets would not fit the index.
+func (l *Log) shouldRoll(s *segment, n int, maxTs, lastOffset int64) bool {
+	if s.size == 0 {
+		return false
+	}
+	var waited int64
+	if s.rollTs >= 0 {
+		waited = maxTs - s.rollTs
+	} else {
+		waited = l.cfg.Now().Sub(s.created).Milliseconds()
+	}
+	return s.size > l.cfg.SegmentBytes-int64(n) || waited > l.cfg.SegmentMs || !s.canHold(lastOffset)
+}
+
+// roll starts a new active segment at the log end offset (Log.roll). The old
+// one is fsynced first, as Kafka flushes a rolled segment.
+func (l *Log) roll() error {
+	old := l.active()
+	for _, f := range []File{old.log, old.index} {
+		if err := f.Sync(); err != nil {
+			l.failed = err
+			return fmt.Errorf("storage: roll: fsync segment %d: %w", old.base, err)
+		}
+	}
+	l.recoveryPoint = max(l.recoveryPoint, old.next)
+	s, err := openSegmentFiles(l.cfg.FS, l.dir, old.next, true)
+	if err != nil {
+		return fmt.Errorf("storage: roll: %w", err)
+	}
+	if err := syncDir(l.cfg.FS, l.dir); err != nil {
+		s.log.Close()
+		s.index.Close()
+		l.failed = err
+		return fmt.Errorf("storage: roll: %w", err)
+	}
+	s.created = l.cfg.Now()
+	s.modified = s.created
+	l.segs = append(l.segs, s)
+	return nil
+}
+
+// Read returns whole batches, starting with the one that contains offset: that
+// batch even if it is larger than maxBytes (KIP-74), then as many following
+// batches of the same segment as fit in maxBytes (bytes). The bytes are a copy.
+// offset == HighWatermark returns no bytes and no error. Errors:
+// ErrOffsetOutOfRange (wrapped) below LogStartOffset or above HighWatermark,
+// ErrClosed, an I/O error, or the earlier failure of a log that refuses use.
+func (l *Log) Read(offset int64, maxBytes int32) ([]byte, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if err := l.usable(); err != nil {
+		return nil, err
+	}
+	lso, leo := l.segs[0].base, l.leo()
+	if offset < lso || offset > leo {
+		return nil, fmt.Errorf("storage: read offset %d outside [%d, %d]: %w", offset, lso, leo, ErrOffsetOutOfRange)
+	}
+	if offset == leo {
+		return nil, nil
+	}
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset }) - 1
+	for l.segs[i].next <= offset { // skip empty segments
+		i++
+	}
+	s := l.segs[i]
+	pos, size, err := s.find(offset)
+	if err != nil {
+		return nil, err
+	}
+	return s.read(pos, size, maxBytes)
+}
+
+// HighWatermark is the offset after the last appended record. With one replica
+// it equals the log end offset: every appended record is committed.
+func (l *Log) HighWatermark() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.leo()
+}
+
+// LogStartOffset is the first offset still in the log: the base offset of the
+// oldest segment.
+func (l *Log) LogStartOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.segs[0].base
+}
+
+// LeaderEpoch is the epoch stamped into appended batches.
+func (l *Log) LeaderEpoch() int32 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.epoch
+}
+
+// SetLeaderEpoch sets the epoch stamped into batches appended from now on
+// (the broker calls it when it becomes leader with a new epoch). Errors: a
+// wrapped kerr.FencedLeaderEpoch when epoch is below the current one.
+func (l *Log) SetLeaderEpoch(epoch int32) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if epoch < l.epoch {
+		return fmt.Errorf("storage: leader epoch %d is below the current %d: %w", epoch, l.epoch, kerr.FencedLeaderEpoch)
+	}
+	l.epoch = epoch
+	return nil
+}
+
+// Recovery reports what Open found and repaired.
+func (l *Log) Recovery() RecoveryStats {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.recovery
+}
+
+// Sync fsyncs the active segment's log and index (Log.flush); older segments
+// were fsynced when they were rolled. Errors: ErrClosed, the fsync error (after
+// which the log refuses further use).
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usable(); err != nil {
+		return err
+	}
+	return l.syncActive()
+}
+
+func (l *Log) syncActive() error {
+	s := l.active()
+	for _, f := range []File{s.log, s.index} {
+		if err := f.Sync(); err != nil {
+			l.failed = err
+			return fmt.Errorf("storage: fsync segment %d: %w", s.base, err)
+		}
+	}
+	l.recoveryPoint = l.leo()
+	return nil
+}
+
+// EnforceRetention deletes whole segments from the oldest on, never the active
+// one (Log.deleteOldSegments): first those whose largest record timestamp (or,
+// without timestamps, last append) is more than log.retention.ms before Now,
+// then, while the log is larger than log.retention.bytes, those whose removal
+// keeps it at least that large. LogStartOffset moves to the oldest remaining
+// segment. Errors: ErrClosed, an I/O error from Remove (segments before the
+// failing one are gone).
+func (l *Log) EnforceRetention() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usable(); err != nil {
+		return err
+	}
+	n := 0 // segments to delete, from the oldest
+	if ms := l.cfg.RetentionMs; ms >= 0 {
+		now := l.cfg.Now().UnixMilli()
+		for n < len(l.segs)-1 {
+			s := l.segs[n]
+			largest := s.maxTs
+			if largest < 0 {
+				largest = s.modified.UnixMilli()
+			}
+			if now-largest <= ms {
+				break
+			}
+			n++
+		}
+	}
+	if limit := l.cfg.RetentionBytes; limit >= 0 {
+		var total int64
+		for _, s := range l.segs[n:] {
+			total += s.size
+		}
+		for diff := total - limit; n < len(l.segs)-1 && diff-l.segs[n].size >= 0; n++ {
+			diff -= l.segs[n].size
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	var err error
+	deleted := 0
+	for _, s := range l.segs[:n] {
+		if err = l.cfg.FS.Remove(segmentPath(l.dir, s.base, logSuffix)); err != nil {
+			break
+		}
+		s.log.Close()
+		s.index.Close()
+		deleted++
+		// An index left behind is removed by the next Open.
+		if rerr := l.cfg.FS.Remove(segmentPath(l.dir, s.base, indexSuffix)); rerr != nil && !os.IsNotExist(rerr) {
+			err = rerr
+			break
+		}
+	}
+	l.segs = slices.Delete(l.segs, 0, deleted)
+	if serr := syncDir(l.cfg.FS, l.dir); err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("storage: retention: %w", err)
+	}
+	return nil
+}
+
+// Close fsyncs the active segment and closes every file. Later calls return
+// ErrClosed; a second Close returns nil.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	var err error
+	if l.failed == nil {
+		err = l.syncActive()
+	}
+	if cerr := l.closeFiles(); err == nil {
+		err = cerr
+	}
+	l.closed = true
+	return err
+}
+
+func (l *Log) closeFiles() error {
+	var errs []error
+	for _, s := range l.segs {
+		errs = append(errs, s.log.Close(), s.index.Close())
+	}
+	return errors.Join(errs...)
+}
