@@ -38,6 +38,10 @@ const (
 	CommitRejected = "rejected"
 )
 
+// ZKOwnerConflict is the Result of a zk_op write record for a failed owner-znode claim (the node
+// exists and names another consumer thread): the ownership_conflicts figure counts these.
+const ZKOwnerConflict = "conflict"
+
 // Record is one timeline line. Fields that do not belong to a record's Kind stay zero and are not
 // written; those whose zero value is meaningful (partition 0, offset 0, generation 0, ok=false) are
 // pointers, set with the helpers below.

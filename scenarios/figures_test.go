@@ -1,0 +1,491 @@
+package scenarios
+
+import (
+	"encoding/json"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/rebalancelab/rebalancelab/timeline"
+)
+
+// base is an arbitrary wall clock so that at_ms is visibly relative.
+const base int64 = 1_700_000_000_000
+
+// tlb builds a hand-written timeline: every helper appends one record at base+ms, on topic "t".
+type tlb struct {
+	era  string
+	recs []timeline.Record
+}
+
+func newTL(era string) *tlb { return &tlb{era: era} }
+
+func (b *tlb) add(ms int64, member string, kind timeline.Kind, fill func(*timeline.Record)) *tlb {
+	r := timeline.Record{TsMs: base + ms, Era: b.era, Member: member, Kind: kind}
+	if fill != nil {
+		fill(&r)
+	}
+	b.recs = append(b.recs, r)
+	return b
+}
+
+func ps(p ...int32) map[string][]int32 {
+	if len(p) == 0 {
+		return nil // what an empty map becomes after a JSON round trip (omitempty)
+	}
+	return map[string][]int32{"t": p}
+}
+
+func (b *tlb) start(ms int64, m string) *tlb { return b.add(ms, m, timeline.MemberStart, nil) }
+func (b *tlb) stop(ms int64, m, how string) *tlb {
+	return b.add(ms, m, timeline.MemberStop, func(r *timeline.Record) { r.How = how })
+}
+func (b *tlb) begin(ms int64, m string) *tlb { return b.add(ms, m, timeline.RebalanceBegin, nil) }
+func (b *tlb) end(ms int64, m string, ok bool, attempt int) *tlb {
+	return b.add(ms, m, timeline.RebalanceEnd, func(r *timeline.Record) { r.OK, r.Attempt = timeline.Bool(ok), attempt })
+}
+func (b *tlb) assign(ms int64, m string, p ...int32) *tlb {
+	return b.add(ms, m, timeline.Assigned, func(r *timeline.Record) { r.Partitions, r.Generation = ps(p...), timeline.I32(1) })
+}
+func (b *tlb) revoke(ms int64, m string, p ...int32) *tlb {
+	return b.add(ms, m, timeline.Revoked, func(r *timeline.Record) { r.Partitions = ps(p...) })
+}
+func (b *tlb) deliver(ms int64, m string, p int32, offs ...int64) *tlb {
+	for _, o := range offs {
+		b.add(ms, m, timeline.Deliver, func(r *timeline.Record) { r.Topic, r.Partition, r.Offset = "t", timeline.I32(p), timeline.I64(o) })
+	}
+	return b
+}
+func (b *tlb) produce(ms int64, p int32, offs ...int64) *tlb {
+	for _, o := range offs {
+		b.add(ms, "producer", timeline.Produce, func(r *timeline.Record) { r.Topic, r.Partition, r.Offset = "t", timeline.I32(p), timeline.I64(o) })
+	}
+	return b
+}
+func (b *tlb) commit(ms int64, m string, p int32, off int64, gen int32, result string) *tlb {
+	return b.add(ms, m, timeline.Commit, func(r *timeline.Record) {
+		r.Topic, r.Partition, r.Offset, r.Generation, r.Result = "t", timeline.I32(p), timeline.I64(off), timeline.I32(gen), result
+	})
+}
+func (b *tlb) zk(ms int64, m, op, path, result string) *tlb {
+	return b.add(ms, m, timeline.ZKOp, func(r *timeline.Record) { r.Op, r.Path, r.Result = op, path, result })
+}
+func (b *tlb) watch(ms int64, m, path string) *tlb {
+	return b.add(ms, m, timeline.ZKWatch, func(r *timeline.Record) { r.Path, r.Type = path, "EventNodeChildrenChanged" })
+}
+func (b *tlb) greq(ms int64, m, api string) *tlb {
+	return b.add(ms, m, timeline.GroupRequest, func(r *timeline.Record) { r.API = api })
+}
+func (b *tlb) trigger(ms int64, name string) *tlb {
+	return b.add(ms, "runner", timeline.Trigger, func(r *timeline.Record) { r.Name = name })
+}
+func (b *tlb) fault(ms int64, action, target string) *tlb {
+	return b.add(ms, "runner", timeline.Fault, func(r *timeline.Record) { r.Action, r.Target = action, target })
+}
+
+// joined is the usual stable start: m joins and gets p at ms.
+func (b *tlb) joined(ms int64, m string, p ...int32) *tlb {
+	return b.start(ms, m).begin(ms, m).assign(ms, m, p...).end(ms, m, true, 1)
+}
+
+func (b *tlb) compute(t *testing.T, opts FigureOptions) Result {
+	t.Helper()
+	res := Compute(b.recs, b.era, opts)
+	if len(res.Warnings) != 0 {
+		t.Fatalf("unexpected warnings: %q", res.Warnings)
+	}
+	return res
+}
+
+// want asserts named figures exactly.
+func want(t *testing.T, what string, f Figures, exp map[string]int64) {
+	t.Helper()
+	for name, v := range exp {
+		got, ok := f.Get(name)
+		if !ok {
+			t.Fatalf("%s: unknown figure %q", what, name)
+		}
+		if got != v {
+			t.Errorf("%s: %s = %d, want %d", what, name, got, v)
+		}
+	}
+}
+
+func oneEvent(t *testing.T, res Result, n int) {
+	t.Helper()
+	if len(res.Events) != n {
+		t.Fatalf("events = %d, want %d: %+v", len(res.Events), n, res.Events)
+	}
+}
+
+// Eager join in the classic era: everything measured in the window, nothing after stable.
+func TestFiguresEagerJoin(t *testing.T) {
+	b := newTL("classic").
+		start(0, "m1").begin(0, "m1").greq(10, "m1", "JoinGroup").greq(12, "m1", "SyncGroup").
+		assign(20, "m1", 0, 1).end(20, "m1", true, 1).
+		produce(500, 0, 0).produce(500, 1, 0).deliver(510, "m1", 0, 0).deliver(510, "m1", 1, 0).
+		trigger(1000, "join").
+		start(1005, "m2").begin(1006, "m2").greq(1006, "m2", "JoinGroup").
+		greq(1010, "m1", "Heartbeat").begin(1011, "m1").commit(1011, "m1", 0, 1, 1, timeline.CommitApplied).
+		revoke(1012, "m1", 0, 1).greq(1013, "m1", "JoinGroup").greq(1013, "m1", "FindCoordinator").
+		produce(1020, 0, 1).produce(1050, 1, 1).
+		greq(1090, "m1", "SyncGroup").greq(1090, "m2", "SyncGroup").
+		assign(1100, "m1", 0).end(1100, "m1", true, 1).assign(1100, "m2", 1).end(1100, "m2", true, 1).
+		deliver(1120, "m1", 0, 1).deliver(1150, "m2", 1, 0, 1). // m2 starts at the last commit: 0 again
+		greq(1500, "m1", "Heartbeat").greq(1500, "m2", "Heartbeat")
+	res := b.compute(t, FigureOptions{})
+	oneEvent(t, res, 1)
+	ev := res.Events[0]
+	if ev.Trigger != "join" || ev.AtMs != 1000 || ev.EndMs != 1100 || ev.End != EndStable {
+		t.Fatalf("event = %+v", ev)
+	}
+	want(t, "join", ev.Figures, map[string]int64{
+		FigTimeToStableMs: 100, FigRebalanceParticipants: 2, FigGroupRequests: 5, FigRebalanceAttempts: 2,
+		FigRebalanceFailures: 0, FigRevocations: 2, FigMaxConcurrentOwners: 1,
+		FigUnownedPartitionMs: 80 + 50, // p0 pending 1020..1100, p1 1050..1100, both unowned since 1012
+		FigDuplicates:         1,       // after the window's stable end, still this event's
+		FigLost:               0, FigStaleCommitsApplied: 0, FigStaleCommitsRejected: 0,
+	})
+	want(t, "totals", res.Totals, map[string]int64{
+		FigTimeToStableMs: 100, FigDuplicates: 1, FigRebalanceParticipants: 2, FigGroupRequests: 9, FigRebalanceAttempts: 3,
+		FigRevocations: 2, FigMaxConcurrentOwners: 1, FigUnownedPartitionMs: 130,
+	})
+	if !reflect.DeepEqual(res.FinalOwners, map[string]string{"t-0": "m1", "t-1": "m2"}) {
+		t.Errorf("final owners = %v", res.FinalOwners)
+	}
+}
+
+// A window that never becomes stable ends at the next trigger; records at the trigger's millisecond
+// before the trigger belong to the earlier window.
+func TestFiguresWindowEndsAtNextTrigger(t *testing.T) {
+	b := newTL("zk").joined(0, "m1", 0).joined(0, "m2", 1).
+		trigger(1000, "crash-m2").stop(1000, "m2", "crash").
+		zk(1500, "m1", "read", "/consumers/g/ids", "").zk(2000, "m1", "read", "/consumers/g/ids", "").
+		trigger(2000, "join-m3").zk(2000, "m1", "write", "/consumers/g/ids/m3", "").
+		start(2010, "m3").begin(2010, "m3").begin(2020, "m1").revoke(2020, "m1", 0).
+		assign(2100, "m1", 0).end(2100, "m1", true, 1).assign(2100, "m3", 1).end(2100, "m3", true, 1)
+	res := b.compute(t, FigureOptions{})
+	oneEvent(t, res, 2)
+	a, c := res.Events[0], res.Events[1]
+	if a.Trigger != "crash-m2" || a.AtMs != 1000 || a.EndMs != 2000 || a.End != EndNextTrigger {
+		t.Fatalf("first event = %+v", a)
+	}
+	want(t, "crash-m2", a.Figures, map[string]int64{
+		FigTimeToStableMs: NeverStable, FigZKReads: 2, FigZKWrites: 0, FigRebalanceParticipants: 0,
+	})
+	if c.Trigger != "join-m3" || c.AtMs != 2000 || c.EndMs != 2100 || c.End != EndStable {
+		t.Fatalf("second event = %+v", c)
+	}
+	want(t, "join-m3", c.Figures, map[string]int64{
+		FigTimeToStableMs: 100, FigZKReads: 0, FigZKWrites: 1, FigRebalanceParticipants: 2, FigRevocations: 1,
+		FigRebalanceAttempts: 2,
+	})
+	want(t, "totals", res.Totals, map[string]int64{FigTimeToStableMs: NeverStable, FigZKReads: 2, FigZKWrites: 1})
+}
+
+// A crash (member_stop how=crash) ends the member's ownership and delivery at once; its partition is
+// unowned with a backlog until the survivor claims it.
+func TestFiguresCrashEndsOwnership(t *testing.T) {
+	b := newTL("zk").joined(0, "m1", 0).joined(0, "m2", 1).
+		produce(100, 1, 0).deliver(110, "m2", 1, 0).
+		trigger(1000, "crash-m2").stop(1000, "m2", "crash").
+		produce(1200, 1, 1).produce(1300, 1, 2).
+		watch(3000, "m1", "/consumers/g/ids").begin(3000, "m1").revoke(3002, "m1", 0).
+		zk(3005, "m1", "write", "/consumers/g/owners/t/0", "").zk(3005, "m1", "write", "/consumers/g/owners/t/1", "").
+		assign(3010, "m1", 0, 1).end(3010, "m1", true, 1).
+		deliver(3050, "m1", 1, 1, 2)
+	res := b.compute(t, FigureOptions{})
+	oneEvent(t, res, 1)
+	ev := res.Events[0]
+	if ev.End != EndStable || ev.EndMs != 3010 {
+		t.Fatalf("event = %+v", ev)
+	}
+	want(t, "crash", ev.Figures, map[string]int64{
+		FigTimeToStableMs: 2010, FigUnownedPartitionMs: 3010 - 1200, FigMaxConcurrentOwners: 1,
+		FigRevocations: 1, FigZKWrites: 2, FigZKWatchEvents: 1, FigZKReads: 0, FigRebalanceParticipants: 1,
+		FigDuplicates: 0, FigLost: 0,
+	})
+	if !reflect.DeepEqual(res.FinalOwners, map[string]string{"t-0": "m1", "t-1": "m1"}) {
+		t.Errorf("final owners = %v", res.FinalOwners)
+	}
+}
+
+// zk split brain: m1's session is gone but it keeps delivering p0 while m2 owns it; m1's offset commit
+// lands (ZooKeeper refuses nothing).
+func TestFiguresSplitBrain(t *testing.T) {
+	b := newTL("zk").joined(0, "m1", 0)
+	for o := int64(0); o < 10; o++ {
+		b.produce(10+o, 0, o)
+	}
+	b.deliver(20, "m1", 0, 0, 1, 2, 3, 4).
+		trigger(100, "expire-m1").fault(100, "stall", "m1/zookeeper").
+		start(200, "m2").begin(200, "m2").zk(210, "m2", "write", "/consumers/g/owners/t/0", "").
+		assign(210, "m2", 0).end(210, "m2", true, 1).
+		deliver(220, "m2", 0, 3, 4, 5).deliver(230, "m1", 0, 5, 6).
+		commit(240, "m1", 0, 7, 0, timeline.CommitApplied).commit(250, "m2", 0, 6, 0, timeline.CommitApplied).
+		fault(300, "heal", "m1/zookeeper").
+		begin(400, "m1").revoke(400, "m1", 0).assign(410, "m1").end(410, "m1", true, 1).
+		deliver(420, "m2", 0, 6, 7, 8, 9)
+	res := b.compute(t, FigureOptions{})
+	oneEvent(t, res, 1)
+	ev := res.Events[0]
+	if ev.End != EndStable || ev.EndMs != 410 {
+		t.Fatalf("event = %+v", ev)
+	}
+	want(t, "expire", ev.Figures, map[string]int64{
+		FigTimeToStableMs: 310, FigMaxConcurrentOwners: 2, FigDuplicates: 4, // 3 before stable, 6 after FigStaleCommitsApplied: 1,
+		FigStaleCommitsRejected: 0, FigUnownedPartitionMs: 0, FigRevocations: 1, FigRebalanceParticipants: 2,
+		FigRebalanceAttempts: 2, FigLost: 0,
+	})
+	want(t, "totals", res.Totals, map[string]int64{
+		FigDuplicates: 4, FigLost: 0, FigMaxConcurrentOwners: 2, FigStaleCommitsApplied: 1,
+	})
+	if res.FinalOwners["t-0"] != "m2" {
+		t.Errorf("final owner = %q", res.FinalOwners["t-0"])
+	}
+}
+
+// CO-LATE-COMMIT-REWIND seen by the figures: the removed member's commit with its old generation is a
+// stale commit refused; a commit after its own revoke that lands is a stale commit applied; the owner's
+// own refused commit is not stale.
+func TestFiguresStaleCommits(t *testing.T) {
+	b := newTL("classic").joined(0, "A", 1, 2).
+		produce(1, 1, 0).produce(1, 2, 0, 1, 2).deliver(5, "A", 1, 0).deliver(10, "A", 2, 0, 1).
+		trigger(100, "join-B").start(100, "B").begin(100, "B").
+		assign(400, "B", 1, 2).end(400, "B", true, 1).
+		deliver(410, "B", 2, 1, 2).commit(420, "B", 2, 3, 2, timeline.CommitApplied).
+		commit(450, "B", 1, 1, 2, timeline.CommitRejected).
+		commit(500, "A", 2, 2, 1, timeline.CommitRejected).
+		begin(510, "A").revoke(510, "A", 1, 2).assign(600, "A").end(600, "A", true, 1).
+		commit(700, "A", 1, 0, -1, timeline.CommitApplied)
+	res := b.compute(t, FigureOptions{})
+	oneEvent(t, res, 1)
+	ev := res.Events[0]
+	if ev.End != EndStable || ev.EndMs != 600 {
+		t.Fatalf("event = %+v", ev)
+	}
+	want(t, "join-B", ev.Figures, map[string]int64{
+		FigTimeToStableMs: 500, FigStaleCommitsRejected: 1, FigStaleCommitsApplied: 0, FigRevocations: 2,
+		FigMaxConcurrentOwners: 2, FigDuplicates: 1, FigLost: 0,
+	})
+	want(t, "totals", res.Totals, map[string]int64{FigStaleCommitsRejected: 1, FigStaleCommitsApplied: 1})
+}
+
+// Duplicates and lost counted exactly; each lost offset in the first window ending at/after its produce.
+func TestFiguresDuplicatesAndLost(t *testing.T) {
+	b := newTL("classic").joined(0, "m1", 0, 1).
+		produce(10, 0, 0, 1, 2, 3, 4).produce(15, 1, 0, 1, 2).
+		deliver(20, "m1", 0, 0, 1, 2).deliver(30, "m1", 0, 1, 2).
+		deliver(40, "m1", 1, 0).deliver(41, "m1", 1, 0).
+		deliver(50, "m1", 0, 99). // never produced: neither duplicate nor lost
+		trigger(100, "stop-m1").stop(100, "m1", "graceful").
+		start(110, "m2").begin(110, "m2").assign(120, "m2", 0, 1).end(120, "m2", true, 1).
+		produce(130, 1, 3).deliver(150, "m2", 1, 0).
+		trigger(200, "nothing").deliver(250, "m2", 0, 0).greq(300, "m2", "Heartbeat")
+	res := b.compute(t, FigureOptions{})
+	oneEvent(t, res, 2)
+	a, c := res.Events[0], res.Events[1]
+	want(t, "stop-m1", a.Figures, map[string]int64{
+		FigTimeToStableMs: 20, FigDuplicates: 1, FigLost: 4, FigUnownedPartitionMs: 20 + 20,
+	})
+	if c.End != EndOfRun || c.EndMs != 300 {
+		t.Fatalf("undisturbed event = %+v", c)
+	}
+	want(t, "nothing", c.Figures, map[string]int64{
+		FigTimeToStableMs: 0, FigDuplicates: 1, FigLost: 1, FigGroupRequests: 1, FigMaxConcurrentOwners: 1,
+	})
+	want(t, "totals", res.Totals, map[string]int64{
+		FigTimeToStableMs: 20, FigDuplicates: 5, FigLost: 5, FigUnownedPartitionMs: 40,
+	})
+}
+
+// Give-up rule: the last attempt failed and the rebalance was closed by a new rebalance_begin, a graceful
+// stop or the end of the timeline; a crash is not a give-up. Conflicts are zk_op writes result=conflict.
+func TestFiguresRebalanceFailuresAndConflicts(t *testing.T) {
+	b := newTL("zk").
+		begin(0, "m1").end(10, "m1", false, 1).end(510, "m1", false, 2).end(1010, "m1", false, 3).
+		end(1510, "m1", false, 4).add(1510, "m1", timeline.Error, func(r *timeline.Record) { r.Text = "can't rebalance after 4 retries" }).
+		begin(5000, "m1").end(5010, "m1", true, 1).
+		begin(0, "m2").end(10, "m2", false, 1).end(510, "m2", true, 2).
+		begin(0, "m3").end(10, "m3", false, 1).stop(20, "m3", "graceful").
+		begin(0, "m4").end(10, "m4", false, 1).stop(20, "m4", "crash").
+		begin(0, "m5").end(6000, "m5", false, 1).
+		zk(10, "m1", "write", "/consumers/g/owners/t/0", ZKOwnerConflict).
+		zk(10, "m1", "write", "/consumers/g/owners/t/1", ZKOwnerConflict).
+		zk(10, "m1", "write", "/consumers/g/owners/t/2", "").
+		zk(10, "m1", "read", "/consumers/g/owners/t/0", ZKOwnerConflict)
+	b.recs = sortedCopy(b.recs)
+	res := b.compute(t, FigureOptions{})
+	want(t, "totals", res.Totals, map[string]int64{
+		FigRebalanceFailures: 3, FigRebalanceAttempts: 10, FigRebalanceParticipants: 5,
+		FigOwnershipConflicts: 2, FigZKWrites: 3, FigZKReads: 1,
+	})
+}
+
+// Between a failed attempt and the next one the rebalance is still running: stable only at the success.
+func TestFiguresBackoffIsNotStable(t *testing.T) {
+	b := newTL("zk").joined(0, "m1", 0).joined(0, "m2", 1).
+		trigger(1000, "leave-m2").stop(1000, "m2", "graceful").
+		begin(1001, "m1").revoke(1001, "m1", 0).end(1010, "m1", false, 1).
+		assign(1510, "m1", 0, 1).end(1510, "m1", true, 2)
+	res := b.compute(t, FigureOptions{})
+	oneEvent(t, res, 1)
+	want(t, "leave", res.Events[0].Figures, map[string]int64{
+		FigTimeToStableMs: 510, FigRebalanceAttempts: 2, FigRebalanceFailures: 0, FigRevocations: 1,
+	})
+}
+
+// Cooperative: assigned lists the full set, revoked only what moves; a repeated revoke counts once;
+// kept partitions keep delivering.
+func TestFiguresCooperative(t *testing.T) {
+	b := newTL("cooperative").joined(0, "m1", 0, 1, 2, 3).produce(1, 0, 0).deliver(5, "m1", 0, 0).
+		trigger(100, "join-m2").start(101, "m2").begin(101, "m2").begin(102, "m1").
+		revoke(103, "m1", 2, 3).revoke(104, "m1", 3).
+		assign(105, "m1", 0, 1).end(105, "m1", true, 1).assign(105, "m2").end(106, "m2", true, 1).
+		begin(200, "m1").begin(200, "m2").
+		assign(210, "m1", 0, 1).end(210, "m1", true, 1).assign(210, "m2", 2, 3).end(210, "m2", true, 1).
+		produce(220, 0, 1).deliver(230, "m1", 0, 1)
+	res := b.compute(t, FigureOptions{})
+	oneEvent(t, res, 1)
+	want(t, "join-m2", res.Events[0].Figures, map[string]int64{
+		FigTimeToStableMs: 110, FigRevocations: 2, FigRebalanceParticipants: 2, FigRebalanceAttempts: 4,
+		FigMaxConcurrentOwners: 1, FigUnownedPartitionMs: 0,
+	})
+	want(t, "totals", res.Totals, map[string]int64{FigMaxConcurrentOwners: 1, FigLost: 0, FigDuplicates: 0})
+	if !reflect.DeepEqual(res.FinalOwners, map[string]string{"t-0": "m1", "t-1": "m1", "t-2": "m2", "t-3": "m2"}) {
+		t.Errorf("final owners = %v", res.FinalOwners)
+	}
+}
+
+// Two members delivering one partition count as concurrent only across milliseconds: a hand-over
+// inside one millisecond is not an overlap, one that spans a millisecond is.
+func TestFiguresConcurrentOwnersResolution(t *testing.T) {
+	for _, tc := range []struct {
+		revokeAt int64
+		want     int64
+	}{{100, 1}, {101, 2}} {
+		b := newTL("classic").joined(0, "m1", 0).produce(1, 0, 0, 1).deliver(10, "m1", 0, 0).
+			assign(100, "m2", 0).deliver(100, "m2", 0, 1).revoke(tc.revokeAt, "m1", 0)
+		res := b.compute(t, FigureOptions{})
+		want(t, "handover", res.Totals, map[string]int64{FigMaxConcurrentOwners: tc.want})
+	}
+}
+
+// A started member without an assignment is joining; known partitions must all be owned.
+func TestFiguresFormation(t *testing.T) {
+	b := newTL("classic").start(0, "m1").begin(0, "m1").greq(5, "m1", "JoinGroup").assign(10, "m1", 0).end(12, "m1", true, 1).
+		greq(50, "m1", "Heartbeat")
+	want(t, "formation", b.compute(t, FigureOptions{}).Totals, map[string]int64{FigTimeToStableMs: 12})
+	opts := FigureOptions{Partitions: map[string][]int32{"t": {0, 1}}}
+	res := b.compute(t, opts)
+	want(t, "formation+p1", res.Totals, map[string]int64{FigTimeToStableMs: NeverStable})
+	if !reflect.DeepEqual(res.FinalOwners, map[string]string{"t-0": "m1", "t-1": ""}) {
+		t.Errorf("final owners = %v", res.FinalOwners)
+	}
+	// A member that starts and never gets an assigned record keeps the group unstable.
+	b = newTL("classic").joined(0, "m1", 0).trigger(100, "join").start(100, "m2").greq(150, "m2", "JoinGroup")
+	res = b.compute(t, FigureOptions{})
+	oneEvent(t, res, 1)
+	if ev := res.Events[0]; ev.Figures.TimeToStableMs != NeverStable || ev.End != EndOfRun {
+		t.Errorf("joining member: %+v", ev)
+	}
+}
+
+func TestFiguresNotApplicable(t *testing.T) {
+	zkLike := newTL("").zk(0, "m1", "read", "/x", "").zk(0, "m1", "write", "/x", ZKOwnerConflict).watch(0, "m1", "/x").
+		greq(1, "m1", "JoinGroup").begin(2, "m1").assign(3, "m1", 0).end(3, "m1", true, 1).revoke(4, "m1", 0).
+		commit(5, "m1", 0, 0, 1, timeline.CommitRejected).commit(5, "m1", 0, 0, 1, timeline.CommitApplied)
+	for _, tc := range []struct {
+		era  string
+		na   []string
+		want map[string]int64
+	}{
+		{"zk", []string{"group_requests", "stale_commits_rejected"}, map[string]int64{
+			FigZKReads: 1, FigZKWrites: 1, FigZKWatchEvents: 1, FigOwnershipConflicts: 1, FigGroupRequests: 0,
+			FigStaleCommitsApplied: 1, FigStaleCommitsRejected: 0}},
+		{"classic", []string{"zk_reads", "zk_writes", "zk_watch_events", "ownership_conflicts"}, map[string]int64{
+			FigZKReads: 0, FigZKWrites: 0, FigZKWatchEvents: 0, FigOwnershipConflicts: 0, FigGroupRequests: 1,
+			FigStaleCommitsApplied: 1, FigStaleCommitsRejected: 1}},
+		{"cooperative", []string{"zk_reads", "zk_writes", "zk_watch_events", "ownership_conflicts"}, nil},
+		{"static", []string{"zk_reads", "zk_writes", "zk_watch_events", "ownership_conflicts"}, nil},
+		{"kip848", []string{"zk_reads", "zk_writes", "zk_watch_events", "ownership_conflicts"}, nil},
+	} {
+		res := Compute(zkLike.recs, tc.era, FigureOptions{})
+		if !reflect.DeepEqual(res.NotApplicable, tc.na) || !reflect.DeepEqual(NotApplicable(tc.era), tc.na) {
+			t.Errorf("%s: not_applicable = %v, want %v", tc.era, res.NotApplicable, tc.na)
+		}
+		want(t, tc.era, res.Totals, tc.want)
+		if len(res.Warnings) != 0 {
+			t.Errorf("%s: warnings %q", tc.era, res.Warnings)
+		}
+	}
+	res := Compute(zkLike.recs, "zookeeper", FigureOptions{})
+	if len(res.NotApplicable) != 0 || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], `unknown era "zookeeper"`) {
+		t.Errorf("unknown era: na=%v warnings=%q", res.NotApplicable, res.Warnings)
+	}
+}
+
+// Bad input: skipped and described, never a crash; other eras' records are ignored; order is restored.
+func TestFiguresBadInput(t *testing.T) {
+	b := newTL("classic").joined(0, "m1", 0).produce(5, 0, 0).
+		add(6, "m1", timeline.Deliver, func(r *timeline.Record) { r.Topic = "t" }).                               // no partition
+		add(7, "m1", timeline.Deliver, func(r *timeline.Record) { r.Topic, r.Partition = "t", timeline.I32(0) }). // no offset
+		add(8, "m1", timeline.RebalanceEnd, nil).                                                                 // no ok
+		add(9, "m1", "bogus", nil)
+	b.recs = append(b.recs, timeline.Record{TsMs: base + 1, Era: "zk", Member: "z", Kind: timeline.ZKOp, Op: "read"})
+	b.recs = append(b.recs, timeline.Record{TsMs: base + 3, Era: "classic", Member: "m1", Kind: timeline.Deliver,
+		Topic: "t", Partition: timeline.I32(0), Offset: timeline.I64(0)})
+	res := Compute(b.recs, "classic", FigureOptions{})
+	for _, w := range []string{"1 records of other eras skipped", "not sorted", "no topic/partition",
+		"no offset", "no ok field", "unknown kind"} {
+		found := false
+		for _, got := range res.Warnings {
+			found = found || strings.Contains(got, w)
+		}
+		if !found {
+			t.Errorf("no warning containing %q in %q", w, res.Warnings)
+		}
+	}
+	want(t, "bad", res.Totals, map[string]int64{FigZKReads: 0, FigLost: 0, FigRebalanceAttempts: 2})
+	if empty := Compute(nil, "zk", FigureOptions{}); len(empty.Events) != 0 || empty.Totals != (Figures{}) ||
+		len(empty.Warnings) != 1 || empty.NotApplicable == nil {
+		t.Errorf("empty timeline: %+v", empty)
+	}
+}
+
+// The JSON keys are DESIGN.md's names, in its order.
+func TestFiguresJSONKeys(t *testing.T) {
+	var f Figures
+	for i, p := range f.fields() {
+		*p = int64(i + 1)
+	}
+	raw, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]int64
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != len(FigureNames) {
+		t.Fatalf("%d keys, want %d: %s", len(m), len(FigureNames), raw)
+	}
+	for i, name := range FigureNames {
+		if m[name] != int64(i+1) {
+			t.Errorf("%s = %d, want %d", name, m[name], i+1)
+		}
+		if v, _ := f.Get(name); v != int64(i+1) {
+			t.Errorf("Get(%s) = %d", name, v)
+		}
+	}
+	if !strings.HasPrefix(string(raw), `{"time_to_stable_ms":1,"rebalance_participants":2,"zk_reads":3`) {
+		t.Errorf("order: %s", raw)
+	}
+}
+
+func sortedCopy(recs []timeline.Record) []timeline.Record {
+	out := append([]timeline.Record(nil), recs...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].TsMs < out[j].TsMs })
+	return out
+}
