@@ -39,9 +39,8 @@ var FigureNames = []string{
 	FigStaleCommitsRejected,
 }
 
-// ZKOwnerConflict is the `result` of a zk_op write that failed to claim an owner znode held by another
-// consumer thread. (Proposed for package timeline, which the zkconsumer imports; the value is the contract.)
-const ZKOwnerConflict = "conflict"
+// ZKOwnerConflict is timeline.ZKOwnerConflict, re-exported for readers of this package.
+const ZKOwnerConflict = timeline.ZKOwnerConflict
 
 // NeverStable is time_to_stable_ms when the group was disturbed and did not become stable in the window.
 const NeverStable int64 = -1
