@@ -1,0 +1,300 @@
+package coordinator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// OffsetsLog is the __consumer_offsets topic as the coordinator uses it; the broker plugs its storage
+// in here. Append must return only once batch (one v2 RecordBatch made by EncodeBatch) is in
+// partition's log: the coordinator acknowledges a commit only after that. ReadAll calls fn for every
+// record of partition in log order (DecodeBatches does the decoding for a log that stores batches as
+// received); a nil value is a tombstone. A missing partition reads as empty. Both may be called from
+// different goroutines, never concurrently for one partition.
+type OffsetsLog interface {
+	Append(partition int32, batch []byte) error
+	ReadAll(partition int32, fn func(key, value []byte) error) error
+}
+
+// ErrClosed is returned by Handle after Close, and to requests still parked when Close runs.
+var ErrClosed = errors.New("group coordinator closed")
+
+type clientInfoKey struct{}
+
+type clientInfo struct{ id, host string }
+
+// ContextWithClient attaches the request header's client id and the client's address to ctx for
+// Handle; JoinGroup records them on the member (DescribeGroups shows them). host is printed as Kafka
+// does (InetAddress.toString): pass "/127.0.0.1" for a client at 127.0.0.1.
+func ContextWithClient(ctx context.Context, clientID, host string) context.Context {
+	return context.WithValue(ctx, clientInfoKey{}, clientInfo{clientID, host})
+}
+
+type result struct {
+	resp kmsg.Response
+	err  error
+}
+
+// Coordinator runs a Core for the broker: it implements the broker's GroupHandler
+// (Handle(ctx, kmsg.Request) (kmsg.Response, error)), turns the core's timers into real timers and
+// its appends into OffsetsLog appends, and answers each Handle call once the core has a response.
+type Coordinator struct {
+	mu      sync.Mutex
+	core    *Core
+	olog    OffsetsLog
+	log     *logrus.Entry
+	nextReq RequestID
+	waiting map[RequestID]chan result
+	timers  map[TimerID]*time.Timer
+	closed  bool
+
+	clientInfo func(context.Context) (string, string)
+}
+
+// Start creates the coordinator, activates it and loads the __consumer_offsets partitions it
+// coordinates from olog: every partition, or with cfg.CoordinatorFor set those whose leader is
+// cfg.Node. Groups and committed offsets come back as Kafka 3.9 restores them (see
+// Core.CompleteLoad); requests for a partition still loading get COORDINATOR_LOAD_IN_PROGRESS.
+// Records that cannot be decoded are skipped and logged; a failing ReadAll is returned as an error
+// after the partition is handed over with what was read (ctx ends the load early the same way).
+func Start(ctx context.Context, cfg Config, olog OffsetsLog, log *logrus.Entry) (*Coordinator, error) {
+	if olog == nil {
+		return nil, errors.New("group coordinator: nil OffsetsLog")
+	}
+	if log == nil {
+		log = logrus.NewEntry(logrus.StandardLogger())
+	}
+	var seed [8]byte
+	if _, err := rand.Read(seed[:]); err != nil {
+		return nil, fmt.Errorf("group coordinator: seed: %w", err)
+	}
+	core, err := NewCore(cfg, log, binary.LittleEndian.Uint64(seed[:]))
+	if err != nil {
+		return nil, err
+	}
+	c := &Coordinator{
+		core:       core,
+		olog:       olog,
+		log:        log,
+		waiting:    map[RequestID]chan result{},
+		timers:     map[TimerID]*time.Timer{},
+		clientInfo: cfg.ClientInfo,
+	}
+	c.mu.Lock()
+	c.apply(core.Startup(time.Now()))
+	c.mu.Unlock()
+	var errs []error
+	for p := int32(0); p < cfg.OffsetsTopicNumPartitions; p++ {
+		if cfg.CoordinatorFor != nil {
+			if n, ok := cfg.CoordinatorFor(p); !ok || n.ID != cfg.Node.ID {
+				continue
+			}
+		}
+		if err := c.OnElection(ctx, p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return c, errors.Join(errs...)
+}
+
+// OnElection loads __consumer_offsets partition p and starts coordinating its groups
+// (GroupCoordinator.onElection). The log is read without holding up other partitions' requests.
+func (c *Coordinator) OnElection(ctx context.Context, p int32) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	if !c.core.BeginLoad(p) {
+		c.mu.Unlock()
+		return nil
+	}
+	c.mu.Unlock()
+
+	start := time.Now()
+	var recs []KV
+	readErr := c.olog.ReadAll(p, func(key, value []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		kv := KV{Key: append([]byte(nil), key...)}
+		if value != nil {
+			kv.Value = append([]byte{}, value...)
+		}
+		recs = append(recs, kv)
+		return nil
+	})
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	effects, loadErr := c.core.CompleteLoad(time.Now(), p, recs)
+	c.apply(effects)
+	l := c.log.WithField("partition", p)
+	if loadErr != nil {
+		l.WithError(loadErr).Error("skipped undecodable records while loading offsets and group metadata")
+	}
+	if readErr != nil {
+		l.WithError(readErr).Error("reading offsets and group metadata failed; loaded what was read")
+		return fmt.Errorf("group coordinator: load %s-%d: %w", OffsetsTopic, p, readErr)
+	}
+	l.Debugf("loaded %d records of %s-%d in %s", len(recs), OffsetsTopic, p, time.Since(start))
+	return nil
+}
+
+// OnResignation stops coordinating partition p's groups (GroupCoordinator.onResignation); their
+// parked JoinGroups and SyncGroups get NOT_COORDINATOR.
+func (c *Coordinator) OnResignation(p int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.apply(c.core.Unload(time.Now(), p))
+}
+
+// Handle answers one group-API request (FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
+// LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups) for the version
+// req carries. It blocks until the coordinator has the response — a JoinGroup until the join phase
+// ends, a SyncGroup until the leader's assignment is stored, an OffsetCommit until its records are
+// appended — or until ctx ends (ctx.Err(); the coordinator carries on as Kafka does when a client
+// goes away). Group errors are in the response; the error return is only for requests with no
+// answer: ErrNotGroupAPI, ErrUnsupportedVersion, ErrClosed, ctx.Err().
+func (c *Coordinator) Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	ci, ok := ctx.Value(clientInfoKey{}).(clientInfo)
+	if !ok && c.clientInfo != nil {
+		ci.id, ci.host = c.clientInfo(ctx)
+	}
+	ch := make(chan result, 1)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, ErrClosed
+	}
+	c.nextReq++
+	id := c.nextReq
+	c.waiting[id] = ch
+	c.apply(c.core.Step(time.Now(), RequestEvent{ID: id, Request: req, ClientID: ci.id, ClientHost: ci.host}))
+	c.mu.Unlock()
+
+	select {
+	case r := <-ch:
+		return r.resp, r.err
+	case <-ctx.Done():
+		c.mu.Lock()
+		delete(c.waiting, id)
+		c.mu.Unlock()
+		select {
+		case r := <-ch:
+			return r.resp, r.err
+		default:
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// apply carries out effects in order; the effects of an append's completion are carried out before
+// the rest, as Kafka runs the append callback inside the append. Called with c.mu held.
+func (c *Coordinator) apply(effects []Effect) {
+	queue := effects
+	for len(queue) > 0 {
+		e := queue[0]
+		queue = queue[1:]
+		switch e := e.(type) {
+		case Respond:
+			if ch, ok := c.waiting[e.ID]; ok {
+				delete(c.waiting, e.ID)
+				ch <- result{e.Response, e.Err}
+			}
+		case SetTimer:
+			id := e.Timer
+			c.timers[id] = time.AfterFunc(e.After, func() { c.fire(id) })
+		case CancelTimer:
+			if t, ok := c.timers[e.Timer]; ok {
+				t.Stop()
+				delete(c.timers, e.Timer)
+			}
+		case Append:
+			err := c.olog.Append(e.Partition, e.Batch)
+			if err != nil {
+				c.log.WithError(err).WithField("partition", e.Partition).Errorf("append to %s failed", OffsetsTopic)
+			}
+			more := c.core.Step(time.Now(), AppendCompleted{ID: e.ID, Err: err})
+			queue = append(more, queue...)
+		}
+	}
+}
+
+func (c *Coordinator) fire(id TimerID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	if _, ok := c.timers[id]; !ok {
+		return // cancelled while this callback waited for the lock
+	}
+	delete(c.timers, id)
+	c.apply(c.core.Step(time.Now(), TimerFired{Timer: id}))
+}
+
+// Close stops the coordinator: timers are stopped and requests still parked get ErrClosed. Nothing
+// is lost: commits were acknowledged only once appended.
+func (c *Coordinator) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	c.core.Shutdown()
+	for id, t := range c.timers {
+		t.Stop()
+		delete(c.timers, id)
+	}
+	for id, ch := range c.waiting {
+		delete(c.waiting, id)
+		ch <- result{nil, ErrClosed}
+	}
+	return nil
+}
+
+// GroupAPIVersions lists the group APIs with Kafka 3.9's version ranges (APIVersions), for the
+// broker's ApiVersions response (the broker's GroupAPIVersioner).
+func (c *Coordinator) GroupAPIVersions() []kmsg.ApiVersionsResponseApiKey {
+	var out []kmsg.ApiVersionsResponseApiKey
+	for _, a := range APIVersions() {
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = a.Key, a.MinVersion, a.MaxVersion
+		out = append(out, k)
+	}
+	return out
+}
+
+// Group returns a snapshot of a group (false when unknown).
+func (c *Coordinator) Group(id string) (GroupInfo, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.core.Group(id)
+}
+
+// CommittedOffset returns a group's committed offset for topic-partition (false when none).
+func (c *Coordinator) CommittedOffset(groupID, topic string, partition int32) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.core.CommittedOffset(groupID, topic, partition)
+}
+
+// Faults returns the internal errors the core recovered from (see Core.Faults).
+func (c *Coordinator) Faults() []error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.core.Faults()
+}

@@ -1,0 +1,305 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, deadline time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out after %v waiting for %s", deadline, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func driverConfig() Config {
+	cfg := DefaultConfig()
+	cfg.Node = Node{ID: 1, Host: "127.0.0.1", Port: 9092}
+	cfg.OffsetsTopicNumPartitions = 3
+	cfg.GroupMinSessionTimeoutMs = 100
+	cfg.GroupInitialRebalanceDelayMs = 50
+	return cfg
+}
+
+func testLogger(t *testing.T) *logrus.Entry {
+	l := logrus.New()
+	l.SetLevel(logrus.WarnLevel)
+	return logrus.NewEntry(l).WithField("broker", 1)
+}
+
+// handle calls Handle with a deadline and fails the test on an error return.
+func handle(t *testing.T, c *Coordinator, clientID string, req kmsg.Request) kmsg.Response {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ContextWithClient(context.Background(), clientID, "/127.0.0.1"), 5*time.Second)
+	defer cancel()
+	resp, err := c.Handle(ctx, req)
+	if err != nil {
+		t.Fatalf("%T: %v", req, err)
+	}
+	return resp
+}
+
+// TestDriverHandle runs the coordinator with real timers through Handle: two v5 members join
+// concurrently (blocking JoinGroups released together after the initial delay), sync, one goes
+// silent and is expired by its session timer, the other rejoins into generation 2 and commits; a
+// parked JoinGroup ends with its ctx, another with Close; a restarted coordinator replays the log.
+func TestDriverHandle(t *testing.T) {
+	log := newMemLog()
+	c, err := Start(context.Background(), driverConfig(), log, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	o := joinOpts{version: 5, session: 300, rebalance: 2000}
+	joinMember := func(client string) *kmsg.JoinGroupResponse {
+		first := handle(t, c, client, joinReq("g", o)).(*kmsg.JoinGroupResponse)
+		if first.ErrorCode != codeMemberIDRequired {
+			t.Errorf("%s first join: %d", client, first.ErrorCode)
+			return first
+		}
+		oo := o
+		oo.memberID = first.MemberID
+		return handle(t, c, client, joinReq("g", oo)).(*kmsg.JoinGroupResponse)
+	}
+	var wg sync.WaitGroup
+	resps := make([]*kmsg.JoinGroupResponse, 2)
+	start := time.Now()
+	for i, client := range []string{"client-a", "client-b"} {
+		wg.Add(1)
+		go func(i int, client string) {
+			defer wg.Done()
+			resps[i] = joinMember(client)
+		}(i, client)
+	}
+	wg.Wait()
+	if took := time.Since(start); took < 50*time.Millisecond {
+		t.Fatalf("joins completed after %v, before group.initial.rebalance.delay.ms", took)
+	}
+	a, b := resps[0], resps[1]
+	if a.ErrorCode != 0 || b.ErrorCode != 0 || a.Generation != 1 || b.Generation != 1 || a.LeaderID != b.LeaderID {
+		t.Fatalf("joins: %+v / %+v", a, b)
+	}
+	leader, follower, followerClient := a, b, "client-b"
+	if b.LeaderID == b.MemberID {
+		leader, follower, followerClient = b, a, "client-a"
+	}
+	fsync := make(chan *kmsg.SyncGroupResponse, 1)
+	go func() {
+		fsync <- handle(t, c, "f", syncReq(3, "g", follower.MemberID, 1, nil, nil)).(*kmsg.SyncGroupResponse)
+	}()
+	waitFor(t, 2*time.Second, "the follower's SyncGroup to park", func() bool {
+		g, _ := c.Group("g")
+		for _, m := range g.Members {
+			if m.MemberID == follower.MemberID && m.AwaitingSync {
+				return true
+			}
+		}
+		return false
+	})
+	ls := handle(t, c, "l", syncReq(3, "g", leader.MemberID, 1, nil,
+		map[string]string{leader.MemberID: "L", follower.MemberID: "F"})).(*kmsg.SyncGroupResponse)
+	if fs := <-fsync; ls.ErrorCode != 0 || fs.ErrorCode != 0 || string(ls.MemberAssignment) != "L" || string(fs.MemberAssignment) != "F" {
+		t.Fatalf("syncs: %+v / %+v", ls, fs)
+	}
+
+	// the follower heartbeats every 40 ms; the leader is silent and its 300 ms session runs out
+	hbCtx, stopHB := context.WithCancel(context.Background())
+	rebalancing := make(chan struct{})
+	var hbWG sync.WaitGroup
+	hbWG.Add(1)
+	go func() {
+		defer hbWG.Done()
+		tick := time.NewTicker(40 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-hbCtx.Done():
+				return
+			case <-tick.C:
+			}
+			resp, err := c.Handle(hbCtx, heartbeatReq(3, "g", follower.MemberID, 1, nil))
+			if err != nil {
+				return
+			}
+			if resp.(*kmsg.HeartbeatResponse).ErrorCode == codeRebalanceInProgress {
+				close(rebalancing)
+				return
+			}
+		}
+	}()
+	select {
+	case <-rebalancing:
+	case <-time.After(3 * time.Second):
+		t.Fatal("no REBALANCE_IN_PROGRESS after the leader went silent")
+	}
+	stopHB()
+	hbWG.Wait()
+	if g, _ := c.Group("g"); g.State != PreparingRebalance || len(g.Members) != 1 || g.Members[0].MemberID != follower.MemberID {
+		t.Fatalf("after the leader's session timeout: %+v", g)
+	}
+	oo := o
+	oo.memberID = follower.MemberID
+	rj := handle(t, c, "f", joinReq("g", oo)).(*kmsg.JoinGroupResponse)
+	if rj.ErrorCode != 0 || rj.Generation != 2 || rj.LeaderID != follower.MemberID {
+		t.Fatalf("rejoin: %+v", rj)
+	}
+	handle(t, c, "f", syncReq(3, "g", follower.MemberID, 2, nil, map[string]string{follower.MemberID: "LF"}))
+	if e := commitErr(t, handle(t, c, "f", commitReq(8, "g", follower.MemberID, 2, nil, "t", 0, 41))); e != 0 {
+		t.Fatalf("commit: %d", e)
+	}
+	if off, ok := c.CommittedOffset("g", "t", 0); !ok || off != 41 {
+		t.Fatalf("committed %d %v", off, ok)
+	}
+	dr := kmsg.NewPtrDescribeGroupsRequest()
+	dr.Groups = []string{"g"}
+	if d := handle(t, c, "x", dr).(*kmsg.DescribeGroupsResponse).Groups[0]; d.State != "Stable" || len(d.Members) != 1 ||
+		d.Members[0].ClientID != followerClient || d.Members[0].ClientHost != "/127.0.0.1" { // the first join's client id
+		t.Fatalf("describe: %+v", d)
+	}
+
+	// a new member's JoinGroup parks (the group waits up to 2 s for the others); its ctx ends it
+	nj := handle(t, c, "n", joinReq("g", o)).(*kmsg.JoinGroupResponse)
+	on := o
+	on.memberID = nj.MemberID
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Millisecond)
+	_, err = c.Handle(ctx, joinReq("g", on))
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("parked join with an expiring ctx: %v", err)
+	}
+	// another new member's JoinGroup parks too (the follower has not rejoined); Close ends it
+	n2 := handle(t, c, "n2", joinReq("g", o)).(*kmsg.JoinGroupResponse)
+	on2 := o
+	on2.memberID = n2.MemberID
+	parked := make(chan error, 1)
+	go func() {
+		_, err := c.Handle(context.Background(), joinReq("g", on2))
+		parked <- err
+	}()
+	waitFor(t, 2*time.Second, "the second new member's join to park", func() bool {
+		g, _ := c.Group("g")
+		for _, m := range g.Members {
+			if m.MemberID == n2.MemberID && m.AwaitingJoin {
+				return true
+			}
+		}
+		return false
+	})
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-parked; !errors.Is(err, ErrClosed) {
+		t.Fatalf("parked join at Close: %v", err)
+	}
+	if _, err := c.Handle(context.Background(), heartbeatReq(3, "g", follower.MemberID, 2, nil)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Handle after Close: %v", err)
+	}
+	if f := c.Faults(); len(f) != 0 {
+		t.Fatalf("faults: %v", f)
+	}
+
+	// a restarted coordinator replays __consumer_offsets
+	c2, err := Start(context.Background(), driverConfig(), log, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	g, ok := c2.Group("g")
+	if !ok || g.State != Stable || g.Generation != 2 || len(g.Members) != 1 || g.Members[0].MemberID != follower.MemberID ||
+		string(g.Members[0].Assignment) != "LF" {
+		t.Fatalf("replayed group: %+v", g)
+	}
+	if off, ok := c2.CommittedOffset("g", "t", 0); !ok || off != 41 {
+		t.Fatalf("replayed offset %d %v", off, ok)
+	}
+	// its restored member is expired by a real session timer if it never heartbeats
+	waitFor(t, 3*time.Second, "the restored silent member to expire", func() bool {
+		g, _ := c2.Group("g")
+		return g.State == Empty && len(g.Members) == 0 && g.Generation == 3
+	})
+}
+
+// TestDriverStartErrors: bad configuration and a failing log are errors, not crashes.
+func TestDriverStartErrors(t *testing.T) {
+	cfg := driverConfig()
+	cfg.GroupMaxSessionTimeoutMs = 10
+	if _, err := Start(context.Background(), cfg, newMemLog(), testLogger(t)); err == nil {
+		t.Fatal("max < min session timeout accepted")
+	}
+	if _, err := Start(context.Background(), driverConfig(), nil, testLogger(t)); err == nil {
+		t.Fatal("nil OffsetsLog accepted")
+	}
+	bad := newMemLog()
+	bad.batches[0] = [][]byte{[]byte("garbage that is not a batch at all")}
+	c, err := Start(context.Background(), driverConfig(), bad, testLogger(t))
+	if err == nil || !errors.Is(err, ErrCorruptBatch) {
+		t.Fatalf("corrupt log: %v", err)
+	}
+	defer c.Close()
+	// the coordinator still serves the partition with what it could read
+	if e := commitErr(t, handle(t, c, "x", commitReq(5, "", "", -1, nil, "t", 0, 1))); e != 0 {
+		t.Fatalf("commit after a failed load: %d", e)
+	}
+	var d Config = DefaultConfig()
+	if err := d.Set("group.min.session.timeout.ms", "500"); err != nil || d.GroupMinSessionTimeoutMs != 500 {
+		t.Fatalf("Set: %v %d", err, d.GroupMinSessionTimeoutMs)
+	}
+	if err := d.Set("group.initial.rebalance.delay.ms", "0"); err != nil || d.GroupInitialRebalanceDelayMs != 0 {
+		t.Fatalf("Set delay 0: %v", err)
+	}
+	if err := d.Set("group.max.size", "abc"); err == nil {
+		t.Fatal("Set accepted a non-number")
+	}
+	if err := d.Set("group.unknown", "1"); err == nil {
+		t.Fatal("Set accepted an unknown key")
+	}
+}
+
+// TestDriverClientInfoAndVersions: Config.ClientInfo feeds the member's client id/host when the
+// context has no ContextWithClient; GroupAPIVersions advertises Kafka 3.9's ranges.
+func TestDriverClientInfoAndVersions(t *testing.T) {
+	type riKey struct{}
+	cfg := driverConfig()
+	cfg.GroupInitialRebalanceDelayMs = 0
+	cfg.ClientInfo = func(ctx context.Context) (string, string) {
+		id, _ := ctx.Value(riKey{}).(string)
+		return id, "/10.0.0.7"
+	}
+	c, err := Start(context.Background(), cfg, newMemLog(), testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), riKey{}, "from-broker"), 5*time.Second)
+	defer cancel()
+	resp, err := c.Handle(ctx, joinReq("g", joinOpts{version: 3, session: 1000, rebalance: 1000}))
+	if err != nil || resp.(*kmsg.JoinGroupResponse).ErrorCode != 0 {
+		t.Fatalf("join: %v %+v", err, resp)
+	}
+	g, _ := c.Group("g")
+	if len(g.Members) != 1 || g.Members[0].ClientID != "from-broker" || g.Members[0].ClientHost != "/10.0.0.7" {
+		t.Fatalf("member: %+v", g.Members)
+	}
+	want := map[int16][2]int16{8: {0, 9}, 9: {0, 9}, 10: {0, 6}, 11: {0, 9}, 12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 5}, 16: {0, 5}, 42: {0, 2}}
+	vs := c.GroupAPIVersions()
+	if len(vs) != len(want) {
+		t.Fatalf("versions: %+v", vs)
+	}
+	for _, v := range vs {
+		if w, ok := want[v.ApiKey]; !ok || w != [2]int16{v.MinVersion, v.MaxVersion} {
+			t.Fatalf("api %d: %d-%d", v.ApiKey, v.MinVersion, v.MaxVersion)
+		}
+	}
+}
