@@ -1,0 +1,78 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+
+	"github.com/rebalancelab/rebalancelab/lab"
+)
+
+// labUpLine is the first stdout line of `lab up` (DESIGN.md CLI contract); field order is fixed.
+type labUpLine struct {
+	ZooKeeper string   `json:"zookeeper"`
+	Brokers   []string `json:"brokers"`
+}
+
+func init() {
+	var (
+		zkNodes       int
+		brokers       int
+		zkAddrs       string
+		dataDir       string
+		kafkaDefaults bool
+	)
+	labCmd := &cobra.Command{Use: "lab", Short: "A real environment: ZooKeeper (standalone or ensemble) and brokers"}
+	up := &cobra.Command{
+		Use:   "up [--zk-nodes 1|3] [--brokers N] [--zk ADDRS] [--data DIR]",
+		Short: "Start ZooKeeper and N brokers on loopback; run until SIGINT/SIGTERM, then clean up",
+		Long: `Starts a real ZooKeeper (Debian's zookeeper package or $ZOOKEEPER_HOME; --zk uses a running one
+instead) with --zk-nodes servers, and --brokers in-process brokers registered in it, all on free
+127.0.0.1 ports, with the lab's short timings (lab.ShortTimings; --kafka-defaults: Kafka's own).
+The first line on stdout is
+  {"zookeeper":"127.0.0.1:P1,...","brokers":["127.0.0.1:P",...]}
+then it runs until SIGINT/SIGTERM and stops everything (brokers, ZooKeeper JVMs). Without --data the
+files live in a temp dir that is removed; with --data they are kept.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if zkNodes < 1 {
+				return fmt.Errorf("--zk-nodes %d: want 1 (standalone) or 3 (ensemble)", zkNodes)
+			}
+			if brokers < 0 {
+				return fmt.Errorf("--brokers %d: want 0 or more", brokers)
+			}
+			ctx := cmd.Context()
+			l, err := lab.Start(ctx, lab.Options{
+				ZK:            lab.ZKOptions{Nodes: zkNodes},
+				ExternalZK:    zkAddrs,
+				Brokers:       brokers,
+				NoBrokers:     brokers == 0,
+				KafkaDefaults: kafkaDefaults,
+				Dir:           dataDir,
+				Log:           logrus.NewEntry(logrus.StandardLogger()),
+			})
+			if err != nil {
+				return err
+			}
+			line := labUpLine{ZooKeeper: l.ZKConnect(), Brokers: []string{}}
+			for _, b := range l.Brokers() {
+				line.Brokers = append(line.Brokers, b.Addr())
+			}
+			out, _ := json.Marshal(line)
+			fmt.Fprintln(os.Stdout, string(out))
+			<-ctx.Done()
+			logrus.Info("lab: shutting down")
+			return l.Close()
+		},
+	}
+	up.Flags().IntVar(&zkNodes, "zk-nodes", 1, "ZooKeeper servers: 1 (standalone) or 3 (ensemble)")
+	up.Flags().IntVar(&brokers, "brokers", 1, "brokers to start (ids 1..N)")
+	up.Flags().StringVar(&zkAddrs, "zk", "", "use this running ZooKeeper (host:port,...) instead of starting one")
+	up.Flags().StringVar(&dataDir, "data", "", "directory for ZooKeeper and broker data and logs (kept); default: a temp dir, removed")
+	up.Flags().BoolVar(&kafkaDefaults, "kafka-defaults", false, "run brokers with Kafka's default timings instead of lab.ShortTimings")
+	labCmd.AddCommand(up)
+	rootCmd.AddCommand(labCmd)
+}

@@ -1,0 +1,58 @@
+package lab
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestParseMntr(t *testing.T) {
+	out := "zk_version\t3.8.0-debian--1, built on 2022-02-25 08:49 UTC\n" +
+		"zk_server_state\tleader\n" +
+		"zk_avg_latency\t2.7\n" +
+		"zk_znode_count\t17\n" +
+		"zk_watch_count\t4\n" +
+		"zk_packets_received\t123456789012\n" +
+		"garbage line\n" +
+		"zk_followers\t2\n"
+	got := ParseMntr(out)
+	want := map[string]int64{"zk_avg_latency": 2, "zk_znode_count": 17, "zk_watch_count": 4, "zk_packets_received": 123456789012, "zk_followers": 2}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ParseMntr = %v, want %v", got, want)
+	}
+	if s := ParseMntrStrings(out)["zk_server_state"]; s != "leader" {
+		t.Fatalf("zk_server_state = %q", s)
+	}
+	if len(ParseMntr("")) != 0 {
+		t.Fatal("ParseMntr(\"\") not empty")
+	}
+}
+
+func TestParseWatchesByPath(t *testing.T) {
+	out := "/consumers/g/ids\n\t0x100000a1b2c0000\n\t0x100000a1b2c0001\n" +
+		"/brokers/ids\n\t0x100000a1b2c0001\n" +
+		"/big\n\t0xff00000000000001\n"
+	got := ParseWatchesByPath(out)
+	want := map[string][]int64{
+		"/consumers/g/ids": {0x100000a1b2c0000, 0x100000a1b2c0001},
+		"/brokers/ids":     {0x100000a1b2c0001},
+		"/big":             {-0x00ffffffffffffff},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ParseWatchesByPath = %v, want %v", got, want)
+	}
+	if len(ParseWatchesByPath("")) != 0 {
+		t.Fatal("empty wchp output gave paths")
+	}
+}
+
+func TestParseSrvrMode(t *testing.T) {
+	for out, want := range map[string]string{
+		"Zookeeper version: 3.8.0\nLatency min/avg/max: 0/0.0/0\nMode: follower\nNode count: 5\n": "follower",
+		"Mode: standalone": "standalone",
+		"This ZooKeeper instance is not currently serving requests": "",
+	} {
+		if got := ParseSrvrMode(out); got != want {
+			t.Errorf("ParseSrvrMode(%q) = %q, want %q", out, got, want)
+		}
+	}
+}
