@@ -1,0 +1,390 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// errCode maps an error to its Kafka code: kerr errors (storage wraps them) keep theirs, anything else
+// is KAFKA_STORAGE_ERROR (the log could not be read or written).
+func errCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return kerr.KafkaStorageError.Code
+}
+
+// checkLeaderEpoch is Partition.checkCurrentLeaderEpoch (KIP-320): a client's epoch older than the
+// leader's is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH; -1 skips the check.
+func checkLeaderEpoch(clientEpoch, leaderEpoch int32) int16 {
+	switch {
+	case clientEpoch < 0 || clientEpoch == leaderEpoch:
+		return 0
+	case clientEpoch < leaderEpoch:
+		return kerr.FencedLeaderEpoch.Code
+	default:
+		return kerr.UnknownLeaderEpoch.Code
+	}
+}
+
+// scanBatches checks the framing of records (batches back to back) for Produce's size limit and counts
+// the records (batch header field recordCount). Full validation (CRC, record framing) is the log's.
+func scanBatches(records []byte) (maxBatch int, count int64, ok bool) {
+	for len(records) > 0 {
+		if len(records) < 61 {
+			return 0, 0, false
+		}
+		size := 12 + int(int32(binary.BigEndian.Uint32(records[8:12])))
+		if size < 61 || size > len(records) {
+			return 0, 0, false
+		}
+		maxBatch = max(maxBatch, size)
+		count += int64(int32(binary.BigEndian.Uint32(records[57:61])))
+		records = records[size:]
+	}
+	return maxBatch, count, true
+}
+
+// handleProduce is KafkaApis.handleProduceRequest for a broker that is the only replica: acks 1 and -1
+// both answer once the log has the batches (the ISR is the leader alone); acks 0 answers nothing, and an
+// error with acks 0 closes the connection, as Kafka does, so that the client refreshes its metadata.
+func (b *Broker) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	firstErr := int16(0)
+	for _, t := range req.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+			var msg string
+			switch req.Acks {
+			case -1, 0, 1:
+				rp.ErrorCode, msg = b.produceOne(t.Topic, p.Partition, p.Records, &rp)
+			default:
+				rp.ErrorCode, msg = kerr.InvalidRequiredAcks.Code, fmt.Sprintf("acks %d: must be -1, 0 or 1", req.Acks)
+			}
+			if rp.ErrorCode != 0 {
+				if msg != "" {
+					rp.ErrorMessage = kmsg.StringPtr(msg)
+				}
+				if firstErr == 0 {
+					firstErr = rp.ErrorCode
+				}
+				b.log.WithFields(logFields(t.Topic, p.Partition)).Debugf("produce: %s %s", errorLabel(rp.ErrorCode), msg)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if req.Acks == 0 {
+		if firstErr != 0 {
+			return nil, &errClose{closeAcks0Error, fmt.Errorf("acks=0 produce failed with %s", errorLabel(firstErr))}
+		}
+		return nil, nil
+	}
+	return resp, nil
+}
+
+func (b *Broker) produceOne(topic string, p int32, records []byte, rp *kmsg.ProduceResponseTopicPartition) (int16, string) {
+	if topic == OffsetsTopic {
+		// ReplicaManager.appendToLocalLog: clients may not write internal topics.
+		return kerr.InvalidTopicException.Code, "Cannot append to internal topic " + topic
+	}
+	part, err := b.leaderPartition(topic, p)
+	if err != nil {
+		return errCode(err), ""
+	}
+	maxBatch, count, ok := scanBatches(records)
+	if !ok {
+		return kerr.CorruptMessage.Code, "record batches are not framed as v2 batches"
+	}
+	if maxBatch > int(b.cfg.MessageMaxBytes) {
+		return kerr.MessageTooLarge.Code, fmt.Sprintf("batch of %d bytes is larger than message.max.bytes=%d", maxBatch, b.cfg.MessageMaxBytes)
+	}
+	base, err := part.append(records)
+	if err != nil {
+		return errCode(err), err.Error()
+	}
+	b.metrics.messages.Add(float64(count))
+	rp.BaseOffset = base
+	rp.LogStartOffset = part.log.LogStartOffset()
+	return 0, ""
+}
+
+// fetchTarget is one requested partition, resolved once per Fetch.
+type fetchTarget struct {
+	topic string
+	req   kmsg.FetchRequestTopicPartition
+}
+
+// handleFetch is KafkaApis.handleFetchRequest + ReplicaManager.fetchMessages without fetch sessions
+// (KIP-227: session id 0 in every answer means "no session", and clients keep sending full fetches).
+// It answers at once when it has MinBytes, when a partition has an error or when MaxWaitMillis is 0;
+// otherwise it parks until an append to one of the partitions (or a leadership change) wakes it, or
+// MaxWaitMillis passes. The response holds at most min(MaxBytes, fetch.max.bytes) bytes and each
+// partition at most its PartitionMaxBytes, except that the first batch of the first non-empty partition
+// is returned whole even if larger (KIP-74).
+func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	if req.Version >= 7 {
+		switch {
+		case req.SessionID != 0:
+			resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+			return resp
+		case req.SessionEpoch != 0 && req.SessionEpoch != -1:
+			resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
+			return resp
+		}
+	}
+	maxBytes := b.cfg.FetchMaxBytes
+	if req.Version >= 3 && req.MaxBytes >= 0 && req.MaxBytes < maxBytes {
+		maxBytes = req.MaxBytes
+	}
+	var targets []fetchTarget
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			targets = append(targets, fetchTarget{t.Topic, p})
+		}
+	}
+	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+	wake := make(chan struct{}, 1)
+	var watched []*partition
+	defer func() {
+		for _, p := range watched {
+			p.unwatch(wake)
+		}
+	}()
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		// Watch before reading, so an append between the read and the wait is not missed.
+		b.partsMu.RLock()
+		for _, t := range targets {
+			if p := b.parts[topicPartition{t.topic, t.req.Partition}]; p != nil && !containsPartition(watched, p) {
+				p.watch(wake)
+				watched = append(watched, p)
+			}
+		}
+		b.partsMu.RUnlock()
+
+		resp.Topics = resp.Topics[:0]
+		total, anyErr := b.readFetch(req, targets, maxBytes, resp)
+		remaining := time.Until(deadline)
+		if total >= int64(req.MinBytes) || anyErr || remaining <= 0 || req.MaxWaitMillis <= 0 {
+			return resp
+		}
+		if timer == nil {
+			timer = time.NewTimer(remaining)
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			resp.Topics = resp.Topics[:0]
+			b.readFetch(req, targets, maxBytes, resp)
+			return resp
+		case <-ctx.Done():
+			return resp
+		}
+	}
+}
+
+func containsPartition(ps []*partition, p *partition) bool {
+	for _, q := range ps {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// readFetch fills resp.Topics (request order) and returns the record bytes read and whether a partition
+// answered an error.
+func (b *Broker) readFetch(req *kmsg.FetchRequest, targets []fetchTarget, maxBytes int32, resp *kmsg.FetchResponse) (int64, bool) {
+	var total int64
+	anyErr := false
+	for i, t := range targets {
+		if i == 0 || targets[i-1].topic != t.topic {
+			rt := kmsg.NewFetchResponseTopic()
+			rt.Topic = t.topic
+			resp.Topics = append(resp.Topics, rt)
+		}
+		rt := &resp.Topics[len(resp.Topics)-1]
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.Partition = t.req.Partition
+		rp.RecordBatches = []byte{} // empty, not null: Kafka never answers null records (kafka-python chokes on it)
+		budget := int64(maxBytes) - total
+		rp.ErrorCode = b.fetchPartition(req, t, budget, total == 0, &rp)
+		if req.IsolationLevel == 1 {
+			rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+		}
+		if rp.ErrorCode != 0 {
+			anyErr = true
+		}
+		total += int64(len(rp.RecordBatches))
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	return total, anyErr
+}
+
+func (b *Broker) fetchPartition(req *kmsg.FetchRequest, t fetchTarget, budget int64, first bool, rp *kmsg.FetchResponseTopicPartition) int16 {
+	part, err := b.leaderPartition(t.topic, t.req.Partition)
+	if err != nil {
+		return errCode(err)
+	}
+	if req.Version >= 9 {
+		if code := checkLeaderEpoch(t.req.CurrentLeaderEpoch, part.epoch.Load()); code != 0 {
+			return code
+		}
+	}
+	lso, hwm := part.log.LogStartOffset(), part.log.HighWatermark()
+	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = hwm, hwm, lso
+	off := t.req.FetchOffset
+	if off < lso || off > hwm {
+		return kerr.OffsetOutOfRange.Code
+	}
+	if off == hwm {
+		return 0
+	}
+	limit := min(int64(t.req.PartitionMaxBytes), budget)
+	if limit <= 0 && !first {
+		return 0
+	}
+	data, err := part.log.Read(off, int32(max(limit, 1)))
+	if err != nil {
+		return errCode(err)
+	}
+	if int64(len(data)) > limit && !first {
+		return 0 // only the first partition may exceed its limit (KIP-74); this one waits for the next fetch
+	}
+	rp.RecordBatches = data
+	return 0
+}
+
+// handleListOffsets is KafkaApis.handleListOffsetRequest: -1 (latest) answers the high watermark, -2
+// (earliest) the log start offset, a timestamp >= 0 the first offset whose record timestamp is at least
+// that (per record in uncompressed batches, the batch's base offset in compressed ones), or offset -1
+// when there is none. v0 answers in OldStyleOffsets.
+func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.Timestamp, rp.Offset = -1, -1
+			rp.ErrorCode = b.listOffset(req, t.Topic, p, &rp)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, p kmsg.ListOffsetsRequestTopicPartition, rp *kmsg.ListOffsetsResponseTopicPartition) int16 {
+	part, err := b.leaderPartition(topic, p.Partition)
+	if err != nil {
+		return errCode(err)
+	}
+	epoch := part.epoch.Load()
+	if req.Version >= 4 {
+		if code := checkLeaderEpoch(p.CurrentLeaderEpoch, epoch); code != 0 {
+			return code
+		}
+	}
+	rp.LeaderEpoch = epoch
+	var off, ts int64 = -1, -1
+	switch {
+	case p.Timestamp == -1:
+		off = part.log.HighWatermark()
+	case p.Timestamp == -2:
+		off = part.log.LogStartOffset()
+	case p.Timestamp >= 0:
+		off, ts, err = offsetForTimestamp(part, p.Timestamp)
+		if err != nil {
+			return errCode(err)
+		}
+	case p.Timestamp == -3:
+		return kerr.UnsupportedVersion.Code // max timestamp needs ListOffsets v7 (KIP-734)
+	default:
+		return kerr.InvalidRequest.Code
+	}
+	if req.Version == 0 {
+		if off >= 0 && p.MaxNumOffsets > 0 {
+			rp.OldStyleOffsets = []int64{off}
+		} else {
+			rp.OldStyleOffsets = []int64{}
+		}
+		return 0
+	}
+	rp.Offset, rp.Timestamp = off, ts
+	return 0
+}
+
+// offsetForTimestamp scans the log from its start (kafka.log.LogSegment.findOffsetByTimestamp without a
+// time index): the first record at or after ts, or (-1, -1).
+func offsetForTimestamp(part *partition, ts int64) (int64, int64, error) {
+	off, hwm := part.log.LogStartOffset(), part.log.HighWatermark()
+	for off < hwm {
+		data, err := part.log.Read(off, 1<<20)
+		if err != nil {
+			return -1, -1, err
+		}
+		if len(data) == 0 {
+			break
+		}
+		for len(data) >= 61 {
+			size := 12 + int(int32(binary.BigEndian.Uint32(data[8:12])))
+			if size < 61 || size > len(data) {
+				return -1, -1, kerr.CorruptMessage
+			}
+			var rb kmsg.RecordBatch
+			if err := rb.ReadFrom(data[:size]); err != nil {
+				return -1, -1, kerr.CorruptMessage
+			}
+			data = data[size:]
+			last := rb.FirstOffset + int64(rb.LastOffsetDelta)
+			if last < off || rb.MaxTimestamp < ts {
+				off = max(off, last+1)
+				continue
+			}
+			if rb.Attributes&0x07 != 0 { // compressed: batch granularity
+				return max(rb.FirstOffset, off), rb.MaxTimestamp, nil
+			}
+			recs := rb.Records
+			for i := int32(0); i < rb.NumRecords && len(recs) > 0; i++ {
+				l, k := binary.Varint(recs)
+				if k <= 0 || l < 0 || int(l) > len(recs)-k {
+					return -1, -1, kerr.CorruptMessage
+				}
+				var r kmsg.Record
+				if err := r.ReadFrom(recs[:k+int(l)]); err != nil {
+					return -1, -1, kerr.CorruptMessage
+				}
+				recs = recs[k+int(l):]
+				o, t := rb.FirstOffset+int64(r.OffsetDelta), rb.FirstTimestamp+r.TimestampDelta64
+				if o >= off && t >= ts {
+					return o, t, nil
+				}
+			}
+			off = max(off, last+1)
+		}
+	}
+	return -1, -1, nil
+}

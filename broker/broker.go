@@ -1,0 +1,428 @@
+// Package broker is a Kafka broker on the real wire protocol (requests decoded and responses encoded by
+// franz-go's kmsg): a listener with one goroutine per connection (kafka.network.SocketServer), request
+// dispatch (kafka.server.KafkaApis), partition logs (broker/storage), and ZooKeeper registration and a
+// controller laid out as Kafka 0.8.2's ZkUtils (DESIGN.md "ZooKeeper layout").
+//
+// Differences from Kafka, on purpose: replication factor 1 only (no followers, no LeaderAndIsr or
+// UpdateMetadata RPCs between brokers: every broker learns topics, leaders and live brokers by watching
+// ZooKeeper); no transactions or idempotent producer state; no fetch sessions (KIP-227: the broker answers
+// session id 0, which every client handles with full fetches); record batches v2 only (Produce v3+,
+// Fetch v4+, as Kafka 4.0 after KIP-896). Group APIs are served by a GroupHandler (SetGroupHandler).
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/broker/storage"
+)
+
+// GroupHandler serves the group APIs (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+// OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups): the broker decodes the request,
+// passes it here, and encodes the response it returns at the request's version. The context carries the
+// request's client id and host (RequestInfoFrom) and ends when the connection or the broker closes. An
+// error closes the client's connection (logged).
+type GroupHandler interface {
+	Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+}
+
+// GroupAPIVersioner may be implemented by a GroupHandler to say which versions of each group API it
+// implements; the broker advertises exactly those in ApiVersions (keys it lists that are not group APIs
+// are ignored). Without it the broker advertises Kafka 3.9's ranges (DefaultGroupAPIVersions).
+type GroupAPIVersioner interface {
+	GroupAPIVersions() []kmsg.ApiVersionsResponseApiKey
+}
+
+// RequestInfo describes the request a GroupHandler is handling (Kafka's RequestContext).
+type RequestInfo struct {
+	ClientID   string // request header client.id ("" when null)
+	ClientHost string // the peer's IP, as Kafka's member metadata records it ("/127.0.0.1" in Kafka; here without the slash)
+	BrokerID   int32  // the broker the request arrived at
+}
+
+type requestInfoKey struct{}
+
+// RequestInfoFrom returns the RequestInfo of the request whose handling ctx belongs to.
+func RequestInfoFrom(ctx context.Context) (RequestInfo, bool) {
+	ri, ok := ctx.Value(requestInfoKey{}).(RequestInfo)
+	return ri, ok
+}
+
+// Node is a live broker as registered in /brokers/ids/<id>.
+type Node struct {
+	ID   int32
+	Host string
+	Port int32
+}
+
+// Broker is one Kafka broker. Create it with Start; stop it with Close.
+type Broker struct {
+	cfg Config
+	id  int32
+	log *logrus.Entry
+
+	ln   net.Listener
+	addr string // the bound listener address
+	host string // advertised host and port (registered in ZooKeeper)
+	port int
+
+	ctx    context.Context // the broker's lifetime; cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	connsMu sync.Mutex
+	conns   map[net.Conn]struct{}
+	closed  bool
+
+	zk     *zk.Conn
+	chroot string
+	zkq    *zkQueue
+	// ready is closed once the broker is registered in /brokers/ids and has read the cluster (brokers,
+	// controller, topics, partition states) for the first time.
+	ready       chan struct{}
+	readyOnce   sync.Once
+	regConflict atomic.Bool // the last registration attempt found another session's node
+
+	view atomic.Pointer[clusterView] // ZooKeeper's picture, as the zk loop last published it
+
+	partsMu sync.RWMutex
+	parts   map[topicPartition]*partition // local logs, opened when this broker leads them
+
+	groups   atomic.Pointer[groupRoute]
+	onLeader atomic.Pointer[LeadershipFunc]
+	metrics  *metrics
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+type topicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+type groupRoute struct {
+	h        GroupHandler
+	versions map[int16]apiRange
+}
+
+// LeadershipFunc is told when this broker becomes (leading=true) or stops being the leader of a partition,
+// with the leader epoch of the change (Kafka: GroupCoordinator.onElection / onResignation for
+// __consumer_offsets). It is called from the ZooKeeper loop and must not block.
+type LeadershipFunc func(topic string, partition int32, leading bool, leaderEpoch int32)
+
+// Start opens the listener, connects to ZooKeeper (zookeeper.connect) and registers /brokers/ids/<id>.
+// It returns once the listener accepts connections, the broker is registered and it has read the
+// cluster (brokers, controller, topics, partition states), or, when that has not happened within
+// zookeeper.connection.timeout.ms, listening and still registering in the background (Registered
+// tells). ctx bounds only the start itself; the broker runs until Close.
+// Errors: invalid config, the listener cannot bind, ctx ended.
+func Start(ctx context.Context, cfg Config, log *logrus.Entry) (*Broker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = logrus.NewEntry(logrus.StandardLogger())
+	}
+	b := newBroker(cfg, log)
+	l, _ := parseListener(cfg.Listeners)
+	ln, err := net.Listen("tcp", net.JoinHostPort(l.Host, strconv.Itoa(l.Port)))
+	if err != nil {
+		b.cancel()
+		return nil, fmt.Errorf("broker %d: listen %s: %w", cfg.BrokerID, cfg.Listeners, err)
+	}
+	b.ln = ln
+	b.addr = ln.Addr().String()
+	b.host, b.port = cfg.advertised(ln.Addr().(*net.TCPAddr).Port)
+	if err := os.MkdirAll(cfg.LogDirs, 0o755); err != nil {
+		ln.Close()
+		b.cancel()
+		return nil, fmt.Errorf("broker %d: log.dirs %s: %w", cfg.BrokerID, cfg.LogDirs, err)
+	}
+	if err := b.startZK(); err != nil {
+		ln.Close()
+		b.cancel()
+		return nil, err
+	}
+	b.wg.Add(2)
+	go b.acceptLoop()
+	go b.retentionLoop()
+	b.log.WithFields(logrus.Fields{"listen": b.addr, "advertised": fmt.Sprintf("%s:%d", b.host, b.port), "zookeeper": cfg.ZooKeeperConnect}).Info("broker started")
+
+	wait := time.NewTimer(cfg.connectionTimeout())
+	defer wait.Stop()
+	extended := false
+	for {
+		select {
+		case <-b.ready:
+			return b, nil
+		case <-wait.C:
+			if b.regConflict.Load() && !extended {
+				// Our previous incarnation's /brokers/ids/<id> (killed, not closed) is still there:
+				// ZooKeeper deletes it within one session timeout. Kafka's startup waits for it too.
+				extended = true
+				wait.Reset(cfg.sessionTimeout() + time.Second)
+				continue
+			}
+			b.log.Warnf("not registered in ZooKeeper after %v; serving and still trying", cfg.connectionTimeout())
+			return b, nil
+		case <-ctx.Done():
+			b.Close()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// newBroker builds the broker's state without any I/O (the fuzz target uses it without ZooKeeper).
+func newBroker(cfg Config, log *logrus.Entry) *Broker {
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &Broker{
+		cfg:     cfg,
+		id:      cfg.BrokerID,
+		log:     log.WithField("broker", cfg.BrokerID),
+		ctx:     ctx,
+		cancel:  cancel,
+		conns:   make(map[net.Conn]struct{}),
+		zkq:     newZKQueue(),
+		ready:   make(chan struct{}),
+		parts:   make(map[topicPartition]*partition),
+		metrics: newMetrics(cfg.BrokerID),
+	}
+	b.view.Store(emptyView())
+	return b
+}
+
+// Addr is the listener's bound address, host:port.
+func (b *Broker) Addr() string { return b.addr }
+
+// AdvertisedAddr is the host:port registered in ZooKeeper and answered in Metadata.
+func (b *Broker) AdvertisedAddr() string { return net.JoinHostPort(b.host, strconv.Itoa(b.port)) }
+
+// ID is broker.id.
+func (b *Broker) ID() int32 { return b.id }
+
+// Config returns the broker's configuration.
+func (b *Broker) Config() Config { return b.cfg }
+
+// Registered reports whether /brokers/ids/<id> was created at least once.
+func (b *Broker) Registered() bool {
+	select {
+	case <-b.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// Metrics is the broker's private Prometheus registry (requests by api and error, bytes in/out,
+// connections closed by reason); serve it with promhttp.HandlerFor.
+func (b *Broker) Metrics() *prometheus.Registry { return b.metrics.reg }
+
+// SetGroupHandler routes the group APIs to h and advertises them in ApiVersions (the versions of
+// GroupAPIVersioner if h implements it, else DefaultGroupAPIVersions). nil removes the route.
+func (b *Broker) SetGroupHandler(h GroupHandler) {
+	if h == nil {
+		b.groups.Store(nil)
+		return
+	}
+	vs := DefaultGroupAPIVersions()
+	if v, ok := h.(GroupAPIVersioner); ok {
+		vs = v.GroupAPIVersions()
+	}
+	r := &groupRoute{h: h, versions: make(map[int16]apiRange)}
+	for _, k := range vs {
+		if isGroupAPI(k.ApiKey) && k.MinVersion <= k.MaxVersion {
+			r.versions[k.ApiKey] = apiRange{k.MinVersion, k.MaxVersion}
+		}
+	}
+	b.groups.Store(r)
+}
+
+// SetLeadershipListener installs fn (nil removes it). It is called for the partitions this broker leads
+// at the time of the call, then on every change.
+func (b *Broker) SetLeadershipListener(fn LeadershipFunc) {
+	if fn == nil {
+		b.onLeader.Store(nil)
+		return
+	}
+	b.onLeader.Store(&fn)
+	b.partsMu.RLock()
+	var led []*partition
+	for _, p := range b.parts {
+		if p.leading.Load() {
+			led = append(led, p)
+		}
+	}
+	b.partsMu.RUnlock()
+	for _, p := range led {
+		b.callLeadership(fn, p.topic, p.id, true, p.epoch.Load())
+	}
+}
+
+// ErrNotLeader and ErrUnknownTopicOrPartition are the kerr errors PartitionLog and Append return.
+var (
+	ErrNotLeader               = kerr.NotLeaderForPartition
+	ErrUnknownTopicOrPartition = kerr.UnknownTopicOrPartition
+)
+
+// PartitionLog returns the log of a partition this broker leads (the coordinator reads
+// __consumer_offsets through it). Write through Append, so that fetchers waiting on the partition wake.
+// Errors: kerr.UnknownTopicOrPartition (no such partition), kerr.NotLeaderForPartition (another broker
+// leads it, or none does).
+func (b *Broker) PartitionLog(topic string, p int32) (*storage.Log, error) {
+	part, err := b.leaderPartition(topic, p)
+	if err != nil {
+		return nil, err
+	}
+	return part.log, nil
+}
+
+// Append appends records (one or more v2 record batches) to a partition this broker leads, as a Produce
+// with acks=1 would, and returns the base offset. Errors: as PartitionLog, plus storage.ErrCorruptRecord.
+func (b *Broker) Append(topic string, p int32, records []byte) (int64, error) {
+	part, err := b.leaderPartition(topic, p)
+	if err != nil {
+		return -1, err
+	}
+	return part.append(records)
+}
+
+// Leader returns the live broker leading topic/partition per ZooKeeper, or kerr.LeaderNotAvailable
+// (leader -1 or its broker is not registered), or kerr.UnknownTopicOrPartition.
+func (b *Broker) Leader(topic string, p int32) (Node, error) {
+	v := b.view.Load()
+	t, ok := v.topics[topic]
+	if !ok {
+		return Node{}, kerr.UnknownTopicOrPartition
+	}
+	st, ok := t.states[p]
+	if _, assigned := t.replicas[p]; !assigned {
+		return Node{}, kerr.UnknownTopicOrPartition
+	}
+	if !ok || !st.exists || st.Leader < 0 {
+		return Node{}, kerr.LeaderNotAvailable
+	}
+	n, ok := v.brokers[st.Leader]
+	if !ok {
+		return Node{}, kerr.LeaderNotAvailable
+	}
+	return n, nil
+}
+
+// Partitions returns a topic's partition count per ZooKeeper, false if the topic does not exist.
+func (b *Broker) Partitions(topic string) (int32, bool) {
+	t, ok := b.view.Load().topics[topic]
+	if !ok {
+		return 0, false
+	}
+	return int32(len(t.replicas)), true
+}
+
+// Brokers returns the live brokers registered in ZooKeeper, by id.
+func (b *Broker) Brokers() []Node { return b.view.Load().sortedBrokers() }
+
+// Controller is the broker id in /controller, -1 if none is known.
+func (b *Broker) Controller() int32 { return b.view.Load().controller }
+
+// EnsureOffsetsTopic creates __consumer_offsets (offsets.topic.num.partitions partitions, replication
+// factor offsets.topic.replication.factor) if it does not exist, and waits until every partition has a
+// state in ZooKeeper, as Kafka does on the first FindCoordinator. Errors: kerr.InvalidReplicationFactor
+// (fewer live brokers than offsets.topic.replication.factor, or a factor above 1), ZooKeeper errors, ctx.
+func (b *Broker) EnsureOffsetsTopic(ctx context.Context) error {
+	if _, ok := b.Partitions(OffsetsTopic); ok {
+		return nil
+	}
+	code, msg := b.createTopic(ctx, OffsetsTopic, b.cfg.OffsetsTopicNumPartitions, b.cfg.OffsetsTopicReplicationFactor, nil)
+	switch code {
+	case 0, kerr.TopicAlreadyExists.Code:
+	default:
+		return fmt.Errorf("%s: %w: %s", OffsetsTopic, kerr.ErrorForCode(code), msg)
+	}
+	return b.waitTopic(ctx, OffsetsTopic, b.cfg.OffsetsTopicNumPartitions)
+}
+
+func (b *Broker) leaderPartition(topic string, p int32) (*partition, error) {
+	b.partsMu.RLock()
+	part := b.parts[topicPartition{topic, p}]
+	b.partsMu.RUnlock()
+	if part != nil && part.leading.Load() {
+		return part, nil
+	}
+	if _, err := b.Leader(topic, p); errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return nil, err
+	}
+	return nil, kerr.NotLeaderForPartition
+}
+
+// Close stops the broker gracefully: the listener and every connection close (in-flight long polls end),
+// the ZooKeeper session is closed (its ephemeral znodes vanish at once, so the controller moves this
+// broker's partitions to leader -1), and every log is flushed and closed. Safe to call twice.
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() {
+		b.connsMu.Lock()
+		b.closed = true
+		for c := range b.conns {
+			c.Close()
+		}
+		b.connsMu.Unlock()
+		if b.ln != nil {
+			b.ln.Close()
+		}
+		b.cancel()
+		if b.zk != nil {
+			b.zk.Close()
+		}
+		b.wg.Wait()
+		var errs []error
+		b.partsMu.Lock()
+		for tp, p := range b.parts {
+			if err := p.close(); err != nil {
+				errs = append(errs, fmt.Errorf("%s-%d: %w", tp.Topic, tp.Partition, err))
+			}
+		}
+		b.parts = map[topicPartition]*partition{}
+		b.partsMu.Unlock()
+		b.closeErr = errors.Join(errs...)
+		b.log.Info("broker closed")
+	})
+	return b.closeErr
+}
+
+// retentionLoop runs EnforceRetention on every open log each log.retention.check.interval.ms
+// (LogManager's kafka-log-retention task).
+func (b *Broker) retentionLoop() {
+	defer b.wg.Done()
+	t := time.NewTicker(time.Duration(b.cfg.LogRetentionCheckIntervalMs) * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-t.C:
+		}
+		b.partsMu.RLock()
+		parts := make([]*partition, 0, len(b.parts))
+		for _, p := range b.parts {
+			parts = append(parts, p)
+		}
+		b.partsMu.RUnlock()
+		for _, p := range parts {
+			if err := p.enforceRetention(); err != nil {
+				b.log.WithFields(logrus.Fields{"topic": p.topic, "partition": p.id}).WithError(err).Warn("retention failed")
+			}
+		}
+	}
+}

@@ -1,0 +1,480 @@
+package broker
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/rebalancelab/rebalancelab/broker/storage"
+)
+
+// Config is a broker's configuration. Every field is a Kafka server.properties key (in brackets) with
+// Kafka 3.9's default (kafka.server.KafkaConfig); ConfigFromProperties fills it from those keys. The lab
+// passes short timings (zookeeper.session.timeout.ms=2000, group.initial.rebalance.delay.ms=0, ...);
+// the defaults below are Kafka's own.
+type Config struct {
+	// BrokerID [broker.id]: this broker's id, >= 0. Kafka's default -1 asks it to generate one from
+	// /brokers/seqid; the lab always names its brokers, so -1 is refused.
+	BrokerID int32
+	// Listeners [listeners]: "PLAINTEXT://host:port" (only PLAINTEXT exists here). Default
+	// "PLAINTEXT://:9092". Port 0 picks a free port; Addr reports the real one.
+	Listeners string
+	// AdvertisedListeners [advertised.listeners]: what is registered in /brokers/ids/<id> and answered in
+	// Metadata. Default: Listeners; an empty or wildcard host advertises os.Hostname() as Kafka does.
+	AdvertisedListeners string
+
+	// ZooKeeperConnect [zookeeper.connect]: "host:port,host:port[/chroot]". Required (no default).
+	ZooKeeperConnect string
+	// ZooKeeperSessionTimeoutMs [zookeeper.session.timeout.ms]: ms, default 18000 (lab: 2000). The server
+	// clamps it to [2, 20] x its tickTime.
+	ZooKeeperSessionTimeoutMs int64
+	// ZooKeeperConnectionTimeoutMs [zookeeper.connection.timeout.ms]: ms Start waits for the first
+	// registration before returning anyway (registration goes on in the background). Default: the
+	// session timeout, as in Kafka.
+	ZooKeeperConnectionTimeoutMs int64
+
+	// LogDirs [log.dirs, falling back to log.dir]: the data directory; partition p of topic t lives in
+	// <LogDirs>/<t>-<p>. Default "/tmp/kafka-logs". Only one directory is supported.
+	LogDirs string
+	// NumPartitions [num.partitions]: partitions of an auto-created topic, or of CreateTopics with -1.
+	// Default 1.
+	NumPartitions int32
+	// DefaultReplicationFactor [default.replication.factor]: default 1.
+	DefaultReplicationFactor int16
+	// AutoCreateTopicsEnable [auto.create.topics.enable]: Metadata for an unknown named topic creates it.
+	// Default true.
+	AutoCreateTopicsEnable bool
+	// DeleteTopicEnable [delete.topic.enable]: default true; false answers TOPIC_DELETION_DISABLED.
+	DeleteTopicEnable bool
+
+	// SocketRequestMaxBytes [socket.request.max.bytes]: bytes; a larger request size prefix closes the
+	// connection (SocketServer). Default 104857600.
+	SocketRequestMaxBytes int32
+	// ConnectionsMaxIdleMs [connections.max.idle.ms]: ms a connection may send nothing before it is
+	// closed. Default 600000.
+	ConnectionsMaxIdleMs int64
+	// MessageMaxBytes [message.max.bytes]: largest record batch accepted by Produce (bytes), else
+	// MESSAGE_TOO_LARGE. Default 1048588.
+	MessageMaxBytes int32
+	// FetchMaxBytes [fetch.max.bytes]: caps a Fetch response's total bytes. Default 57671680 (55 MiB).
+	FetchMaxBytes int32
+
+	// LogSegmentBytes [log.segment.bytes]: default 1073741824.
+	LogSegmentBytes int64
+	// LogRollMs [log.roll.ms, else log.roll.hours x 3600000]: default 604800000 (168 h).
+	LogRollMs int64
+	// LogRetentionBytes [log.retention.bytes]: default -1 (no limit).
+	LogRetentionBytes int64
+	// LogRetentionMs [log.retention.ms, else log.retention.minutes, else log.retention.hours]: ms, default
+	// 604800000 (168 h); -1 keeps forever.
+	LogRetentionMs int64
+	// LogRetentionCheckIntervalMs [log.retention.check.interval.ms]: how often retention runs. Default
+	// 300000.
+	LogRetentionCheckIntervalMs int64
+	// LogFlushIntervalMessages [log.flush.interval.messages]: default math.MaxInt64 (the OS flushes).
+	LogFlushIntervalMessages int64
+	// LogIndexIntervalBytes [log.index.interval.bytes]: default 4096.
+	LogIndexIntervalBytes int32
+
+	// Group coordinator settings (kafka.coordinator.group.GroupConfig / OffsetConfig); the broker only
+	// carries them for the coordinator plugged in with SetGroupHandler.
+
+	// GroupMinSessionTimeoutMs [group.min.session.timeout.ms]: default 6000.
+	GroupMinSessionTimeoutMs int32
+	// GroupMaxSessionTimeoutMs [group.max.session.timeout.ms]: default 1800000.
+	GroupMaxSessionTimeoutMs int32
+	// GroupInitialRebalanceDelayMs [group.initial.rebalance.delay.ms]: default 3000 (lab: 0).
+	GroupInitialRebalanceDelayMs int32
+	// GroupMaxSize [group.max.size]: default 2147483647.
+	GroupMaxSize int32
+	// OffsetsTopicNumPartitions [offsets.topic.num.partitions]: partitions of __consumer_offsets.
+	// Default 50.
+	OffsetsTopicNumPartitions int32
+	// OffsetsTopicReplicationFactor [offsets.topic.replication.factor]: default 3. Kafka enforces it
+	// strictly (KIP-115), so a cluster of fewer brokers sets it to 1, as Kafka's own
+	// config/server.properties does; this broker implements only 1.
+	OffsetsTopicReplicationFactor int16
+	// OffsetsTopicSegmentBytes [offsets.topic.segment.bytes]: default 104857600.
+	OffsetsTopicSegmentBytes int64
+	// OffsetsRetentionMinutes [offsets.retention.minutes]: default 10080 (7 days).
+	OffsetsRetentionMinutes int32
+	// OffsetsRetentionCheckIntervalMs [offsets.retention.check.interval.ms]: default 600000.
+	OffsetsRetentionCheckIntervalMs int64
+	// OffsetsCommitTimeoutMs [offsets.commit.timeout.ms]: default 5000.
+	OffsetsCommitTimeoutMs int32
+	// OffsetsLoadBufferSize [offsets.load.buffer.size]: bytes, default 5242880.
+	OffsetsLoadBufferSize int32
+	// OffsetMetadataMaxBytes [offset.metadata.max.bytes]: default 4096.
+	OffsetMetadataMaxBytes int32
+
+	// ZKDialer, when set, dials ZooKeeper (e.g. through a lab fault proxy). Not a server.properties key.
+	ZKDialer zk.Dialer
+}
+
+// Kafka 3.9 defaults (KafkaConfig / ServerLogConfigs / GroupCoordinatorConfig).
+const (
+	defaultZKSessionTimeoutMs       = 18000
+	defaultSocketRequestMaxBytes    = 104857600
+	defaultConnectionsMaxIdleMs     = 600000
+	defaultMessageMaxBytes          = 1048588
+	defaultFetchMaxBytes            = 57671680
+	defaultLogRetentionCheckMs      = 300000
+	defaultGroupMinSessionTimeoutMs = 6000
+	defaultGroupMaxSessionTimeoutMs = 1800000
+	defaultGroupInitialDelayMs      = 3000
+	defaultOffsetsTopicPartitions   = 50
+	defaultOffsetsTopicRF           = 3
+	defaultOffsetsTopicSegmentBytes = 104857600
+	defaultOffsetsRetentionMinutes  = 10080
+	defaultOffsetsRetentionCheckMs  = 600000
+	defaultOffsetsCommitTimeoutMs   = 5000
+	defaultOffsetsLoadBufferSize    = 5242880
+	defaultOffsetMetadataMaxBytes   = 4096
+)
+
+// DefaultConfig is Kafka 3.9's defaults, with BrokerID 0 and no zookeeper.connect.
+func DefaultConfig() Config {
+	return Config{
+		BrokerID:                        0,
+		Listeners:                       "PLAINTEXT://:9092",
+		ZooKeeperSessionTimeoutMs:       defaultZKSessionTimeoutMs,
+		LogDirs:                         "/tmp/kafka-logs",
+		NumPartitions:                   1,
+		DefaultReplicationFactor:        1,
+		AutoCreateTopicsEnable:          true,
+		DeleteTopicEnable:               true,
+		SocketRequestMaxBytes:           defaultSocketRequestMaxBytes,
+		ConnectionsMaxIdleMs:            defaultConnectionsMaxIdleMs,
+		MessageMaxBytes:                 defaultMessageMaxBytes,
+		FetchMaxBytes:                   defaultFetchMaxBytes,
+		LogSegmentBytes:                 storage.DefaultSegmentBytes,
+		LogRollMs:                       storage.DefaultSegmentMs,
+		LogRetentionBytes:               storage.DefaultRetentionBytes,
+		LogRetentionMs:                  storage.DefaultRetentionMs,
+		LogRetentionCheckIntervalMs:     defaultLogRetentionCheckMs,
+		LogFlushIntervalMessages:        storage.DefaultFlushIntervalMessages,
+		LogIndexIntervalBytes:           storage.DefaultIndexIntervalBytes,
+		GroupMinSessionTimeoutMs:        defaultGroupMinSessionTimeoutMs,
+		GroupMaxSessionTimeoutMs:        defaultGroupMaxSessionTimeoutMs,
+		GroupInitialRebalanceDelayMs:    defaultGroupInitialDelayMs,
+		GroupMaxSize:                    math.MaxInt32,
+		OffsetsTopicNumPartitions:       defaultOffsetsTopicPartitions,
+		OffsetsTopicReplicationFactor:   defaultOffsetsTopicRF,
+		OffsetsTopicSegmentBytes:        defaultOffsetsTopicSegmentBytes,
+		OffsetsRetentionMinutes:         defaultOffsetsRetentionMinutes,
+		OffsetsRetentionCheckIntervalMs: defaultOffsetsRetentionCheckMs,
+		OffsetsCommitTimeoutMs:          defaultOffsetsCommitTimeoutMs,
+		OffsetsLoadBufferSize:           defaultOffsetsLoadBufferSize,
+		OffsetMetadataMaxBytes:          defaultOffsetMetadataMaxBytes,
+	}
+}
+
+// property parses one server.properties value into the config.
+type property func(c *Config, v string) error
+
+func intProp(dst func(*Config) *int32, min int64) property {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+		if err != nil {
+			return fmt.Errorf("not an int: %q", v)
+		}
+		if n < min {
+			return fmt.Errorf("%d is below the minimum %d", n, min)
+		}
+		*dst(c) = int32(n)
+		return nil
+	}
+}
+
+func shortProp(dst func(*Config) *int16, min int64) property {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 16)
+		if err != nil {
+			return fmt.Errorf("not a short: %q", v)
+		}
+		if n < min {
+			return fmt.Errorf("%d is below the minimum %d", n, min)
+		}
+		*dst(c) = int16(n)
+		return nil
+	}
+}
+
+func longProp(dst func(*Config) *int64, min int64, scale int64) property {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return fmt.Errorf("not a long: %q", v)
+		}
+		if n < min {
+			return fmt.Errorf("%d is below the minimum %d", n, min)
+		}
+		if n > 0 && n > math.MaxInt64/scale {
+			return fmt.Errorf("%d overflows", n)
+		}
+		*dst(c) = n * scale
+		return nil
+	}
+}
+
+func boolProp(dst func(*Config) *bool) property {
+	return func(c *Config, v string) error {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "true":
+			*dst(c) = true
+		case "false":
+			*dst(c) = false
+		default:
+			return fmt.Errorf("not a boolean: %q", v)
+		}
+		return nil
+	}
+}
+
+func stringProp(dst func(*Config) *string) property {
+	return func(c *Config, v string) error { *dst(c) = strings.TrimSpace(v); return nil }
+}
+
+// properties maps every supported server.properties key to its parser. Keys that override another
+// (log.retention.ms over .minutes over .hours; log.roll.ms over log.roll.hours; log.dirs over log.dir) are
+// applied in precedence order by ConfigFromProperties.
+var properties = map[string]property{
+	"broker.id":                           intProp(func(c *Config) *int32 { return &c.BrokerID }, -1),
+	"listeners":                           stringProp(func(c *Config) *string { return &c.Listeners }),
+	"advertised.listeners":                stringProp(func(c *Config) *string { return &c.AdvertisedListeners }),
+	"zookeeper.connect":                   stringProp(func(c *Config) *string { return &c.ZooKeeperConnect }),
+	"zookeeper.session.timeout.ms":        longProp(func(c *Config) *int64 { return &c.ZooKeeperSessionTimeoutMs }, 1, 1),
+	"zookeeper.connection.timeout.ms":     longProp(func(c *Config) *int64 { return &c.ZooKeeperConnectionTimeoutMs }, 1, 1),
+	"log.dir":                             stringProp(func(c *Config) *string { return &c.LogDirs }),
+	"log.dirs":                            stringProp(func(c *Config) *string { return &c.LogDirs }),
+	"num.partitions":                      intProp(func(c *Config) *int32 { return &c.NumPartitions }, 1),
+	"default.replication.factor":          shortProp(func(c *Config) *int16 { return &c.DefaultReplicationFactor }, 1),
+	"auto.create.topics.enable":           boolProp(func(c *Config) *bool { return &c.AutoCreateTopicsEnable }),
+	"delete.topic.enable":                 boolProp(func(c *Config) *bool { return &c.DeleteTopicEnable }),
+	"socket.request.max.bytes":            intProp(func(c *Config) *int32 { return &c.SocketRequestMaxBytes }, 1),
+	"connections.max.idle.ms":             longProp(func(c *Config) *int64 { return &c.ConnectionsMaxIdleMs }, 1, 1),
+	"message.max.bytes":                   intProp(func(c *Config) *int32 { return &c.MessageMaxBytes }, 0),
+	"fetch.max.bytes":                     intProp(func(c *Config) *int32 { return &c.FetchMaxBytes }, 1024),
+	"log.segment.bytes":                   longProp(func(c *Config) *int64 { return &c.LogSegmentBytes }, 14, 1),
+	"log.roll.hours":                      longProp(func(c *Config) *int64 { return &c.LogRollMs }, 1, 3600000),
+	"log.roll.ms":                         longProp(func(c *Config) *int64 { return &c.LogRollMs }, 1, 1),
+	"log.retention.bytes":                 longProp(func(c *Config) *int64 { return &c.LogRetentionBytes }, -1, 1),
+	"log.retention.hours":                 longProp(func(c *Config) *int64 { return &c.LogRetentionMs }, -1, 3600000),
+	"log.retention.minutes":               longProp(func(c *Config) *int64 { return &c.LogRetentionMs }, -1, 60000),
+	"log.retention.ms":                    longProp(func(c *Config) *int64 { return &c.LogRetentionMs }, -1, 1),
+	"log.retention.check.interval.ms":     longProp(func(c *Config) *int64 { return &c.LogRetentionCheckIntervalMs }, 1, 1),
+	"log.flush.interval.messages":         longProp(func(c *Config) *int64 { return &c.LogFlushIntervalMessages }, 1, 1),
+	"log.index.interval.bytes":            intProp(func(c *Config) *int32 { return &c.LogIndexIntervalBytes }, 0),
+	"group.min.session.timeout.ms":        intProp(func(c *Config) *int32 { return &c.GroupMinSessionTimeoutMs }, 0),
+	"group.max.session.timeout.ms":        intProp(func(c *Config) *int32 { return &c.GroupMaxSessionTimeoutMs }, 0),
+	"group.initial.rebalance.delay.ms":    intProp(func(c *Config) *int32 { return &c.GroupInitialRebalanceDelayMs }, 0),
+	"group.max.size":                      intProp(func(c *Config) *int32 { return &c.GroupMaxSize }, 1),
+	"offsets.topic.num.partitions":        intProp(func(c *Config) *int32 { return &c.OffsetsTopicNumPartitions }, 1),
+	"offsets.topic.replication.factor":    shortProp(func(c *Config) *int16 { return &c.OffsetsTopicReplicationFactor }, 1),
+	"offsets.topic.segment.bytes":         longProp(func(c *Config) *int64 { return &c.OffsetsTopicSegmentBytes }, 1, 1),
+	"offsets.retention.minutes":           intProp(func(c *Config) *int32 { return &c.OffsetsRetentionMinutes }, 1),
+	"offsets.retention.check.interval.ms": longProp(func(c *Config) *int64 { return &c.OffsetsRetentionCheckIntervalMs }, 1, 1),
+	"offsets.commit.timeout.ms":           intProp(func(c *Config) *int32 { return &c.OffsetsCommitTimeoutMs }, 1),
+	"offsets.load.buffer.size":            intProp(func(c *Config) *int32 { return &c.OffsetsLoadBufferSize }, 1),
+	"offset.metadata.max.bytes":           intProp(func(c *Config) *int32 { return &c.OffsetMetadataMaxBytes }, 0),
+}
+
+// precedence lists keys that must be applied after the keys they override (KafkaConfig's
+// "if X is set it takes precedence over Y" rules).
+var precedence = map[string]int{
+	"log.dir": 0, "log.dirs": 1,
+	"log.roll.hours": 0, "log.roll.ms": 1,
+	"log.retention.hours": 0, "log.retention.minutes": 1, "log.retention.ms": 2,
+}
+
+// PropertyKeys lists the server.properties keys ConfigFromProperties understands, sorted.
+func PropertyKeys() []string {
+	keys := make([]string, 0, len(properties))
+	for k := range properties {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// ConfigFromProperties builds a Config from server.properties keys on top of DefaultConfig (Kafka 3.9
+// defaults). An unknown key, an unparsable value or an inconsistent combination is an error naming the
+// key. zookeeper.connect is required; broker.id must be >= 0.
+func ConfigFromProperties(props map[string]string) (Config, error) {
+	c := DefaultConfig()
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		if _, ok := properties[k]; !ok {
+			return Config{}, fmt.Errorf("broker config: unknown key %q (known keys: %s)", k, strings.Join(PropertyKeys(), ", "))
+		}
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if pi, pj := precedence[keys[i]], precedence[keys[j]]; pi != pj {
+			return pi < pj
+		}
+		return keys[i] < keys[j]
+	})
+	for _, k := range keys {
+		if err := properties[k](&c, props[k]); err != nil {
+			return Config{}, fmt.Errorf("broker config: %s: %w", k, err)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Validate checks what KafkaConfig checks at startup for the keys used here. Errors name the key.
+func (c Config) Validate() error {
+	if c.BrokerID < 0 {
+		return fmt.Errorf("broker config: broker.id %d: must be >= 0 (id generation is not supported)", c.BrokerID)
+	}
+	if strings.TrimSpace(c.ZooKeeperConnect) == "" {
+		return fmt.Errorf("broker config: zookeeper.connect is required (host:port[,host:port][/chroot])")
+	}
+	if _, _, err := zkServers(c.ZooKeeperConnect); err != nil {
+		return fmt.Errorf("broker config: zookeeper.connect: %w", err)
+	}
+	if _, err := parseListener(c.Listeners); err != nil {
+		return fmt.Errorf("broker config: listeners: %w", err)
+	}
+	if c.AdvertisedListeners != "" {
+		if _, err := parseListener(c.AdvertisedListeners); err != nil {
+			return fmt.Errorf("broker config: advertised.listeners: %w", err)
+		}
+	}
+	if strings.Contains(c.LogDirs, ",") {
+		return fmt.Errorf("broker config: log.dirs %q: only one directory is supported", c.LogDirs)
+	}
+	if c.LogDirs == "" {
+		return fmt.Errorf("broker config: log.dirs must not be empty")
+	}
+	if c.GroupMinSessionTimeoutMs > c.GroupMaxSessionTimeoutMs {
+		return fmt.Errorf("broker config: group.min.session.timeout.ms %d is above group.max.session.timeout.ms %d",
+			c.GroupMinSessionTimeoutMs, c.GroupMaxSessionTimeoutMs)
+	}
+	if c.SocketRequestMaxBytes <= 0 {
+		return fmt.Errorf("broker config: socket.request.max.bytes must be positive")
+	}
+	return nil
+}
+
+// listener is one parsed "PLAINTEXT://host:port".
+type listener struct {
+	Host string
+	Port int
+}
+
+func parseListener(s string) (listener, error) {
+	s = strings.TrimSpace(s)
+	if strings.Contains(s, ",") {
+		return listener{}, fmt.Errorf("%q: only one listener is supported", s)
+	}
+	rest, ok := strings.CutPrefix(s, "PLAINTEXT://")
+	if !ok {
+		return listener{}, fmt.Errorf("%q: want PLAINTEXT://host:port (only the PLAINTEXT security protocol exists here)", s)
+	}
+	host, port, err := net.SplitHostPort(rest)
+	if err != nil {
+		return listener{}, fmt.Errorf("%q: %v", s, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return listener{}, fmt.Errorf("%q: bad port %q", s, port)
+	}
+	return listener{Host: host, Port: p}, nil
+}
+
+// zkServers splits zookeeper.connect into servers and an optional chroot ("/kafka").
+func zkServers(connect string) ([]string, string, error) {
+	connect = strings.TrimSpace(connect)
+	chroot := ""
+	if i := strings.IndexByte(connect, '/'); i >= 0 {
+		chroot = strings.TrimRight(connect[i:], "/")
+		connect = connect[:i]
+	}
+	var servers []string
+	for _, s := range strings.Split(connect, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			return nil, "", fmt.Errorf("%q: %v", s, err)
+		}
+		servers = append(servers, s)
+	}
+	if len(servers) == 0 {
+		return nil, "", fmt.Errorf("no servers in %q", connect)
+	}
+	return servers, chroot, nil
+}
+
+// storageConfig is the per-partition log configuration (kafka.log.LogConfig from the broker defaults;
+// __consumer_offsets uses offsets.topic.segment.bytes as Kafka's GroupMetadataManager does).
+func (c Config) storageConfig(topic string, leaderEpoch int32) storage.Config {
+	sc := storage.Config{
+		SegmentBytes:          c.LogSegmentBytes,
+		SegmentMs:             c.LogRollMs,
+		RetentionBytes:        c.LogRetentionBytes,
+		RetentionMs:           c.LogRetentionMs,
+		FlushIntervalMessages: c.LogFlushIntervalMessages,
+		IndexIntervalBytes:    c.LogIndexIntervalBytes,
+		LeaderEpoch:           max(leaderEpoch, 0),
+	}
+	if topic == OffsetsTopic {
+		sc.SegmentBytes = c.OffsetsTopicSegmentBytes
+	}
+	if sc.IndexIntervalBytes == 0 {
+		sc.IndexIntervalBytes = 1 // 0 would mean "default" to storage; Kafka's 0 indexes every batch
+	}
+	return sc
+}
+
+// partitionDir is <log.dirs>/<topic>-<partition> (kafka.log.LogManager).
+func (c Config) partitionDir(topic string, p int32) string {
+	return filepath.Join(c.LogDirs, fmt.Sprintf("%s-%d", topic, p))
+}
+
+func (c Config) sessionTimeout() time.Duration {
+	return time.Duration(c.ZooKeeperSessionTimeoutMs) * time.Millisecond
+}
+
+func (c Config) connectionTimeout() time.Duration {
+	if c.ZooKeeperConnectionTimeoutMs > 0 {
+		return time.Duration(c.ZooKeeperConnectionTimeoutMs) * time.Millisecond
+	}
+	return c.sessionTimeout()
+}
+
+// advertisedHost is the host registered in ZooKeeper: advertised.listeners, else listeners, else (empty
+// or wildcard host) the machine's host name, as Kafka's EndPoint defaulting does.
+func (c Config) advertised(boundPort int) (string, int) {
+	l, _ := parseListener(c.Listeners)
+	if c.AdvertisedListeners != "" {
+		a, _ := parseListener(c.AdvertisedListeners)
+		if a.Port == 0 {
+			a.Port = boundPort
+		}
+		l = a
+	} else {
+		l.Port = boundPort
+	}
+	if ip := net.ParseIP(l.Host); l.Host == "" || (ip != nil && ip.IsUnspecified()) {
+		if h, err := os.Hostname(); err == nil {
+			l.Host = h
+		} else {
+			l.Host = "localhost"
+		}
+	}
+	return l.Host, l.Port
+}

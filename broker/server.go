@@ -1,0 +1,384 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime/debug"
+	"sort"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// apiRange is the versions of one API this broker implements.
+type apiRange struct{ min, max int16 }
+
+// brokerAPIs are the APIs the broker implements itself, with the versions it advertises in ApiVersions.
+// Record batches are v2 only, so Produce starts at v3 and Fetch at v4 (the first versions whose
+// records are v2 batches, as Kafka 4.0 after KIP-896); topic ids are not kept (0.8.2's znode layout has
+// none), so Fetch stops at v12 and Metadata answers the null topic id from v10 on.
+var brokerAPIs = map[int16]apiRange{
+	0:  {3, 9},  // Produce
+	1:  {4, 12}, // Fetch
+	2:  {0, 6},  // ListOffsets
+	3:  {0, 12}, // Metadata
+	18: {0, 3},  // ApiVersions
+	19: {0, 7},  // CreateTopics
+	20: {0, 6},  // DeleteTopics
+	37: {0, 3},  // CreatePartitions
+}
+
+// groupAPIKeys are the APIs routed to the GroupHandler.
+var groupAPIKeys = []int16{8, 9, 10, 11, 12, 13, 14, 15, 16, 42}
+
+func isGroupAPI(key int16) bool {
+	for _, k := range groupAPIKeys {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+// DefaultGroupAPIVersions is Kafka 3.9's classic group API ranges, advertised for a GroupHandler that
+// does not implement GroupAPIVersioner: OffsetCommit 0-9, OffsetFetch 0-9, FindCoordinator 0-5,
+// JoinGroup 0-9, Heartbeat 0-4, LeaveGroup 0-5, SyncGroup 0-5, DescribeGroups 0-5, ListGroups 0-5,
+// DeleteGroups 0-2.
+func DefaultGroupAPIVersions() []kmsg.ApiVersionsResponseApiKey {
+	r := func(k, lo, hi int16) kmsg.ApiVersionsResponseApiKey {
+		return kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: lo, MaxVersion: hi}
+	}
+	return []kmsg.ApiVersionsResponseApiKey{
+		r(8, 0, 9), r(9, 0, 9), r(10, 0, 5), r(11, 0, 9), r(12, 0, 4),
+		r(13, 0, 5), r(14, 0, 5), r(15, 0, 5), r(16, 0, 5), r(42, 0, 2),
+	}
+}
+
+// supported returns the advertised range of key, false if the broker does not serve it now.
+func (b *Broker) supported(key int16) (apiRange, bool) {
+	if r, ok := brokerAPIs[key]; ok {
+		return r, true
+	}
+	if g := b.groups.Load(); g != nil {
+		r, ok := g.versions[key]
+		return r, ok
+	}
+	return apiRange{}, false
+}
+
+// advertised lists the ApiVersions entries, by key.
+func (b *Broker) advertised() []kmsg.ApiVersionsResponseApiKey {
+	var out []kmsg.ApiVersionsResponseApiKey
+	for k, r := range brokerAPIs {
+		out = append(out, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: r.min, MaxVersion: r.max})
+	}
+	if g := b.groups.Load(); g != nil {
+		for k, r := range g.versions {
+			out = append(out, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: r.min, MaxVersion: r.max})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ApiKey < out[j].ApiKey })
+	return out
+}
+
+func (b *Broker) acceptLoop() {
+	defer b.wg.Done()
+	for {
+		c, err := b.ln.Accept()
+		if err != nil {
+			if b.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			b.log.WithError(err).Warn("accept failed")
+			select {
+			case <-time.After(50 * time.Millisecond):
+			case <-b.ctx.Done():
+				return
+			}
+			continue
+		}
+		b.connsMu.Lock()
+		if b.closed {
+			b.connsMu.Unlock()
+			c.Close()
+			return
+		}
+		b.conns[c] = struct{}{}
+		b.wg.Add(1)
+		b.connsMu.Unlock()
+		go func() {
+			defer b.wg.Done()
+			b.serveConn(c)
+			b.connsMu.Lock()
+			delete(b.conns, c)
+			b.connsMu.Unlock()
+		}()
+	}
+}
+
+// closeReason labels why the broker closed a connection (metric and log).
+const (
+	closeOversize    = "request_too_large"
+	closeUnknownKey  = "unknown_api_key"
+	closeBadVersion  = "unsupported_version"
+	closeMalformed   = "malformed_request"
+	closeHandlerFail = "handler_error"
+	closeAcks0Error  = "acks0_produce_error"
+	closeIdle        = "idle"
+)
+
+// errClose asks serveConn to close the connection after logging reason.
+type errClose struct {
+	reason string
+	err    error
+}
+
+func (e *errClose) Error() string { return e.reason + ": " + e.err.Error() }
+
+// serveConn runs one client connection (SocketServer's Processor + KafkaRequestHandler for that
+// connection): a reader goroutine reads frames, this goroutine handles them one at a time and writes
+// each response before taking the next request, so responses leave in request order. Any protocol
+// violation closes this connection only.
+func (b *Broker) serveConn(c net.Conn) {
+	defer c.Close()
+	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	remote := c.RemoteAddr().String()
+	log := b.log.WithField("client", remote)
+	host, _, _ := net.SplitHostPort(remote)
+
+	frames := make(chan []byte)
+	go func() {
+		defer cancel()
+		for {
+			frame, err := b.readFrame(c)
+			if err != nil {
+				var ec *errClose
+				if errors.As(err, &ec) {
+					b.metrics.closed.WithLabelValues(ec.reason).Inc()
+					log.WithError(ec.err).Warnf("closing connection: %s", ec.reason)
+				}
+				return
+			}
+			select {
+			case frames <- frame:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+
+	var out []byte
+	for {
+		var frame []byte
+		select {
+		case <-ctx.Done():
+			return
+		case frame = <-frames:
+		}
+		resp, err := b.handleFrame(ctx, frame, host, out[:0])
+		if err != nil {
+			var ec *errClose
+			if errors.As(err, &ec) {
+				b.metrics.closed.WithLabelValues(ec.reason).Inc()
+				log.WithError(ec.err).Warnf("closing connection: %s", ec.reason)
+			} else if ctx.Err() == nil {
+				log.WithError(err).Warn("closing connection")
+			}
+			return
+		}
+		if resp == nil {
+			continue // acks=0 produce: no response
+		}
+		out = resp
+		if _, err := c.Write(resp); err != nil {
+			return
+		}
+		b.metrics.bytesOut.Add(float64(len(resp)))
+	}
+}
+
+// readFrame reads one size-prefixed request. A size above socket.request.max.bytes (or negative) is
+// refused before reading the body (SocketServer's InvalidReceiveException).
+func (b *Broker) readFrame(c net.Conn) ([]byte, error) {
+	if b.cfg.ConnectionsMaxIdleMs > 0 {
+		c.SetReadDeadline(time.Now().Add(time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond))
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(c, size[:]); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil, &errClose{closeIdle, fmt.Errorf("no request for connections.max.idle.ms=%d", b.cfg.ConnectionsMaxIdleMs)}
+		}
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(size[:]))
+	if n < 0 || n > b.cfg.SocketRequestMaxBytes {
+		return nil, &errClose{closeOversize, fmt.Errorf("request size %d is larger than socket.request.max.bytes=%d", n, b.cfg.SocketRequestMaxBytes)}
+	}
+	c.SetReadDeadline(time.Time{}) // a started request may take its time
+	var frame []byte
+	if n <= 1<<20 {
+		frame = make([]byte, n)
+		if _, err := io.ReadFull(c, frame); err != nil {
+			return nil, err
+		}
+	} else {
+		// Grow with the bytes that actually arrive: a size prefix alone must not cost 100 MiB.
+		var buf bytes.Buffer
+		if _, err := io.CopyN(&buf, c, int64(n)); err != nil {
+			return nil, err
+		}
+		frame = buf.Bytes()
+	}
+	b.metrics.bytesIn.Add(float64(4 + n))
+	return frame, nil
+}
+
+// requestHeader is a parsed request header (v1, or v2 with tagged fields for flexible versions).
+type requestHeader struct {
+	key, version  int16
+	correlationID int32
+	clientID      string
+}
+
+// handleFrame parses one request frame (without its size prefix), runs it, and returns the response
+// frame to write into dst (nil: no response, for acks=0 Produce). An *errClose error closes the
+// connection.
+func (b *Broker) handleFrame(ctx context.Context, frame []byte, clientHost string, dst []byte) ([]byte, error) {
+	r := kbin.Reader{Src: frame}
+	var h requestHeader
+	h.key = r.Int16()
+	h.version = r.Int16()
+	h.correlationID = r.Int32()
+	if err := r.Complete(); err != nil {
+		return nil, &errClose{closeMalformed, fmt.Errorf("request header of %d bytes: %w", len(frame), err)}
+	}
+	req := kmsg.RequestForKey(h.key)
+	rng, ok := b.supported(h.key)
+	if req == nil || !ok {
+		// KafkaApis / SocketServer: a request for an API the broker does not enable closes the connection.
+		return nil, &errClose{closeUnknownKey, fmt.Errorf("api key %d (%s) is not served by this broker", h.key, kmsg.NameForKey(h.key))}
+	}
+	if cid := r.NullableString(); cid != nil {
+		h.clientID = *cid
+	}
+	if err := r.Complete(); err != nil {
+		return nil, &errClose{closeMalformed, fmt.Errorf("%s request header: %w", kmsg.NameForKey(h.key), err)}
+	}
+	if h.version < rng.min || h.version > rng.max {
+		if h.key == 18 {
+			// KIP-511: an ApiVersions version the broker does not know is answered in the v0 format with
+			// UNSUPPORTED_VERSION and the supported ApiVersions range, so that the client retries lower.
+			resp := kmsg.NewPtrApiVersionsResponse()
+			resp.Version = 0
+			resp.ErrorCode = kerr.UnsupportedVersion.Code
+			resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MinVersion: rng.min, MaxVersion: rng.max}}
+			b.metrics.requests.WithLabelValues("ApiVersions", kerr.UnsupportedVersion.Message).Inc()
+			return appendResponse(dst, h.correlationID, resp), nil
+		}
+		return nil, &errClose{closeBadVersion, fmt.Errorf("%s v%d is not supported (v%d-v%d)", kmsg.NameForKey(h.key), h.version, rng.min, rng.max)}
+	}
+	req.SetVersion(h.version)
+	if req.IsFlexible() {
+		kmsg.SkipTags(&r) // request header v2
+		if err := r.Complete(); err != nil {
+			return nil, &errClose{closeMalformed, fmt.Errorf("%s v%d request header tags: %w", kmsg.NameForKey(h.key), h.version, err)}
+		}
+	}
+	if err := req.ReadFrom(r.Src); err != nil {
+		return nil, &errClose{closeMalformed, fmt.Errorf("%s v%d body: %w", kmsg.NameForKey(h.key), h.version, err)}
+	}
+
+	rctx := context.WithValue(ctx, requestInfoKey{}, RequestInfo{ClientID: h.clientID, ClientHost: clientHost, BrokerID: b.id})
+	resp, err := b.dispatch(rctx, req)
+	if err != nil {
+		var ec *errClose
+		if errors.As(err, &ec) {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &errClose{closeHandlerFail, fmt.Errorf("%s v%d: %w", kmsg.NameForKey(h.key), h.version, err)}
+	}
+	name := kmsg.NameForKey(h.key)
+	if resp == nil {
+		b.metrics.requests.WithLabelValues(name, "NONE").Inc()
+		return nil, nil
+	}
+	b.metrics.requests.WithLabelValues(name, errorLabel(responseErrorCode(resp))).Inc()
+	if resp.Key() != req.Key() || resp.GetVersion() != req.GetVersion() {
+		return nil, &errClose{closeHandlerFail, fmt.Errorf("%s v%d: handler answered %s v%d", name, h.version, kmsg.NameForKey(resp.Key()), resp.GetVersion())}
+	}
+	return appendResponse(dst, h.correlationID, resp), nil
+}
+
+// appendResponse frames a response: size, correlation id, the response header's tag buffer for flexible
+// versions (never for ApiVersions, whose response header is always v0), then the body.
+func appendResponse(dst []byte, correlationID int32, resp kmsg.Response) []byte {
+	dst = append(dst[:0], 0, 0, 0, 0, 0, 0, 0, 0)
+	binary.BigEndian.PutUint32(dst[4:], uint32(correlationID))
+	if resp.IsFlexible() && resp.Key() != 18 {
+		dst = append(dst, 0)
+	}
+	dst = resp.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[:4], uint32(len(dst)-4))
+	return dst
+}
+
+// dispatch runs the handler of req (KafkaApis.handle). A panic in a handler becomes an error (the
+// connection closes, the broker lives on).
+func (b *Broker) dispatch(ctx context.Context, req kmsg.Request) (resp kmsg.Response, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			b.log.WithField("api", kmsg.NameForKey(req.Key())).Errorf("handler panic: %v\n%s", p, debug.Stack())
+			resp, err = nil, fmt.Errorf("handler panic: %v", p)
+		}
+	}()
+	switch r := req.(type) {
+	case *kmsg.ApiVersionsRequest:
+		return b.handleApiVersions(r), nil
+	case *kmsg.MetadataRequest:
+		return b.handleMetadata(ctx, r), nil
+	case *kmsg.ProduceRequest:
+		return b.handleProduce(r)
+	case *kmsg.FetchRequest:
+		return b.handleFetch(ctx, r), nil
+	case *kmsg.ListOffsetsRequest:
+		return b.handleListOffsets(r), nil
+	case *kmsg.CreateTopicsRequest:
+		return b.handleCreateTopics(ctx, r), nil
+	case *kmsg.CreatePartitionsRequest:
+		return b.handleCreatePartitions(ctx, r), nil
+	case *kmsg.DeleteTopicsRequest:
+		return b.handleDeleteTopics(ctx, r), nil
+	}
+	g := b.groups.Load()
+	if g == nil || !isGroupAPI(req.Key()) {
+		return nil, &errClose{closeUnknownKey, fmt.Errorf("no handler for %s", kmsg.NameForKey(req.Key()))}
+	}
+	return g.h.Handle(ctx, req)
+}
+
+func errorLabel(code int16) string {
+	if code == 0 {
+		return "NONE"
+	}
+	if e := kerr.TypedErrorForCode(code); e != nil {
+		return e.Message
+	}
+	return fmt.Sprintf("CODE_%d", code)
+}
+
+func logFields(topic string, p int32) logrus.Fields {
+	return logrus.Fields{"topic": topic, "partition": p}
+}

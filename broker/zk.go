@@ -1,0 +1,809 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/sirupsen/logrus"
+
+	"github.com/rebalancelab/rebalancelab/broker/storage"
+)
+
+// The ZooKeeper side of the broker (Kafka 0.8.2's KafkaHealthcheck, KafkaController and ZkUtils, with
+// KafkaZkClient's later fixes): one goroutine, zkLoop, owns the session, the registration, the
+// controller role and the working copy of the cluster view. ZooKeeper callbacks only queue events; the
+// loop turns them into tasks (re-read this node and re-arm its watch), runs them, lets the controller
+// decide, publishes a snapshot, and opens or releases local logs accordingly. A failed task (ZooKeeper
+// unreachable) stays queued and is retried; meanwhile produce and fetch keep being served from the last
+// snapshot.
+
+// zkQueue receives go-zookeeper events from its callback (which must not block) for the loop.
+type zkQueue struct {
+	mu     sync.Mutex
+	evs    []zk.Event
+	signal chan struct{}
+}
+
+func newZKQueue() *zkQueue { return &zkQueue{signal: make(chan struct{}, 1)} }
+
+func (q *zkQueue) push(ev zk.Event) {
+	q.mu.Lock()
+	q.evs = append(q.evs, ev)
+	q.mu.Unlock()
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (q *zkQueue) drain() []zk.Event {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	evs := q.evs
+	q.evs = nil
+	return evs
+}
+
+type zkLogger struct{ log *logrus.Entry }
+
+func (l zkLogger) Printf(format string, args ...any) { l.log.Debugf(format, args...) }
+
+// taskKind orders the loop's work: registration and election first, then brokers, then topics, then
+// partition states (a topic's partitions are known before their states are read).
+type taskKind int
+
+const (
+	taskRegister taskKind = iota
+	taskElect
+	taskBrokers
+	taskTopics
+	taskTopic
+	taskState
+)
+
+type zkTask struct {
+	kind      taskKind
+	topic     string
+	partition int32
+}
+
+// zkState is owned by zkLoop.
+type zkState struct {
+	session      int64               // the session the current registration and watches belong to
+	pending      map[zkTask]struct{} // tasks to (re)run
+	armed        map[string]bool     // data/exists watches set in this session, by path
+	work         *clusterView        // working copy of the cluster view
+	ctrl         controllerRole      // this broker as controller
+	conflictSeen bool                // registration conflict already logged
+	registered   bool                // /brokers/ids/<id> created in this session
+	failedOpen   map[topicPartition]bool
+}
+
+type controllerRole struct {
+	active       bool
+	epoch        int32 // /controller_epoch value this controller wrote
+	epochVersion int32 // its znode version; every state write checks it (fencing a stale controller)
+}
+
+var errRegistrationConflict = errors.New("broker id registered by another ZooKeeper session")
+
+func (b *Broker) zp(path string) string { return b.chroot + path }
+
+func (b *Broker) acl() []zk.ACL { return zk.WorldACL(zk.PermAll) }
+
+func (b *Broker) startZK() error {
+	servers, chroot, err := zkServers(b.cfg.ZooKeeperConnect)
+	if err != nil {
+		return err
+	}
+	b.chroot = chroot
+	logger := zkLogger{b.log.WithField("component", "zookeeper")}
+	var conn *zk.Conn
+	if b.cfg.ZKDialer != nil {
+		conn, _, err = zk.Connect(servers, b.cfg.sessionTimeout(), zk.WithEventCallback(b.zkq.push), zk.WithLogger(logger), zk.WithLogInfo(false), zk.WithDialer(b.cfg.ZKDialer))
+	} else {
+		conn, _, err = zk.Connect(servers, b.cfg.sessionTimeout(), zk.WithEventCallback(b.zkq.push), zk.WithLogger(logger), zk.WithLogInfo(false))
+	}
+	if err != nil {
+		return fmt.Errorf("broker %d: zookeeper.connect %s: %w", b.id, b.cfg.ZooKeeperConnect, err)
+	}
+	b.zk = conn
+	b.wg.Add(1)
+	go b.zkLoop()
+	return nil
+}
+
+func (b *Broker) zkLoop() {
+	defer b.wg.Done()
+	s := &zkState{
+		pending:    map[zkTask]struct{}{},
+		armed:      map[string]bool{},
+		work:       emptyView(),
+		failedOpen: map[topicPartition]bool{},
+	}
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-b.zkq.signal:
+		case <-retry:
+			retry = nil
+		}
+		for _, ev := range b.zkq.drain() {
+			b.onZKEvent(s, ev)
+		}
+		ok := b.runTasks(s)
+		loaded := ok && s.registered && len(s.pending) == 0
+		if ok && s.ctrl.active {
+			ok = b.reconcile(s)
+		}
+		// Logs first, then the view: once Metadata names this broker leader, it serves the partition.
+		if !b.applyLeadership(s) {
+			ok = false
+		}
+		b.publish(s)
+		if loaded {
+			b.readyOnce.Do(func() { close(b.ready) })
+		}
+		if !ok && retry == nil && b.ctx.Err() == nil {
+			retry = time.After(zkRetryBackoff)
+		}
+	}
+}
+
+// zkRetryBackoff spaces retries of failed ZooKeeper tasks (Kafka's zkclient retries connection-loss
+// operations until the session is back; this is the loop's equivalent).
+const zkRetryBackoff = 200 * time.Millisecond
+
+func (b *Broker) onZKEvent(s *zkState, ev zk.Event) {
+	if ev.Type == zk.EventSession {
+		switch ev.State {
+		case zk.StateHasSession:
+			if sid := b.zk.SessionID(); sid != s.session {
+				b.log.WithField("session", fmt.Sprintf("0x%x", sid)).Info("ZooKeeper session established; registering")
+				s.session = sid
+				s.registered = false
+				s.armed = map[string]bool{}
+				s.conflictSeen = false
+				for _, k := range []taskKind{taskRegister, taskElect, taskBrokers, taskTopics} {
+					s.pending[zkTask{kind: k}] = struct{}{}
+				}
+				for t := range s.work.topics {
+					s.pending[zkTask{kind: taskTopic, topic: t}] = struct{}{}
+				}
+			}
+		case zk.StateExpired:
+			// KafkaController.SessionExpirationListener: resign at once; a new session re-registers.
+			b.log.Warn("ZooKeeper session expired; resigning as controller and re-registering when connected")
+			s.session = 0
+			if s.ctrl.active {
+				s.ctrl = controllerRole{}
+			}
+		case zk.StateDisconnected:
+			b.log.Debug("ZooKeeper disconnected; serving from the last known state")
+		}
+		return
+	}
+	if ev.Type == zk.EventNotWatching || ev.Path == "" {
+		return
+	}
+	path := strings.TrimPrefix(ev.Path, b.chroot)
+	s.armed[path] = false
+	switch {
+	case path == brokerIDsPath:
+		s.pending[zkTask{kind: taskBrokers}] = struct{}{}
+	case path == brokerPath(b.id):
+		if ev.Type == zk.EventNodeDeleted {
+			s.pending[zkTask{kind: taskRegister}] = struct{}{}
+		}
+	case path == brokerTopicsPath:
+		s.pending[zkTask{kind: taskTopics}] = struct{}{}
+	case path == controllerPath:
+		s.pending[zkTask{kind: taskElect}] = struct{}{}
+	case strings.HasPrefix(path, brokerTopicsPath+"/"):
+		rest := strings.Split(strings.TrimPrefix(path, brokerTopicsPath+"/"), "/")
+		switch {
+		case len(rest) == 1:
+			s.pending[zkTask{kind: taskTopic, topic: rest[0]}] = struct{}{}
+		case len(rest) == 4 && rest[1] == "partitions" && rest[3] == "state":
+			if p, err := strconv.ParseInt(rest[2], 10, 32); err == nil {
+				s.pending[zkTask{kind: taskState, topic: rest[0], partition: int32(p)}] = struct{}{}
+			}
+		}
+	}
+}
+
+// runTasks runs pending tasks in order until none is left or one fails (kept for the retry). Tasks may
+// queue more tasks (a topic queues its partition states).
+func (b *Broker) runTasks(s *zkState) bool {
+	if s.session == 0 {
+		return len(s.pending) == 0
+	}
+	for round := 0; len(s.pending) > 0; round++ {
+		if round > 1000 {
+			return false
+		}
+		tasks := make([]zkTask, 0, len(s.pending))
+		for t := range s.pending {
+			tasks = append(tasks, t)
+		}
+		sort.Slice(tasks, func(i, j int) bool {
+			a, c := tasks[i], tasks[j]
+			if a.kind != c.kind {
+				return a.kind < c.kind
+			}
+			if a.topic != c.topic {
+				return a.topic < c.topic
+			}
+			return a.partition < c.partition
+		})
+		for _, t := range tasks {
+			if b.ctx.Err() != nil {
+				return false
+			}
+			delete(s.pending, t)
+			if err := b.runTask(s, t); err != nil {
+				s.pending[t] = struct{}{}
+				if !errors.Is(err, errRegistrationConflict) {
+					b.log.WithError(err).Debugf("ZooKeeper task %v failed; will retry", t)
+				}
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (b *Broker) runTask(s *zkState, t zkTask) error {
+	switch t.kind {
+	case taskRegister:
+		return b.register(s)
+	case taskElect:
+		return b.elect(s)
+	case taskBrokers:
+		return b.loadBrokers(s)
+	case taskTopics:
+		return b.loadTopics(s)
+	case taskTopic:
+		return b.loadTopic(s, t.topic)
+	case taskState:
+		return b.loadState(s, t.topic, t.partition)
+	}
+	return nil
+}
+
+func (b *Broker) ensurePath(path string) error {
+	parts := strings.Split(strings.Trim(b.zp(path), "/"), "/")
+	cur := ""
+	for _, p := range parts {
+		cur += "/" + p
+		if _, err := b.zk.Create(cur, nil, 0, b.acl()); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("create %s: %w", cur, err)
+		}
+	}
+	return nil
+}
+
+// register creates /brokers/ids/<id> (ZkUtils.registerBrokerInZk). If the node exists from another
+// session (this broker's previous incarnation, not yet expired), it waits for ZooKeeper to delete it, as
+// ZkUtils.createEphemeralPathExpectConflictHandleZKBug does.
+func (b *Broker) register(s *zkState) error {
+	for _, p := range []string{brokerIDsPath, brokerTopicsPath, consumersPath} {
+		if err := b.ensurePath(p); err != nil {
+			return err
+		}
+	}
+	path := b.zp(brokerPath(b.id))
+	data := encodeBroker(b.host, b.port, time.Now().UnixMilli())
+	_, err := b.zk.Create(path, data, zk.FlagEphemeral, b.acl())
+	if errors.Is(err, zk.ErrNodeExists) {
+		exists, stat, _, werr := b.zk.ExistsW(path)
+		if werr != nil {
+			return werr
+		}
+		switch {
+		case !exists:
+			return fmt.Errorf("%s vanished; retrying", path)
+		case stat.EphemeralOwner == b.zk.SessionID():
+			err = nil
+		default:
+			b.regConflict.Store(true)
+			if !s.conflictSeen {
+				s.conflictSeen = true
+				b.log.WithField("owner", fmt.Sprintf("0x%x", stat.EphemeralOwner)).Warnf("%s is held by another session; waiting for ZooKeeper to expire it", path)
+			}
+			return errRegistrationConflict
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("register %s: %w", path, err)
+	}
+	b.regConflict.Store(false)
+	b.log.WithField("advertised", b.AdvertisedAddr()).Info("registered in ZooKeeper")
+	s.registered = true
+	return nil
+}
+
+// elect reads /controller, and when it is absent creates it (KafkaController's ZookeeperLeaderElector):
+// the first broker to create the ephemeral node is the controller and bumps /controller_epoch.
+func (b *Broker) elect(s *zkState) error {
+	path := b.zp(controllerPath)
+	for attempt := 0; attempt < 3; attempt++ {
+		data, stat, _, err := b.zk.GetW(path)
+		if errors.Is(err, zk.ErrNoNode) {
+			_, err = b.zk.Create(path, encodeController(b.id, time.Now().UnixMilli()), zk.FlagEphemeral, b.acl())
+			if errors.Is(err, zk.ErrNodeExists) {
+				continue // someone else won; read it
+			}
+			if err != nil {
+				return err
+			}
+			// Watch our own node, so that its deletion (session loss) triggers a new election.
+			if _, _, _, err := b.zk.GetW(path); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return err
+			}
+			s.work.controller = b.id
+			return b.becomeController(s)
+		}
+		if err != nil {
+			return err
+		}
+		id, derr := decodeController(data)
+		if derr != nil {
+			b.log.WithError(derr).Warn("unreadable /controller")
+			id = -1
+		}
+		s.work.controller = id
+		if id == b.id && stat.EphemeralOwner == b.zk.SessionID() {
+			if !s.ctrl.active {
+				return b.becomeController(s)
+			}
+			return nil
+		}
+		if s.ctrl.active {
+			b.log.WithField("controller", id).Info("resigning as controller")
+			s.ctrl = controllerRole{}
+		}
+		return nil
+	}
+	return fmt.Errorf("controller election did not settle")
+}
+
+// becomeController increments /controller_epoch (KafkaController.incrementControllerEpoch; the first
+// epoch is 1) and schedules a fresh read of brokers and topics before the first reconcile.
+func (b *Broker) becomeController(s *zkState) error {
+	path := b.zp(controllerEpochPath)
+	for attempt := 0; attempt < 5; attempt++ {
+		data, stat, err := b.zk.Get(path)
+		if errors.Is(err, zk.ErrNoNode) {
+			_, err = b.zk.Create(path, []byte("1"), 0, b.acl())
+			if errors.Is(err, zk.ErrNodeExists) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			s.ctrl = controllerRole{active: true, epoch: 1, epochVersion: 0}
+			break
+		}
+		if err != nil {
+			return err
+		}
+		cur, perr := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 32)
+		if perr != nil {
+			return fmt.Errorf("%s holds %q: %w", controllerEpochPath, data, perr)
+		}
+		st, err := b.zk.Set(path, []byte(strconv.FormatInt(cur+1, 10)), stat.Version)
+		if errors.Is(err, zk.ErrBadVersion) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		s.ctrl = controllerRole{active: true, epoch: int32(cur + 1), epochVersion: st.Version}
+		break
+	}
+	if !s.ctrl.active {
+		return fmt.Errorf("could not increment %s", controllerEpochPath)
+	}
+	b.log.WithField("controller_epoch", s.ctrl.epoch).Info("elected controller")
+	s.pending[zkTask{kind: taskBrokers}] = struct{}{}
+	s.pending[zkTask{kind: taskTopics}] = struct{}{}
+	return nil
+}
+
+// loadBrokers reads /brokers/ids and every registration (ZkUtils.getAllBrokersInCluster); a node that
+// vanishes between the listing and the read is a broker that is gone.
+func (b *Broker) loadBrokers(s *zkState) error {
+	ids, _, _, err := b.zk.ChildrenW(b.zp(brokerIDsPath))
+	if errors.Is(err, zk.ErrNoNode) {
+		ids, err = nil, b.ensurePath(brokerIDsPath)
+		if err == nil {
+			_, _, _, err = b.zk.ChildrenW(b.zp(brokerIDsPath))
+		}
+	}
+	if err != nil {
+		return err
+	}
+	live := make(map[int32]Node, len(ids))
+	for _, c := range ids {
+		id, err := strconv.ParseInt(c, 10, 32)
+		if err != nil {
+			continue
+		}
+		data, _, err := b.zk.Get(b.zp(brokerPath(int32(id))))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		n, err := decodeBroker(data)
+		if err != nil {
+			b.log.WithError(err).Warnf("ignoring broker %d", id)
+			continue
+		}
+		live[int32(id)] = Node{ID: int32(id), Host: n.Host, Port: int32(n.Port)}
+	}
+	if !sameBrokers(s.work.brokers, live) {
+		b.log.WithField("live", sortedIDs(live)).Info("live brokers changed")
+	}
+	s.work.brokers = live
+	return nil
+}
+
+func sameBrokers(a, c map[int32]Node) bool {
+	if len(a) != len(c) {
+		return false
+	}
+	for id, n := range a {
+		if c[id] != n {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedIDs(m map[int32]Node) []int32 {
+	ids := make([]int32, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// loadTopics reads /brokers/topics (children watch) and queues the topics it did not know.
+func (b *Broker) loadTopics(s *zkState) error {
+	names, _, _, err := b.zk.ChildrenW(b.zp(brokerTopicsPath))
+	if errors.Is(err, zk.ErrNoNode) {
+		if err = b.ensurePath(brokerTopicsPath); err == nil {
+			names, _, _, err = b.zk.ChildrenW(b.zp(brokerTopicsPath))
+		}
+	}
+	if err != nil {
+		return err
+	}
+	present := make(map[string]bool, len(names))
+	for _, n := range names {
+		present[n] = true
+		if _, ok := s.work.topics[n]; !ok || !s.armed[topicPath(n)] {
+			s.pending[zkTask{kind: taskTopic, topic: n}] = struct{}{}
+		}
+	}
+	for t := range s.work.topics {
+		if !present[t] {
+			b.log.WithField("topic", t).Info("topic deleted")
+			delete(s.work.topics, t)
+		}
+	}
+	return nil
+}
+
+// loadTopic reads /brokers/topics/<t> (data watch: partitions added) and queues its partition states.
+func (b *Broker) loadTopic(s *zkState, topic string) error {
+	path := topicPath(topic)
+	data, _, _, err := b.zk.GetW(b.zp(path))
+	if errors.Is(err, zk.ErrNoNode) {
+		if _, ok := s.work.topics[topic]; ok {
+			b.log.WithField("topic", topic).Info("topic deleted")
+		}
+		delete(s.work.topics, topic)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.armed[path] = true
+	assignment, err := decodeAssignment(data)
+	if err != nil {
+		b.log.WithError(err).WithField("topic", topic).Warn("ignoring unreadable topic znode")
+		return nil
+	}
+	tv, ok := s.work.topics[topic]
+	if !ok {
+		tv = &topicView{states: map[int32]partitionView{}}
+		s.work.topics[topic] = tv
+		b.log.WithFields(logrus.Fields{"topic": topic, "partitions": len(assignment)}).Info("topic known")
+	} else if len(assignment) != len(tv.replicas) {
+		b.log.WithFields(logrus.Fields{"topic": topic, "partitions": len(assignment)}).Info("topic partitions changed")
+	}
+	tv.replicas = assignment
+	for p := range tv.states {
+		if _, ok := assignment[p]; !ok {
+			delete(tv.states, p)
+		}
+	}
+	for p := range assignment {
+		if !s.armed[statePath(topic, p)] {
+			s.pending[zkTask{kind: taskState, topic: topic, partition: p}] = struct{}{}
+		}
+	}
+	return nil
+}
+
+// loadState reads a partition's state znode (data watch), or sets an exists watch while the controller
+// has not written it yet.
+func (b *Broker) loadState(s *zkState, topic string, p int32) error {
+	tv, ok := s.work.topics[topic]
+	if !ok {
+		return nil
+	}
+	if _, ok := tv.replicas[p]; !ok {
+		return nil
+	}
+	path := statePath(topic, p)
+	for attempt := 0; attempt < 3; attempt++ {
+		data, stat, _, err := b.zk.GetW(b.zp(path))
+		if errors.Is(err, zk.ErrNoNode) {
+			exists, _, _, err := b.zk.ExistsW(b.zp(path))
+			if err != nil {
+				return err
+			}
+			if exists {
+				continue
+			}
+			s.armed[path] = true
+			tv.states[p] = partitionView{}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		s.armed[path] = true
+		st, err := decodeState(data)
+		if err != nil {
+			b.log.WithError(err).WithFields(logrus.Fields{"topic": topic, "partition": p}).Warn("ignoring unreadable state znode")
+			return nil
+		}
+		old := tv.states[p]
+		if !old.exists || old.Leader != st.Leader || old.LeaderEpoch != st.LeaderEpoch {
+			b.log.WithFields(logrus.Fields{"topic": topic, "partition": p, "leader": st.Leader, "leader_epoch": st.LeaderEpoch}).Debug("partition state")
+		}
+		tv.states[p] = partitionView{leaderAndISR: st, exists: true, version: stat.Version}
+		return nil
+	}
+	return fmt.Errorf("%s: state keeps changing", path)
+}
+
+var errFenced = errors.New("controller epoch changed: another controller took over")
+
+// reconcile is the controller's work after every change (KafkaController.onBrokerStartup/Failure,
+// onNewPartitionCreation): it writes the state of every new partition and moves leaders off dead brokers
+// and back, each write conditional on the state's version and on /controller_epoch's version.
+func (b *Broker) reconcile(s *zkState) bool {
+	if len(s.pending) > 0 {
+		return false // decide only on a complete picture
+	}
+	live := s.work.liveSet()
+	for _, topic := range s.work.sortedTopics() {
+		tv := s.work.topics[topic]
+		for _, p := range sortedPartitions(tv.replicas) {
+			cur, known := tv.states[p]
+			if !known {
+				continue
+			}
+			var (
+				next  leaderAndISR
+				err   error
+				ver   int32
+				write bool
+			)
+			if !cur.exists {
+				next, write = newPartitionState(tv.replicas[p], live, s.ctrl.epoch), true
+				ver, err = b.createState(s, topic, p, next)
+			} else if n, changed := nextPartitionState(cur.leaderAndISR, tv.replicas[p], live, s.ctrl.epoch); changed {
+				next, write = n, true
+				ver, err = b.writeState(s, topic, p, next, cur.version)
+			}
+			if !write {
+				continue
+			}
+			switch {
+			case err == nil:
+				tv.states[p] = partitionView{leaderAndISR: next, exists: true, version: ver}
+				b.log.WithFields(logrus.Fields{"topic": topic, "partition": p, "leader": next.Leader, "leader_epoch": next.LeaderEpoch}).Info("controller: partition leader set")
+			case errors.Is(err, errFenced):
+				b.log.Warn("controller: fenced by a newer controller epoch; resigning")
+				s.ctrl = controllerRole{}
+				s.pending[zkTask{kind: taskElect}] = struct{}{}
+				return false
+			case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists):
+				s.pending[zkTask{kind: taskState, topic: topic, partition: p}] = struct{}{}
+				s.armed[statePath(topic, p)] = false
+			case errors.Is(err, zk.ErrNoNode):
+				s.pending[zkTask{kind: taskTopic, topic: topic}] = struct{}{} // topic deleted meanwhile
+			default:
+				b.log.WithError(err).WithFields(logrus.Fields{"topic": topic, "partition": p}).Debug("controller: state write failed; will retry")
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (b *Broker) epochCheck(s *zkState) *zk.CheckVersionRequest {
+	return &zk.CheckVersionRequest{Path: b.zp(controllerEpochPath), Version: s.ctrl.epochVersion}
+}
+
+// multiErr maps a failed multi to the error of its failing op; op 0 is always the epoch check.
+func multiErr(res []zk.MultiResponse, err error) error {
+	if err == nil {
+		return nil
+	}
+	for i, r := range res {
+		if r.Error == nil || errors.Is(r.Error, zk.ErrAPIError) || errors.Is(r.Error, zk.ErrUnknown) {
+			continue
+		}
+		if i == 0 && (errors.Is(r.Error, zk.ErrBadVersion) || errors.Is(r.Error, zk.ErrNoNode)) {
+			return errFenced
+		}
+		return r.Error
+	}
+	return err
+}
+
+func (b *Broker) createState(s *zkState, topic string, p int32, st leaderAndISR) (int32, error) {
+	for _, parent := range []string{topicPartitionsPath(topic), partitionPath(topic, p)} {
+		// Create (not ensurePath): if the topic was deleted, NoNode must stop us, not resurrect it.
+		if _, err := b.zk.Create(b.zp(parent), nil, 0, b.acl()); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return 0, err
+		}
+	}
+	res, err := b.zk.Multi(b.epochCheck(s), &zk.CreateRequest{Path: b.zp(statePath(topic, p)), Data: encodeState(st), Acl: b.acl()})
+	return 0, multiErr(res, err)
+}
+
+func (b *Broker) writeState(s *zkState, topic string, p int32, st leaderAndISR, version int32) (int32, error) {
+	res, err := b.zk.Multi(b.epochCheck(s), &zk.SetDataRequest{Path: b.zp(statePath(topic, p)), Data: encodeState(st), Version: version})
+	if err := multiErr(res, err); err != nil {
+		return 0, err
+	}
+	if len(res) == 2 && res[1].Stat != nil {
+		return res[1].Stat.Version, nil
+	}
+	return version + 1, nil
+}
+
+// publish makes the working view the one request handlers see.
+func (b *Broker) publish(s *zkState) {
+	next := s.work.clone()
+	old := b.view.Swap(next)
+	close(old.next)
+}
+
+// applyLeadership opens the logs of partitions this broker now leads (<log.dirs>/<topic>-<partition>),
+// releases those it no longer leads, and deletes the logs of deleted topics. It reports false if a log
+// could not be opened (retried on the next round).
+func (b *Broker) applyLeadership(s *zkState) bool {
+	v := s.work
+	want := map[topicPartition]int32{}
+	for topic, tv := range v.topics {
+		for p, st := range tv.states {
+			if st.exists && st.Leader == b.id {
+				want[topicPartition{topic, p}] = st.LeaderEpoch
+			}
+		}
+	}
+	type change struct {
+		p       *partition
+		leading bool
+		epoch   int32
+	}
+	var changes []change
+	var deleted []*partition
+
+	b.partsMu.Lock()
+	for tp, p := range b.parts {
+		if _, ok := want[tp]; ok {
+			continue
+		}
+		if p.leading.Swap(false) {
+			changes = append(changes, change{p, false, p.epoch.Load()})
+			p.notify()
+		}
+		if _, ok := v.topics[tp.Topic]; !ok {
+			delete(b.parts, tp)
+			deleted = append(deleted, p)
+		}
+	}
+	var toOpen []topicPartition
+	for tp, epoch := range want {
+		p, ok := b.parts[tp]
+		if !ok {
+			toOpen = append(toOpen, tp)
+			continue
+		}
+		if !p.leading.Load() || p.epoch.Load() != epoch {
+			p.epoch.Store(epoch)
+			setLeaderEpoch(p.log, epoch)
+			p.leading.Store(true)
+			changes = append(changes, change{p, true, epoch})
+		}
+	}
+	b.partsMu.Unlock()
+
+	ok := true
+	for _, tp := range toOpen {
+		epoch := want[tp]
+		dir := b.cfg.partitionDir(tp.Topic, tp.Partition)
+		lg, err := storage.Open(dir, b.cfg.storageConfig(tp.Topic, epoch))
+		fields := logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}
+		if err != nil {
+			if !s.failedOpen[tp] {
+				b.log.WithFields(fields).WithError(err).Error("cannot open partition log")
+			}
+			s.failedOpen[tp] = true
+			ok = false
+			continue
+		}
+		delete(s.failedOpen, tp)
+		p := newPartition(tp.Topic, tp.Partition, lg)
+		p.epoch.Store(epoch)
+		p.leading.Store(true)
+		b.partsMu.Lock()
+		b.parts[tp] = p
+		b.partsMu.Unlock()
+		b.log.WithFields(fields).WithFields(logrus.Fields{"leader_epoch": epoch, "high_watermark": lg.HighWatermark()}).Info("leading partition")
+		changes = append(changes, change{p, true, epoch})
+	}
+	for _, p := range deleted {
+		if err := p.close(); err != nil {
+			b.log.WithError(err).Warn("closing deleted partition")
+		}
+		if err := os.RemoveAll(b.cfg.partitionDir(p.topic, p.id)); err != nil {
+			b.log.WithError(err).Warn("removing deleted partition")
+		}
+		b.log.WithFields(logrus.Fields{"topic": p.topic, "partition": p.id}).Info("deleted partition log")
+	}
+	if fn := b.onLeader.Load(); fn != nil {
+		for _, c := range changes {
+			b.callLeadership(*fn, c.p.topic, c.p.id, c.leading, c.epoch)
+		}
+	}
+	return ok
+}
+
+// callLeadership runs the listener; a panic in it is logged, not allowed to stop the ZooKeeper loop.
+func (b *Broker) callLeadership(fn LeadershipFunc, topic string, p int32, leading bool, epoch int32) {
+	defer func() {
+		if r := recover(); r != nil {
+			b.log.WithFields(logFields(topic, p)).Errorf("leadership listener panic: %v", r)
+		}
+	}()
+	fn(topic, p, leading, epoch)
+}
+
+// setLeaderEpoch tells the log the new leader epoch, stamped into appended batches (KIP-101). An
+// older epoch is refused by the log and ignored here: the log keeps the newer one.
+func setLeaderEpoch(lg *storage.Log, epoch int32) {
+	_ = lg.SetLeaderEpoch(epoch)
+}

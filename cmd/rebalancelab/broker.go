@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+
+	"github.com/rebalancelab/rebalancelab/broker"
+	"github.com/rebalancelab/rebalancelab/lab"
+)
+
+// brokerCLIDefaults are applied before --config, as Kafka's own config/server.properties does for a
+// single-broker cluster: __consumer_offsets with replication factor 1 (KafkaConfig's default is 3, which
+// fewer than 3 brokers cannot host; this broker implements 1 only).
+var brokerCLIDefaults = map[string]string{
+	"offsets.topic.replication.factor": "1",
+}
+
+func init() {
+	var (
+		id      int32
+		zkAddrs string
+		listen  string
+		dataDir string
+		configs []string
+	)
+	cmd := &cobra.Command{
+		Use:   "broker --id N --zk ADDRS --listen HOST:PORT --data DIR [--config key=value ...]",
+		Short: "Run one Kafka broker (real wire protocol) registered in ZooKeeper, until interrupted",
+		Long: `Runs a broker with Kafka 3.9's defaults for every server.properties key (--config key=value
+overrides, repeatable; unknown keys are an error), except offsets.topic.replication.factor=1 as in
+Kafka's shipped config/server.properties. --id, --zk, --listen and --data set broker.id,
+zookeeper.connect, listeners=PLAINTEXT://HOST:PORT and log.dirs. Without --zk a ZooKeeper server is
+started for the broker and removed when it stops. The first line on stdout is
+{"broker_id":N,"listen":"HOST:PORT","advertised":"HOST:PORT","zookeeper":"..."}; SIGINT/SIGTERM close
+the broker gracefully (ZooKeeper session closed, logs flushed).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			props := map[string]string{}
+			for k, v := range brokerCLIDefaults {
+				props[k] = v
+			}
+			for _, kv := range configs {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || strings.TrimSpace(k) == "" {
+					return fmt.Errorf("--config %q: want key=value", kv)
+				}
+				props[strings.TrimSpace(k)] = v
+			}
+			if cmd.Flags().Changed("id") || props["broker.id"] == "" {
+				props["broker.id"] = strconv.Itoa(int(id))
+			}
+			if listen != "" {
+				if _, _, err := net.SplitHostPort(listen); err != nil {
+					return fmt.Errorf("--listen %q: want HOST:PORT: %v", listen, err)
+				}
+				props["listeners"] = "PLAINTEXT://" + listen
+			}
+			if dataDir != "" {
+				props["log.dirs"] = dataDir
+			}
+			if zkAddrs != "" {
+				props["zookeeper.connect"] = zkAddrs
+			}
+			if props["zookeeper.connect"] == "" {
+				z, err := lab.StartZooKeeper(ctx, lab.ZKOptions{Log: logrus.WithField("component", "zookeeper")})
+				if err != nil {
+					return fmt.Errorf("no --zk given and starting a ZooKeeper failed (install the Debian zookeeper package or pass --zk host:port): %w", err)
+				}
+				defer z.Close()
+				props["zookeeper.connect"] = z.Connect()
+			}
+			cfg, err := broker.ConfigFromProperties(props)
+			if err != nil {
+				return err
+			}
+			b, err := broker.Start(ctx, cfg, logrus.WithField("broker", cfg.BrokerID))
+			if err != nil {
+				return err
+			}
+			line, _ := json.Marshal(map[string]any{"broker_id": b.ID(), "listen": b.Addr(), "advertised": b.AdvertisedAddr(), "zookeeper": cfg.ZooKeeperConnect})
+			fmt.Fprintln(os.Stdout, string(line))
+			<-ctx.Done()
+			return b.Close()
+		},
+	}
+	cmd.Flags().Int32Var(&id, "id", 0, "broker.id")
+	cmd.Flags().StringVar(&zkAddrs, "zk", "", "zookeeper.connect (host:port,...[/chroot]); empty: start one")
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9092", "listener HOST:PORT (port 0: any free port)")
+	cmd.Flags().StringVar(&dataDir, "data", "", "log.dirs (default /tmp/kafka-logs, Kafka's)")
+	cmd.Flags().StringArrayVar(&configs, "config", nil, "server.properties key=value (repeatable)")
+	rootCmd.AddCommand(cmd)
+}
