@@ -103,6 +103,7 @@ type Broker struct {
 
 	groups   atomic.Pointer[groupRoute]
 	onLeader atomic.Pointer[LeadershipFunc]
+	coord    *groups // the group coordinator; nil only in tests built with newBroker
 	metrics  *metrics
 
 	closeOnce sync.Once
@@ -152,8 +153,16 @@ func Start(ctx context.Context, cfg Config, log *logrus.Entry) (*Broker, error) 
 		b.cancel()
 		return nil, fmt.Errorf("broker %d: log.dirs %s: %w", cfg.BrokerID, cfg.LogDirs, err)
 	}
+	// The coordinator is routed before the first connection is accepted, so ApiVersions advertises
+	// the group APIs from the start; it loads __consumer_offsets partitions as leadership arrives.
+	if err := b.startGroupCoordinator(); err != nil {
+		ln.Close()
+		b.cancel()
+		return nil, fmt.Errorf("broker %d: group coordinator: %w", cfg.BrokerID, err)
+	}
 	if err := b.startZK(); err != nil {
 		ln.Close()
+		b.coord.close()
 		b.cancel()
 		return nil, err
 	}
@@ -380,6 +389,9 @@ func (b *Broker) Close() error {
 		b.connsMu.Unlock()
 		if b.ln != nil {
 			b.ln.Close()
+		}
+		if b.coord != nil {
+			b.coord.close() // before the logs it appends to are closed
 		}
 		b.cancel()
 		if b.zk != nil {

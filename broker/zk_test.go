@@ -330,9 +330,12 @@ func TestControllerFailover(t *testing.T) {
 		json.Unmarshal(data, &ctl)
 		return ctl.BrokerID == 2
 	})
-	if data, _ := getZ(t, zc, "/controller_epoch"); string(data) != "2" {
-		t.Fatalf("/controller_epoch = %q, want 2", data)
-	}
+	// The new controller writes /controller, then bumps /controller_epoch (0.8.2's
+	// KafkaController.onControllerFailover order): wait for the second write.
+	waitFor(t, 10*time.Second, "/controller_epoch = 2", func() bool {
+		data, _, err := zc.Get("/controller_epoch")
+		return err == nil && string(data) == "2"
+	})
 	waitFor(t, 10*time.Second, "partition 0 (broker 1's) leaderless", func() bool {
 		return readState(t, zc, "ctl", 0).Leader == -1
 	})

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+
+	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/zkconsumer"
+)
+
+func init() {
+	var (
+		zkAddrs    string
+		group      string
+		topics     []string
+		whitelist  string
+		threads    int
+		consumerID string
+		configs    []string
+		print      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "zkconsumer --zk ADDRS --group G (--topic T[:threads] | --whitelist REGEX) [--consumer-id ID] [--config k=v ...] [--print]",
+		Short: "Run a ZooKeeper-era consumer (Kafka 0.8.2's ZookeeperConsumerConnector) until interrupted",
+		Long: `Runs one ZooKeeper-era consumer connector in group G: it registers in /consumers/G/ids, rebalances
+with the other members through ZooKeeper (range or roundrobin, owner znodes, offsets in ZooKeeper) and
+fetches from the brokers registered there. --topic T[:threads] (repeatable; 1 thread by default) is a
+static subscription, --whitelist REGEX a wildcard one with --threads streams. --config takes Kafka 0.8.2
+consumer properties (rebalance.max.retries, auto.commit.enable, auto.offset.reset, ...; unknown keys
+are an error); --consumer-id sets consumer.id. --print writes one line per delivered message:
+"topic partition offset value". Without --zk a ZooKeeper server is started (and removed at exit).
+SIGINT/SIGTERM shut down gracefully: commit (with auto-commit), close the session (its registration
+and owner znodes go with it).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if group == "" {
+				return errors.New("--group is required")
+			}
+			if (len(topics) == 0) == (whitelist == "") {
+				return errors.New("give either --topic T[:threads] (repeatable) or --whitelist REGEX")
+			}
+			topicCount := map[string]int{}
+			for _, t := range topics {
+				name, n, err := parseTopicThreads(t)
+				if err != nil {
+					return err
+				}
+				topicCount[name] += n
+			}
+			props := map[string]string{}
+			for _, kv := range configs {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || strings.TrimSpace(k) == "" {
+					return fmt.Errorf("--config %q: want key=value", kv)
+				}
+				props[strings.TrimSpace(k)] = v
+			}
+			props["group.id"] = group
+			if consumerID != "" {
+				props["consumer.id"] = consumerID
+			}
+			log := logrus.WithField("component", "zkconsumer")
+			if zkAddrs == "" {
+				z, err := lab.StartZooKeeper(ctx, lab.ZKOptions{Log: logrus.WithField("component", "zookeeper")})
+				if err != nil {
+					return fmt.Errorf("no --zk given and starting a ZooKeeper failed (install the Debian zookeeper package or pass --zk host:port): %w", err)
+				}
+				defer z.Close()
+				zkAddrs = z.Connect()
+				log.WithField("zookeeper", zkAddrs).Warn("no --zk given: started a ZooKeeper without brokers")
+			}
+			props["zookeeper.connect"] = zkAddrs
+			cfg, err := zkconsumer.FromProperties(props)
+			if err != nil {
+				return err
+			}
+			cfg.Log = log
+			c, err := zkconsumer.New(cfg)
+			if err != nil {
+				return err
+			}
+			defer c.Shutdown()
+
+			var streams []<-chan zkconsumer.Message
+			if whitelist != "" {
+				streams, err = c.CreateMessageStreamsByFilter(ctx, zkconsumer.Whitelist(whitelist), threads)
+			} else {
+				var byTopic map[string][]<-chan zkconsumer.Message
+				byTopic, err = c.CreateMessageStreams(ctx, topicCount)
+				for _, s := range byTopic {
+					streams = append(streams, s...)
+				}
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil // interrupted during the initial rebalance
+				}
+				return err
+			}
+			log.WithField("consumer_id", c.ConsumerID()).Info("consuming")
+
+			out := bufio.NewWriter(os.Stdout)
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			for _, s := range streams {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for m := range s { // closed by Shutdown
+						if print {
+							mu.Lock()
+							printMessage(out, m)
+							mu.Unlock()
+						}
+					}
+				}()
+			}
+			go func() {
+				for err := range c.Errors() {
+					log.WithError(err).Error("rebalance failed; holding no partitions until the next group change")
+				}
+			}()
+			<-ctx.Done()
+			c.Shutdown()
+			wg.Wait()
+			return out.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&zkAddrs, "zk", "", "zookeeper.connect (host:port,...[/chroot]); empty: start one")
+	cmd.Flags().StringVar(&group, "group", "", "group.id")
+	cmd.Flags().StringArrayVar(&topics, "topic", nil, "topic to consume, with its consumer thread count: T or T:threads (repeatable)")
+	cmd.Flags().StringVar(&whitelist, "whitelist", "", "consume every topic whose whole name matches this regex (',' means '|')")
+	cmd.Flags().IntVar(&threads, "threads", 1, "consumer threads (streams) of a --whitelist subscription")
+	cmd.Flags().StringVar(&consumerID, "consumer-id", "", "consumer.id (default: <hostname>-<unix ms>-<8 hex>)")
+	cmd.Flags().StringArrayVar(&configs, "config", nil, "Kafka 0.8.2 consumer property key=value (repeatable)")
+	cmd.Flags().BoolVar(&print, "print", false, `print "topic partition offset value" per delivered message`)
+	rootCmd.AddCommand(cmd)
+}
+
+// parseTopicThreads parses "T" or "T:threads".
+func parseTopicThreads(s string) (string, int, error) {
+	name, n, hasN := strings.Cut(s, ":")
+	if name == "" {
+		return "", 0, fmt.Errorf("--topic %q: empty topic name", s)
+	}
+	if !hasN {
+		return name, 1, nil
+	}
+	threads, err := strconv.Atoi(n)
+	if err != nil || threads < 1 {
+		return "", 0, fmt.Errorf("--topic %q: threads must be a positive integer", s)
+	}
+	return name, threads, nil
+}
+
+func printMessage(w io.Writer, m zkconsumer.Message) {
+	fmt.Fprintf(w, "%s %d %d %s\n", m.Topic, m.Partition, m.Offset, m.Value)
+}

@@ -1,0 +1,1118 @@
+// Package zkconsumer is the ZooKeeper-era consumer: Kafka 0.8.2.2's ZookeeperConsumerConnector
+// step for step, with the bug fixes the old consumer received through 0.9–0.11 (the ZK-* cases of
+// the project's cases/README.md).
+//
+// Each connector registers in /consumers/<group>/ids, watches the group, the subscribed topics
+// and its session, and on any change runs the whole rebalance itself: stop fetchers, commit,
+// release its owner znodes, read every member's registration, compute the assignment, read
+// offsets, claim owner znodes (all or nothing), restart fetchers. The herd effect (every change
+// wakes every member; reads grow with members²) and the split brain (divergent views; after a
+// session expiry fetchers run on until the next rebalance) are the architecture's and are kept.
+//
+// Sources (apache/kafka tag 0.8.2.2, core/src/main/scala/kafka/): consumer/
+// ZookeeperConsumerConnector.scala (registration, ZKRebalancerListener.syncedRebalance/rebalance,
+// reflectPartitionOwnershipDecision, ZKSessionExpireListener, ZKTopicPartitionChangeListener,
+// WildcardStreamsHandler), consumer/PartitionAssignor.scala, consumer/TopicCount.scala,
+// consumer/TopicFilter.scala, consumer/ZookeeperTopicEventWatcher.scala,
+// consumer/ConsumerFetcherManager.scala, consumer/ConsumerFetcherThread.scala,
+// server/AbstractFetcherThread.scala, consumer/ConsumerConfig.scala, utils/ZkUtils.scala; and
+// ZkClient 0.3 (com.101tec:zkclient, which 0.8.2 uses) for which reads set watches and what a
+// notification costs. Later behaviour kept: 0.9's ConsumerRebalanceListener and global
+// assignment; KAFKA-1648 (round-robin with no topics), KAFKA-1010 (a broker znode vanishing
+// between list and read), KAFKA-919 (no commit in a rebalance without auto-commit), KAFKA-693
+// (leaderless partitions are owned, fetched once a leader appears), KAFKA-1075 (partition count
+// changes rebalance), and a failed claim attempt deleting everything it claimed.
+//
+// Deliberate differences: offsets live in ZooKeeper only (offsets.storage=kafka is refused);
+// streams are Go channels (no consumer.timeout.ms); Fetch uses v4+ record batches, versions
+// negotiated with ApiVersions; round-robin breaks equal hash codes by topic then partition (Kafka's
+// order there is a hash map's); wildcard thread i always feeds stream i.
+package zkconsumer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/sirupsen/logrus"
+
+	"github.com/rebalancelab/rebalancelab/timeline"
+)
+
+// RebalanceListener is Kafka 0.9's ConsumerRebalanceListener (kafka.javaapi.consumer), called
+// from the rebalance goroutine. A panic in a callback fails the rebalance attempt.
+type RebalanceListener interface {
+	// BeforeReleasingPartitions runs once the fetchers are stopped, the queues cleared and (with
+	// auto-commit) offsets committed, before this consumer's owner znodes are deleted.
+	// owned: topic → partitions this consumer held (empty after a session expiry reset).
+	BeforeReleasingPartitions(owned map[string][]int32)
+	// BeforeStartingFetchers runs once every owner znode of the attempt is claimed, before the
+	// fetchers start. assignment is the whole group's decision as this consumer computed it:
+	// topic → partition → owner consumer thread id ("<consumerId>-<thread>").
+	BeforeStartingFetchers(consumerID string, assignment map[string]map[int32]string)
+}
+
+var (
+	// ErrRebalanceFailed wraps the error of a syncedRebalance that failed rebalance.max.retries
+	// attempts (Kafka's ConsumerRebalanceFailedException).
+	ErrRebalanceFailed = errors.New("zkconsumer: rebalance failed")
+	// ErrStreamsExist: message streams can be created once per connector (MessageStreamsExistException).
+	ErrStreamsExist = errors.New("zkconsumer: message streams can be created at most once per connector")
+	// ErrShutdown: the connector is shutting down or shut down.
+	ErrShutdown = errors.New("zkconsumer: connector is shut down")
+)
+
+// ZooKeeper paths (ZkUtils.scala).
+const (
+	brokerIdsPath    = "/brokers/ids"
+	brokerTopicsPath = "/brokers/topics"
+)
+
+// Connector is a ZookeeperConsumerConnector. Create it with New, then call CreateMessageStreams
+// or CreateMessageStreamsByFilter once, and Shutdown at the end.
+type Connector struct {
+	cfg        Config
+	log        *logrus.Entry
+	rec        *timeline.Recorder
+	consumerID string
+	clientID   string
+	idsPath    string // /consumers/<group>/ids
+
+	zk      *zkConn
+	fetcher *fetcherManager
+
+	ctx      context.Context // ends the background goroutines
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	closing  atomic.Bool
+	stopOnce sync.Once
+	errs     chan error
+
+	connected   chan struct{}
+	connectOnce sync.Once
+	expired     atomic.Bool // the session expired; the next session triggers re-registration
+
+	// Subscription: set once by CreateMessageStreams*.
+	streamsCreated atomic.Bool
+	subscription   map[string]int // registration's "subscription"
+	pattern        string
+	filter         *compiledFilter           // wildcard only
+	queues         map[string][]*threadQueue // static: topic → thread index → queue
+	wildQueues     []*threadQueue            // wildcard: thread index → queue (shared by all topics)
+	allQueues      []*threadQueue
+	wildcardTopics []string // rebalance goroutine only
+	initial        chan initRequest
+
+	// Events from watcher callbacks: flags plus a wake-up (events collapse).
+	flagMu                                 sync.Mutex
+	flagRebalance, flagTopics, flagSession bool
+	wake                                   chan struct{}
+
+	mu            sync.Mutex // guards what follows
+	topicRegistry map[TopicPartition]*partitionInfo
+	checkpointed  map[TopicPartition]int64 // checkpointedZkOffsets
+	delivering    []TopicPartition         // partitions handed to the fetchers
+
+	commitMu sync.Mutex
+}
+
+// New validates cfg, derives the consumer id (consumer.id, or "<hostname>-<unix ms>-<8 hex>", as
+// "<group>_<that>") and opens a ZooKeeper session, waiting up to zookeeper.connection.timeout.ms.
+// With auto.commit.enable it starts committing every auto.commit.interval.ms. Errors: an invalid
+// config (naming the key), or no session in time.
+func New(cfg Config) (*Connector, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Log == nil {
+		cfg.Log = logrus.NewEntry(logrus.StandardLogger())
+	}
+	id := cfg.ConsumerID
+	if id == "" { // ZookeeperConsumerConnector.consumerIdString
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "localhost"
+		}
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		id = fmt.Sprintf("%s-%d-%s", host, time.Now().UnixMilli(), hex.EncodeToString(b[:]))
+	}
+	c := &Connector{
+		cfg:           cfg,
+		rec:           cfg.Recorder,
+		consumerID:    cfg.GroupID + "_" + id,
+		clientID:      cfg.ClientID,
+		idsPath:       "/consumers/" + cfg.GroupID + "/ids",
+		errs:          make(chan error, 16),
+		connected:     make(chan struct{}),
+		initial:       make(chan initRequest),
+		wake:          make(chan struct{}, 1),
+		topicRegistry: map[TopicPartition]*partitionInfo{},
+		checkpointed:  map[TopicPartition]int64{},
+	}
+	if c.clientID == "" {
+		c.clientID = cfg.GroupID
+	}
+	c.log = cfg.Log.WithFields(logrus.Fields{"group": cfg.GroupID, "member": c.consumerID})
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.fetcher = newFetcherManager(c)
+
+	servers, chroot := splitConnect(cfg.ZooKeeperConnect)
+	dialer := cfg.ZKDialer
+	if dialer == nil {
+		dialer = net.DialTimeout
+	}
+	c.zk = newZKConn(chroot, c.rec, c.onChildChange, c.onDataChange)
+	conn, _, err := zk.Connect(servers, time.Duration(cfg.ZooKeeperSessionTimeoutMs)*time.Millisecond,
+		zk.WithLogger(zkLogger{c.log}), zk.WithEventCallback(c.onZKEvent), zk.WithDialer(dialer))
+	if err != nil {
+		c.zk.close()
+		return nil, fmt.Errorf("zkconsumer: zookeeper.connect=%s: %w", cfg.ZooKeeperConnect, err)
+	}
+	c.zk.conn = conn
+	select {
+	case <-c.connected:
+	case <-time.After(time.Duration(cfg.ZooKeeperConnectionTimeoutMs) * time.Millisecond):
+		c.zk.close()
+		return nil, fmt.Errorf("zkconsumer: no ZooKeeper session with %s within zookeeper.connection.timeout.ms=%d", cfg.ZooKeeperConnect, cfg.ZooKeeperConnectionTimeoutMs)
+	}
+	c.log.Info("connected to ZooKeeper")
+	if cfg.AutoCommitEnable {
+		c.wg.Add(1)
+		go c.autoCommit()
+	}
+	return c, nil
+}
+
+// zkLogger sends go-zookeeper's log lines to logrus at debug level.
+type zkLogger struct{ log *logrus.Entry }
+
+func (l zkLogger) Printf(format string, a ...any) { l.log.Debugf("zk: "+format, a...) }
+
+// ConsumerID is "<group>_<consumer.id or generated id>", the name of this connector's registration.
+func (c *Connector) ConsumerID() string { return c.consumerID }
+
+// SessionID is the current ZooKeeper session id (as `wchp`/`cons` print it, in hex).
+func (c *Connector) SessionID() int64 { return c.zk.conn.SessionID() }
+
+// ZooKeeperOps counts this connector's ZooKeeper requests since New: reads (getData,
+// getChildren, exists) and writes (create, setData, delete).
+func (c *Connector) ZooKeeperOps() (reads, writes int64) {
+	return c.zk.reads.Load(), c.zk.writes.Load()
+}
+
+// Owned returns the partitions this connector owns after its last successful rebalance
+// (topic → ascending partitions; Kafka's topicRegistry).
+func (c *Connector) Owned() map[string][]int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return partitionsByTopic(keys(c.topicRegistry))
+}
+
+// Errors reports rebalances triggered by watches that failed every attempt (the connector holds
+// no partitions until the next event). Closed by Shutdown. When nobody reads, errors beyond 16
+// are dropped (they are logged and recorded either way).
+func (c *Connector) Errors() <-chan error { return c.errs }
+
+func keys(m map[TopicPartition]*partitionInfo) []TopicPartition {
+	out := make([]TopicPartition, 0, len(m))
+	for tp := range m {
+		out = append(out, tp)
+	}
+	sortTopicPartitions(out)
+	return out
+}
+
+func (c *Connector) emit(r timeline.Record) {
+	r.ConsumerID = c.consumerID
+	c.rec.Emit(r)
+}
+
+// CreateMessageStreams subscribes to topicCount (topic → number of consumer threads), registers
+// this consumer and runs the initial rebalance, returning when it is done: topic → one channel
+// per thread ("<consumerId>-<i>" owns the partitions delivered on channel i). The channels close
+// at Shutdown. Errors: bad input (no topics, illegal topic name, threads < 1), ErrStreamsExist,
+// the registration's ZooKeeper error, ErrRebalanceFailed, or ctx's error (the rebalance goes on).
+func (c *Connector) CreateMessageStreams(ctx context.Context, topicCount map[string]int) (map[string][]<-chan Message, error) {
+	if len(topicCount) == 0 {
+		return nil, errors.New("zkconsumer: CreateMessageStreams: no topics")
+	}
+	for t, n := range topicCount {
+		if !legalChars.MatchString(t) || len(t) > 249 {
+			return nil, fmt.Errorf("zkconsumer: illegal topic name %q: up to 249 characters of [a-zA-Z0-9._-]", t)
+		}
+		if n < 1 {
+			return nil, fmt.Errorf("zkconsumer: topic %s: %d threads, want >= 1", t, n)
+		}
+	}
+	if c.streamsCreated.Swap(true) {
+		return nil, ErrStreamsExist
+	}
+	c.subscription, c.pattern = map[string]int{}, PatternStatic
+	c.queues = map[string][]*threadQueue{}
+	out := map[string][]<-chan Message{}
+	for t, n := range topicCount {
+		c.subscription[t] = n
+		for i := 0; i < n; i++ {
+			q := newThreadQueue(c.cfg.QueuedMaxMessageChunks, c.rec)
+			c.queues[t] = append(c.queues[t], q)
+			c.allQueues = append(c.allQueues, q)
+			out[t] = append(out[t], q.out)
+		}
+	}
+	// consume: registerConsumerInZK, then reinitializeConsumer.
+	err := c.start(ctx, func() error {
+		if err := c.register(); err != nil {
+			return err
+		}
+		return c.reinitializeConsumer()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// CreateMessageStreamsByFilter subscribes to the topics filter allows (now and later: new topics
+// under /brokers/topics trigger a rebalance), with threads streams shared by all those topics.
+// Errors as CreateMessageStreams, plus an invalid regex.
+func (c *Connector) CreateMessageStreamsByFilter(ctx context.Context, filter TopicFilter, threads int) ([]<-chan Message, error) {
+	if filter == nil {
+		return nil, errors.New("zkconsumer: CreateMessageStreamsByFilter: nil filter")
+	}
+	if threads < 1 {
+		return nil, fmt.Errorf("zkconsumer: CreateMessageStreamsByFilter: %d threads, want >= 1", threads)
+	}
+	regex, black := filter.filter()
+	f, err := compileFilter(regex, black)
+	if err != nil {
+		return nil, fmt.Errorf("zkconsumer: %w", err)
+	}
+	if c.streamsCreated.Swap(true) {
+		return nil, ErrStreamsExist
+	}
+	c.filter = &f
+	c.subscription = map[string]int{regex: threads}
+	c.pattern = PatternWhiteList
+	if black {
+		c.pattern = PatternBlackList
+	}
+	out := make([]<-chan Message, threads)
+	for i := range out {
+		q := newThreadQueue(c.cfg.QueuedMaxMessageChunks, c.rec)
+		c.wildQueues = append(c.wildQueues, q)
+		c.allQueues = append(c.allQueues, q)
+		out[i] = q.out
+	}
+	// WildcardStreamsHandler: bootstrap with the existing topics, register, reinitializeConsumer,
+	// then the ZookeeperTopicEventWatcher (not created when the initial rebalance fails).
+	err = c.start(ctx, func() error {
+		all, err := c.zk.childrenMayNotExist(brokerTopicsPath)
+		if err != nil {
+			return fmt.Errorf("zkconsumer: listing %s: %w", brokerTopicsPath, err)
+		}
+		c.wildcardTopics = c.allowedTopics(all)
+		if err := c.register(); err != nil {
+			return err
+		}
+		if err := c.reinitializeConsumer(); err != nil {
+			return err
+		}
+		if err := c.zk.makeSurePersistentPathExists(brokerTopicsPath); err != nil {
+			return fmt.Errorf("zkconsumer: %s: %w", brokerTopicsPath, err)
+		}
+		if err := c.zk.subscribeChildChanges(brokerTopicsPath); err != nil {
+			return fmt.Errorf("zkconsumer: watching %s: %w", brokerTopicsPath, err)
+		}
+		if c.handleTopicEvent() { // the bootstrap call of ZkTopicEventListener.handleChildChange
+			c.watchTriggered(c.reinitializeConsumer)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *Connector) allowedTopics(all []string) []string {
+	var out []string
+	for _, t := range all {
+		if c.filter.allowed(t, c.cfg.ExcludeInternalTopics) {
+			out = append(out, t)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+type initRequest struct {
+	fn    func() error
+	reply chan error
+}
+
+// start runs init (registration, subscriptions, initial rebalance) on the rebalance goroutine,
+// which then serves watch-triggered rebalances, and waits for its result.
+func (c *Connector) start(ctx context.Context, init func() error) error {
+	if c.closing.Load() {
+		return ErrShutdown
+	}
+	c.wg.Add(1)
+	go c.run()
+	req := initRequest{init, make(chan error, 1)}
+	select {
+	case c.initial <- req:
+	case <-c.ctx.Done():
+		return ErrShutdown
+	}
+	select {
+	case err := <-req.reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.ctx.Done():
+		return ErrShutdown
+	}
+}
+
+// reinitializeConsumer subscribes to the group's ids (ZKRebalancerListener) and to the data of
+// every consumed topic (ZKTopicPartitionChangeListener), then runs syncedRebalance. A wildcard
+// subscription's topics are listed from /brokers/topics (WildcardTopicCount); subscriptions are
+// never dropped, as in 0.8.2.
+func (c *Connector) reinitializeConsumer() error {
+	if err := c.zk.subscribeChildChanges(c.idsPath); err != nil {
+		return fmt.Errorf("zkconsumer: watching %s: %w", c.idsPath, err)
+	}
+	var topics []string
+	if c.filter == nil {
+		for t := range c.subscription {
+			topics = append(topics, t)
+		}
+		sort.Strings(topics)
+	} else {
+		all, err := c.zk.childrenMayNotExist(brokerTopicsPath)
+		if err != nil {
+			return fmt.Errorf("zkconsumer: listing %s: %w", brokerTopicsPath, err)
+		}
+		topics = c.allowedTopics(all)
+	}
+	for _, t := range topics {
+		if err := c.zk.subscribeDataChanges(brokerTopicsPath + "/" + t); err != nil {
+			return fmt.Errorf("zkconsumer: watching topic %s: %w", t, err)
+		}
+	}
+	return c.syncedRebalance()
+}
+
+// register is registerConsumerInZK: the ephemeral ids znode with the subscription JSON, through
+// createEphemeralPathExpectConflictHandleZKBug — a node with our data is ours (a create that
+// succeeded before a connection loss); another one may be our expired session's, which ZooKeeper
+// has yet to delete (ZOOKEEPER-1740): back off zookeeper.session.timeout.ms and retry.
+func (c *Connector) register() error {
+	data, err := json.Marshal(Registration{Version: 1, Subscription: c.subscription, Pattern: c.pattern, Timestamp: strconv.FormatInt(time.Now().UnixMilli(), 10)})
+	if err != nil {
+		return err
+	}
+	path := c.idsPath + "/" + c.consumerID
+	for {
+		err := c.zk.createWithParents(path, data, zk.FlagEphemeral)
+		if err == nil {
+			c.log.Info("registered consumer in ZooKeeper")
+			return nil
+		}
+		if !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("zkconsumer: registering %s: %w", path, err)
+		}
+		stored, exists, err := c.zk.getMaybeNull(path)
+		if err != nil {
+			return fmt.Errorf("zkconsumer: registering %s: %w", path, err)
+		}
+		if exists && string(stored) == string(data) {
+			return nil
+		}
+		if exists {
+			c.log.WithField("path", path).Warnf("registration node exists with other data; waiting %d ms for it to go", c.cfg.ZooKeeperSessionTimeoutMs)
+			select {
+			case <-time.After(time.Duration(c.cfg.ZooKeeperSessionTimeoutMs) * time.Millisecond):
+			case <-c.ctx.Done():
+				return ErrShutdown
+			}
+		}
+	}
+}
+
+// onZKEvent is go-zookeeper's event callback: session events set flags (IZkStateListener), watch
+// notifications go to ZkClient's event thread. Never blocks.
+func (c *Connector) onZKEvent(ev zk.Event) {
+	switch {
+	case ev.Type == zk.EventSession:
+	case ev.Type == zk.EventNotWatching || ev.Path == "":
+		return
+	default:
+		c.zk.notify(ev)
+		return
+	}
+	switch ev.State {
+	case zk.StateExpired:
+		c.expired.Store(true)
+	case zk.StateHasSession:
+		c.connectOnce.Do(func() { close(c.connected) })
+		if c.expired.Swap(false) {
+			c.signal(func() { c.flagSession = true })
+		}
+	}
+}
+
+// onChildChange is the child listeners' callback: ZKRebalancerListener (/consumers/<g>/ids and,
+// once no broker was found, /brokers/ids) and ZkTopicEventListener (/brokers/topics). Sets a flag.
+func (c *Connector) onChildChange(path string) {
+	switch path {
+	case c.idsPath, brokerIdsPath:
+		c.signal(func() { c.flagRebalance = true })
+	case brokerTopicsPath:
+		c.signal(func() { c.flagTopics = true })
+	}
+}
+
+// onDataChange is ZKTopicPartitionChangeListener: a topic's partition map changed (or the topic
+// appeared). A deleted topic is only logged (handleDataDeleted; 0.8.2 does not handle deletion).
+func (c *Connector) onDataChange(path string, deleted bool) {
+	if deleted {
+		c.log.WithField("topic", strings.TrimPrefix(path, brokerTopicsPath+"/")).Warn("topic path deleted")
+		return
+	}
+	c.signal(func() { c.flagRebalance = true })
+}
+
+func (c *Connector) signal(set func()) {
+	c.flagMu.Lock()
+	set()
+	c.flagMu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run is the one rebalance goroutine (the watcher executor thread): it serves the initial
+// rebalance, then one syncedRebalance per wake-up however many events came meanwhile.
+func (c *Connector) run() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case req := <-c.initial:
+			req.reply <- req.fn()
+		case <-c.wake:
+			c.flagMu.Lock()
+			session, topics, rebalance := c.flagSession, c.flagTopics, c.flagRebalance
+			c.flagSession, c.flagTopics, c.flagRebalance = false, false, false
+			c.flagMu.Unlock()
+			switch {
+			case session:
+				c.handleNewSession()
+			case topics && c.handleTopicEvent():
+				c.watchTriggered(c.reinitializeConsumer)
+			case rebalance:
+				c.watchTriggered(c.syncedRebalance)
+			}
+		}
+	}
+}
+
+// handleNewSession follows ZkClient's order after an expiry: ZKSessionExpireListener.
+// handleNewSession — forget the partitions (resetState; the session's owner znodes are gone, but
+// the fetchers run on until the rebalance stops them: the split-brain window), re-register,
+// rebalance — then, with a wildcard, the topic watcher re-subscribes; then fireAllEvents: every
+// subscription re-reads its path and calls its listener, which schedules one more rebalance.
+func (c *Connector) handleNewSession() {
+	c.log.Warn("ZooKeeper session expired; re-registering and rebalancing")
+	c.emit(timeline.Record{Kind: timeline.Error, Text: "zookeeper session expired"})
+	c.mu.Lock()
+	c.topicRegistry = map[TopicPartition]*partitionInfo{}
+	c.mu.Unlock()
+	c.zk.resetWatches()
+	if err := c.register(); err != nil {
+		c.reportFailure(err)
+	} else {
+		c.watchTriggered(c.syncedRebalance)
+	}
+	if c.filter != nil {
+		if err := c.zk.subscribeChildChanges(brokerTopicsPath); err != nil {
+			c.log.WithError(err).Warn("re-subscribing to topic changes failed")
+		}
+	}
+	c.zk.fireAll()
+}
+
+// handleTopicEvent is ZkTopicEventListener.handleChildChange + WildcardStreamsHandler.
+// handleTopicEvent: list /brokers/topics; true when the allowed topics changed.
+func (c *Connector) handleTopicEvent() bool {
+	if c.filter == nil {
+		return false
+	}
+	all, err := c.zk.childrenMayNotExist(brokerTopicsPath)
+	if err != nil {
+		c.log.WithError(err).Error("error in handling child changes")
+		return false
+	}
+	now := c.allowedTopics(all)
+	if strings.Join(now, ",") == strings.Join(c.wildcardTopics, ",") {
+		return false
+	}
+	c.log.WithFields(logrus.Fields{"before": c.wildcardTopics, "after": now}).Info("topic event")
+	c.wildcardTopics = now
+	return true
+}
+
+// watchTriggered runs a rebalance that no caller waits for: a failure is reported.
+func (c *Connector) watchTriggered(rebalance func() error) {
+	if err := rebalance(); err != nil && !errors.Is(err, ErrShutdown) {
+		c.reportFailure(err)
+	}
+}
+
+// reportFailure logs, records and reports a watch-triggered failure on the error channel.
+func (c *Connector) reportFailure(err error) {
+	if c.closing.Load() {
+		return
+	}
+	c.log.WithError(err).Error("rebalance failed")
+	c.emit(timeline.Record{Kind: timeline.Error, Text: err.Error()})
+	select {
+	case c.errs <- err:
+	default:
+		c.log.Warn("error channel full; dropping the error")
+	}
+}
+
+// syncedRebalance makes up to rebalance.max.retries attempts; after a failed one it stops the
+// fetchers, clears every queue (and commits, with auto-commit) and sleeps rebalance.backoff.ms, as
+// 0.8.2 does even after the last attempt. Records rebalance_begin, then one rebalance_end{ok,
+// attempt} with the number of attempts made.
+func (c *Connector) syncedRebalance() error {
+	if c.closing.Load() {
+		return ErrShutdown
+	}
+	c.emit(timeline.Record{Kind: timeline.RebalanceBegin})
+	var lastErr error
+	attempt := 0
+	for attempt < c.cfg.RebalanceMaxRetries {
+		attempt++
+		if c.closing.Load() {
+			lastErr = ErrShutdown
+			break
+		}
+		log := c.log.WithField("attempt", attempt)
+		log.Info("begin rebalancing")
+		done, err := c.rebalance()
+		if done {
+			c.emit(timeline.Record{Kind: timeline.RebalanceEnd, OK: timeline.Bool(true), Attempt: attempt})
+			log.Info("rebalance done")
+			return nil
+		}
+		if err == nil {
+			err = ErrShutdown
+		}
+		lastErr = err
+		log.WithError(err).Info("rebalance attempt failed")
+		c.closeFetchersForQueues(c.allQueues)
+		select {
+		case <-time.After(time.Duration(c.cfg.RebalanceBackoffMs) * time.Millisecond):
+		case <-c.ctx.Done():
+		}
+	}
+	c.emit(timeline.Record{Kind: timeline.RebalanceEnd, OK: timeline.Bool(false), Attempt: attempt})
+	if errors.Is(lastErr, ErrShutdown) {
+		return ErrShutdown
+	}
+	return fmt.Errorf("%w: %s can't rebalance after %d retries: %w", ErrRebalanceFailed, c.consumerID, c.cfg.RebalanceMaxRetries, lastErr)
+}
+
+// rebalance is one attempt (ZKRebalancerListener.rebalance). false with a nil error means the
+// connector is shutting down.
+func (c *Connector) rebalance() (done bool, err error) {
+	// syncedRebalance's getCluster: 0.8.2 reads the broker list here and hands it, unused, to the
+	// fetcher; the reads are part of every attempt's cost.
+	if _, err := c.allBrokers(); err != nil {
+		return false, err
+	}
+	myThreads, err := c.myTopicThreadIDs()
+	if err != nil {
+		return false, err
+	}
+	brokers, err := c.allBrokers()
+	if err != nil {
+		return false, err
+	}
+	if len(brokers) == 0 {
+		// 0.8.2: nothing to do until a broker registers; from now on /brokers/ids changes rebalance.
+		c.log.Warn("no brokers found when trying to rebalance")
+		if err := c.zk.subscribeChildChanges(brokerIdsPath); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+
+	// Stop fetching first: the partitions released below may be claimed by others at once.
+	relevant := map[string]bool{}
+	for t := range myThreads {
+		relevant[t] = true
+	}
+	c.closeFetchersForQueues(c.queuesOf(relevant))
+	c.mu.Lock()
+	owned := partitionsByTopic(keys(c.topicRegistry))
+	c.mu.Unlock()
+	if err := c.callListener(func(l RebalanceListener) { l.BeforeReleasingPartitions(owned) }); err != nil {
+		return false, err
+	}
+	if err := c.releasePartitionOwnership(); err != nil {
+		return false, err
+	}
+
+	actx, err := c.assignmentContext()
+	if err != nil {
+		return false, err
+	}
+	assign := assignRange
+	if c.cfg.PartitionAssignmentStrategy == StrategyRoundRobin {
+		assign = assignRoundRobin
+	}
+	global, err := assign(actx)
+	if err != nil {
+		return false, err
+	}
+	mine := global.mine(c.consumerID)
+	tps := mine.sortedPartitions()
+
+	registry := map[TopicPartition]*partitionInfo{}
+	for _, tp := range tps {
+		offset, err := c.fetchOffset(tp)
+		if err != nil {
+			return false, err
+		}
+		q, err := c.queueFor(tp.Topic, mine[tp])
+		if err != nil {
+			return false, err
+		}
+		registry[tp] = newPartitionInfo(tp, q, offset)
+	}
+	if c.closing.Load() {
+		return false, nil
+	}
+	if err := c.reflectPartitionOwnershipDecision(mine); err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	c.topicRegistry = registry
+	for tp, pi := range registry {
+		c.checkpointed[tp] = pi.consumed.Load()
+	}
+	c.mu.Unlock()
+	if err := c.callListener(func(l RebalanceListener) { l.BeforeStartingFetchers(c.consumerID, global.byTopic()) }); err != nil {
+		return false, err
+	}
+	c.updateFetcher(registry)
+	c.emit(timeline.Record{Kind: timeline.Assigned, Partitions: partitionsByTopic(tps)})
+	c.log.WithField("partitions", partitionsByTopic(tps)).Info("selected partitions")
+	return true, nil
+}
+
+func (c *Connector) callListener(call func(RebalanceListener)) (err error) {
+	if c.cfg.Listener == nil {
+		return nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("rebalance listener panicked: %v", r)
+		}
+	}()
+	call(c.cfg.Listener)
+	return nil
+}
+
+// brokerInfo is one /brokers/ids/<id> registration.
+type brokerInfo struct {
+	id   int32
+	host string
+	port int
+}
+
+func (b brokerInfo) addr() string { return b.host + ":" + strconv.Itoa(b.port) }
+
+// allBrokers is ZkUtils.getAllBrokersInCluster: list /brokers/ids, read each node. A node that
+// vanishes between the list and the read is a broker that went away (KAFKA-1010,
+// ZK-BROKER-VANISHES). A node that does not parse is an error.
+func (c *Connector) allBrokers() ([]brokerInfo, error) {
+	ids, err := c.zk.childrenMayNotExist(brokerIdsPath)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(ids)
+	var out []brokerInfo
+	for _, id := range ids {
+		data, ok, err := c.zk.getMaybeNull(brokerIdsPath + "/" + id)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(id, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("broker id %q under %s is not a number", id, brokerIdsPath)
+		}
+		var reg struct {
+			Host string `json:"host"`
+			Port int    `json:"port"`
+		}
+		if err := json.Unmarshal(data, &reg); err != nil || reg.Host == "" || reg.Port <= 0 {
+			return nil, fmt.Errorf("broker registration %s/%s = %q: want JSON with host and port", brokerIdsPath, id, data)
+		}
+		out = append(out, brokerInfo{int32(n), reg.Host, reg.Port})
+	}
+	return out, nil
+}
+
+// myTopicThreadIDs reads this consumer's own registration back (TopicCount.constructTopicCount).
+func (c *Connector) myTopicThreadIDs() (map[string][]ThreadID, error) {
+	return c.threadsOf(c.consumerID)
+}
+
+// threadsOf reads one member's registration; a wildcard subscription lists /brokers/topics.
+func (c *Connector) threadsOf(consumer string) (map[string][]ThreadID, error) {
+	data, err := c.zk.get(c.idsPath + "/" + consumer)
+	if err != nil {
+		return nil, fmt.Errorf("reading registration of %s: %w", consumer, err)
+	}
+	reg, err := parseRegistration(data)
+	if err != nil {
+		return nil, err
+	}
+	var topics []string
+	if _, _, _, wild := reg.wildcard(); wild {
+		if topics, err = c.zk.childrenMayNotExist(brokerTopicsPath); err != nil {
+			return nil, err
+		}
+	}
+	return reg.threadsPerTopic(consumer, topics, c.cfg.ExcludeInternalTopics)
+}
+
+// assignmentContext reads what the assignors need, in 0.8.2's order: own threads, the partitions
+// of own topics (ZkUtils.getPartitionsForTopics), every member's threads
+// (getConsumersPerTopic: list /consumers/<g>/ids, read each), the member list (getConsumersInGroup).
+func (c *Connector) assignmentContext() (assignmentContext, error) {
+	my, err := c.myTopicThreadIDs()
+	if err != nil {
+		return assignmentContext{}, err
+	}
+	actx := assignmentContext{consumerID: c.consumerID, myTopicThreadIDs: my,
+		consumersForTopic: map[string][]ThreadID{}, partitionsForTopic: map[string][]int32{}}
+	topics := make([]string, 0, len(my))
+	for t := range my {
+		topics = append(topics, t)
+	}
+	sort.Strings(topics)
+	for _, t := range topics {
+		ps, err := c.partitionsOf(t)
+		if err != nil {
+			return assignmentContext{}, err
+		}
+		actx.partitionsForTopic[t] = ps
+	}
+	members, err := c.zk.childrenMayNotExist(c.idsPath)
+	if err != nil {
+		return assignmentContext{}, err
+	}
+	for _, m := range members {
+		threads, err := c.threadsOf(m)
+		if err != nil {
+			return assignmentContext{}, err
+		}
+		for t, ids := range threads {
+			actx.consumersForTopic[t] = append(actx.consumersForTopic[t], ids...)
+		}
+	}
+	for _, ids := range actx.consumersForTopic {
+		sortThreadIDs(ids)
+	}
+	if _, err := c.zk.children(c.idsPath); err != nil { // getConsumersInGroup (0.8.2 logs it)
+		return assignmentContext{}, err
+	}
+	return actx, nil
+}
+
+// partitionsOf reads /brokers/topics/<t> ({"version":1,"partitions":{"0":[replicas],...}}) and
+// returns its partition ids ascending; a missing topic has none.
+func (c *Connector) partitionsOf(topic string) ([]int32, error) {
+	data, ok, err := c.zk.getMaybeNull(brokerTopicsPath + "/" + topic)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var tz struct {
+		Partitions map[string][]int32 `json:"partitions"`
+	}
+	if err := json.Unmarshal(data, &tz); err != nil {
+		return nil, fmt.Errorf("topic %s: partition map %q: %w", topic, data, err)
+	}
+	out := make([]int32, 0, len(tz.Partitions))
+	for p := range tz.Partitions {
+		n, err := strconv.ParseInt(p, 10, 32)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("topic %s: partition id %q is not a number", topic, p)
+		}
+		out = append(out, int32(n))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, nil
+}
+
+func (c *Connector) offsetPath(tp TopicPartition) string {
+	return fmt.Sprintf("/consumers/%s/offsets/%s/%d", c.cfg.GroupID, tp.Topic, tp.Partition)
+}
+
+func (c *Connector) ownerPath(tp TopicPartition) string {
+	return fmt.Sprintf("/consumers/%s/owners/%s/%d", c.cfg.GroupID, tp.Topic, tp.Partition)
+}
+
+// fetchOffset is fetchOffsetFromZooKeeper: the committed next offset, or -1 (none: the fetcher
+// resets it per auto.offset.reset).
+func (c *Connector) fetchOffset(tp TopicPartition) (int64, error) {
+	data, ok, err := c.zk.getMaybeNull(c.offsetPath(tp))
+	if err != nil || !ok {
+		return -1, err
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil {
+		return -1, fmt.Errorf("offset znode %s = %q is not a number", c.offsetPath(tp), data)
+	}
+	return n, nil
+}
+
+func (c *Connector) queueFor(topic string, t ThreadID) (*threadQueue, error) {
+	qs := c.wildQueues
+	if c.filter == nil {
+		qs = c.queues[topic]
+	}
+	if t.Thread < 0 || t.Thread >= len(qs) {
+		return nil, fmt.Errorf("no stream for topic %s thread %s", topic, t)
+	}
+	return qs[t.Thread], nil
+}
+
+// queuesOf returns the queues of the given topics (closeFetchers' relevant queues).
+func (c *Connector) queuesOf(topics map[string]bool) []*threadQueue {
+	if c.filter != nil {
+		if len(topics) == 0 {
+			return nil
+		}
+		return c.wildQueues
+	}
+	var out []*threadQueue
+	for t, qs := range c.queues {
+		if topics[t] {
+			out = append(out, qs...)
+		}
+	}
+	return out
+}
+
+// releasePartitionOwnership deletes this consumer's owner znodes and forgets the partitions.
+func (c *Connector) releasePartitionOwnership() error {
+	c.mu.Lock()
+	tps := keys(c.topicRegistry)
+	c.mu.Unlock()
+	for _, tp := range tps {
+		if err := c.zk.delete(c.ownerPath(tp)); err != nil {
+			return fmt.Errorf("releasing %s: %w", c.ownerPath(tp), err)
+		}
+		c.mu.Lock()
+		delete(c.topicRegistry, tp)
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+// reflectPartitionOwnershipDecision claims an owner znode for every partition of the decision
+// (all are tried, as in Kafka); if any is owned by another thread or fails, every znode this
+// attempt claimed is deleted before returning (ZK-FAILED-ATTEMPT-RELEASES).
+func (c *Connector) reflectPartitionOwnershipDecision(mine assignment) error {
+	outcomes := map[TopicPartition]claimOutcome{}
+	var errs []error
+	for _, tp := range mine.sortedPartitions() {
+		path, thread := c.ownerPath(tp), mine[tp].String()
+		err := c.zk.createWithParents(path, []byte(thread), zk.FlagEphemeral)
+		switch {
+		case err == nil:
+			outcomes[tp] = decideClaim(thread, true, nil)
+		case errors.Is(err, zk.ErrNodeExists):
+			stored, exists, rerr := c.zk.getMaybeNull(path)
+			if rerr != nil {
+				errs = append(errs, rerr)
+				outcomes[tp] = conflict
+				break
+			}
+			if !exists {
+				stored = nil
+			}
+			outcomes[tp] = decideClaim(thread, false, stored)
+			if outcomes[tp] == conflict {
+				c.log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition, "owner": string(stored)}).Info("waiting for the partition ownership to be deleted")
+				errs = append(errs, fmt.Errorf("%s is owned by %q", path, stored))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("claiming %s: %w", path, err))
+			outcomes[tp] = conflict
+		}
+	}
+	ok, release := decideAttempt(outcomes)
+	if ok {
+		return nil
+	}
+	for _, tp := range release {
+		if err := c.zk.delete(c.ownerPath(tp)); err != nil {
+			errs = append(errs, fmt.Errorf("deleting %s: %w", c.ownerPath(tp), err))
+		}
+	}
+	return fmt.Errorf("partition ownership conflict: %w", errors.Join(errs...))
+}
+
+// updateFetcher is updateFetcher: the fetchers start on the owned partitions.
+func (c *Connector) updateFetcher(registry map[TopicPartition]*partitionInfo) {
+	infos := make([]*partitionInfo, 0, len(registry))
+	for _, pi := range registry {
+		infos = append(infos, pi)
+	}
+	c.mu.Lock()
+	c.delivering = keys(registry)
+	c.mu.Unlock()
+	c.fetcher.start(infos)
+}
+
+// closeFetchersForQueues stops the fetchers, clears the given queues (and the chunk each thread
+// is handing over), then commits if auto.commit.enable — never otherwise (KAFKA-919,
+// ZK-NO-AUTOCOMMIT). The partitions the fetchers served are recorded as revoked: no message of
+// theirs reaches the application after this.
+func (c *Connector) closeFetchersForQueues(queues []*threadQueue) {
+	c.fetcher.stop()
+	for _, q := range queues {
+		q.clearQueue()
+	}
+	c.mu.Lock()
+	revoked := c.delivering
+	c.delivering = nil
+	c.mu.Unlock()
+	if len(revoked) > 0 {
+		c.emit(timeline.Record{Kind: timeline.Revoked, Partitions: partitionsByTopic(revoked)})
+	}
+	if c.cfg.AutoCommitEnable {
+		if err := c.CommitOffsets(); err != nil {
+			c.log.WithError(err).Warn("commit before release failed")
+		}
+	}
+}
+
+// CommitOffsets writes the consumed offset (next offset to read, decimal) of every owned
+// partition whose offset changed since its last commit to /consumers/<group>/offsets/<t>/<p>
+// (commitOffsets / commitOffsetToZooKeeper, ZkUtils.updatePersistentPath). ZooKeeper checks no
+// ownership: a stale commit lands. Each write is recorded as commit{result: applied|rejected}.
+// Returns the ZooKeeper errors, joined.
+func (c *Connector) CommitOffsets() error {
+	c.commitMu.Lock()
+	defer c.commitMu.Unlock()
+	type todo struct {
+		tp     TopicPartition
+		offset int64
+	}
+	var work []todo
+	c.mu.Lock()
+	for _, tp := range keys(c.topicRegistry) {
+		off := c.topicRegistry[tp].consumed.Load()
+		if last, ok := c.checkpointed[tp]; !ok || last != off {
+			work = append(work, todo{tp, off})
+		}
+	}
+	c.mu.Unlock()
+	var errs []error
+	for _, w := range work {
+		err := c.zk.updatePersistent(c.offsetPath(w.tp), []byte(strconv.FormatInt(w.offset, 10)))
+		r := timeline.Record{Kind: timeline.Commit, Topic: w.tp.Topic, Partition: timeline.I32(w.tp.Partition), Offset: timeline.I64(w.offset), Result: timeline.CommitApplied}
+		if err != nil {
+			r.Result, r.Err = timeline.CommitRejected, err.Error()
+			errs = append(errs, fmt.Errorf("committing %s: %w", c.offsetPath(w.tp), err))
+		} else {
+			c.mu.Lock()
+			c.checkpointed[w.tp] = w.offset
+			c.mu.Unlock()
+		}
+		c.emit(r)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Connector) autoCommit() {
+	defer c.wg.Done()
+	t := time.NewTicker(time.Duration(c.cfg.AutoCommitIntervalMs) * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			if err := c.CommitOffsets(); err != nil {
+				c.log.WithError(err).Error("exception during autoCommit")
+			}
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// Shutdown stops the connector: the rebalance goroutine (interrupting a backoff), the fetchers,
+// the streams (their channels close; undelivered chunks are dropped), commits if auto-commit is
+// on, and closes the ZooKeeper session, which deletes the registration and owner znodes.
+// Idempotent.
+func (c *Connector) Shutdown() { c.stop(true) }
+
+// Crash stops the connector like a killed process: no commit. For the lab's crash scenarios, call
+// it after cutting the member's ZooKeeper link so that its closeSession cannot reach the server:
+// the registration and owner znodes then stay until the session expires.
+func (c *Connector) Crash() { c.stop(false) }
+
+func (c *Connector) stop(graceful bool) {
+	c.stopOnce.Do(func() {
+		c.closing.Store(true)
+		c.cancel()
+		c.wg.Wait()
+		c.fetcher.stop()
+		for _, q := range c.allQueues {
+			q.shutdown()
+		}
+		c.mu.Lock()
+		revoked := c.delivering
+		c.delivering = nil
+		c.mu.Unlock()
+		if len(revoked) > 0 {
+			c.emit(timeline.Record{Kind: timeline.Revoked, Partitions: partitionsByTopic(revoked)})
+		}
+		if graceful && c.cfg.AutoCommitEnable {
+			if err := c.CommitOffsets(); err != nil {
+				c.log.WithError(err).Warn("commit at shutdown failed")
+			}
+		}
+		c.zk.close()
+		close(c.errs)
+		c.log.WithField("graceful", graceful).Info("connector shut down")
+	})
+}
