@@ -601,8 +601,9 @@ func (c *Connector) reportFailure(err error) {
 
 // syncedRebalance makes up to rebalance.max.retries attempts; after a failed one it stops the
 // fetchers, clears every queue (and commits, with auto-commit) and sleeps rebalance.backoff.ms, as
-// 0.8.2 does even after the last attempt. Records rebalance_begin, then one rebalance_end{ok,
-// attempt} with the number of attempts made.
+// 0.8.2 does even after the last attempt. Records rebalance_begin once, then rebalance_end{ok,
+// attempt} after every attempt (the rebalance_attempts figure); a rebalance cut short by Shutdown
+// records no end for the attempt it did not finish.
 func (c *Connector) syncedRebalance() error {
 	if c.closing.Load() {
 		return ErrShutdown
@@ -628,6 +629,9 @@ func (c *Connector) syncedRebalance() error {
 			err = ErrShutdown
 		}
 		lastErr = err
+		if !errors.Is(err, ErrShutdown) {
+			c.emit(timeline.Record{Kind: timeline.RebalanceEnd, OK: timeline.Bool(false), Attempt: attempt})
+		}
 		log.WithError(err).Info("rebalance attempt failed")
 		c.closeFetchersForQueues(c.allQueues)
 		select {
@@ -635,7 +639,6 @@ func (c *Connector) syncedRebalance() error {
 		case <-c.ctx.Done():
 		}
 	}
-	c.emit(timeline.Record{Kind: timeline.RebalanceEnd, OK: timeline.Bool(false), Attempt: attempt})
 	if errors.Is(lastErr, ErrShutdown) {
 		return ErrShutdown
 	}
@@ -953,29 +956,13 @@ func (c *Connector) reflectPartitionOwnershipDecision(mine assignment) error {
 	outcomes := map[TopicPartition]claimOutcome{}
 	var errs []error
 	for _, tp := range mine.sortedPartitions() {
-		path, thread := c.ownerPath(tp), mine[tp].String()
-		err := c.zk.createWithParents(path, []byte(thread), zk.FlagEphemeral)
-		switch {
-		case err == nil:
-			outcomes[tp] = decideClaim(thread, true, nil)
-		case errors.Is(err, zk.ErrNodeExists):
-			stored, exists, rerr := c.zk.getMaybeNull(path)
-			if rerr != nil {
-				errs = append(errs, rerr)
-				outcomes[tp] = conflict
-				break
+		o, err := c.zk.claimOwner(c.ownerPath(tp), mine[tp].String())
+		outcomes[tp] = o
+		if err != nil {
+			if o == conflict {
+				c.log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}).WithError(err).Info("waiting for the partition ownership to be deleted")
 			}
-			if !exists {
-				stored = nil
-			}
-			outcomes[tp] = decideClaim(thread, false, stored)
-			if outcomes[tp] == conflict {
-				c.log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition, "owner": string(stored)}).Info("waiting for the partition ownership to be deleted")
-				errs = append(errs, fmt.Errorf("%s is owned by %q", path, stored))
-			}
-		default:
-			errs = append(errs, fmt.Errorf("claiming %s: %w", path, err))
-			outcomes[tp] = conflict
+			errs = append(errs, err)
 		}
 	}
 	ok, release := decideAttempt(outcomes)

@@ -519,7 +519,7 @@ func TestZK_FAILED_ATTEMPT_RELEASES_Fetching(t *testing.T) {
 		t.Fatalf("c2 delivered partitions %v, want 2 and 3 once each", got)
 	}
 	for _, m := range ms {
-		if n := m.count(0, timeline.RebalanceEnd, func(r timeline.Record) bool { return !*r.OK }); n != 0 {
+		if n := m.givenUp(); n != 0 {
 			t.Errorf("%s gave up a rebalance %d times", m.ConsumerID(), n)
 		}
 	}

@@ -33,8 +33,24 @@ func TestInitialRebalanceFailureReturned(t *testing.T) {
 	if got := a.owners("g", "t"); !reflect.DeepEqual(got, map[int32]string{1: "g_other-0"}) {
 		t.Fatalf("owners after the failure = %v, want only the squatter's", got)
 	}
-	if n := m.count(0, timeline.RebalanceEnd, func(r timeline.Record) bool { return !*r.OK && r.Attempt == 2 }); n != 1 {
-		t.Fatalf("rebalance_end{ok=false, attempt=2} = %d, want 1", n)
+	// One rebalance, two attempts: one rebalance_begin, one rebalance_end{ok=false} per attempt, and
+	// each attempt's failed claim of partition 1 marked as an ownership conflict.
+	if n := m.count(0, timeline.RebalanceBegin, nil); n != 1 {
+		t.Fatalf("rebalance_begin = %d, want 1", n)
+	}
+	for attempt := 1; attempt <= 2; attempt++ {
+		if n := m.count(0, timeline.RebalanceEnd, func(r timeline.Record) bool { return !*r.OK && r.Attempt == attempt }); n != 1 {
+			t.Fatalf("rebalance_end{ok=false, attempt=%d} = %d, want 1", attempt, n)
+		}
+	}
+	conflicts := m.count(0, timeline.ZKOp, func(r timeline.Record) bool {
+		return r.Op == "write" && r.Result == timeline.ZKOwnerConflict && r.Path == "/consumers/g/owners/t/1"
+	})
+	if conflicts != 2 {
+		t.Fatalf("owner conflicts on /consumers/g/owners/t/1 = %d, want 2 (one per attempt)", conflicts)
+	}
+	if n := m.count(0, timeline.ZKOp, func(r timeline.Record) bool { return r.Result == timeline.ZKOwnerConflict && r.Path != "/consumers/g/owners/t/1" }); n != 0 {
+		t.Fatalf("%d conflicts marked on partitions nobody else owns", n)
 	}
 	if _, err := m.CreateMessageStreams(ctx, map[string]int{"t": 1}); !errors.Is(err, ErrStreamsExist) {
 		t.Fatalf("second CreateMessageStreams = %v, want ErrStreamsExist", err)

@@ -210,20 +210,43 @@ func (m *member) count(from int, kind timeline.Kind, match func(timeline.Record)
 func isRead(r timeline.Record) bool  { return r.Op == "read" }
 func isWrite(r timeline.Record) bool { return r.Op == "write" }
 
-// rebalanceIdle: as many rebalance_end as rebalance_begin records, the last one ok.
+// rebalanceIdle: the last rebalance (one rebalance_begin, then a rebalance_end per attempt) ended
+// with a successful attempt.
 func (m *member) rebalanceIdle() bool {
-	recs := m.rec.Records()
-	begins, ends, lastOK := 0, 0, false
-	for _, r := range recs {
+	open, lastOK := false, false
+	for _, r := range m.rec.Records() {
 		switch r.Kind {
 		case timeline.RebalanceBegin:
-			begins++
+			open, lastOK = true, false
 		case timeline.RebalanceEnd:
-			ends++
+			lastOK = *r.OK
+			if lastOK {
+				open = false
+			}
+		}
+	}
+	return !open && lastOK
+}
+
+// givenUp counts the rebalances whose last attempt failed (the rebalance_failures figure's rule):
+// retried attempts that end in success do not count.
+func (m *member) givenUp() int {
+	n, inRebalance, lastOK := 0, false, true
+	for _, r := range m.rec.Records() {
+		switch r.Kind {
+		case timeline.RebalanceBegin:
+			if inRebalance && !lastOK {
+				n++
+			}
+			inRebalance, lastOK = true, true
+		case timeline.RebalanceEnd:
 			lastOK = *r.OK
 		}
 	}
-	return begins > 0 && begins == ends && lastOK
+	if inRebalance && !lastOK {
+		n++
+	}
+	return n
 }
 
 func ownedString(m map[string][]int32) string {

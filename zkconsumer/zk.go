@@ -2,6 +2,7 @@ package zkconsumer
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -74,13 +75,16 @@ func newZKConn(root string, rec *timeline.Recorder, onChild func(string), onData
 	return z
 }
 
-func (z *zkConn) op(op, path string) {
+func (z *zkConn) op(op, path string) { z.opResult(op, path, "") }
+
+// opResult records a round trip whose outcome a figure needs (result: timeline.ZKOwnerConflict).
+func (z *zkConn) opResult(op, path, result string) {
 	if op == "read" {
 		z.reads.Add(1)
 	} else {
 		z.writes.Add(1)
 	}
-	z.rec.Emit(timeline.Record{Kind: timeline.ZKOp, Op: op, Path: path})
+	z.rec.Emit(timeline.Record{Kind: timeline.ZKOp, Op: op, Path: path, Result: result})
 	if h := z.testHookAfterOp; h != nil {
 		h(op, path)
 	}
@@ -324,6 +328,52 @@ func (z *zkConn) create(path string, data []byte, flags int32) error {
 	_, err := z.conn.Create(z.abs(path), data, flags, zk.WorldACL(zk.PermAll))
 	z.op("write", path)
 	return err
+}
+
+// claimOwner claims an owner znode for thread (ZkUtils.createEphemeralPathExpectConflict): create
+// it ephemeral; on NodeExists read it, and it is ours only if it names our thread. The create's
+// write is recorded once the outcome is known, with result timeline.ZKOwnerConflict when another
+// thread owns the node (the ownership_conflicts figure), so it follows the read in the timeline.
+func (z *zkConn) claimOwner(path, thread string) (claimOutcome, error) {
+	create := func() error {
+		_, err := z.conn.Create(z.abs(path), []byte(thread), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+		return err
+	}
+	err := create()
+	if errors.Is(err, zk.ErrNoNode) { // owners/<topic> does not exist yet
+		z.op("write", path)
+		if err = z.createParents(path); err != nil {
+			return conflict, err
+		}
+		err = create()
+	}
+	switch {
+	case err == nil:
+		z.op("write", path)
+		return claimed, nil
+	case errors.Is(err, zk.ErrNodeExists):
+		stored, exists, rerr := z.getMaybeNull(path)
+		if rerr != nil {
+			z.op("write", path)
+			return conflict, rerr
+		}
+		if !exists {
+			stored = nil // deleted between our create and our read: still a failed claim
+		}
+		o := decideClaim(thread, false, stored)
+		result := ""
+		if o == conflict {
+			result = timeline.ZKOwnerConflict
+		}
+		z.opResult("write", path, result)
+		if o == conflict {
+			return conflict, fmt.Errorf("%s is owned by %q", path, stored)
+		}
+		return claimed, nil
+	default:
+		z.op("write", path)
+		return conflict, fmt.Errorf("claiming %s: %w", path, err)
+	}
 }
 
 // createParents is ZkClient.createPersistent(parent, createParents = true) for path's parent:
