@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,12 +27,12 @@ const MaxResponseBytes = 256 << 20
 // ErrClosed is returned by Request after Close or after an earlier I/O error closed the connection.
 var ErrClosed = errors.New("wire: connection closed")
 
-// Conn is a Kafka client connection. Safe for concurrent use; requests are serialised.
+// Conn is a Kafka client connection. Safe for concurrent use; requests are serialised, one in flight.
 type Conn struct {
 	addr string
 	fmt  *kmsg.RequestFormatter
 
-	mu     sync.Mutex // serialises requests
+	turn   chan struct{} // one slot: serialises requests; waiting for it honours the context
 	conn   net.Conn
 	corrID int32
 	closed atomic.Bool
@@ -50,7 +49,7 @@ func Dial(ctx context.Context, dial DialFunc, addr, clientID string) (*Conn, err
 	if err != nil {
 		return nil, fmt.Errorf("wire: dial %s: %w", addr, err)
 	}
-	return &Conn{addr: addr, conn: c, fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID))}, nil
+	return &Conn{addr: addr, conn: c, turn: make(chan struct{}, 1), fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID))}, nil
 }
 
 // Addr is the address this connection was dialled to.
@@ -61,8 +60,12 @@ func (c *Conn) Addr() string { return c.addr }
 // deadline or cancellation, an I/O error or an undecodable response closes the connection (the
 // stream position is lost) and is returned; later calls get ErrClosed.
 func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	select {
+	case c.turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err() // still waiting behind another request: the connection is untouched
+	}
+	defer func() { <-c.turn }()
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}

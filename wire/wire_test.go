@@ -145,3 +145,40 @@ func TestContextCancelClosesConn(t *testing.T) {
 		t.Fatalf("after cancel: %v, want ErrClosed", err)
 	}
 }
+
+// A request queued behind a long poll gives up when its context ends, without touching the
+// connection: the long poll is still answered afterwards.
+func TestWaitingForTurnHonoursContext(t *testing.T) {
+	c := newCluster(t)
+	conn, err := Dial(context.Background(), nil, c.ListenAddrs()[0], "wire-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	f := kmsg.NewPtrFetchRequest()
+	f.SetVersion(4)
+	f.MaxWaitMillis, f.MinBytes, f.MaxBytes = 1000, 1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "t"
+	ft.Partitions = append(ft.Partitions, kmsg.NewFetchRequestTopicPartition())
+	f.Topics = append(f.Topics, ft)
+	polled := make(chan error, 1)
+	go func() { _, err := conn.Request(context.Background(), f); polled <- err }()
+	for deadline := time.Now().Add(5 * time.Second); len(conn.turn) == 0; { // the fetch holds the turn
+		if time.Now().After(deadline) {
+			t.Fatal("the long poll never took the connection")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := conn.Request(ctx, kmsg.NewPtrMetadataRequest()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("queued request: %v, want deadline exceeded", err)
+	}
+	if err := <-polled; err != nil {
+		t.Fatalf("the long poll failed after the queued request gave up: %v", err)
+	}
+	if _, err := conn.Request(context.Background(), kmsg.NewPtrMetadataRequest()); err != nil {
+		t.Fatalf("connection unusable afterwards: %v", err)
+	}
+}

@@ -1,0 +1,546 @@
+package newconsumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/rebalancelab/rebalancelab/newconsumer/assignor"
+	"github.com/rebalancelab/rebalancelab/timeline"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// This file is the group protocol on the wire: coordinator discovery and the group requests
+// (AbstractCoordinator and ConsumerCoordinator's send*/handlers). Decisions are membership's.
+
+// recordGroup writes group_request{api, error} for one request: error is the response's error
+// name, or the transport error, or "" on success.
+func (c *Consumer) recordGroup(key kmsg.Key, code int16, err error) {
+	r := timeline.Record{Kind: timeline.GroupRequest, API: key.Name()}
+	switch {
+	case err != nil:
+		r.Err = err.Error()
+	case code != 0:
+		r.Err = errName(code)
+	}
+	c.emit(r)
+}
+
+// errFatal marks errors Poll must give to the application rather than retry.
+type errFatal struct{ error }
+
+func (e errFatal) Unwrap() error { return e.error }
+
+func isFatal(err error) bool {
+	var f errFatal
+	return errors.As(err, &f)
+}
+
+// ensureCoordinator returns the coordinator connection, finding the coordinator (FindCoordinator on
+// any broker connection) and dialling it with the coordinator dialer when unknown
+// (AbstractCoordinator.ensureCoordinatorReady). Errors are retriable unless errFatal.
+func (c *Consumer) ensureCoordinator(ctx context.Context) (*brokerConn, error) {
+	if conn := c.coordinator(); conn != nil {
+		return conn, nil
+	}
+	c.discoverMu.Lock()
+	defer c.discoverMu.Unlock()
+	if conn := c.coordinator(); conn != nil {
+		return conn, nil
+	}
+	node, addr, err := c.findCoordinator(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := dialBroker(ctx, c.cfg.CoordinatorDialer, addr, c.clientID, c.cfg.RequestTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("newconsumer: connect to coordinator %d at %s: %w", node, addr, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		_ = conn.Close()
+		return nil, ErrClosed
+	}
+	c.coord = conn
+	c.hb.resetSession(time.Now())
+	c.log.WithField("coordinator", addr).Info("discovered group coordinator")
+	return conn, nil
+}
+
+func (c *Consumer) coordinator() *brokerConn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.coord
+}
+
+// markCoordinatorUnknown forgets the coordinator if it is still conn (nil: whichever it is) and
+// closes the connection, interrupting requests on it (markCoordinatorUnknown). Caller holds c.mu.
+func (c *Consumer) markCoordinatorUnknownLocked(conn *brokerConn, cause string) {
+	if c.coord == nil || (conn != nil && c.coord != conn) {
+		return
+	}
+	c.log.WithField("cause", cause).Info("group coordinator is unavailable or invalid; will rediscover")
+	_ = c.coord.Close()
+	c.coord = nil
+}
+
+func (c *Consumer) markCoordinatorUnknown(conn *brokerConn, cause string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.markCoordinatorUnknownLocked(conn, cause)
+}
+
+// findCoordinator asks the brokers in turn which one coordinates the group.
+func (c *Consumer) findCoordinator(ctx context.Context) (int32, string, error) {
+	var last error
+	for _, addr := range c.brokerAddrs() {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorKey = c.cfg.GroupID // v0-v3
+		req.CoordinatorKeys = []string{c.cfg.GroupID}
+		req.CoordinatorType = 0 // GROUP
+		r, err := c.brokerRequest(ctx, addr, req, c.cfg.RequestTimeout)
+		if err != nil {
+			c.recordGroup(kmsg.FindCoordinator, 0, err)
+			last = err
+			continue
+		}
+		resp := r.(*kmsg.FindCoordinatorResponse)
+		code, node, host, port := resp.ErrorCode, resp.NodeID, resp.Host, resp.Port
+		if resp.Version >= 4 {
+			if len(resp.Coordinators) != 1 {
+				last = fmt.Errorf("newconsumer: FindCoordinator from %s: %d coordinators in the answer, want 1", addr, len(resp.Coordinators))
+				c.recordGroup(kmsg.FindCoordinator, 0, last)
+				continue
+			}
+			k := resp.Coordinators[0]
+			code, node, host, port = k.ErrorCode, k.NodeID, k.Host, k.Port
+		}
+		c.recordGroup(kmsg.FindCoordinator, code, nil)
+		if code != 0 {
+			err := kerr.ErrorForCode(code)
+			if code == kerr.GroupAuthorizationFailed.Code {
+				return 0, "", errFatal{err}
+			}
+			last = fmt.Errorf("newconsumer: FindCoordinator(%s): %w", c.cfg.GroupID, err)
+			continue
+		}
+		return node, net.JoinHostPort(host, strconv.Itoa(int(port))), nil
+	}
+	if last == nil {
+		last = errors.New("newconsumer: no broker to ask for the coordinator")
+	}
+	return 0, "", last
+}
+
+// joinResult is a completed JoinGroup(+SyncGroup) round, handed from the join goroutine to Poll.
+type joinResult struct {
+	outcome    outcome
+	assignment []byte // the member's assignment (SyncGroup response), on success
+	gen        generation
+	leader     bool
+	snapshot   map[string]int32 // the leader's partition counts
+}
+
+// buildJoin builds the JoinGroup request (AbstractCoordinator.sendJoinGroupRequest with
+// ConsumerCoordinator.metadata: one protocol per assignor, each with a v3 subscription carrying the
+// owned partitions and generation). Caller holds c.mu.
+func (c *Consumer) buildJoinLocked() *kmsg.JoinGroupRequest {
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Group = c.cfg.GroupID
+	req.SessionTimeoutMillis = int32(c.cfg.SessionTimeout.Milliseconds())
+	req.RebalanceTimeoutMillis = int32(c.cfg.MaxPollInterval.Milliseconds())
+	req.MemberID = c.m.gen.memberID
+	if c.m.static {
+		req.InstanceID = kmsg.StringPtr(c.cfg.GroupInstanceID)
+	}
+	req.ProtocolType = protocolType
+	if c.m.rejoinReason != "" {
+		reason := c.m.rejoinReason
+		if len(reason) > 255 { // JoinGroupRequest.maybeTruncateReason
+			reason = reason[:255]
+		}
+		req.Reason = kmsg.StringPtr(reason)
+	}
+	topics := make([]string, 0, len(c.topics))
+	for t := range c.topics {
+		topics = append(topics, t)
+	}
+	owned := c.ownedLocked()
+	for _, a := range c.assignors {
+		req.Protocols = append(req.Protocols, kmsg.JoinGroupRequestProtocol{
+			Name: a.Name(),
+			Metadata: assignor.EncodeSubscription(assignor.Subscription{
+				Topics:          topics,
+				UserData:        a.UserData(c.prev),
+				OwnedPartitions: owned,
+				Generation:      c.m.gen.id,
+				Rack:            c.cfg.ClientRack,
+			}),
+		})
+	}
+	return req
+}
+
+// runJoin performs one JoinGroup and SyncGroup round, as the leader computing the assignment when
+// elected (AbstractCoordinator.sendJoinGroupRequest, onLeaderElected/onJoinFollower). It runs on
+// the join goroutine; the state changes happen under c.mu as each response arrives.
+func (c *Consumer) runJoin(ctx context.Context, req *kmsg.JoinGroupRequest, sent generation) joinResult {
+	conn, err := c.ensureCoordinator(ctx)
+	if err != nil {
+		c.mu.Lock()
+		o := c.m.joinFailed(err, retryBackoff)
+		c.mu.Unlock()
+		if isFatal(err) {
+			o.retry = fatal
+		}
+		return joinResult{outcome: o}
+	}
+	// The JoinGroup may wait for the whole rebalance: rebalance timeout plus 5 s (JOIN_GROUP_TIMEOUT_LAPSE).
+	timeout := c.cfg.MaxPollInterval + 5*time.Second
+	if timeout < c.cfg.RequestTimeout {
+		timeout = c.cfg.RequestTimeout
+	}
+	r, err := conn.request(ctx, req, timeout)
+	if err != nil {
+		c.recordGroup(kmsg.JoinGroup, 0, err)
+		c.mu.Lock()
+		o := c.m.onJoinTransportError(err)
+		c.markCoordinatorUnknownLocked(conn, "JoinGroup failed: "+err.Error())
+		c.mu.Unlock()
+		return joinResult{outcome: o}
+	}
+	resp := r.(*kmsg.JoinGroupResponse)
+	c.recordGroup(kmsg.JoinGroup, resp.ErrorCode, nil)
+	c.mu.Lock()
+	o := c.m.onJoinGroupResponse(sent, joinResponse{code: resp.ErrorCode, generation: resp.Generation, memberID: resp.MemberID,
+		protocolType: resp.ProtocolType, protocol: resp.Protocol})
+	if o.coordinatorLost {
+		c.markCoordinatorUnknownLocked(conn, "JoinGroup: "+o.err.Error())
+	}
+	gen := c.m.gen
+	if o.err == nil {
+		c.hb.resetTimeouts(time.Now()) // the heartbeat thread is enabled from here
+		c.logLocked().Info("joined the group")
+	}
+	c.mu.Unlock()
+	if o.err != nil {
+		return joinResult{outcome: o}
+	}
+	c.signal()
+
+	res := joinResult{gen: gen, leader: resp.LeaderID == resp.MemberID}
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Group = c.cfg.GroupID
+	sync.Generation = gen.id
+	sync.MemberID = gen.memberID
+	if c.m.static {
+		sync.InstanceID = kmsg.StringPtr(c.cfg.GroupInstanceID)
+	}
+	sync.ProtocolType = kmsg.StringPtr(protocolType)
+	sync.Protocol = kmsg.StringPtr(gen.protocol)
+	if res.leader && !resp.SkipAssignment {
+		assignments, snapshot, err := c.assignAsLeader(ctx, gen.protocol, resp.Members)
+		if err != nil {
+			c.mu.Lock()
+			o := c.m.joinFailed(err, retryBackoff)
+			if isFatal(err) {
+				o.retry = fatal
+			}
+			c.mu.Unlock()
+			return joinResult{outcome: o}
+		}
+		sync.GroupAssignment = assignments
+		res.snapshot = snapshot
+	}
+	r, err = conn.request(ctx, sync, c.cfg.RequestTimeout)
+	if err != nil {
+		c.recordGroup(kmsg.SyncGroup, 0, err)
+		c.mu.Lock()
+		o := c.m.onJoinTransportError(err)
+		c.markCoordinatorUnknownLocked(conn, "SyncGroup failed: "+err.Error())
+		c.mu.Unlock()
+		return joinResult{outcome: o}
+	}
+	sresp := r.(*kmsg.SyncGroupResponse)
+	c.recordGroup(kmsg.SyncGroup, sresp.ErrorCode, nil)
+	c.mu.Lock()
+	res.outcome = c.m.onSyncGroupResponse(gen, syncResponse{code: sresp.ErrorCode, protocolType: sresp.ProtocolType, protocol: sresp.Protocol})
+	if res.outcome.coordinatorLost {
+		c.markCoordinatorUnknownLocked(conn, "SyncGroup: "+res.outcome.err.Error())
+	}
+	c.mu.Unlock()
+	res.assignment = sresp.MemberAssignment
+	return res
+}
+
+// assignAsLeader computes the group's assignment (ConsumerCoordinator.onLeaderElected): the
+// partition counts of every member's topics from fresh metadata, the selected assignor, one
+// encoded assignment per member.
+func (c *Consumer) assignAsLeader(ctx context.Context, protocol string, members []kmsg.JoinGroupResponseMember) ([]kmsg.SyncGroupRequestGroupAssignment, map[string]int32, error) {
+	var a assignor.Assignor
+	for _, x := range c.assignors {
+		if x.Name() == protocol {
+			a = x
+		}
+	}
+	if a == nil {
+		return nil, nil, errFatal{fmt.Errorf("newconsumer: coordinator selected invalid assignment protocol %q", protocol)}
+	}
+	topics := subscribedTopics(members)
+	meta, err := c.refreshMetadata(ctx, topics)
+	if err != nil {
+		return nil, nil, fmt.Errorf("newconsumer: leader metadata for %v: %w", topics, err)
+	}
+	counts := meta.partitionCounts(topics)
+	assignments, plan, bad := leaderAssignment(a, members, counts)
+	for _, err := range bad {
+		c.log.WithError(err).Error("leader: member subscription cannot be decoded; it gets no partitions")
+		c.emit(timeline.Record{Kind: timeline.Error, Text: err.Error()})
+	}
+	c.log.WithField("assignor", a.Name()).Infof("finished assignment for %d members: %v", len(members), plan)
+	return assignments, counts, nil
+}
+
+// sendHeartbeat sends one Heartbeat with the given generation; deadline bounds it (the session's end).
+func (c *Consumer) sendHeartbeat(ctx context.Context, conn *brokerConn, gen generation, timeout time.Duration) (int16, error) {
+	req := kmsg.NewPtrHeartbeatRequest()
+	req.Group = c.cfg.GroupID
+	req.Generation = gen.id
+	req.MemberID = gen.memberID
+	if c.m.static {
+		req.InstanceID = kmsg.StringPtr(c.cfg.GroupInstanceID)
+	}
+	r, err := conn.request(ctx, req, timeout)
+	if err != nil {
+		c.recordGroup(kmsg.Heartbeat, 0, err)
+		return 0, err
+	}
+	code := r.(*kmsg.HeartbeatResponse).ErrorCode
+	c.recordGroup(kmsg.Heartbeat, code, nil)
+	return code, nil
+}
+
+// sendLeave sends LeaveGroup for memberID (a minimal effort, not retried: maybeLeaveGroup).
+func (c *Consumer) sendLeave(ctx context.Context, memberID, reason string) {
+	conn, err := c.ensureCoordinator(ctx)
+	if err != nil {
+		c.log.WithError(err).Warn("LeaveGroup not sent: no coordinator")
+		return
+	}
+	req := kmsg.NewPtrLeaveGroupRequest()
+	req.Group = c.cfg.GroupID
+	req.MemberID = memberID // v0-v2
+	if len(reason) > 255 {
+		reason = reason[:255]
+	}
+	req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: memberID, Reason: kmsg.StringPtr(reason)}}
+	r, err := conn.request(ctx, req, c.cfg.RequestTimeout)
+	if err != nil {
+		c.recordGroup(kmsg.LeaveGroup, 0, err)
+		c.markCoordinatorUnknown(conn, "LeaveGroup failed: "+err.Error())
+		return
+	}
+	resp := r.(*kmsg.LeaveGroupResponse)
+	code := resp.ErrorCode
+	if code == 0 && len(resp.Members) == 1 {
+		code = resp.Members[0].ErrorCode
+	}
+	c.recordGroup(kmsg.LeaveGroup, code, nil)
+	if code != 0 {
+		c.log.WithField("reason", reason).Warnf("LeaveGroup: %s", errName(code))
+		return
+	}
+	c.log.WithField("reason", reason).Info("left the group")
+}
+
+// commitOnce sends one OffsetCommit of offsets (next offsets to consume) with the stable
+// generation (ConsumerCoordinator.sendOffsetCommitRequest and its response handler). Retriable
+// errors come back wrapped in errRetriable.
+func (c *Consumer) commitOnce(ctx context.Context, offsets map[TopicPartition]int64) error {
+	if len(offsets) == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	gen, ok := c.m.generationIfStable()
+	inRebalance := c.m.rebalanceInProgress()
+	c.mu.Unlock()
+	if !ok {
+		if inRebalance {
+			return ErrRebalanceInProgress
+		}
+		return ErrCommitFailed
+	}
+	conn, err := c.ensureCoordinator(ctx)
+	if err != nil {
+		if isFatal(err) {
+			return err
+		}
+		return errRetriable{err}
+	}
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group = c.cfg.GroupID
+	req.Generation = gen.id
+	req.MemberID = gen.memberID
+	if c.m.static {
+		req.InstanceID = kmsg.StringPtr(c.cfg.GroupInstanceID)
+	}
+	byTopic := map[string]int{}
+	sorted := make([]TopicPartition, 0, len(offsets))
+	for tp := range offsets {
+		sorted = append(sorted, tp)
+	}
+	assignor.SortPartitions(sorted)
+	for _, tp := range sorted {
+		if offsets[tp] < 0 {
+			return fmt.Errorf("newconsumer: invalid offset %d for %s", offsets[tp], tp)
+		}
+		i, ok := byTopic[tp.Topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[tp.Topic] = i
+			req.Topics = append(req.Topics, kmsg.OffsetCommitRequestTopic{Topic: tp.Topic})
+		}
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, kmsg.OffsetCommitRequestTopicPartition{
+			Partition: tp.Partition, Offset: offsets[tp], LeaderEpoch: -1,
+		})
+	}
+	r, err := conn.request(ctx, req, c.cfg.RequestTimeout)
+	if err != nil {
+		c.recordGroup(kmsg.OffsetCommit, 0, err)
+		c.emit(timeline.Record{Kind: timeline.Error, Text: "OffsetCommit got no response: " + err.Error()})
+		c.markCoordinatorUnknown(conn, "OffsetCommit failed: "+err.Error())
+		return errRetriable{err}
+	}
+	resp := r.(*kmsg.OffsetCommitResponse)
+	var firstCode int16
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			rec := timeline.Record{Kind: timeline.Commit, Topic: t.Topic, Partition: timeline.I32(p.Partition),
+				Offset: timeline.I64(offsets[TopicPartition{Topic: t.Topic, Partition: p.Partition}]), Generation: timeline.I32(gen.id),
+				Result: timeline.CommitApplied, MemberID: gen.memberID}
+			if p.ErrorCode != 0 {
+				rec.Result, rec.Err = timeline.CommitRejected, errName(p.ErrorCode)
+				if firstCode == 0 {
+					firstCode = p.ErrorCode
+				}
+			}
+			c.emit(rec)
+		}
+	}
+	c.recordGroup(kmsg.OffsetCommit, firstCode, nil)
+	if firstCode == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	o := c.m.onCommitError(gen, firstCode)
+	if o.coordinatorLost {
+		c.markCoordinatorUnknownLocked(conn, "OffsetCommit: "+o.err.Error())
+	}
+	c.mu.Unlock()
+	if o.retry == retryBackoff {
+		return errRetriable{o.err}
+	}
+	return o.err
+}
+
+// errRetriable wraps an error CommitSync and the offset fetch retry after a backoff.
+type errRetriable struct{ error }
+
+func (e errRetriable) Unwrap() error { return e.error }
+
+func isRetriable(err error) bool {
+	var r errRetriable
+	return errors.As(err, &r)
+}
+
+// fetchCommitted returns the committed offsets of parts (OffsetFetch with require_stable; absent:
+// no committed offset), as ConsumerCoordinator.fetchCommittedOffsets. Retriable errors are errRetriable.
+func (c *Consumer) fetchCommitted(ctx context.Context, parts []TopicPartition) (map[TopicPartition]int64, error) {
+	conn, err := c.ensureCoordinator(ctx)
+	if err != nil {
+		if isFatal(err) {
+			return nil, err
+		}
+		return nil, errRetriable{err}
+	}
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = c.cfg.GroupID
+	req.RequireStable = true
+	byTopic := map[string]int{}
+	for _, tp := range parts {
+		i, ok := byTopic[tp.Topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[tp.Topic] = i
+			req.Topics = append(req.Topics, kmsg.OffsetFetchRequestTopic{Topic: tp.Topic})
+		}
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, tp.Partition)
+	}
+	g := kmsg.OffsetFetchRequestGroup{Group: c.cfg.GroupID}
+	for _, t := range req.Topics {
+		g.Topics = append(g.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
+	}
+	req.Groups = []kmsg.OffsetFetchRequestGroup{g} // v8+
+	r, err := conn.request(ctx, req, c.cfg.RequestTimeout)
+	if err != nil {
+		c.recordGroup(kmsg.OffsetFetch, 0, err)
+		c.markCoordinatorUnknown(conn, "OffsetFetch failed: "+err.Error())
+		return nil, errRetriable{err}
+	}
+	resp := r.(*kmsg.OffsetFetchResponse)
+	code := resp.ErrorCode
+	type part struct {
+		topic     string
+		partition int32
+		offset    int64
+		code      int16
+	}
+	var got []part
+	if resp.Version >= 8 {
+		if len(resp.Groups) != 1 {
+			c.recordGroup(kmsg.OffsetFetch, 0, fmt.Errorf("%d groups in the answer", len(resp.Groups)))
+			return nil, errRetriable{fmt.Errorf("newconsumer: OffsetFetch answered %d groups, want 1", len(resp.Groups))}
+		}
+		code = resp.Groups[0].ErrorCode
+		for _, t := range resp.Groups[0].Topics {
+			for _, p := range t.Partitions {
+				got = append(got, part{t.Topic, p.Partition, p.Offset, p.ErrorCode})
+			}
+		}
+	} else {
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				got = append(got, part{t.Topic, p.Partition, p.Offset, p.ErrorCode})
+			}
+		}
+	}
+	c.recordGroup(kmsg.OffsetFetch, code, nil)
+	switch {
+	case code == kerr.CoordinatorNotAvailable.Code || code == kerr.NotCoordinator.Code:
+		c.markCoordinatorUnknown(conn, "OffsetFetch: "+errName(code))
+		return nil, errRetriable{kerr.ErrorForCode(code)}
+	case code == kerr.GroupAuthorizationFailed.Code:
+		return nil, errFatal{kerr.ErrorForCode(code)}
+	case code != 0 && retriable(kerr.ErrorForCode(code)):
+		return nil, errRetriable{kerr.ErrorForCode(code)}
+	case code != 0:
+		return nil, errFatal{fmt.Errorf("newconsumer: unexpected error in fetch offset response: %w", kerr.ErrorForCode(code))}
+	}
+	out := map[TopicPartition]int64{}
+	for _, p := range got {
+		switch {
+		case p.code == kerr.UnstableOffsetCommit.Code:
+			return nil, errRetriable{kerr.ErrorForCode(p.code)}
+		case p.code != 0:
+			return nil, errRetriable{fmt.Errorf("newconsumer: committed offset of %s-%d: %w", p.topic, p.partition, kerr.ErrorForCode(p.code))}
+		case p.offset >= 0:
+			out[TopicPartition{Topic: p.topic, Partition: p.partition}] = p.offset
+		}
+	}
+	return out, nil
+}
