@@ -1,0 +1,607 @@
+package scenarios
+
+// The scenarios (issue #5): each is an environment, N members of one era, a script, and the relations
+// between figures that the run must show. The relations are checked by the runner on every run (printed
+// by the CLI, written to the JSON) and asserted by the tests.
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rebalancelab/rebalancelab/timeline"
+)
+
+// Eras the runner implements, in table order. kip848 is not implemented by the consumers yet.
+var Eras = []string{"zk", "classic", "cooperative", "static"}
+
+// CoordinationLink is the pseudo link of scripts meaning "the member's group coordination link": the
+// ZooKeeper link in the zk era, the coordinator link in the others. The runner resolves it per era.
+const CoordinationLink = "coordination"
+
+// Link names as lab.Link spells them.
+const (
+	linkZooKeeper   = "zookeeper"
+	linkCoordinator = "coordinator"
+	linkFetch       = "fetch"
+)
+
+// Scenario is one entry of `rebalancelab scenario list`.
+type Scenario struct {
+	Name        string
+	Description string // one line
+	// Defaults are the params a run takes when the caller gives zeros; MinConsumers bounds --consumers.
+	Defaults     Params
+	MinConsumers int
+	// ZKNodes is the ZooKeeper ensemble the scenario needs (1 or 3). A scenario that stops ZooKeeper
+	// nodes cannot run on an external ensemble (--zk): every era is then not applicable.
+	ZKNodes     int
+	StopsZKNode bool
+	// NotApplicable: era → why the scenario does not apply there (the run says so and skips the era).
+	NotApplicable map[string]string
+	// MemberProps: era → consumer properties on top of the era's (e.g. a shorter auto-commit interval).
+	MemberProps func(era string, t Timing) map[string]string
+	// Script builds the scripted events; pure (seeded by rng).
+	Script func(p Params, t Timing, r *scriptRand) []Step
+	// Relations the figures must show.
+	Relations []Relation
+	// Extra computes scenario-specific counters from the era's timeline (reported in the JSON).
+	Extra func(e *EraRun) map[string]int64
+}
+
+// scriptRand is the scenario's seeded source (newRandSource).
+type scriptRand = rand.Rand
+
+// Relation is one expected relation between figures, for some eras (nil: every era). CrossEra relations
+// compare eras of the same run and are checked once, on the first listed era.
+type Relation struct {
+	Eras     []string
+	Text     string // e.g. "join: rebalance_participants == N+1"
+	CrossEra bool
+	check    func(c checkCtx) (ok bool, got string, skip bool)
+}
+
+// RelationResult is a relation as checked on one era of a run.
+type RelationResult struct {
+	Era      string `json:"era"`
+	Relation string `json:"relation"`
+	OK       bool   `json:"ok"`
+	Skipped  bool   `json:"skipped,omitempty"` // could not be checked (e.g. the other era did not run)
+	Got      string `json:"got"`
+}
+
+type checkCtx struct {
+	run *RunResult
+	era *EraRun
+	p   Params
+	t   Timing
+}
+
+func (r Relation) appliesTo(era string) bool {
+	if len(r.Eras) == 0 {
+		return true
+	}
+	for _, e := range r.Eras {
+		if e == era {
+			return true
+		}
+	}
+	return false
+}
+
+// Catalog returns every scenario, by name.
+func Catalog() []*Scenario {
+	out := []*Scenario{herdEffect(), consumerCrash(), splitBrainZombie(), splitBrainDivergentViews(),
+		rollingRestart(), zkQuorumLoss(), storm()}
+	return out
+}
+
+// Lookup returns the scenario called name, or an error listing the known names.
+func Lookup(name string) (*Scenario, error) {
+	var names []string
+	for _, s := range Catalog() {
+		if s.Name == name {
+			return s, nil
+		}
+		names = append(names, s.Name)
+	}
+	sort.Strings(names)
+	return nil, fmt.Errorf("unknown scenario %q (known: %s)", name, strings.Join(names, ", "))
+}
+
+// ScriptFor returns the scripted events of s for p (defaults filled in) and t: the same bytes for the
+// same inputs (FormatScript).
+func (s *Scenario) ScriptFor(p Params, t Timing) ([]Step, error) {
+	p, err := s.params(p)
+	if err != nil {
+		return nil, err
+	}
+	return s.Script(p, t, newRandSource(p.Seed, s.Name)), nil
+}
+
+// params fills defaults and validates.
+func (s *Scenario) params(p Params) (Params, error) {
+	if p.Consumers == 0 {
+		p.Consumers = s.Defaults.Consumers
+	}
+	if p.Partitions == 0 {
+		p.Partitions = s.Defaults.Partitions
+	}
+	switch {
+	case p.Consumers < s.MinConsumers:
+		return p, fmt.Errorf("--consumers %d: %s needs at least %d", p.Consumers, s.Name, s.MinConsumers)
+	case p.Consumers > 200:
+		return p, fmt.Errorf("--consumers %d: at most 200 members run in one process", p.Consumers)
+	case p.Partitions < 1 || p.Partitions > 1000:
+		return p, fmt.Errorf("--partitions %d: want 1..1000", p.Partitions)
+	}
+	return p, nil
+}
+
+// coordinator eras: the members talk to a group coordinator.
+var coordinatorEras = []string{"classic", "cooperative", "static"}
+
+// ---- relation helpers ----
+
+func fig(name string, f Figures) int64 { v, _ := f.Get(name); return v }
+
+// eventNamed returns the first event whose trigger is name.
+func (e *EraRun) eventNamed(name string) (Event, bool) {
+	for _, ev := range e.Result.Events {
+		if ev.Trigger == name {
+			return ev, true
+		}
+	}
+	return Event{}, false
+}
+
+// eventsPrefixed returns the events whose trigger starts with prefix.
+func (e *EraRun) eventsPrefixed(prefix string) []Event {
+	var out []Event
+	for _, ev := range e.Result.Events {
+		if strings.HasPrefix(ev.Trigger, prefix) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+type cmp int
+
+const (
+	eq cmp = iota
+	ge
+	lt
+)
+
+func (c cmp) String() string { return [...]string{"==", ">=", "<"}[c] }
+
+func (c cmp) holds(a, b int64) bool {
+	switch c {
+	case eq:
+		return a == b
+	case ge:
+		return a >= b
+	}
+	return a < b
+}
+
+// eventFig: figure name of the event triggered by trigger, compared with want(params).
+func eventFig(eras []string, trigger, name string, c cmp, wantText string, want func(checkCtx) int64) Relation {
+	return Relation{Eras: eras, Text: fmt.Sprintf("%s: %s %s %s", trigger, name, c, wantText),
+		check: func(x checkCtx) (bool, string, bool) {
+			ev, ok := x.era.eventNamed(trigger)
+			if !ok {
+				return false, "no " + trigger + " event", false
+			}
+			got, w := fig(name, ev.Figures), want(x)
+			return c.holds(got, w), fmt.Sprintf("%d (want %s %d)", got, c, w), false
+		}}
+}
+
+// totalFig: a whole-run figure compared with a constant.
+func totalFig(eras []string, name string, c cmp, want int64) Relation {
+	return Relation{Eras: eras, Text: fmt.Sprintf("%s %s %d", name, c, want),
+		check: func(x checkCtx) (bool, string, bool) {
+			got := fig(name, x.era.Result.Totals)
+			return c.holds(got, want), fmt.Sprintf("%d", got), false
+		}}
+}
+
+// ownedOnceBySurvivors: every partition ends owned by exactly one live member.
+func ownedOnce(eras []string) Relation {
+	return Relation{Eras: eras, Text: "end: every partition owned by exactly one live member",
+		check: func(x checkCtx) (bool, string, bool) {
+			var bad []string
+			owners := map[string]int{}
+			for p := 0; p < x.p.Partitions; p++ {
+				key := fmt.Sprintf("%s-%d", x.era.Topic, p)
+				o := x.era.EndOwners[key]
+				if o == "" || strings.Contains(o, ",") {
+					bad = append(bad, fmt.Sprintf("%s=%q", key, o))
+					continue
+				}
+				owners[o]++
+			}
+			if len(bad) > 0 {
+				return false, "not owned once: " + strings.Join(bad, " "), false
+			}
+			return true, fmt.Sprintf("owners %s", formatCounts(owners)), false
+		}}
+}
+
+func formatCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s:%d", k, m[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+func extraFig(eras []string, key string, c cmp, want int64, text string) Relation {
+	return Relation{Eras: eras, Text: text,
+		check: func(x checkCtx) (bool, string, bool) {
+			got, ok := x.era.Extra[key]
+			if !ok {
+				return false, "no " + key, false
+			}
+			return c.holds(got, want), fmt.Sprintf("%s = %d", key, got), false
+		}}
+}
+
+// ---- the scenarios ----
+
+func herdEffect() *Scenario {
+	n := func(x checkCtx) int64 { return int64(x.p.Consumers) + 1 }
+	p := func(x checkCtx) int64 { return int64(x.p.Partitions) }
+	return &Scenario{
+		Name:         "herd-effect",
+		Description:  "N stable members, one joins, then one leaves: who wakes up, and what each change costs",
+		Defaults:     Params{Consumers: 4, Partitions: 8},
+		MinConsumers: 1,
+		ZKNodes:      1,
+		Script: func(p Params, t Timing, r *scriptRand) []Step {
+			s := &script{t: t}
+			s.startAll(p.Consumers)
+			s.trigger("join").member(0, ActStart, memberName(p.Consumers+1)).settle()
+			s.trigger("leave").member(0, ActStop, memberName(1+r.IntN(p.Consumers+1))).settle()
+			return s.steps
+		},
+		Relations: []Relation{
+			eventFig(nil, "join", FigRebalanceParticipants, eq, "N+1", n),
+			eventFig([]string{"zk"}, "join", FigZKWatchEvents, ge, "N", func(x checkCtx) int64 { return int64(x.p.Consumers) }),
+			eventFig([]string{"zk", "classic", "static"}, "join", FigRevocations, eq, "P", p),
+			eventFig([]string{"classic", "static"}, "join", FigGroupRequests, ge, "2(N+1)", func(x checkCtx) int64 { return 2 * n(x) }),
+			eventFig([]string{"cooperative"}, "join", FigRevocations, lt, "P", p),
+		},
+	}
+}
+
+func consumerCrash() *Scenario {
+	return &Scenario{
+		Name:         "consumer-crash",
+		Description:  "a member crashes (links cut, no goodbye): the others notice only when its session expires",
+		Defaults:     Params{Consumers: 2, Partitions: 4},
+		MinConsumers: 2,
+		ZKNodes:      1,
+		Script: func(p Params, t Timing, r *scriptRand) []Step {
+			s := &script{t: t}
+			s.startAll(p.Consumers)
+			s.trigger("crash").member(0, ActCrash, memberName(1+r.IntN(p.Consumers))).settle()
+			return s.steps
+		},
+		Relations: []Relation{
+			ownedOnce(nil),
+			{Text: "end: the crashed member owns nothing", check: func(x checkCtx) (bool, string, bool) {
+				crashed := x.run.crashed()
+				for k, o := range x.era.EndOwners {
+					for _, m := range strings.Split(o, ",") {
+						if crashed[m] {
+							return false, fmt.Sprintf("%s owned by crashed %s", k, m), false
+						}
+					}
+				}
+				return true, fmt.Sprintf("crashed: %s", strings.Join(sortedKeys(crashed), ",")), false
+			}},
+			totalFig(nil, FigLost, eq, 0),
+			{Text: "crash: time_to_stable_ms >= session timeout - liveness interval (the server cannot know sooner)",
+				check: func(x checkCtx) (bool, string, bool) {
+					ev, ok := x.era.eventNamed("crash")
+					if !ok {
+						return false, "no crash event", false
+					}
+					// The last sign of life reaches the server at most one liveness interval before the
+					// crash: go-zookeeper pings every session/3; a coordinator member heartbeats every
+					// heartbeat.interval.ms. The session then runs its full length from there.
+					bound := x.t.SessionTimeoutMs - x.t.HeartbeatIntervalMs
+					session := x.t.SessionTimeoutMs
+					if x.era.Era == "zk" {
+						session = x.t.ZKSessionTimeoutMs
+						bound = session - session/3
+					}
+					got := ev.Figures.TimeToStableMs
+					return got >= bound, fmt.Sprintf("%d ms (session %d ms, bound %d ms)", got, session, bound), false
+				}},
+		},
+	}
+}
+
+func splitBrainZombie() *Scenario {
+	return &Scenario{
+		Name: "split-brain-zombie",
+		Description: "one member's coordination link (ZooKeeper / coordinator) stalls past its session timeout " +
+			"while it keeps fetching, then heals: does the zombie deliver and commit for partitions others took?",
+		Defaults:     Params{Consumers: 2, Partitions: 4},
+		MinConsumers: 2,
+		ZKNodes:      1,
+		MemberProps: func(era string, t Timing) map[string]string {
+			// The zombie's auto-commit interval is well below the stall, so it tries to commit during it.
+			p := map[string]string{"auto.commit.interval.ms": "300"}
+			if era != "zk" {
+				// A coordinator request unanswered for a whole session is given up (Java's heartbeat
+				// thread disconnects the coordinator after session.timeout.ms without a heartbeat
+				// response; Kafka's default request.timeout.ms, 30 s, would keep a commit hanging
+				// on the stalled link for the whole stall).
+				p["request.timeout.ms"] = strconv.FormatInt(t.SessionTimeoutMs, 10)
+			}
+			return p
+		},
+		Script: func(p Params, t Timing, r *scriptRand) []Step {
+			s := &script{t: t}
+			s.startAll(p.Consumers)
+			z := memberName(1 + r.IntN(p.Consumers))
+			s.trigger("stall").link(0, ActStall, z, CoordinationLink)
+			// Past the session timeout plus the time for the others to take the partitions over.
+			s.link(2*t.maxSession()+1000, ActHeal, z, CoordinationLink).settle()
+			return s.steps
+		},
+		Extra: func(e *EraRun) map[string]int64 {
+			return map[string]int64{"commits_applied_for_others_partitions": e.commitsForOthers(timeline.CommitApplied),
+				"commits_rejected_for_others_partitions": e.commitsForOthers(timeline.CommitRejected)}
+		},
+		Relations: []Relation{
+			totalFig([]string{"zk"}, FigMaxConcurrentOwners, ge, 2),
+			totalFig([]string{"zk"}, FigStaleCommitsApplied, ge, 1),
+			extraFig([]string{"zk"}, "commits_applied_for_others_partitions", ge, 1,
+				"a commit lands for a partition another live member owns (the zombie's) >= 1"),
+			extraFig(coordinatorEras, "commits_applied_for_others_partitions", eq, 0,
+				"no commit lands for a partition another live member owns"),
+			totalFig(coordinatorEras, FigStaleCommitsApplied, eq, 0),
+			totalFig(coordinatorEras, FigStaleCommitsRejected, ge, 1),
+			totalFig(nil, FigLost, eq, 0),
+		},
+	}
+}
+
+func splitBrainDivergentViews() *Scenario {
+	return &Scenario{
+		Name: "split-brain-divergent-views",
+		Description: "joins and leaves in quick succession while some members' coordination links are delayed: " +
+			"members decide from different views",
+		Defaults:     Params{Consumers: 4, Partitions: 8},
+		MinConsumers: 2,
+		ZKNodes:      1,
+		Script: func(p Params, t Timing, r *scriptRand) []Step {
+			s := &script{t: t}
+			s.startAll(p.Consumers)
+			// Delay half of the members (at least one), each by its own 150..450 ms.
+			members := make([]string, p.Consumers)
+			for i := range members {
+				members[i] = memberName(i + 1)
+			}
+			r.Shuffle(len(members), func(i, j int) { members[i], members[j] = members[j], members[i] })
+			delayed := members[:max(1, len(members)/2)]
+			for _, m := range delayed {
+				s.add(Step{Action: ActLatency, Member: m, Link: CoordinationLink, LatencyMs: 150 + int64(r.IntN(301))})
+			}
+			// Churn: joins and leaves 100..300 ms apart, one measured window from the first to stable.
+			s.trigger("churn")
+			live := append([]string(nil), members...)
+			next := p.Consumers + 1
+			for i := 0; i < 4; i++ {
+				d := 100 + int64(r.IntN(201))
+				if i == 0 {
+					d = 0
+				}
+				if i%2 == 0 || len(live) < 2 {
+					m := memberName(next)
+					next++
+					s.member(d, ActStart, m)
+					live = append(live, m)
+				} else {
+					k := r.IntN(len(live))
+					m := live[k]
+					live = append(live[:k], live[k+1:]...)
+					s.member(d, ActStop, m)
+				}
+			}
+			s.settle()
+			for _, m := range delayed {
+				for _, l := range live {
+					if l == m { // a delayed member that left needs no healing
+						s.link(0, ActHeal, m, CoordinationLink)
+					}
+				}
+			}
+			s.settle()
+			return s.steps
+		},
+		Extra: func(e *EraRun) map[string]int64 {
+			return map[string]int64{"ownership_conflicts_since_churn": e.countBetween("churn", "", isOwnerConflict)}
+		},
+		Relations: []Relation{
+			// Counted from the churn trigger to the end of the script: the churn window may close at a
+			// moment of stability between two steps.
+			extraFig([]string{"zk"}, "ownership_conflicts_since_churn", ge, 1, "churn: ownership_conflicts >= 1"),
+			totalFig(coordinatorEras, FigMaxConcurrentOwners, eq, 1),
+			totalFig(coordinatorEras, FigLost, eq, 0),
+		},
+	}
+}
+
+func rollingRestart() *Scenario {
+	return &Scenario{
+		Name:         "rolling-restart",
+		Description:  "each member is stopped and started again in turn, as in a deployment",
+		Defaults:     Params{Consumers: 4, Partitions: 8},
+		MinConsumers: 2,
+		ZKNodes:      1,
+		Script: func(p Params, t Timing, r *scriptRand) []Step {
+			s := &script{t: t}
+			s.startAll(p.Consumers)
+			for _, i := range r.Perm(p.Consumers) {
+				m := memberName(i + 1)
+				s.trigger("restart-"+m).member(0, ActStop, m).member(0, ActStart, m).settle()
+			}
+			return s.steps
+		},
+		Extra: func(e *EraRun) map[string]int64 {
+			return map[string]int64{"restart_revocations_of_others": e.restartRevocationsOfOthers()}
+		},
+		Relations: []Relation{
+			{Eras: []string{"zk", "classic"}, Text: "each restart: rebalance_participants == N (a rebalance of all members)",
+				check: func(x checkCtx) (bool, string, bool) {
+					evs := x.era.eventsPrefixed("restart-")
+					var got []string
+					ok := len(evs) == x.p.Consumers
+					for _, ev := range evs {
+						got = append(got, fmt.Sprintf("%s:%d", ev.Trigger, ev.Figures.RebalanceParticipants))
+						ok = ok && ev.Figures.RebalanceParticipants == int64(x.p.Consumers)
+					}
+					return ok, strings.Join(got, " "), false
+				}},
+			extraFig([]string{"static"}, "restart_revocations_of_others", eq, 0,
+				"restarts: revocations of the members not restarted == 0"),
+			{Eras: []string{"cooperative"}, CrossEra: true, Text: "restarts: revocations below classic's",
+				check: func(x checkCtx) (bool, string, bool) {
+					classic := x.run.era("classic")
+					if classic == nil || !classic.Applies {
+						return false, "classic did not run", true
+					}
+					sum := func(e *EraRun) (n int64) {
+						for _, ev := range e.eventsPrefixed("restart-") {
+							n += ev.Figures.Revocations
+						}
+						return n
+					}
+					co, cl := sum(x.era), sum(classic)
+					return co < cl, fmt.Sprintf("cooperative %d, classic %d", co, cl), false
+				}},
+		},
+	}
+}
+
+// zkQuorumLoss: on a real ZooKeeper (3.8) a session cannot expire while the ensemble has no quorum —
+// expiry is decided by the serving leader, and a newly elected leader restarts every session's timeout
+// (SessionTrackerImpl is rebuilt from the snapshot) — so members that reconnect within the session
+// timeout after the quorum returns keep their sessions, registrations, owner znodes and watches: the zk
+// group does not rebalance. What the outage costs the zk era is its commits (offsets live in
+// ZooKeeper); the fetchers, which talk to brokers only, go on delivering. The coordinator eras do not
+// notice at all.
+func zkQuorumLoss() *Scenario {
+	return &Scenario{
+		Name: "zk-quorum-loss",
+		Description: "2 of a 3-node ZooKeeper ensemble stop for longer than the session timeout, then restart: " +
+			"zk-era commits fail during the outage; sessions survive it; the coordinator eras do not notice",
+		Defaults:     Params{Consumers: 3, Partitions: 6},
+		MinConsumers: 1,
+		ZKNodes:      3,
+		StopsZKNode:  true,
+		Script: func(p Params, t Timing, r *scriptRand) []Step {
+			s := &script{t: t}
+			s.startAll(p.Consumers)
+			keep := r.IntN(3)
+			var stop []int
+			for i := 0; i < 3; i++ {
+				if i != keep {
+					stop = append(stop, i)
+				}
+			}
+			s.trigger("quorum-loss")
+			for _, n := range stop {
+				s.add(Step{Action: ActZKStop, Node: n})
+			}
+			s.trigger("recover")
+			for i, n := range stop {
+				d := int64(0)
+				if i == 0 {
+					d = 2*t.ZKSessionTimeoutMs + 1000 // the outage outlasts every session timeout
+				}
+				s.add(Step{DelayMs: d, Action: ActZKStart, Node: n})
+			}
+			// Past another session timeout: a session that was going to expire has expired.
+			s.add(Step{DelayMs: t.maxSession() + 500, Action: ActSettle, QuietMs: t.quiet(), TimeoutMs: t.settleTimeout()})
+			return s.steps
+		},
+		Extra: func(e *EraRun) map[string]int64 {
+			return map[string]int64{
+				"deliveries_during_outage":      e.countBetween("quorum-loss", "recover", isDeliver),
+				"commits_rejected_after_outage": e.countBetween("quorum-loss", "", isRejectedCommit),
+			}
+		},
+		Relations: []Relation{
+			extraFig([]string{"zk"}, "commits_rejected_after_outage", ge, 1, "outage: commits fail (commit result=rejected) >= 1"),
+			extraFig(nil, "deliveries_during_outage", ge, 1, "outage: deliveries continue (>= 1)"),
+			{Text: "outage and recovery: rebalance_participants == 0 (no session expires without a quorum)",
+				check: func(x checkCtx) (bool, string, bool) {
+					var n int64
+					for _, name := range []string{"quorum-loss", "recover"} {
+						ev, ok := x.era.eventNamed(name)
+						if !ok {
+							return false, "no " + name + " event", false
+						}
+						n += ev.Figures.RebalanceParticipants
+					}
+					return n == 0, fmt.Sprintf("%d", n), false
+				}},
+			ownedOnce(nil),
+			totalFig(nil, FigLost, eq, 0),
+		},
+	}
+}
+
+func storm() *Scenario {
+	return &Scenario{
+		Name:         "storm",
+		Description:  "N members start at once: how long until the group converges, at what cost",
+		Defaults:     Params{Consumers: 6, Partitions: 12},
+		MinConsumers: 1,
+		ZKNodes:      1,
+		Script: func(p Params, t Timing, r *scriptRand) []Step {
+			s := &script{t: t}
+			s.trigger("storm")
+			for _, i := range r.Perm(p.Consumers) {
+				s.member(0, ActStart, memberName(i+1))
+			}
+			s.settle()
+			return s.steps
+		},
+		Relations: []Relation{
+			{Text: "storm: the group converges (window ends stable)", check: func(x checkCtx) (bool, string, bool) {
+				ev, ok := x.era.eventNamed("storm")
+				if !ok {
+					return false, "no storm event", false
+				}
+				return ev.End == EndStable, fmt.Sprintf("window end %s after %d ms", ev.End, ev.Figures.TimeToStableMs), false
+			}},
+			ownedOnce(nil),
+			eventFig([]string{"zk"}, "storm", FigRebalanceAttempts, ge, "N", func(x checkCtx) int64 { return int64(x.p.Consumers) }),
+		},
+	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,23 @@
+// Package scenarios runs scripted comparisons of Kafka's consumer-group eras on a real lab and computes
+// their figures (DESIGN.md "Scenarios, timeline and figures").
+//
+// A scenario (Catalog, catalog.go) is an environment (ZooKeeper nodes, one broker), N members of one era
+// and a script of timed steps (script.go): start, graceful stop, crash, link faults (stall, latency, cut,
+// heal) on a member's ZooKeeper, coordinator or fetch link, ZooKeeper node and broker stop/start, measured
+// triggers, and settles that wait for a stable group. The script is a pure function of the scenario, the
+// params, the timing and --seed: the same inputs give the same bytes (FormatScript).
+//
+// Run (runner.go) starts the lab, then for each era a fresh topic and group, a producer (one record per
+// tick, acks=all: each acknowledged offset is a produce record) and the members, each a goroutine of this
+// process behind its own lab.MemberLinks (`--members-as processes` is not implemented). Every member writes
+// its timeline through a timeline.Recorder into the era's collector; the runner adds member_start,
+// member_stop, trigger and fault records. When the script ends, the producer stops, the members deliver
+// everything produced, a "shutdown" trigger is recorded and the members stop gracefully; the figures
+// (Compute) cover the timeline up to that trigger, the file keeps it all. Each scenario's Relations — the
+// expected relations between figures per era — are then checked and reported; the zk era's figures are
+// cross-checked against the ZooKeeper server's four-letter words (ZKCrosscheck).
+//
+// Eras: zk (zkconsumer, range), classic (newconsumer, eager range), cooperative (newconsumer,
+// cooperative-sticky), static (classic with group.instance.id = the member's name). kip848 is not
+// implemented by the consumers.
+package scenarios

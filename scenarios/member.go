@@ -1,0 +1,257 @@
+package scenarios
+
+// Members: one consumer of the era run as goroutines in the runner's process (the default of DESIGN.md;
+// `--members-as processes` is not implemented yet). Each member gets its own lab.MemberLinks, so a fault
+// on one member's link leaves the others alone.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/newconsumer"
+	"github.com/rebalancelab/rebalancelab/timeline"
+	"github.com/rebalancelab/rebalancelab/zkconsumer"
+)
+
+// gate passes records to a sink until it is closed: a crashed member writes nothing more, as a
+// killed process would not.
+type gate struct {
+	mu     sync.RWMutex
+	closed bool
+	next   timeline.Sink
+}
+
+func (g *gate) Emit(r timeline.Record) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if !g.closed {
+		g.next.Emit(r)
+	}
+}
+
+func (g *gate) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
+
+// consumer is one era's client, as the application sees it.
+type consumer interface {
+	// run creates the client, subscribes and consumes until the client is stopped; an error means the
+	// application gave up (a zk connector's initial rebalance failed, a fatal group error).
+	run(ctx context.Context) error
+	// stop: graceful (zk Shutdown: commit, close the session; newconsumer Close: commit, LeaveGroup
+	// unless static) or not (zk Crash, newconsumer Kill: nothing more is said). Blocks until done.
+	stop(graceful bool)
+	// zkSession is the member's current ZooKeeper session id, 0 if none (coordinator eras).
+	zkSession() int64
+}
+
+// member is one incarnation of a scenario member (a restart makes a new one under the same name).
+type member struct {
+	name   string
+	rec    *timeline.Recorder
+	gate   *gate
+	impl   consumer
+	cancel context.CancelFunc
+	done   chan struct{} // run returned
+
+	mu    sync.Mutex
+	ended bool // member_stop recorded
+}
+
+// end records member_stop{how} once; the first caller wins.
+func (m *member) end(how string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ended {
+		return false
+	}
+	m.ended = true
+	m.rec.Emit(timeline.Record{Kind: timeline.MemberStop, How: how})
+	return true
+}
+
+func (m *member) isEnded() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ended
+}
+
+// ---- zk era ----
+
+type zkMember struct {
+	cfg   zkconsumer.Config
+	topic string
+	log   *logrus.Entry
+
+	mu       sync.Mutex
+	c        *zkconsumer.Connector
+	stopped  bool
+	graceful bool
+}
+
+func (z *zkMember) run(ctx context.Context) error {
+	c, err := zkconsumer.New(z.cfg)
+	if err != nil {
+		return err
+	}
+	z.mu.Lock()
+	if z.stopped { // stopped while New was waiting for a session
+		z.mu.Unlock()
+		halt(c, z.graceful)
+		return nil
+	}
+	z.c = c
+	z.mu.Unlock()
+	go func() { // watch-triggered rebalances that failed every attempt; the connector records them
+		for err := range c.Errors() {
+			z.log.WithError(err).Warn("rebalance failed")
+		}
+	}()
+	streams, err := c.CreateMessageStreams(ctx, map[string]int{z.topic: 1})
+	if err != nil {
+		z.mu.Lock()
+		stopped := z.stopped
+		z.mu.Unlock()
+		if stopped || errors.Is(err, zkconsumer.ErrShutdown) {
+			return nil
+		}
+		return fmt.Errorf("createMessageStreams: %w", err)
+	}
+	for range streams[z.topic][0] { // the connector records each delivery as the application takes it
+	}
+	return nil
+}
+
+func halt(c *zkconsumer.Connector, graceful bool) {
+	if graceful {
+		c.Shutdown()
+	} else {
+		c.Crash()
+	}
+}
+
+func (z *zkMember) stop(graceful bool) {
+	z.mu.Lock()
+	z.stopped, z.graceful = true, graceful
+	c := z.c
+	z.mu.Unlock()
+	if c != nil {
+		halt(c, graceful)
+	}
+}
+
+func (z *zkMember) zkSession() int64 {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.c == nil || z.stopped {
+		return 0
+	}
+	return z.c.SessionID()
+}
+
+// ---- coordinator eras ----
+
+type coordMember struct {
+	c     *newconsumer.Consumer
+	topic string
+}
+
+func (m *coordMember) run(ctx context.Context) error {
+	if err := m.c.Subscribe(m.topic); err != nil {
+		return err
+	}
+	for {
+		// Records are recorded as delivered when Poll hands them out; the application only loops.
+		if _, err := m.c.Poll(ctx); err != nil {
+			if errors.Is(err, newconsumer.ErrClosed) || ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("poll: %w", err)
+		}
+	}
+}
+
+func (m *coordMember) stop(graceful bool) {
+	if !graceful {
+		m.c.Kill()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = m.c.Close(ctx) // logged by the consumer
+}
+
+func (m *coordMember) zkSession() int64 { return 0 }
+
+// ---- construction ----
+
+// memberProps returns the era's consumer properties for a member of group on topic: the lab timing
+// (unless Kafka's defaults), offsets from the beginning, auto-commit, the era's assignor and identity,
+// then the scenario's own overrides.
+func memberProps(era, name, group, connect string, t Timing, kafkaDefaults bool, extra map[string]string) map[string]string {
+	ms := func(v int64) string { return strconv.FormatInt(v, 10) }
+	var p map[string]string
+	if era == "zk" {
+		p = map[string]string{"group.id": group, "zookeeper.connect": connect, "consumer.id": name,
+			"auto.offset.reset": zkconsumer.OffsetResetSmallest, "auto.commit.interval.ms": ms(t.ZKAutoCommitMs)}
+		if !kafkaDefaults {
+			p["zookeeper.session.timeout.ms"] = ms(t.ZKSessionTimeoutMs)
+			p["rebalance.backoff.ms"] = ms(t.RebalanceBackoffMs)
+		}
+	} else {
+		p = map[string]string{"group.id": group, "bootstrap.servers": connect, "client.id": name,
+			"auto.offset.reset": "earliest", "auto.commit.interval.ms": ms(t.AutoCommitIntervalMs),
+			"partition.assignment.strategy": "range"}
+		if era == "cooperative" {
+			p["partition.assignment.strategy"] = "cooperative-sticky"
+		}
+		if era == "static" {
+			p["group.instance.id"] = name
+		}
+		if !kafkaDefaults {
+			p["session.timeout.ms"] = ms(t.SessionTimeoutMs)
+			p["heartbeat.interval.ms"] = ms(t.HeartbeatIntervalMs)
+		}
+	}
+	for k, v := range extra {
+		p[k] = v
+	}
+	return p
+}
+
+// newConsumer builds the era's client for one member, dialling through its links.
+func newConsumer(era, topic string, props map[string]string, links *lab.MemberLinks, rec *timeline.Recorder, log *logrus.Entry) (consumer, error) {
+	if era == "zk" {
+		cfg, err := zkconsumer.FromProperties(props)
+		if err != nil {
+			return nil, err
+		}
+		cfg.ZKDialer = links.ZKDialer()
+		cfg.BrokerDialer = links.Dialer(lab.LinkFetch)
+		cfg.Recorder = rec
+		cfg.Log = log
+		return &zkMember{cfg: cfg, topic: topic, log: log}, nil
+	}
+	cfg, err := newconsumer.FromProperties(props)
+	if err != nil {
+		return nil, err
+	}
+	cfg.CoordinatorDialer = links.Dialer(lab.LinkCoordinator)
+	cfg.FetchDialer = links.Dialer(lab.LinkFetch)
+	cfg.Timeline = rec
+	cfg.Log = log
+	c, err := newconsumer.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &coordMember{c: c, topic: topic}, nil
+}

@@ -1,0 +1,418 @@
+package scenarios
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/rebalancelab/rebalancelab/timeline"
+)
+
+// RunResult is one scenario run over one or more eras.
+type RunResult struct {
+	Scenario      string
+	Description   string
+	Seed          int64
+	Params        Params
+	Timing        Timing
+	KafkaDefaults bool
+	Versions      map[string]string // "rebalancelab", "zookeeper"
+	Script        []Step
+	Eras          []*EraRun
+}
+
+// EraRun is one era of a run.
+type EraRun struct {
+	Era     string
+	Applies bool
+	Reason  string // why the scenario does not apply to this era (Applies false)
+	Group   string // group.id
+	Topic   string
+
+	// Records is the merged timeline (by ts_ms) up to the shutdown trigger: the scenario proper, which
+	// the figures, the relations and the HTML page cover. ShutdownRecords are the rest: the members'
+	// final graceful stop (their last commits, revocations, LeaveGroups), kept in the timeline file.
+	Records         []timeline.Record
+	ShutdownRecords []timeline.Record
+	Options         FigureOptions
+	Result          Result
+	// EndOwners is Result.FinalOwners as it stood when the script ended (before the members were
+	// stopped at the end of the run, which leaves every partition unowned).
+	EndOwners map[string]string
+	// Drained: every produced record was delivered before the members were stopped.
+	Drained      bool
+	Timeline     string // timeline file name (in the report/output dir), "" when not written
+	Extra        map[string]int64
+	ZKCrosscheck *ZKCrosscheck
+	Relations    []RelationResult
+	Errors       []string // runner problems (a member that could not start, a fault that failed)
+}
+
+// Passed reports whether every checked relation of every era held (skipped ones do not count).
+func (r *RunResult) Passed() bool {
+	for _, e := range r.Eras {
+		for _, rel := range e.Relations {
+			if !rel.OK && !rel.Skipped {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (r *RunResult) era(name string) *EraRun {
+	for _, e := range r.Eras {
+		if e.Era == name {
+			return e
+		}
+	}
+	return nil
+}
+
+// crashed: the members the script crashes.
+func (r *RunResult) crashed() map[string]bool {
+	out := map[string]bool{}
+	for _, s := range r.Script {
+		if s.Action == ActCrash {
+			out[s.Member] = true
+		}
+	}
+	return out
+}
+
+// checkRelations fills every applicable era's Relations.
+func (r *RunResult) checkRelations(sc *Scenario) {
+	for _, e := range r.Eras {
+		if !e.Applies {
+			continue
+		}
+		e.Relations = nil
+		for _, rel := range sc.Relations {
+			if !rel.appliesTo(e.Era) {
+				continue
+			}
+			ok, got, skip := rel.check(checkCtx{run: r, era: e, p: r.Params, t: r.Timing})
+			e.Relations = append(e.Relations, RelationResult{Era: e.Era, Relation: rel.Text, OK: ok && !skip, Skipped: skip, Got: got})
+		}
+	}
+}
+
+// ---- timeline helpers for relations and extras ----
+
+func isDeliver(r timeline.Record) bool { return r.Kind == timeline.Deliver }
+
+func isOwnerConflict(r timeline.Record) bool {
+	return r.Kind == timeline.ZKOp && r.Op == "write" && r.Result == timeline.ZKOwnerConflict
+}
+
+func isRejectedCommit(r timeline.Record) bool {
+	return r.Kind == timeline.Commit && r.Result == timeline.CommitRejected
+}
+
+// triggerTs returns the ts_ms of the first trigger called name.
+func (e *EraRun) triggerTs(name string) (int64, bool) {
+	for _, r := range e.Records {
+		if r.Kind == timeline.Trigger && r.Name == name {
+			return r.TsMs, true
+		}
+	}
+	return 0, false
+}
+
+// countBetween counts records matching pred from trigger from (inclusive) to trigger to (exclusive;
+// "" = the end of the timeline).
+func (e *EraRun) countBetween(from, to string, pred func(timeline.Record) bool) int64 {
+	start, ok := e.triggerTs(from)
+	if !ok {
+		return -1
+	}
+	end := int64(1 << 62)
+	if to != "" {
+		if ts, ok := e.triggerTs(to); ok {
+			end = ts
+		}
+	}
+	var n int64
+	for _, r := range e.Records {
+		if r.TsMs >= start && r.TsMs < end && pred(r) {
+			n++
+		}
+	}
+	return n
+}
+
+// restartRevocationsOfOthers: partitions revoked, during the restart-<m> windows (from the trigger to
+// the next trigger or the end of the script), by members other than <m>.
+func (e *EraRun) restartRevocationsOfOthers() int64 {
+	type win struct {
+		member     string
+		start, end int64
+	}
+	var wins []win
+	scriptEnd := int64(1 << 62)
+	for _, r := range e.Records {
+		if r.Kind == timeline.Trigger {
+			if len(wins) > 0 && wins[len(wins)-1].end == 0 {
+				wins[len(wins)-1].end = r.TsMs
+			}
+			if m, ok := strings.CutPrefix(r.Name, "restart-"); ok {
+				wins = append(wins, win{member: m, start: r.TsMs})
+			}
+		}
+		if r.Kind == timeline.Trigger && r.Name == scriptEndTrigger {
+			scriptEnd = r.TsMs
+		}
+	}
+	var n int64
+	for _, w := range wins {
+		end := w.end
+		if end == 0 {
+			end = scriptEnd
+		}
+		for _, r := range e.Records {
+			if r.Kind == timeline.Revoked && r.TsMs >= w.start && r.TsMs < end && r.Member != w.member {
+				for _, ps := range r.Partitions {
+					n += int64(len(ps))
+				}
+			}
+		}
+	}
+	return n
+}
+
+// commitsForOthers counts commit records with the given result made by a member for a partition whose
+// owner of record (the latest live member whose assigned listed it and who still owns it) is another
+// member: a zombie's commits. Unlike stale_commits_*, a commit a member makes just after its own revoke
+// (before anyone else is assigned the partition) does not count.
+func (e *EraRun) commitsForOthers(result string) int64 {
+	type tp struct {
+		topic string
+		p     int32
+	}
+	owned := map[string]map[tp]bool{}
+	latest := map[tp]string{}
+	var n int64
+	for _, r := range e.Records {
+		switch r.Kind {
+		case timeline.MemberStart, timeline.MemberStop:
+			owned[r.Member] = map[tp]bool{}
+		case timeline.Assigned:
+			set := map[tp]bool{}
+			for topic, ps := range r.Partitions {
+				for _, p := range ps {
+					set[tp{topic, p}] = true
+					latest[tp{topic, p}] = r.Member
+				}
+			}
+			owned[r.Member] = set
+		case timeline.Revoked:
+			for topic, ps := range r.Partitions {
+				for _, p := range ps {
+					delete(owned[r.Member], tp{topic, p})
+				}
+			}
+		case timeline.Commit:
+			if r.Partition == nil || r.Result != result {
+				continue
+			}
+			k := tp{r.Topic, *r.Partition}
+			if o := latest[k]; o != "" && o != r.Member && owned[o][k] {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// scriptEndTrigger is the trigger the runner emits when the script is over and the members have
+// drained: the stop of every member that follows gets a window of its own, apart from the scenario's.
+const scriptEndTrigger = "shutdown"
+
+// ---- output ----
+
+// jsonRun is DESIGN.md's result JSON, plus the script and the relations.
+type jsonRun struct {
+	Scenario    string            `json:"scenario"`
+	Description string            `json:"description"`
+	Seed        int64             `json:"seed"`
+	Params      map[string]any    `json:"params"`
+	Versions    map[string]string `json:"versions"`
+	Passed      bool              `json:"relations_hold"`
+	Script      []Step            `json:"script"`
+	Eras        []jsonEra         `json:"eras"`
+}
+
+type jsonEra struct {
+	Era           string            `json:"era"`
+	Applies       bool              `json:"applies"`
+	Reason        string            `json:"reason,omitempty"`
+	Group         string            `json:"group,omitempty"`
+	Topic         string            `json:"topic,omitempty"`
+	Totals        *Figures          `json:"totals,omitempty"`
+	Events        []Event           `json:"events"`
+	NotApplicable []string          `json:"not_applicable"`
+	Timeline      string            `json:"timeline"`
+	FiguresCover  string            `json:"figures_cover,omitempty"`
+	EndOwners     map[string]string `json:"end_owners,omitempty"`
+	Drained       bool              `json:"drained"`
+	Extra         map[string]int64  `json:"extra,omitempty"`
+	ZKCrosscheck  *ZKCrosscheck     `json:"zk_crosscheck,omitempty"`
+	Relations     []RelationResult  `json:"relations"`
+	Errors        []string          `json:"errors,omitempty"`
+	Warnings      []string          `json:"warnings,omitempty"`
+}
+
+// ParamsMap is the "params" object of the JSON and of the HTML page.
+func (r *RunResult) ParamsMap() map[string]any {
+	return map[string]any{
+		"consumers": r.Params.Consumers, "partitions": r.Params.Partitions, "kafka_defaults": r.KafkaDefaults,
+		"zookeeper.session.timeout.ms": r.Timing.ZKSessionTimeoutMs, "rebalance.backoff.ms": r.Timing.RebalanceBackoffMs,
+		"session.timeout.ms": r.Timing.SessionTimeoutMs, "heartbeat.interval.ms": r.Timing.HeartbeatIntervalMs,
+		"produce_interval_ms": r.Timing.ProduceIntervalMs,
+	}
+}
+
+// WriteJSON writes the result JSON (DESIGN.md's shape: scenario, seed, params, versions, eras with
+// era, totals, events, not_applicable, timeline; plus the script, each era's relations, end owners,
+// extra counters and the ZooKeeper cross-check).
+func (r *RunResult) WriteJSON(w io.Writer) error {
+	out := jsonRun{Scenario: r.Scenario, Description: r.Description, Seed: r.Seed, Params: r.ParamsMap(),
+		Versions: r.Versions, Passed: r.Passed(), Script: r.Script}
+	for _, e := range r.Eras {
+		je := jsonEra{Era: e.Era, Applies: e.Applies, Reason: e.Reason, Group: e.Group, Topic: e.Topic,
+			Events: e.Result.Events, NotApplicable: e.Result.NotApplicable, Timeline: e.Timeline,
+			EndOwners: e.EndOwners, Drained: e.Drained, Extra: e.Extra, ZKCrosscheck: e.ZKCrosscheck,
+			Relations: e.Relations, Errors: e.Errors, Warnings: e.Result.Warnings}
+		if e.Applies {
+			je.FiguresCover = "the timeline up to the " + scriptEndTrigger + " trigger; the members' final stop follows it in the timeline file"
+			t := e.Result.Totals
+			je.Totals = &t
+		}
+		if je.Events == nil {
+			je.Events = []Event{}
+		}
+		if je.NotApplicable == nil {
+			je.NotApplicable = NotApplicable(e.Era)
+		}
+		if je.Relations == nil {
+			je.Relations = []RelationResult{}
+		}
+		out.Eras = append(out.Eras, je)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// WriteTable writes the side-by-side figure table of the eras that ran (RenderTable), then each era's
+// relations and the eras that do not apply.
+func (r *RunResult) WriteTable(w io.Writer) error {
+	var results []Result
+	for _, e := range r.Eras {
+		if e.Applies {
+			results = append(results, e.Result)
+		}
+	}
+	fmt.Fprintf(w, "%s (seed %d, %d consumers, %d partitions)\n", r.Scenario, r.Seed, r.Params.Consumers, r.Params.Partitions)
+	if len(results) > 0 {
+		if err := RenderTable(w, results...); err != nil {
+			return err
+		}
+	}
+	for _, e := range r.Eras {
+		if !e.Applies {
+			fmt.Fprintf(w, "%s: not applicable: %s\n", e.Era, e.Reason)
+			continue
+		}
+		if len(e.Extra) > 0 {
+			keys := make([]string, 0, len(e.Extra))
+			for k := range e.Extra {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			var parts []string
+			for _, k := range keys {
+				parts = append(parts, fmt.Sprintf("%s=%d", k, e.Extra[k]))
+			}
+			fmt.Fprintf(w, "%s: %s\n", e.Era, strings.Join(parts, " "))
+		}
+		if c := e.ZKCrosscheck; c != nil {
+			fmt.Fprintf(w, "%s: zk cross-check: %s\n", e.Era, c.Summary())
+		}
+		for _, rel := range e.Relations {
+			mark := "ok  "
+			switch {
+			case rel.Skipped:
+				mark = "skip"
+			case !rel.OK:
+				mark = "FAIL"
+			}
+			fmt.Fprintf(w, "%s %-12s %s: %s\n", mark, e.Era, rel.Relation, rel.Got)
+		}
+		for _, msg := range e.Errors {
+			fmt.Fprintf(w, "%s: error: %s\n", e.Era, msg)
+		}
+	}
+	return nil
+}
+
+// timelineName is an era's timeline file name.
+func timelineName(era string) string { return "timeline-" + era + ".jsonl" }
+
+// writeTimelines writes each era's merged timeline to dir/timeline-<era>.jsonl and records the name.
+func (r *RunResult) writeTimelines(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, e := range r.Eras {
+		if !e.Applies {
+			continue
+		}
+		f, err := os.Create(filepath.Join(dir, timelineName(e.Era)))
+		if err != nil {
+			return err
+		}
+		w := timeline.NewWriter(f)
+		for _, rec := range e.Records {
+			w.Emit(rec)
+		}
+		for _, rec := range e.ShutdownRecords {
+			w.Emit(rec)
+		}
+		err = w.Flush()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", f.Name(), err)
+		}
+		e.Timeline = timelineName(e.Era)
+	}
+	return nil
+}
+
+// WriteReport writes dir/index.html (RenderHTML) and the timelines next to it.
+func (r *RunResult) WriteReport(dir string) error {
+	if err := r.writeTimelines(dir); err != nil {
+		return err
+	}
+	rep := Report{Scenario: r.Scenario, Seed: r.Seed, Params: r.ParamsMap(), Versions: r.Versions}
+	for _, e := range r.Eras {
+		if e.Applies {
+			rep.Eras = append(rep.Eras, EraReport{Era: e.Era, Records: e.Records, Options: e.Options, Timeline: e.Timeline})
+		}
+	}
+	f, err := os.Create(filepath.Join(dir, "index.html"))
+	if err != nil {
+		return err
+	}
+	if err := RenderHTML(f, rep); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,757 @@
+package scenarios
+
+// The runner: a lab (real ZooKeeper, one broker), then for each era a fresh topic and group, a producer
+// (one record per tick, acks=all), the scenario's members and its script; at the end the producer stops,
+// the members drain what was produced and stop gracefully, and the figures are computed from the merged
+// timeline (Compute).
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/timeline"
+)
+
+// Options configures Run.
+type Options struct {
+	Scenario string
+	// Eras to run, in this order; nil or {"all"}: every implemented era (Eras).
+	Eras          []string
+	Params        Params // zero fields: the scenario's defaults
+	KafkaDefaults bool   // Kafka's own timing instead of the lab's (KafkaTiming)
+	ExternalZK    string // a running ZooKeeper ("host:port,..."); "" = the lab starts one
+	// ReportDir gets index.html (RenderHTML) and the timelines; OutputDir only the timelines (used when
+	// ReportDir is ""). Neither: the timelines stay in memory.
+	ReportDir string
+	OutputDir string
+	Version   string        // rebalancelab's version, for the JSON
+	Log       *logrus.Entry // the runner's log; nil: logrus' standard logger
+	// LabLog is the lab's, the brokers' and the members' log; nil: a logger at warn level on stderr.
+	LabLog   *logrus.Entry
+	Progress io.Writer // a line per step (stderr in the CLI); nil: none
+}
+
+// ResolveEras expands names ("all" = Eras) and checks them.
+func ResolveEras(names []string) ([]string, error) {
+	if len(names) == 0 {
+		return append([]string(nil), Eras...), nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range names {
+		for _, e := range strings.Split(n, ",") {
+			e = strings.TrimSpace(e)
+			if e == "all" {
+				for _, x := range Eras {
+					if !seen[x] {
+						seen[x] = true
+						out = append(out, x)
+					}
+				}
+				continue
+			}
+			ok := false
+			for _, x := range Eras {
+				ok = ok || x == e
+			}
+			if !ok {
+				if e == "kip848" {
+					return nil, fmt.Errorf("era kip848 is not implemented yet (implemented: %s, or all)", strings.Join(Eras, ", "))
+				}
+				return nil, fmt.Errorf("unknown era %q (implemented: %s, or all)", e, strings.Join(Eras, ", "))
+			}
+			if !seen[e] {
+				seen[e] = true
+				out = append(out, e)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Run runs a scenario on every requested era and returns the figures and relations. With ctx cancelled
+// (Ctrl-C) the members, the producer and the lab are stopped and the error is ctx's; the result then
+// holds what was measured so far. Other errors: an unknown scenario or era, bad params, a lab that does
+// not start, a topic that cannot be created, output that cannot be written.
+func Run(ctx context.Context, o Options) (*RunResult, error) {
+	sc, err := Lookup(o.Scenario)
+	if err != nil {
+		return nil, err
+	}
+	p, err := sc.params(o.Params)
+	if err != nil {
+		return nil, err
+	}
+	eras, err := ResolveEras(o.Eras)
+	if err != nil {
+		return nil, err
+	}
+	t := LabTiming()
+	if o.KafkaDefaults {
+		t = KafkaTiming()
+	}
+	if o.Log == nil {
+		o.Log = logrus.NewEntry(logrus.StandardLogger())
+	}
+	if o.LabLog == nil {
+		l := logrus.New()
+		l.SetOutput(os.Stderr)
+		l.SetLevel(logrus.WarnLevel)
+		o.LabLog = logrus.NewEntry(l)
+	}
+	res := &RunResult{Scenario: sc.Name, Description: sc.Description, Seed: p.Seed, Params: p, Timing: t,
+		KafkaDefaults: o.KafkaDefaults, Versions: map[string]string{"rebalancelab": o.Version},
+		Script: sc.Script(p, t, newRandSource(p.Seed, sc.Name))}
+	var toRun []*EraRun
+	for _, era := range eras {
+		e := &EraRun{Era: era, Applies: true}
+		switch {
+		case sc.NotApplicable[era] != "":
+			e.Applies, e.Reason = false, sc.NotApplicable[era]
+		case sc.StopsZKNode && o.ExternalZK != "":
+			e.Applies, e.Reason = false, "stops ZooKeeper nodes: needs the 3-node ensemble the lab starts, not an external one (--zk)"
+		}
+		res.Eras = append(res.Eras, e)
+		if e.Applies {
+			toRun = append(toRun, e)
+		}
+	}
+	if len(toRun) > 0 {
+		if err := runEras(ctx, o, sc, res, toRun); err != nil {
+			return res, err
+		}
+	}
+	res.checkRelations(sc)
+	switch {
+	case o.ReportDir != "":
+		if err := res.WriteReport(o.ReportDir); err != nil {
+			return res, fmt.Errorf("report: %w", err)
+		}
+	case o.OutputDir != "":
+		if err := res.writeTimelines(o.OutputDir); err != nil {
+			return res, fmt.Errorf("timelines: %w", err)
+		}
+	}
+	return res, nil
+}
+
+func runEras(ctx context.Context, o Options, sc *Scenario, res *RunResult, eras []*EraRun) error {
+	progress := func(format string, a ...any) {
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, format+"\n", a...)
+		}
+	}
+	progress("%s: starting the lab (ZooKeeper %d node(s), 1 broker)", sc.Name, sc.ZKNodes)
+	l, err := lab.Start(ctx, lab.Options{ZK: lab.ZKOptions{Nodes: sc.ZKNodes, Log: o.LabLog}, ExternalZK: o.ExternalZK,
+		Brokers: 1, KafkaDefaults: o.KafkaDefaults, Log: o.LabLog})
+	if err != nil {
+		return fmt.Errorf("lab: %w", err)
+	}
+	defer l.Close()
+	zkAddrs := strings.Split(l.ZKConnect(), ",")
+	res.Versions["zookeeper"] = zkVersion(ctx, zkAddrs)
+	for _, e := range eras {
+		r := &eraRunner{o: o, sc: sc, res: res, e: e, lab: l, zkAddrs: zkAddrs, t: res.Timing, p: res.Params,
+			progress: progress, log: o.Log.WithField("era", e.Era)}
+		if err := r.run(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// zkVersion asks the first node that answers (mntr zk_version, "3.8.0-<commit>, built on ...").
+func zkVersion(ctx context.Context, addrs []string) string {
+	for _, a := range addrs {
+		c, cancel := context.WithTimeout(ctx, 3*time.Second)
+		s, err := lab.FourLetter(c, a, "mntr")
+		cancel()
+		if err != nil {
+			continue
+		}
+		v := lab.ParseMntrStrings(s)["zk_version"]
+		if i := strings.IndexAny(v, "-, "); i > 0 {
+			v = v[:i]
+		}
+		if v != "" {
+			return v
+		}
+	}
+	return "unknown"
+}
+
+// eraRunner runs one era.
+type eraRunner struct {
+	o        Options
+	sc       *Scenario
+	res      *RunResult
+	e        *EraRun
+	lab      *lab.Lab
+	zkAddrs  []string
+	t        Timing
+	p        Params
+	progress func(format string, a ...any)
+	log      *logrus.Entry
+
+	start   time.Time
+	col     *timeline.Collector
+	rec     *timeline.Recorder // the runner's own records (trigger, fault)
+	opts    FigureOptions
+	ctx     context.Context // the era's: cancelled at its end (members' contexts derive from it)
+	mu      sync.Mutex
+	members map[string]*member // current incarnation by name
+	links   map[string]*lab.MemberLinks
+	zombies sync.WaitGroup // crashed members' stops
+}
+
+func (r *eraRunner) errorf(format string, a ...any) {
+	msg := fmt.Sprintf(format, a...)
+	r.mu.Lock()
+	r.e.Errors = append(r.e.Errors, msg)
+	r.mu.Unlock()
+	r.log.Warn(msg)
+	r.rec.Emit(timeline.Record{Kind: timeline.Error, Text: msg})
+}
+
+func (r *eraRunner) stepf(format string, a ...any) {
+	r.progress("[%s %s %5.1fs] %s", r.sc.Name, r.e.Era, time.Since(r.start).Seconds(), fmt.Sprintf(format, a...))
+}
+
+func (r *eraRunner) run(parent context.Context) error {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	r.ctx = ctx
+	r.start = time.Now()
+	e := r.e
+	runID := strconv.FormatInt(time.Now().UnixMilli()%(36*36*36*36*36*36), 36)
+	e.Group = fmt.Sprintf("%s.%s.%s", r.sc.Name, e.Era, runID)
+	e.Topic = e.Group
+	parts := make([]int32, r.p.Partitions)
+	for i := range parts {
+		parts[i] = int32(i)
+	}
+	r.opts = FigureOptions{Partitions: map[string][]int32{e.Topic: parts}}
+	e.Options = r.opts
+	r.col = &timeline.Collector{}
+	r.rec = &timeline.Recorder{Sink: r.col, Era: e.Era, Member: "runner"}
+	r.members = map[string]*member{}
+	r.links = map[string]*lab.MemberLinks{}
+	r.stepf("topic %s, %d partitions", e.Topic, r.p.Partitions)
+	if err := r.createTopic(ctx); err != nil {
+		return err
+	}
+	var before zkCounters
+	if e.Era == "zk" {
+		before = snapshotMntr(ctx, r.zkAddrs)
+	}
+
+	prodCtx, stopProducer := context.WithCancel(ctx)
+	prodDone := make(chan struct{})
+	go func() {
+		defer close(prodDone)
+		r.produce(prodCtx)
+	}()
+	defer func() { stopProducer(); <-prodDone }()
+
+	for i, st := range r.res.Script {
+		if !sleepCtx(ctx, time.Duration(st.DelayMs)*time.Millisecond) {
+			break
+		}
+		r.stepf("step %d/%d: %s", i+1, len(r.res.Script), st)
+		r.do(ctx, st)
+	}
+	stopProducer()
+	<-prodDone
+	if parent.Err() != nil { // Ctrl-C: stop everything at once, keep what was measured
+		r.stopAll(false)
+		r.zombies.Wait()
+		r.closeLinks()
+		e.Records = r.sortedRecords()
+		e.Result = Compute(e.Records, e.Era, r.opts)
+		return parent.Err()
+	}
+	r.healAll()
+	r.stepf("draining")
+	e.Drained = r.drain(ctx, time.Duration(r.t.settleTimeout())*time.Millisecond)
+	recs := r.sortedRecords()
+	e.EndOwners = Compute(recs, e.Era, r.opts).FinalOwners
+	if e.Era == "zk" {
+		e.ZKCrosscheck = r.watchCheck(ctx)
+	}
+	r.rec.Emit(timeline.Record{Kind: timeline.Trigger, Name: scriptEndTrigger})
+	r.stepf("stopping the members")
+	r.stopAll(true)
+	r.zombies.Wait()
+	r.closeLinks()
+	all := r.sortedRecords()
+	e.Records, e.ShutdownRecords = splitAtShutdown(all)
+	e.Result = Compute(e.Records, e.Era, r.opts)
+	if e.Era == "zk" {
+		after := snapshotMntr(ctx, r.zkAddrs)
+		for _, rec := range all { // the server counted the shutdown too
+			switch rec.Kind {
+			case timeline.ZKOp:
+				e.ZKCrosscheck.TimelineZKOps++
+			case timeline.ZKWatch:
+				e.ZKCrosscheck.TimelineWatchEvents++
+			}
+		}
+		e.ZKCrosscheck.diffCounters(r.zkAddrs, before, after)
+	}
+	if r.sc.Extra != nil {
+		e.Extra = r.sc.Extra(e)
+	}
+	r.stepf("done: %d records", len(e.Records))
+	return parent.Err()
+}
+
+// splitAtShutdown splits a sorted timeline before its shutdown trigger.
+func splitAtShutdown(recs []timeline.Record) (scenario, shutdown []timeline.Record) {
+	for i, rec := range recs {
+		if rec.Kind == timeline.Trigger && rec.Name == scriptEndTrigger {
+			return recs[:i:i], recs[i:]
+		}
+	}
+	return recs, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// sortedRecords is the timeline so far, merged by ts_ms (stable: one goroutine's records keep their
+// order within a millisecond).
+func (r *eraRunner) sortedRecords() []timeline.Record {
+	recs := r.col.Records()
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].TsMs < recs[j].TsMs })
+	return recs
+}
+
+func (r *eraRunner) createTopic(ctx context.Context) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(r.lab.Bootstrap(), ",")...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).CreateTopic(cctx, int32(r.p.Partitions), 1, nil, r.e.Topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", r.e.Topic, err)
+	}
+	return nil
+}
+
+// produce sends one record per tick, round robin over the partitions, acks=all, one at a time; each
+// acknowledged record is a produce{topic, partition, offset} record. Values are sequence numbers.
+func (r *eraRunner) produce(ctx context.Context) {
+	rec := &timeline.Recorder{Sink: r.col, Era: r.e.Era, Member: "producer"}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(r.lab.Bootstrap(), ",")...),
+		kgo.DefaultProduceTopic(r.e.Topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(), kgo.ProducerLinger(0),
+		kgo.MaxProduceRequestsInflightPerBroker(1))
+	if err != nil {
+		r.errorf("producer: %v", err)
+		return
+	}
+	defer cl.Close()
+	tick := time.NewTicker(time.Duration(r.t.ProduceIntervalMs) * time.Millisecond)
+	defer tick.Stop()
+	failing := false
+	for seq := 0; ; seq++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		kr := &kgo.Record{Topic: r.e.Topic, Partition: int32(seq % r.p.Partitions), Value: []byte(strconv.Itoa(seq))}
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := cl.ProduceSync(pctx, kr).FirstErr()
+		cancel()
+		switch {
+		case err == nil:
+			failing = false
+			rec.Emit(timeline.Record{Kind: timeline.Produce, Topic: kr.Topic, Partition: timeline.I32(kr.Partition), Offset: timeline.I64(kr.Offset)})
+		case ctx.Err() != nil:
+			return
+		case !failing: // once per streak of failures (a broker down)
+			failing = true
+			rec.Emit(timeline.Record{Kind: timeline.Error, Text: "produce: " + err.Error()})
+		}
+	}
+}
+
+// linksOf returns the member's links, created on first use and kept across its restarts.
+func (r *eraRunner) linksOf(name string) *lab.MemberLinks {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := r.links[name]
+	if l == nil {
+		l = lab.NewMemberLinks(r.e.Era + "/" + name)
+		r.links[name] = l
+	}
+	return l
+}
+
+func (r *eraRunner) current(name string) *member {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.members[name]
+}
+
+// resolveLink maps the script's link names to the era's (CoordinationLink → zookeeper|coordinator).
+func (r *eraRunner) resolveLink(l string) lab.Link {
+	if l == CoordinationLink {
+		if r.e.Era == "zk" {
+			return lab.LinkZooKeeper
+		}
+		return lab.LinkCoordinator
+	}
+	return lab.Link(l)
+}
+
+func (r *eraRunner) fault(action, target string) {
+	r.rec.Emit(timeline.Record{Kind: timeline.Fault, Action: action, Target: target})
+}
+
+// do performs one step. Failures are recorded (errorf) and the script goes on.
+func (r *eraRunner) do(ctx context.Context, st Step) {
+	switch st.Action {
+	case ActTrigger:
+		r.rec.Emit(timeline.Record{Kind: timeline.Trigger, Name: st.Name})
+	case ActStart:
+		r.startMember(st.Member)
+	case ActStop:
+		r.stopMember(st.Member)
+	case ActCrash:
+		r.crashMember(st.Member)
+	case ActStall, ActLatency, ActCut, ActHeal:
+		link := r.resolveLink(st.Link)
+		links := r.linksOf(st.Member)
+		var err error
+		switch st.Action {
+		case ActStall:
+			err = links.Stall(link)
+		case ActLatency:
+			err = links.Latency(link, time.Duration(st.LatencyMs)*time.Millisecond)
+		case ActCut:
+			err = links.Cut(link)
+		case ActHeal:
+			err = links.Heal(link)
+		}
+		action := string(st.Action)
+		if st.Action == ActLatency {
+			action = fmt.Sprintf("latency %dms", st.LatencyMs)
+		}
+		r.fault(action, st.Member+"/"+string(link))
+		if err != nil {
+			r.errorf("%s: %v", st, err)
+		}
+	case ActZKStop, ActZKStart:
+		z := r.lab.ZooKeeper()
+		if z == nil || st.Node >= len(z.Nodes()) {
+			r.errorf("%s: no such lab ZooKeeper node", st)
+			return
+		}
+		r.fault(string(st.Action), fmt.Sprintf("zookeeper/%d", st.Node))
+		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		var err error
+		if st.Action == ActZKStop {
+			err = z.Nodes()[st.Node].Stop(sctx)
+		} else {
+			err = z.Nodes()[st.Node].Start(sctx)
+		}
+		if err != nil {
+			r.errorf("%s: %v", st, err)
+		}
+	case ActBrokerStop, ActBrokerStart:
+		bs := r.lab.Brokers()
+		if st.Node >= len(bs) {
+			r.errorf("%s: no such broker", st)
+			return
+		}
+		r.fault(string(st.Action), fmt.Sprintf("broker/%d", bs[st.Node].ID()))
+		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		var err error
+		if st.Action == ActBrokerStop {
+			err = bs[st.Node].Stop(sctx)
+		} else {
+			err = bs[st.Node].Start(sctx)
+		}
+		if err != nil {
+			r.errorf("%s: %v", st, err)
+		}
+	case ActSettle:
+		start := time.Now()
+		if r.settle(ctx, time.Duration(st.QuietMs)*time.Millisecond, time.Duration(st.TimeoutMs)*time.Millisecond) {
+			r.stepf("stable after %.1fs", time.Since(start).Seconds())
+		} else if ctx.Err() == nil {
+			r.stepf("NOT stable after %.1fs; going on", time.Since(start).Seconds())
+		}
+	default:
+		r.errorf("unknown step action %q", st.Action)
+	}
+}
+
+// startMember records member_start and runs a new incarnation of the member in the background.
+func (r *eraRunner) startMember(name string) {
+	if m := r.current(name); m != nil && !m.isEnded() {
+		r.errorf("start %s: already running", name)
+		return
+	}
+	g := &gate{next: r.col}
+	m := &member{name: name, gate: g, rec: &timeline.Recorder{Sink: g, Era: r.e.Era, Member: name}, done: make(chan struct{})}
+	connect := r.lab.ZKConnect()
+	if r.e.Era != "zk" {
+		connect = r.lab.Bootstrap()
+	}
+	var extra map[string]string
+	if r.sc.MemberProps != nil {
+		extra = r.sc.MemberProps(r.e.Era, r.t)
+	}
+	props := memberProps(r.e.Era, name, r.e.Group, connect, r.t, r.o.KafkaDefaults, extra)
+	impl, err := newConsumer(r.e.Era, r.e.Topic, props, r.linksOf(name), m.rec, r.o.LabLog.WithField("member", name))
+	if err != nil {
+		r.errorf("start %s: %v", name, err)
+		return
+	}
+	m.impl = impl
+	ctx, cancel := context.WithCancel(r.ctx)
+	m.cancel = cancel
+	r.mu.Lock()
+	r.members[name] = m
+	r.mu.Unlock()
+	m.rec.Emit(timeline.Record{Kind: timeline.MemberStart})
+	go func() {
+		defer close(m.done)
+		err := impl.run(ctx)
+		if err == nil || m.isEnded() || ctx.Err() != nil {
+			return
+		}
+		// The application gives up (Kafka 0.8: createMessageStreams threw; a fatal poll error) and
+		// closes its consumer.
+		r.errorf("%s gives up: %v", name, err)
+		impl.stop(true)
+		m.end("graceful")
+	}()
+}
+
+// stopMember stops the member gracefully and records member_stop once it has stopped.
+func (r *eraRunner) stopMember(name string) {
+	m := r.current(name)
+	if m == nil || m.isEnded() {
+		r.errorf("stop %s: not running", name)
+		return
+	}
+	m.impl.stop(true)
+	m.cancel()
+	<-m.done
+	m.end("graceful")
+}
+
+// crashMember cuts every link of the member, records member_stop{crash}, and drops it without a
+// goodbye; it says nothing more (its records are gated off).
+func (r *eraRunner) crashMember(name string) {
+	m := r.current(name)
+	if m == nil || m.isEnded() {
+		r.errorf("crash %s: not running", name)
+		return
+	}
+	links := r.linksOf(name)
+	for _, l := range []lab.Link{lab.LinkZooKeeper, lab.LinkCoordinator, lab.LinkFetch} {
+		if err := links.Cut(l); err != nil {
+			r.errorf("crash %s: cut %s: %v", name, l, err)
+		}
+	}
+	r.fault("crash", name)
+	m.end("crash")
+	m.gate.close()
+	r.zombies.Add(1)
+	go func() {
+		defer r.zombies.Done()
+		m.impl.stop(false)
+		m.cancel()
+		<-m.done
+	}()
+}
+
+// stopAll stops every running member at once (graceful or not).
+func (r *eraRunner) stopAll(graceful bool) {
+	r.mu.Lock()
+	var ms []*member
+	for _, m := range r.members {
+		if !m.isEnded() {
+			ms = append(ms, m)
+		}
+	}
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, m := range ms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if graceful {
+				m.impl.stop(true)
+			} else {
+				m.gate.close()
+				m.impl.stop(false)
+			}
+			m.cancel()
+			<-m.done
+			m.end(map[bool]string{true: "graceful", false: "crash"}[graceful])
+		}()
+	}
+	wg.Wait()
+}
+
+// healAll removes every fault from the links of the members still running, so that they can drain
+// and say goodbye.
+func (r *eraRunner) healAll() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name, l := range r.links {
+		if m := r.members[name]; m == nil || m.isEnded() {
+			continue
+		}
+		for _, link := range []lab.Link{lab.LinkZooKeeper, lab.LinkCoordinator, lab.LinkFetch} {
+			_ = l.Heal(link)
+		}
+	}
+}
+
+func (r *eraRunner) closeLinks() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range r.links {
+		_ = l.Close()
+	}
+}
+
+// settle waits until the group is stable (Compute's definition) and no membership or rebalance record
+// came for quiet, or until timeout; it reports whether the group settled.
+func (r *eraRunner) settle(ctx context.Context, quiet, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		now := time.Now()
+		stable, lastChange := stableAt(r.sortedRecords(), r.e.Era, r.opts, now.UnixMilli())
+		if stable && now.UnixMilli()-lastChange >= quiet.Milliseconds() {
+			return true
+		}
+		if now.After(deadline) || !sleepCtx(ctx, 100*time.Millisecond) {
+			return false
+		}
+	}
+}
+
+// stableAt reports whether the group described by recs is stable at nowMs (a trigger appended at nowMs
+// opens a window that Compute finds never unstable), and the time of the last membership or rebalance
+// record.
+func stableAt(recs []timeline.Record, era string, opts FigureOptions, nowMs int64) (bool, int64) {
+	var last int64
+	for _, rec := range recs {
+		switch rec.Kind {
+		case timeline.MemberStart, timeline.MemberStop, timeline.RebalanceBegin, timeline.RebalanceEnd,
+			timeline.Assigned, timeline.Revoked:
+			last = rec.TsMs
+		}
+	}
+	if n := len(recs); n > 0 && recs[n-1].TsMs > nowMs {
+		nowMs = recs[n-1].TsMs
+	}
+	probe := append(recs[:len(recs):len(recs)], timeline.Record{TsMs: nowMs, Era: era, Kind: timeline.Trigger, Name: "probe"})
+	res := Compute(probe, era, opts)
+	if len(res.Events) == 0 {
+		return false, last
+	}
+	ev := res.Events[len(res.Events)-1]
+	return ev.Figures.TimeToStableMs == 0 && ev.End == EndOfRun, last
+}
+
+// drain waits until every produced record has been delivered, or timeout.
+func (r *eraRunner) drain(ctx context.Context, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		if undelivered(r.col.Records()) == 0 {
+			return true
+		}
+		if time.Now().After(deadline) || !sleepCtx(ctx, 100*time.Millisecond) {
+			r.stepf("drain incomplete: %d produced records not delivered", undelivered(r.col.Records()))
+			return false
+		}
+	}
+}
+
+func undelivered(recs []timeline.Record) int {
+	type key struct {
+		topic string
+		p     int32
+		off   int64
+	}
+	produced := map[key]bool{}
+	for _, rec := range recs {
+		if rec.Kind == timeline.Produce && rec.Partition != nil && rec.Offset != nil {
+			produced[key{rec.Topic, *rec.Partition, *rec.Offset}] = true
+		}
+	}
+	for _, rec := range recs {
+		if rec.Kind == timeline.Deliver && rec.Partition != nil && rec.Offset != nil {
+			delete(produced, key{rec.Topic, *rec.Partition, *rec.Offset})
+		}
+	}
+	return len(produced)
+}
+
+// watchCheck starts the zk cross-check at the end of the script: the sessions watching the group's
+// ids path (wchp) against the live members' current sessions.
+func (r *eraRunner) watchCheck(ctx context.Context) *ZKCrosscheck {
+	c := &ZKCrosscheck{IdsPath: "/consumers/" + r.e.Group + "/ids"}
+	watchers, err := watchersOf(ctx, r.zkAddrs, c.IdsPath)
+	if err != nil {
+		c.Notes = append(c.Notes, err.Error())
+		return c
+	}
+	c.IdsWatchersServer = len(watchers)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var names []string
+	for name, m := range r.members {
+		if !m.isEnded() {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		c.IdsWatchersExpected++
+		if sid := r.members[name].impl.zkSession(); sid == 0 || !watchers[sid] {
+			c.MembersWithoutWatch = append(c.MembersWithoutWatch, name)
+		}
+	}
+	return c
+}

@@ -1,0 +1,189 @@
+package scenarios
+
+// The scripted events of a scenario: a pure function of (scenario, params, timing, seed). The runner
+// performs the steps in order; nothing here touches a clock or the network, so the same seed gives the
+// same byte-for-byte script (FormatScript), which the result JSON carries and tests compare.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+)
+
+// Action is what one scripted step does.
+type Action string
+
+// The step actions. Member steps name a member ("m1", ...); link steps also name a lab link
+// ("zookeeper", "coordinator", "fetch" — lab.Link's values; the coordination link of an era is
+// CoordinationLink); ZooKeeper and broker steps name a node index (0-based).
+const (
+	// ActTrigger emits trigger{name}: a measured window starts here (scenarios.Compute's events).
+	ActTrigger Action = "trigger"
+	// ActStart starts a member: member_start, then the consumer is created and subscribes (in the
+	// background: a zk connector's initial rebalance, or a coordinator member's first poll). A member
+	// that was stopped before starts again under the same name (and group.instance.id in the static era).
+	ActStart Action = "start"
+	// ActStop stops a member gracefully (zk: Shutdown, which commits and closes the session; coordinator
+	// eras: Close, which commits and sends LeaveGroup unless static) and then records member_stop{graceful}.
+	ActStop Action = "stop"
+	// ActCrash cuts every link of the member, records member_stop{crash} and drops it without a goodbye
+	// (no commit, no closeSession, no LeaveGroup); nothing it does afterwards is recorded.
+	ActCrash Action = "crash"
+	// ActStall makes the member's link accept bytes and deliver none, keeping the TCP connections.
+	ActStall Action = "stall"
+	// ActLatency delays every byte on the member's link by LatencyMs.
+	ActLatency Action = "latency"
+	// ActCut closes the member's connections on the link and refuses new ones.
+	ActCut Action = "cut"
+	// ActHeal removes every fault from the member's link.
+	ActHeal Action = "heal"
+	// ActZKStop / ActZKStart stop (SIGTERM) and restart ZooKeeper node Node (lab ensemble only).
+	ActZKStop  Action = "zk-stop"
+	ActZKStart Action = "zk-start"
+	// ActBrokerStop / ActBrokerStart stop and restart broker Node (same port and data dir).
+	ActBrokerStop  Action = "broker-stop"
+	ActBrokerStart Action = "broker-start"
+	// ActSettle waits until the group is stable (every partition owned by exactly one live member, no
+	// member rebalancing or joining, scenarios.Compute's definition) and has stayed so for QuietMs, or
+	// until TimeoutMs passed; it never fails the run (a window that never became stable shows it).
+	ActSettle Action = "settle"
+)
+
+// Step is one scripted event. DelayMs is waited after the previous step finished (a settle finishes
+// when the group is stable, a stop when the member has stopped; a start returns at once).
+type Step struct {
+	DelayMs   int64  `json:"delay_ms"`
+	Action    Action `json:"action"`
+	Name      string `json:"name,omitempty"`       // trigger name
+	Member    string `json:"member,omitempty"`     // member steps
+	Link      string `json:"link,omitempty"`       // stall, latency, cut, heal
+	Node      int    `json:"node,omitempty"`       // zk-* and broker-* steps: node index
+	LatencyMs int64  `json:"latency_ms,omitempty"` // latency
+	QuietMs   int64  `json:"quiet_ms,omitempty"`   // settle: how long stable must last
+	TimeoutMs int64  `json:"timeout_ms,omitempty"` // settle: give up after this long
+}
+
+func (s Step) String() string {
+	switch s.Action {
+	case ActTrigger:
+		return fmt.Sprintf("trigger %s", s.Name)
+	case ActStart, ActStop, ActCrash:
+		return fmt.Sprintf("%s %s", s.Action, s.Member)
+	case ActStall, ActCut, ActHeal:
+		return fmt.Sprintf("%s %s/%s", s.Action, s.Member, s.Link)
+	case ActLatency:
+		return fmt.Sprintf("latency %s/%s %d ms", s.Member, s.Link, s.LatencyMs)
+	case ActZKStop, ActZKStart, ActBrokerStop, ActBrokerStart:
+		return fmt.Sprintf("%s %d", s.Action, s.Node)
+	case ActSettle:
+		return "settle"
+	}
+	return string(s.Action)
+}
+
+// FormatScript renders a script as JSON lines, one step per line: the byte-exact form two runs with
+// the same seed must share.
+func FormatScript(steps []Step) []byte {
+	var b bytes.Buffer
+	for _, s := range steps {
+		line, _ := json.Marshal(s) // a Step always encodes
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+// Timing holds the settings a script depends on (DESIGN.md "Lab timing"). The same values go to every
+// era, so the eras face the same script.
+type Timing struct {
+	ZKSessionTimeoutMs   int64 // zookeeper.session.timeout.ms (zk era)
+	RebalanceBackoffMs   int64 // rebalance.backoff.ms (zk era)
+	ZKAutoCommitMs       int64 // auto.commit.interval.ms (zk era)
+	SessionTimeoutMs     int64 // session.timeout.ms (coordinator eras)
+	HeartbeatIntervalMs  int64 // heartbeat.interval.ms (coordinator eras)
+	AutoCommitIntervalMs int64 // auto.commit.interval.ms (coordinator eras)
+	ProduceIntervalMs    int64 // the runner's producer: one record per tick
+}
+
+// LabTiming is the lab's short settings, the same for every era: ZooKeeper sessions of 2 s (Kafka 0.8
+// default 6000), rebalance.backoff.ms 500 (default 2000), session.timeout.ms 2000 (default 45000, the
+// broker's group.min.session.timeout.ms is lowered to allow it), heartbeat.interval.ms 500 (default
+// 3000), auto-commit every second (defaults 60000 for 0.8, 5000 for the new consumer).
+func LabTiming() Timing {
+	return Timing{ZKSessionTimeoutMs: 2000, RebalanceBackoffMs: 500, ZKAutoCommitMs: 1000,
+		SessionTimeoutMs: 2000, HeartbeatIntervalMs: 500, AutoCommitIntervalMs: 1000, ProduceIntervalMs: 20}
+}
+
+// KafkaTiming is Kafka's own defaults (--kafka-defaults): 0.8.2's for the zk era, 3.9's otherwise.
+func KafkaTiming() Timing {
+	return Timing{ZKSessionTimeoutMs: 6000, RebalanceBackoffMs: 2000, ZKAutoCommitMs: 60000,
+		SessionTimeoutMs: 45000, HeartbeatIntervalMs: 3000, AutoCommitIntervalMs: 5000, ProduceIntervalMs: 20}
+}
+
+// maxSession is the longer of the two eras' session timeouts: scripts wait on it so that one script
+// serves every era.
+func (t Timing) maxSession() int64 { return max(t.ZKSessionTimeoutMs, t.SessionTimeoutMs) }
+
+// settleTimeout bounds a settle: long enough for a session to expire, a zk rebalance to exhaust its
+// retries (4 attempts, 3 backoffs) and a ZooKeeper client to reconnect after a stall.
+func (t Timing) settleTimeout() int64 { return 6*t.maxSession() + 8*t.RebalanceBackoffMs + 15000 }
+
+// quiet is how long the group must stay stable for a settle to end: past a zk backoff and two
+// heartbeats, so that a rebalance that is about to start has started.
+func (t Timing) quiet() int64 { return max(2*t.RebalanceBackoffMs, 2*t.HeartbeatIntervalMs) + 200 }
+
+// Params are a run's knobs; zero values take the scenario's defaults (Scenario.Defaults).
+type Params struct {
+	Consumers  int   `json:"consumers"`
+	Partitions int   `json:"partitions"`
+	Seed       int64 `json:"seed"`
+}
+
+// newRandSource returns the scenario's random source for seed: PCG (its sequence is fixed by Go's
+// math/rand/v2), keyed by the scenario's name so that scenarios draw independent sequences.
+func newRandSource(seed int64, scenario string) *scriptRand {
+	var h uint64 = 14695981039346656037 // FNV-1a
+	for i := 0; i < len(scenario); i++ {
+		h = (h ^ uint64(scenario[i])) * 1099511628211
+	}
+	return rand.New(rand.NewPCG(uint64(seed), h))
+}
+
+// memberName is the scenario's stable name of member i (1-based).
+func memberName(i int) string { return fmt.Sprintf("m%d", i) }
+
+// script is a small builder for steps.
+type script struct {
+	steps []Step
+	t     Timing
+}
+
+func (s *script) add(st Step) *script { s.steps = append(s.steps, st); return s }
+
+func (s *script) trigger(name string) *script { return s.add(Step{Action: ActTrigger, Name: name}) }
+
+func (s *script) member(delay int64, a Action, m string) *script {
+	return s.add(Step{DelayMs: delay, Action: a, Member: m})
+}
+
+func (s *script) link(delay int64, a Action, m, link string) *script {
+	return s.add(Step{DelayMs: delay, Action: a, Member: m, Link: link})
+}
+
+func (s *script) settle() *script {
+	return s.add(Step{Action: ActSettle, QuietMs: s.t.quiet(), TimeoutMs: s.t.settleTimeout()})
+}
+
+// startAll starts m1..mn 50 ms apart and waits for the group to settle: the stable group every
+// scenario begins from.
+func (s *script) startAll(n int) *script {
+	for i := 1; i <= n; i++ {
+		d := int64(50)
+		if i == 1 {
+			d = 0
+		}
+		s.member(d, ActStart, memberName(i))
+	}
+	return s.settle()
+}
