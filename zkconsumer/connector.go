@@ -998,17 +998,24 @@ func (c *Connector) closeFetchersForQueues(queues []*threadQueue) {
 	for _, q := range queues {
 		q.clearQueue()
 	}
+	// Commit first, then record the revocation: the commit is the owner's last act on these
+	// partitions (0.8.2 commits in closeFetchersForQueues before releasing ownership).
+	if c.cfg.AutoCommitEnable {
+		if err := c.CommitOffsets(); err != nil {
+			c.log.WithError(err).Warn("commit before release failed")
+		}
+	}
+	c.emitRevoked()
+}
+
+// emitRevoked records the partitions this connector stops delivering (the fetchers are stopped).
+func (c *Connector) emitRevoked() {
 	c.mu.Lock()
 	revoked := c.delivering
 	c.delivering = nil
 	c.mu.Unlock()
 	if len(revoked) > 0 {
 		c.emit(timeline.Record{Kind: timeline.Revoked, Partitions: partitionsByTopic(revoked)})
-	}
-	if c.cfg.AutoCommitEnable {
-		if err := c.CommitOffsets(); err != nil {
-			c.log.WithError(err).Warn("commit before release failed")
-		}
 	}
 }
 
@@ -1086,18 +1093,12 @@ func (c *Connector) stop(graceful bool) {
 		for _, q := range c.allQueues {
 			q.shutdown()
 		}
-		c.mu.Lock()
-		revoked := c.delivering
-		c.delivering = nil
-		c.mu.Unlock()
-		if len(revoked) > 0 {
-			c.emit(timeline.Record{Kind: timeline.Revoked, Partitions: partitionsByTopic(revoked)})
-		}
 		if graceful && c.cfg.AutoCommitEnable {
 			if err := c.CommitOffsets(); err != nil {
 				c.log.WithError(err).Warn("commit at shutdown failed")
 			}
 		}
+		c.emitRevoked()
 		c.zk.close()
 		close(c.errs)
 		c.log.WithField("graceful", graceful).Info("connector shut down")

@@ -335,6 +335,17 @@ func TestAutoCommitBeforeRelease(t *testing.T) {
 	if n := s1.len(); n != 4 {
 		t.Fatalf("c1 delivered %d messages, want 4 (no redelivery)", n)
 	}
+	// c1's pre-release commit is its last act as owner: in its timeline both commits come before
+	// the revocation (the stale_commits figures rely on this order).
+	var order []timeline.Kind
+	for _, r := range m1.rec.Records() {
+		if r.Kind == timeline.Commit || r.Kind == timeline.Revoked {
+			order = append(order, r.Kind)
+		}
+	}
+	if want := []timeline.Kind{timeline.Commit, timeline.Commit, timeline.Revoked}; !reflect.DeepEqual(order[:min(3, len(order))], want) {
+		t.Fatalf("c1's commits and revocations in order %v, want %v first", order, want)
+	}
 }
 
 // waitLeader waits until Metadata names a leader (or none, leader -1) for topic/partition.
