@@ -85,6 +85,7 @@ type Consumer struct {
 	joinCancel     context.CancelFunc
 	attempt        int // rounds in the current rebalance (rebalance_end's attempt)
 	nextAutoCommit time.Time
+	autoCommitting bool // an asynchronous auto-commit is in flight
 	meta           *metadata
 	metaAt         time.Time
 	metaStale      bool
@@ -291,6 +292,19 @@ func (c *Consumer) sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
+// backoffWait waits d or until ctx ends (Java's timer.sleep(retry.backoff.ms) after a retriable
+// failure). Unlike sleep, a signal does not cut it short: the join goroutine signals as it hands
+// over each failed round, and a backoff that ended on that signal would retry at once, flooding the
+// coordinator with FindCoordinator/JoinGroup requests for as long as it is unavailable.
+func (c *Consumer) backoffWait(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
 // drain hands out queued records and writes a deliver record for each.
 func (c *Consumer) drain() []Record {
 	c.mu.Lock()
@@ -355,7 +369,7 @@ func (c *Consumer) coordinatorPoll(ctx context.Context) error {
 		}
 		if ctx.Err() == nil {
 			c.log.WithError(err).Debug("coordinator not available")
-			c.sleep(ctx, c.cfg.RetryBackoff)
+			c.backoffWait(ctx, c.cfg.RetryBackoff)
 		}
 		return nil
 	}
@@ -395,7 +409,7 @@ func (c *Consumer) coordinatorPoll(ctx context.Context) error {
 			return err
 		}
 	}
-	c.maybeAutoCommit(ctx)
+	c.maybeAutoCommit()
 	return nil
 }
 
@@ -535,7 +549,7 @@ func (c *Consumer) handleJoin(ctx context.Context, res joinResult) error {
 			return c.setFatal(err)
 		case retryBackoff:
 			c.log.WithError(err).Info("rebalance failed; retrying")
-			c.sleep(ctx, c.cfg.RetryBackoff)
+			c.backoffWait(ctx, c.cfg.RetryBackoff)
 		default:
 			c.log.WithError(err).Info("rebalance failed; rejoining")
 		}
@@ -611,29 +625,41 @@ func (c *Consumer) onJoinComplete(res joinResult, attempt int) {
 
 // maybeAutoCommit commits every auto.commit.interval.ms (maybeAutoCommitOffsetsAsync: one try; a
 // retriable failure retries after retry.backoff.ms).
-func (c *Consumer) maybeAutoCommit(ctx context.Context) {
+func (c *Consumer) maybeAutoCommit() {
 	if !c.cfg.EnableAutoCommit {
 		return
 	}
 	now := time.Now()
 	c.mu.Lock()
-	due := c.m.state == stable && !now.Before(c.nextAutoCommit)
+	due := c.m.state == stable && !now.Before(c.nextAutoCommit) && !c.closed && !c.autoCommitting
 	if due {
 		c.nextAutoCommit = now.Add(c.cfg.AutoCommitInterval)
+		c.autoCommitting = true
+		c.wg.Add(1) // under mu, with closed checked: shutdown's wg.Wait cannot have started
 	}
 	offsets := c.consumedLocked()
 	c.mu.Unlock()
 	if !due {
 		return
 	}
-	if err := c.commitOnce(ctx, offsets); err != nil {
-		c.log.WithError(err).Warn("auto-commit failed")
-		if isRetriable(err) {
-			c.mu.Lock()
+	// Asynchronous, as ConsumerCoordinator.maybeAutoCommitOffsetsAsync: Poll goes on delivering
+	// while the commit is in flight (a stalled coordinator link does not stall the fetch side), and
+	// a new auto-commit waits until this one is answered or request.timeout.ms ends it.
+	go func() {
+		defer c.wg.Done()
+		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.RequestTimeout)
+		defer cancel()
+		err := c.commitOnce(ctx, offsets)
+		c.mu.Lock()
+		c.autoCommitting = false
+		if err != nil && isRetriable(err) {
 			c.nextAutoCommit = time.Now().Add(c.cfg.RetryBackoff)
-			c.mu.Unlock()
 		}
-	}
+		c.mu.Unlock()
+		if err != nil && c.ctx.Err() == nil {
+			c.log.WithError(err).Warn("auto-commit failed")
+		}
+	}()
 }
 
 // consumedLocked is SubscriptionState.allConsumed: every owned partition's position.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/rebalancelab/rebalancelab/timeline"
@@ -344,13 +343,6 @@ func splitBrainZombie() *Scenario {
 		MemberProps: func(era string, t Timing) map[string]string {
 			// The zombie's auto-commit interval is well below the stall, so it tries to commit during it.
 			p := map[string]string{"auto.commit.interval.ms": "300"}
-			if era != "zk" {
-				// A coordinator request unanswered for a whole session is given up (Java's heartbeat
-				// thread disconnects the coordinator after session.timeout.ms without a heartbeat
-				// response; Kafka's default request.timeout.ms, 30 s, would keep a commit hanging
-				// on the stalled link for the whole stall).
-				p["request.timeout.ms"] = strconv.FormatInt(t.SessionTimeoutMs, 10)
-			}
 			return p
 		},
 		Script: func(p Params, t Timing, r *scriptRand) []Step {

@@ -1,7 +1,12 @@
 // Package wire is a minimal Kafka client connection: one TCP connection, requests encoded and
-// responses decoded by franz-go's kmsg, one request in flight at a time. Both consumers use it so
-// that every round trip is one visible call, and so that each connection can be dialled through a
-// member's own dialer (the lab maps it to that member's fault proxy).
+// responses decoded by franz-go's kmsg. Both consumers use it so that every round trip is one
+// visible call, and so that each connection can be dialled through a member's own dialer (the lab
+// maps it to that member's fault proxy).
+//
+// Like the Java client's NetworkClient, a connection pipelines: a request is written as soon as it
+// is made, without waiting for the answers to earlier ones, and the broker answers in order (Kafka
+// processes one connection's requests in order). So a heartbeat is not held up behind a slow offset
+// commit on the same coordinator connection.
 package wire
 
 import (
@@ -11,8 +16,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync/atomic"
-	"time"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -24,18 +28,34 @@ type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 // gigabytes (the broker's socket.request.max.bytes default is 100 MiB; responses are bounded alike).
 const MaxResponseBytes = 256 << 20
 
-// ErrClosed is returned by Request after Close or after an earlier I/O error closed the connection.
+// ErrClosed is returned by Request after Close, or after an earlier failure closed the connection.
 var ErrClosed = errors.New("wire: connection closed")
 
-// Conn is a Kafka client connection. Safe for concurrent use; requests are serialised, one in flight.
+// Conn is a Kafka client connection. Safe for concurrent use.
 type Conn struct {
 	addr string
 	fmt  *kmsg.RequestFormatter
+	conn net.Conn
 
-	turn   chan struct{} // one slot: serialises requests; waiting for it honours the context
-	conn   net.Conn
-	corrID int32
-	closed atomic.Bool
+	writeMu sync.Mutex // one request on the wire at a time; queue order = wire order
+	corrID  int32
+
+	mu      sync.Mutex
+	pending []*call // written, awaiting their response, in wire order
+	err     error   // why the connection closed; nil while open
+
+	readerDone chan struct{}
+}
+
+type call struct {
+	corr int32
+	req  kmsg.Request
+	done chan result // buffered: the reader never blocks on a caller that gave up
+}
+
+type result struct {
+	resp kmsg.Response
+	err  error
 }
 
 // Dial connects to addr (host:port) with dial (nil: a plain net.Dialer). clientID is sent in every
@@ -45,86 +65,130 @@ func Dial(ctx context.Context, dial DialFunc, addr, clientID string) (*Conn, err
 		var d net.Dialer
 		dial = d.DialContext
 	}
-	c, err := dial(ctx, "tcp", addr)
+	nc, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("wire: dial %s: %w", addr, err)
 	}
-	return &Conn{addr: addr, conn: c, turn: make(chan struct{}, 1), fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID))}, nil
+	c := &Conn{addr: addr, conn: nc, readerDone: make(chan struct{}),
+		fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID))}
+	go c.readLoop()
+	return c, nil
 }
 
 // Addr is the address this connection was dialled to.
 func (c *Conn) Addr() string { return c.addr }
 
 // Request sends req at the version the caller set (req.SetVersion) and returns its decoded
-// response. Produce with acks=0 has no response: Request returns (nil, nil) for it. A context
-// deadline or cancellation, an I/O error or an undecodable response closes the connection (the
-// stream position is lost) and is returned; later calls get ErrClosed.
+// response. Produce with acks=0 has no response: Request returns (nil, nil) for it once written.
+// When ctx ends before the response arrives, the connection is closed — as the Java client
+// disconnects a node whose request timed out, since the stream cannot skip one answer — and
+// ctx.Err() is returned; every other request in flight fails too, and later calls get an error
+// wrapping ErrClosed that says why. An I/O error or an undecodable response closes it likewise.
 func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	select {
-	case c.turn <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err() // still waiting behind another request: the connection is untouched
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	defer func() { <-c.turn }()
-	if c.closed.Load() {
-		return nil, ErrClosed
+	noResponse := false
+	if p, ok := req.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
+		noResponse = true
 	}
-	resp, err := c.roundTrip(ctx, req)
-	if err != nil {
-		_ = c.Close()
-		if c.closed.Load() && ctx.Err() == nil && errors.Is(err, net.ErrClosed) {
-			err = ErrClosed
-		}
-	}
-	return resp, err
-}
-
-func (c *Conn) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	// The context governs the socket: when it ends (deadline or cancel), a watcher expires the
-	// socket's deadline at once, so ctx.Err() is already set when the read fails.
-	_ = c.conn.SetDeadline(time.Time{})
-	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(time.Unix(1, 0)) })
+	cl := &call{req: req, done: make(chan result, 1)}
+	stop := context.AfterFunc(ctx, func() { c.fail(ctx.Err()) })
 	defer stop()
 
-	c.corrID++
-	corr := c.corrID
-	if _, err := c.conn.Write(c.fmt.AppendRequest(nil, req, corr)); err != nil {
-		return nil, c.ioErr(ctx, "write", req, err)
+	c.writeMu.Lock()
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		c.writeMu.Unlock()
+		return nil, c.closedErr(ctx, err)
 	}
-	if p, ok := req.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
+	c.corrID++
+	cl.corr = c.corrID
+	if !noResponse {
+		c.pending = append(c.pending, cl)
+	}
+	c.mu.Unlock()
+	_, err := c.conn.Write(c.fmt.AppendRequest(nil, req, cl.corr))
+	c.writeMu.Unlock()
+	if err != nil {
+		c.fail(fmt.Errorf("wire: write %s to %s: %w", kmsg.NameForKey(req.Key()), c.addr, err))
+		return nil, c.closedErr(ctx, err)
+	}
+	if noResponse {
 		return nil, nil
 	}
-	var size [4]byte
-	if _, err := io.ReadFull(c.conn, size[:]); err != nil {
-		return nil, c.ioErr(ctx, "read", req, err)
+	r := <-cl.done
+	if r.err != nil {
+		return nil, c.closedErr(ctx, r.err)
 	}
-	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < 4 || n > MaxResponseBytes {
-		return nil, fmt.Errorf("wire: %s: response size %d out of range", kmsg.NameForKey(req.Key()), n)
+	return r.resp, nil
+}
+
+// closedErr prefers the caller's own context error, so a timeout reads as one.
+func (c *Conn) closedErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(c.conn, buf); err != nil {
-		return nil, c.ioErr(ctx, "read", req, err)
+	return err
+}
+
+// readLoop reads responses in order and hands each to the request waiting at the queue's head.
+func (c *Conn) readLoop() {
+	defer close(c.readerDone)
+	for {
+		var size [4]byte
+		if _, err := io.ReadFull(c.conn, size[:]); err != nil {
+			c.fail(fmt.Errorf("wire: read from %s: %w", c.addr, err))
+			return
+		}
+		n := int32(binary.BigEndian.Uint32(size[:]))
+		if n < 4 || n > MaxResponseBytes {
+			c.fail(fmt.Errorf("wire: response size %d from %s out of range", n, c.addr))
+			return
+		}
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(c.conn, buf); err != nil {
+			c.fail(fmt.Errorf("wire: read from %s: %w", c.addr, err))
+			return
+		}
+		c.mu.Lock()
+		if len(c.pending) == 0 {
+			c.mu.Unlock()
+			c.fail(fmt.Errorf("wire: unsolicited response from %s", c.addr))
+			return
+		}
+		cl := c.pending[0]
+		c.pending = c.pending[1:]
+		c.mu.Unlock()
+		resp, err := decode(cl, buf)
+		if err != nil {
+			c.fail(err)
+			cl.done <- result{err: err}
+			return
+		}
+		cl.done <- result{resp: resp}
 	}
-	if got := int32(binary.BigEndian.Uint32(buf)); got != corr {
-		return nil, fmt.Errorf("wire: %s: correlation id %d, want %d", kmsg.NameForKey(req.Key()), got, corr)
+}
+
+func decode(cl *call, buf []byte) (kmsg.Response, error) {
+	name := kmsg.NameForKey(cl.req.Key())
+	if got := int32(binary.BigEndian.Uint32(buf)); got != cl.corr {
+		return nil, fmt.Errorf("wire: %s: correlation id %d, want %d", name, got, cl.corr)
 	}
 	body := buf[4:]
-	resp := req.ResponseKind()
-	resp.SetVersion(req.GetVersion())
+	resp := cl.req.ResponseKind()
+	resp.SetVersion(cl.req.GetVersion())
 	// Flexible responses carry a tag buffer in the header, except ApiVersions (KIP-511) whose
 	// response header stays v0 so that any client can read it.
-	if resp.IsFlexible() && req.Key() != kmsg.ApiVersions.Int16() {
-		if len(body) < 1 {
-			return nil, fmt.Errorf("wire: %s: empty flexible response", kmsg.NameForKey(req.Key()))
-		}
-		body = skipTags(body)
-		if body == nil {
-			return nil, fmt.Errorf("wire: %s: bad response header tags", kmsg.NameForKey(req.Key()))
+	if resp.IsFlexible() && cl.req.Key() != kmsg.ApiVersions.Int16() {
+		if body = skipTags(body); body == nil {
+			return nil, fmt.Errorf("wire: %s: bad response header tags", name)
 		}
 	}
 	if err := resp.ReadFrom(body); err != nil {
-		return nil, fmt.Errorf("wire: decode %s v%d: %w", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+		return nil, fmt.Errorf("wire: decode %s v%d: %w", name, cl.req.GetVersion(), err)
 	}
 	return resp, nil
 }
@@ -150,18 +214,33 @@ func skipTags(b []byte) []byte {
 	return b
 }
 
-func (c *Conn) ioErr(ctx context.Context, op string, req kmsg.Request, err error) error {
-	if ctx.Err() != nil {
-		err = ctx.Err()
+// fail closes the connection for reason (the first one wins) and fails every request in flight
+// with ErrClosed carrying that reason: a request other than the one that timed out must not read
+// as having timed out itself.
+func (c *Conn) fail(reason error) {
+	err := ErrClosed
+	if !errors.Is(reason, ErrClosed) {
+		err = fmt.Errorf("%w: %v", ErrClosed, reason)
 	}
-	return fmt.Errorf("wire: %s %s to %s: %w", op, kmsg.NameForKey(req.Key()), c.addr, err)
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err = err
+	pending := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	_ = c.conn.Close()
+	for _, cl := range pending {
+		cl.done <- result{err: err}
+	}
 }
 
-// Close closes the connection, interrupting a request in flight (it returns an error); safe to call
-// more than once and concurrently with Request.
+// Close closes the connection, failing the requests in flight with ErrClosed, and waits for its
+// reader to stop. Safe to call more than once and concurrently with Request.
 func (c *Conn) Close() error {
-	if c.closed.Swap(true) {
-		return nil
-	}
-	return c.conn.Close()
+	c.fail(ErrClosed)
+	<-c.readerDone
+	return nil
 }

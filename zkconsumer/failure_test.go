@@ -49,7 +49,9 @@ func TestInitialRebalanceFailureReturned(t *testing.T) {
 	if conflicts != 2 {
 		t.Fatalf("owner conflicts on /consumers/g/owners/t/1 = %d, want 2 (one per attempt)", conflicts)
 	}
-	if n := m.count(0, timeline.ZKOp, func(r timeline.Record) bool { return r.Result == timeline.ZKOwnerConflict && r.Path != "/consumers/g/owners/t/1" }); n != 0 {
+	if n := m.count(0, timeline.ZKOp, func(r timeline.Record) bool {
+		return r.Result == timeline.ZKOwnerConflict && r.Path != "/consumers/g/owners/t/1"
+	}); n != 0 {
 		t.Fatalf("%d conflicts marked on partitions nobody else owns", n)
 	}
 	if _, err := m.CreateMessageStreams(ctx, map[string]int{"t": 1}); !errors.Is(err, ErrStreamsExist) {

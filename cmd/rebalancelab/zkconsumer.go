@@ -120,6 +120,7 @@ and owner znodes go with it).`,
 						if print {
 							mu.Lock()
 							printMessage(out, m)
+							_ = out.Flush() // each line as its message is delivered, not at exit
 							mu.Unlock()
 						}
 					}
