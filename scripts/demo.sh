@@ -1,33 +1,16 @@
 #!/usr/bin/env bash
-# make demo: the main job on an embedded default. Until the scenario engine lands it starts a lab
-# (a real ZooKeeper and one broker), creates a topic, produces 1,000 messages and consumes them back.
+# make demo: the main job on an embedded default. Runs two scenarios on every era — each starts its
+# own real ZooKeeper and broker and removes them afterwards — and prints the side-by-side tables:
+#   herd-effect         N stable members, one joins, one leaves: who wakes up, what it costs
+#   split-brain-zombie  a member's coordination link stalls past its session timeout while it
+#                       keeps fetching: does the zombie deliver and commit for partitions others took?
+# Results (JSON, HTML report with the ownership timelines) go to ./demo-out/.
 set -euo pipefail
 bin=${1:-bin/rebalancelab}
-work=$(mktemp -d -t rebalancelab-demo-XXXX)
-lab_pid=
-cleanup() {
-	[ -n "$lab_pid" ] && kill -INT "$lab_pid" 2>/dev/null && wait "$lab_pid" 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
-
-echo "== starting a lab: real ZooKeeper + 1 broker (logs: $work/lab.log)"
-"$bin" lab up --data "$work/data" >"$work/lab.out" 2>"$work/lab.log" &
-lab_pid=$!
-for _ in $(seq 1 300); do
-	[ -s "$work/lab.out" ] && break
-	kill -0 "$lab_pid" 2>/dev/null || { cat "$work/lab.log" >&2; exit 1; }
-	sleep 0.1
+out=${DEMO_OUT:-demo-out}
+mkdir -p "$out"
+for s in herd-effect split-brain-zombie; do
+	echo
+	echo "== rebalancelab scenario run $s --era all   (report: $out/$s/index.html)"
+	"$bin" scenario run "$s" --era all --json "$out/$s.json" --report "$out/$s"
 done
-head -n1 "$work/lab.out"
-bootstrap=$(head -n1 "$work/lab.out" | sed -E 's/.*"brokers":\["([^"]+)".*/\1/')
-
-echo "== topic create demo --partitions 4"
-"$bin" topic create demo --partitions 4 --bootstrap "$bootstrap"
-echo "== produce 1000 messages"
-"$bin" produce --bootstrap "$bootstrap" --topic demo --count 1000
-echo "== consume them back with kcat (librdkafka)"
-n=$(kcat -C -b "$bootstrap" -t demo -e -q -f '%p %o %s\n' | tee "$work/consumed" | wc -l)
-head -n3 "$work/consumed"
-echo "... $n messages consumed from 4 partitions"
-[ "$n" -eq 1000 ]
