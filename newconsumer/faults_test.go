@@ -1,0 +1,379 @@
+package newconsumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/timeline"
+	"github.com/rebalancelab/rebalancelab/wire"
+)
+
+// Group membership under faults, end to end (lab: real ZooKeeper and broker): a static member's
+// restart, a member fenced by a stalled coordinator link, and a broker killed with SIGKILL.
+
+// committedOffsets reads group's committed offsets of topic through kadm (OffsetFetch): partition ->
+// offset, only partitions with a commit.
+func committedOffsets(t *testing.T, adm *kadm.Client, group, topic string) (map[int32]int64, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	offs, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return nil, err
+	}
+	if err := offs.Error(); err != nil {
+		return nil, err
+	}
+	out := map[int32]int64{}
+	offs.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == topic && o.At >= 0 {
+			out[o.Partition] = o.At
+		}
+	})
+	return out, nil
+}
+
+// recordsAfter returns member's timeline records of kind at or after ts (Unix ms).
+func recordsAfter(col *timeline.Collector, member string, kind timeline.Kind, ts int64) []timeline.Record {
+	var out []timeline.Record
+	for _, r := range col.Records() {
+		if r.Member == member && r.Kind == kind && r.TsMs >= ts {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func groupRequestsAfter(col *timeline.Collector, member, api string, ts int64) []timeline.Record {
+	var out []timeline.Record
+	for _, r := range recordsAfter(col, member, timeline.GroupRequest, ts) {
+		if r.API == api {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TestIntegrationStaticRestartOthersSeeNoRebalance (KIP-345): the static member s (group.instance.id
+// "s1") leads a group with the dynamic member m1. s is closed (no LeaveGroup) and a new consumer
+// with the same group.instance.id starts within session.timeout.ms: it gets exactly s's partitions
+// back in the same generation (JoinGroup v9 tells the restarted leader to skip the assignment).
+// m1 sees no rebalance, from its own side: no listener call, no rebalance_begin, no heartbeat
+// answered REBALANCE_IN_PROGRESS, the same generation, and its heartbeats keep succeeding past the
+// moment the old instance's session would have expired. DescribeGroups lists the new member id for
+// "s1" and not the old one.
+func TestIntegrationStaticRestartOthersSeeNoRebalance(t *testing.T) {
+	bootstrap := startCluster(t, "t", 6, 0, 0)
+	adm := newAdmin(t, bootstrap)
+	col := &timeline.Collector{}
+	static := map[string]string{"partition.assignment.strategy": "range", "session.timeout.ms": "6000",
+		"heartbeat.interval.ms": "500", "group.instance.id": "s1"}
+	s := startMember(t, "s", bootstrap, "t", col, static)
+	waitFor(t, 30*time.Second, "s alone owning 6 partitions", func() bool { return groupStable([]*member{s}, 6) })
+	m1 := startMember(t, "m1", bootstrap, "t", col, map[string]string{"partition.assignment.strategy": "range",
+		"session.timeout.ms": "6000"})
+	waitFor(t, 30*time.Second, "a stable group of 2", func() bool {
+		return groupStable([]*member{s, m1}, 6) && len(m1.c.Assignment()) == 3
+	})
+	gen, owned, oldID, m1Owned := s.c.Generation(), s.c.Assignment(), s.c.MemberID(), m1.c.Assignment()
+	m1Calls, _ := m1.snapshot()
+	if !s.c.isLeaderNow() {
+		t.Fatal("s, the first member, is not the group's leader")
+	}
+
+	closedAt := time.Now()
+	s.close(t)
+	if timelineHas(col, "s", func(r timeline.Record) bool { return r.Kind == timeline.GroupRequest && r.API == "LeaveGroup" }) {
+		t.Fatal("the static member sent LeaveGroup on Close")
+	}
+	s2 := startMember(t, "s2", bootstrap, "t", col, static)
+	waitFor(t, 20*time.Second, "the restarted static member stable", func() bool { return groupStable([]*member{m1, s2}, 6) })
+	if back := time.Since(closedAt); back >= 6*time.Second {
+		t.Fatalf("the restarted member took %v to come back, not within session.timeout.ms 6000: the test proves nothing", back)
+	}
+	if got := s2.c.Assignment(); !reflect.DeepEqual(got, owned) {
+		t.Fatalf("restarted static member got %v, had %v", got, owned)
+	}
+	if !s2.c.isLeaderNow() {
+		t.Fatal("the restarted static leader was not told it leads (JoinGroup v9, SkipAssignment)")
+	}
+	if s2.c.Generation() != gen || s2.c.MemberID() == oldID {
+		t.Fatalf("restarted static member: generation %d member %s, want generation %d and a new member id (old %s)",
+			s2.c.Generation(), s2.c.MemberID(), gen, oldID)
+	}
+	// m1's heartbeats keep succeeding well past the old instance's session end (closedAt + 6 s):
+	// the replaced member id expires without a rebalance.
+	after := closedAt.Add(8 * time.Second).UnixMilli()
+	waitFor(t, 20*time.Second, "m1 heartbeating successfully 8 s after s closed", func() bool {
+		for _, r := range groupRequestsAfter(col, "m1", "Heartbeat", after) {
+			if r.Err == "" {
+				return true
+			}
+		}
+		return false
+	})
+	calls, _ := m1.snapshot()
+	if !reflect.DeepEqual(calls, m1Calls) {
+		t.Fatalf("m1's listener was called during the static restart: %v -> %v", m1Calls, calls)
+	}
+	if m1.c.Generation() != gen || !reflect.DeepEqual(m1.c.Assignment(), m1Owned) {
+		t.Fatalf("m1: generation %d -> %d, partitions %v -> %v", gen, m1.c.Generation(), m1Owned, m1.c.Assignment())
+	}
+	since := closedAt.UnixMilli()
+	if rb := recordsAfter(col, "m1", timeline.RebalanceBegin, since); len(rb) != 0 {
+		t.Fatalf("m1 began %d rebalances after s closed", len(rb))
+	}
+	for _, r := range groupRequestsAfter(col, "m1", "Heartbeat", since) {
+		if r.Err != "" {
+			t.Fatalf("m1's heartbeat answered %s after s closed", r.Err)
+		}
+	}
+	d, ms := describeGroupTopic(t, adm, "g", "t")
+	if d.State != "Stable" || len(ms) != 2 {
+		t.Fatalf("DescribeGroups: %s with %d members, want Stable with 2", d.State, len(ms))
+	}
+	if m, ok := ms[s2.c.MemberID()]; !ok || m.instanceID != "s1" || !reflect.DeepEqual(m.parts, partitionNumbers(owned)) {
+		t.Fatalf("DescribeGroups: %+v, want %s (instance s1) owning %v", ms, s2.c.MemberID(), owned)
+	}
+	if _, ok := ms[oldID]; ok {
+		t.Fatalf("DescribeGroups still lists the replaced member id %s", oldID)
+	}
+}
+
+// isLeaderNow reports whether the member computed (or, restarted static, was told it leads) the
+// group's assignment in its current generation.
+func (c *Consumer) isLeaderNow() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.isLeader
+}
+
+func partitionNumbers(ps []TopicPartition) []int32 {
+	var out []int32
+	for _, tp := range ps {
+		out = append(out, tp.Partition)
+	}
+	return out
+}
+
+type describedTopicMember struct {
+	instanceID string
+	parts      []int32
+}
+
+// describeGroupTopic is DescribeGroups through kadm: member id -> instance id and its partitions of
+// topic (decoded from the consumer-protocol assignment).
+func describeGroupTopic(t *testing.T, adm *kadm.Client, group, topic string) (kadm.DescribedGroup, map[string]describedTopicMember) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ds, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return kadm.DescribedGroup{}, nil
+	}
+	d := ds[group]
+	ms := map[string]describedTopicMember{}
+	for _, m := range d.Members {
+		var dm describedTopicMember
+		if m.InstanceID != nil {
+			dm.instanceID = *m.InstanceID
+		}
+		if a, ok := m.Assigned.AsConsumer(); ok {
+			for _, tp := range a.Topics {
+				if tp.Topic == topic {
+					dm.parts = append(dm.parts, tp.Partitions...)
+				}
+			}
+		}
+		sortInt32(dm.parts)
+		ms[m.MemberID] = dm
+	}
+	return d, ms
+}
+
+// TestIntegrationStalledCoordinatorLateCommitRejected: m2's coordinator link stalls (its fetch link
+// stays up) past session.timeout.ms; the coordinator removes it and m1 takes all 6 partitions. m2,
+// healed, commits with its old member id and generation: OffsetCommit answers UNKNOWN_MEMBER_ID for
+// every partition (the consumer's CommitSync reports ErrCommitFailed, its timeline the rejected
+// commits), the same commit sent on the wire at v8 and v9 is refused the same way, and the committed
+// offsets (read with kadm's OffsetFetch) stay what m2 committed while it was a member. m2 then loses
+// its partitions (OnPartitionsLost), rejoins with a new member id, and the group is whole again.
+func TestIntegrationStalledCoordinatorLateCommitRejected(t *testing.T) {
+	bootstrap := startCluster(t, "t", 6, 5, 0)
+	adm := newAdmin(t, bootstrap)
+	col := &timeline.Collector{}
+	props := map[string]string{"partition.assignment.strategy": "range", "enable.auto.commit": "false"}
+	links := lab.NewMemberLinks("m2")
+	t.Cleanup(func() { links.Close() })
+	m1 := startMember(t, "m1", bootstrap, "t", col, props)
+	// retry.backoff.ms 1000: after the heal, m2's heartbeat thread waits 1 s before it reconnects,
+	// so the commit below is the first request m2 sends to the coordinator with its old identity.
+	m2props := maps.Clone(props)
+	m2props["retry.backoff.ms"], m2props["retry.backoff.max.ms"] = "1000", "1000"
+	m2 := startMember(t, "m2", bootstrap, "t", col, m2props, func(c *Config) {
+		c.CoordinatorDialer = links.Dialer(lab.LinkCoordinator)
+		c.FetchDialer = links.Dialer(lab.LinkFetch)
+	})
+	both := []*member{m1, m2}
+	dumpOnFailure(t, col, both...)
+	waitFor(t, 30*time.Second, "a stable group of 2", func() bool { return groupStable(both, 6) && len(m1.c.Assignment()) == 3 })
+	owned, oldID, oldGen := m2.c.Assignment(), m2.c.MemberID(), m2.c.Generation()
+	ends := map[int32]int64{0: 5, 1: 5, 2: 5, 3: 5, 4: 5, 5: 5}
+	waitFor(t, 20*time.Second, "m2 consuming its partitions to the end", func() bool { return consumedTo(m2, ends) })
+	// While m2 is a member, it commits 3 for each of its partitions.
+	commitAt := func(off int64) map[TopicPartition]int64 {
+		out := map[TopicPartition]int64{}
+		for _, tp := range owned {
+			out[tp] = off
+		}
+		return out
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := m2.c.CommitSync(ctx, commitAt(3)); err != nil {
+		t.Fatalf("m2's commit as a member: %v", err)
+	}
+	want := map[int32]int64{}
+	for _, tp := range owned {
+		want[tp.Partition] = 3
+	}
+	if got, err := committedOffsets(t, adm, "g", "t"); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("committed offsets %v (%v), want %v", got, err, want)
+	}
+
+	m2.paused.Store(true) // the application polls no more: nothing but the heartbeat thread acts
+	stalledAt := time.Now().UnixMilli()
+	if err := links.Stall(lab.LinkCoordinator); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "m1 owning all 6 partitions", func() bool { return groupStable([]*member{m1}, 6) })
+	if m1.c.Generation() <= oldGen {
+		t.Fatalf("m1's generation %d, want above %d", m1.c.Generation(), oldGen)
+	}
+	// m2's heartbeat thread has given up on the coordinator (no answer within the session) and is
+	// looking for it again: it holds the lookup, dialling through the stalled link.
+	waitFor(t, 20*time.Second, "m2 looking for the coordinator again", func() bool {
+		failed := false
+		for _, r := range recordsAfter(col, "m2", timeline.GroupRequest, stalledAt) {
+			switch {
+			case r.API == "Heartbeat" && r.Err != "":
+				failed = true
+			case failed && r.API == "FindCoordinator" && r.Err == "":
+				return true
+			}
+		}
+		return false
+	})
+	if m2.c.MemberID() != oldID || m2.c.Generation() != oldGen {
+		t.Fatalf("m2 forgot its identity before learning it was removed: %s/%d", m2.c.MemberID(), m2.c.Generation())
+	}
+	commitErr := make(chan error, 1)
+	go func() { commitErr <- m2.c.CommitSync(ctx, commitAt(1)) }() // waits for the coordinator lookup
+	if err := links.Heal(lab.LinkCoordinator); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	select {
+	case err = <-commitErr:
+	case <-ctx.Done():
+		t.Fatal("m2's late CommitSync did not return")
+	}
+	if !errors.Is(err, ErrCommitFailed) || !strings.Contains(err.Error(), "UNKNOWN_MEMBER_ID") {
+		t.Fatalf("m2's late CommitSync: %v, want ErrCommitFailed (UNKNOWN_MEMBER_ID)", err)
+	}
+	commits := recordsAfter(col, "m2", timeline.Commit, stalledAt)
+	if len(commits) != len(owned) {
+		t.Fatalf("m2's late commit: %d commit records, want %d (one per partition): %+v", len(commits), len(owned), commits)
+	}
+	for _, r := range commits {
+		if r.Result != timeline.CommitRejected || r.Err != "UNKNOWN_MEMBER_ID" || r.MemberID != oldID || r.Generation == nil || *r.Generation != oldGen {
+			t.Fatalf("m2's late commit record %+v: want rejected UNKNOWN_MEMBER_ID for %s generation %d", r, oldID, oldGen)
+		}
+	}
+	// The same late commit on the wire, at the versions on both sides of KIP-447's v9 change.
+	conn, err := wire.Dial(ctx, nil, bootstrap, "late-committer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, v := range []int16{8, 9} {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version = v
+		req.Group, req.MemberID, req.Generation = "g", oldID, oldGen
+		rt := kmsg.OffsetCommitRequestTopic{Topic: "t"}
+		for _, tp := range owned {
+			rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitRequestTopicPartition{Partition: tp.Partition, Offset: 1, LeaderEpoch: -1})
+		}
+		req.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+		r, err := conn.Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range r.(*kmsg.OffsetCommitResponse).Topics[0].Partitions {
+			if p.ErrorCode != kerr.UnknownMemberID.Code {
+				t.Fatalf("OffsetCommit v%d from removed member %s, partition %d: %s, want UNKNOWN_MEMBER_ID", v, oldID, p.Partition, errName(p.ErrorCode))
+			}
+		}
+	}
+	if got, err := committedOffsets(t, adm, "g", "t"); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("committed offsets after the late commits: %v (%v), want %v unchanged", got, err, want)
+	}
+
+	m2.paused.Store(false)
+	waitFor(t, 30*time.Second, "a stable group of 2 again", func() bool { return groupStable(both, 6) && len(m2.c.Assignment()) == 3 })
+	if m2.c.MemberID() == oldID {
+		t.Fatalf("m2 kept member id %s after being removed", oldID)
+	}
+	if calls, _ := m2.snapshot(); !containsString(calls, fmt.Sprint("lost ", owned)) {
+		t.Fatalf("m2's listener calls %v: no OnPartitionsLost(%v)", calls, owned)
+	}
+}
+
+// dumpOnFailure logs, if the test fails, what the members did: generation, partitions, listener
+// calls, deliveries, and every timeline record but deliveries.
+func dumpOnFailure(t *testing.T, col *timeline.Collector, ms ...*member) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, m := range ms {
+			calls, _ := m.snapshot()
+			m.mu.Lock()
+			t.Logf("%s: generation %d, owns %v, listener %v, delivered %v", m.name, m.c.Generation(), m.c.Assignment(), calls, m.delivered)
+			m.mu.Unlock()
+		}
+		for _, r := range col.Records() {
+			if r.Kind != timeline.Deliver {
+				t.Logf("%d %s %s %s %q %v %s", r.TsMs, r.Member, r.Kind, r.API, r.Err, r.Partitions, r.Result)
+			}
+		}
+	})
+}
+
+// consumedTo reports whether m owns partitions and has handed every record of each to the
+// application: its position (the offset a commit of what it consumed carries) is ends[partition].
+func consumedTo(m *member, ends map[int32]int64) bool {
+	c := m.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.owned) == 0 {
+		return false
+	}
+	for tp, st := range c.owned {
+		if st.position != ends[tp.Partition] {
+			return false
+		}
+	}
+	return true
+}
