@@ -22,15 +22,10 @@ type groups struct {
 	creating atomic.Bool // __consumer_offsets creation under way (first FindCoordinator)
 
 	mu      sync.Mutex
-	pending []leadershipChange // applied in order by run
+	pending []int32 // __consumer_offsets partitions marked loading, for run to read
 	wake    chan struct{}
 	stop    chan struct{} // closed by close
 	done    chan struct{} // closed when run returns
-}
-
-type leadershipChange struct {
-	partition int32
-	leading   bool
 }
 
 // startGroupCoordinator builds the coordinator from the broker's group.* / offsets.* settings, routes
@@ -90,13 +85,24 @@ func (g *groups) coordinatorFor(p int32) (coordinator.Node, bool) {
 	return coordinator.Node{ID: n.ID, Host: n.Host, Port: n.Port}, true
 }
 
-// onLeadership is the broker's LeadershipFunc: it must not block, so changes are queued for run.
+// onLeadership is the broker's LeadershipFunc; it must not block. Both transitions take effect at
+// once, in the order ZooKeeper reported them: a partition this broker now leads is marked loading —
+// so a JoinGroup arriving right after FindCoordinator named this broker gets
+// COORDINATOR_LOAD_IN_PROGRESS, as in Kafka, not NOT_COORDINATOR — and its read is queued for run; a
+// partition it no longer leads is unloaded (in memory only: parked requests get NOT_COORDINATOR).
 func (g *groups) onLeadership(topic string, p int32, leading bool, _ int32) {
 	if topic != OffsetsTopic {
 		return
 	}
+	if !leading {
+		g.co.OnResignation(p)
+		return
+	}
+	if began, _ := g.co.BeginElection(p); !began {
+		return // already loading or loaded
+	}
 	g.mu.Lock()
-	g.pending = append(g.pending, leadershipChange{p, leading})
+	g.pending = append(g.pending, p)
 	g.mu.Unlock()
 	select {
 	case g.wake <- struct{}{}:
@@ -104,8 +110,8 @@ func (g *groups) onLeadership(topic string, p int32, leading bool, _ int32) {
 	}
 }
 
-// run applies leadership changes one at a time, in the order they happened: loading a partition
-// reads its whole log, which must not hold up the ZooKeeper loop.
+// run reads the partitions marked loading, one at a time: reading a whole log must not hold up the
+// ZooKeeper loop. A partition resigned before its read is dropped by LoadPartition.
 func (g *groups) run() {
 	defer close(g.done)
 	for {
@@ -120,15 +126,11 @@ func (g *groups) run() {
 				g.mu.Unlock()
 				break
 			}
-			c := g.pending[0]
+			p := g.pending[0]
 			g.pending = g.pending[1:]
 			g.mu.Unlock()
-			if c.leading {
-				if err := g.co.OnElection(g.b.ctx, c.partition); err != nil && g.b.ctx.Err() == nil {
-					g.b.log.WithError(err).WithField("partition", c.partition).Error("loading group metadata")
-				}
-			} else {
-				g.co.OnResignation(c.partition)
+			if err := g.co.LoadPartition(g.b.ctx, p); err != nil && g.b.ctx.Err() == nil {
+				g.b.log.WithError(err).WithField("partition", p).Error("loading group metadata")
 			}
 		}
 	}

@@ -106,19 +106,33 @@ func Start(ctx context.Context, cfg Config, olog OffsetsLog, log *logrus.Entry) 
 }
 
 // OnElection loads __consumer_offsets partition p and starts coordinating its groups
-// (GroupCoordinator.onElection). The log is read without holding up other partitions' requests.
+// (GroupCoordinator.onElection): BeginElection, then LoadPartition. The log is read without holding
+// up other partitions' requests.
 func (c *Coordinator) OnElection(ctx context.Context, p int32) error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return ErrClosed
+	began, err := c.BeginElection(p)
+	if err != nil || !began {
+		return err
 	}
-	if !c.core.BeginLoad(p) {
-		c.mu.Unlock()
-		return nil
-	}
-	c.mu.Unlock()
+	return c.LoadPartition(ctx, p)
+}
 
+// BeginElection marks partition p as loading without reading it, so requests for its groups get
+// COORDINATOR_LOAD_IN_PROGRESS from now on (GroupMetadataManager.scheduleLoadGroupAndOffsets adds
+// the partition to loadingPartitions at once and reads it on a scheduler thread). It never blocks
+// on I/O: the broker's leadership listener calls it, then LoadPartition elsewhere. false when p is
+// already loading or loaded; ErrClosed after Close.
+func (c *Coordinator) BeginElection(p int32) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false, ErrClosed
+	}
+	return c.core.BeginLoad(p), nil
+}
+
+// LoadPartition reads partition p (marked by BeginElection) and hands its groups and offsets to the
+// coordinator. If p was resigned meanwhile (OnResignation), what was read is dropped.
+func (c *Coordinator) LoadPartition(ctx context.Context, p int32) error {
 	start := time.Now()
 	var recs []KV
 	readErr := c.olog.ReadAll(p, func(key, value []byte) error {
@@ -135,9 +149,16 @@ func (c *Coordinator) OnElection(ctx context.Context, p int32) error {
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	l := c.log.WithField("partition", p)
+	if !c.core.loading[p] {
+		l.Debug("partition resigned while loading; dropping what was read")
+		return nil
+	}
 	effects, loadErr := c.core.CompleteLoad(time.Now(), p, recs)
 	c.apply(effects)
-	l := c.log.WithField("partition", p)
 	if loadErr != nil {
 		l.WithError(loadErr).Error("skipped undecodable records while loading offsets and group metadata")
 	}

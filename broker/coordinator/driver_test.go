@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -301,5 +303,56 @@ func TestDriverClientInfoAndVersions(t *testing.T) {
 		if w, ok := want[v.ApiKey]; !ok || w != [2]int16{v.MinVersion, v.MaxVersion} {
 			t.Fatalf("api %d: %d-%d", v.ApiKey, v.MinVersion, v.MaxVersion)
 		}
+	}
+}
+
+// TestDriverElectionMarksLoadingAtOnce: BeginElection makes a partition's groups answer JoinGroup with
+// COORDINATOR_LOAD_IN_PROGRESS before any of it is read (GroupMetadataManager's loadingPartitions);
+// LoadPartition then serves them; a resignation between the two drops the read.
+func TestDriverElectionMarksLoadingAtOnce(t *testing.T) {
+	cfg := driverConfig()
+	var leads atomic.Bool // whether this broker leads the offsets partitions; none at start
+	cfg.CoordinatorFor = func(int32) (Node, bool) {
+		if leads.Load() {
+			return cfg.Node, true
+		}
+		return Node{ID: 2, Host: "127.0.0.1", Port: 9093}, true
+	}
+	c, err := Start(context.Background(), cfg, newMemLog(), testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	leads.Store(true)
+	p := PartitionFor("g", cfg.OffsetsTopicNumPartitions)
+	// JoinGroup with a member id the group does not know: answered at once in every state. (A
+	// Heartbeat would not do: Kafka answers it NONE while the group loads, "blindly".)
+	joinCode := func() int16 {
+		return handle(t, c, "c", joinReq("g", joinOpts{version: 5, memberID: "stranger", session: 1000, rebalance: 1000})).(*kmsg.JoinGroupResponse).ErrorCode
+	}
+	if got := joinCode(); got != kerr.NotCoordinator.Code {
+		t.Fatalf("before the election: %v, want NOT_COORDINATOR", kerr.ErrorForCode(got))
+	}
+	if began, err := c.BeginElection(p); !began || err != nil {
+		t.Fatalf("BeginElection = %v, %v", began, err)
+	}
+	if got := joinCode(); got != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("marked, not read: %v, want COORDINATOR_LOAD_IN_PROGRESS", kerr.ErrorForCode(got))
+	}
+	if began, _ := c.BeginElection(p); began {
+		t.Fatal("a second BeginElection of a loading partition began again")
+	}
+	c.OnResignation(p)
+	if err := c.LoadPartition(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if got := joinCode(); got != kerr.NotCoordinator.Code {
+		t.Fatalf("resigned during the read: %v, want NOT_COORDINATOR (the read dropped)", kerr.ErrorForCode(got))
+	}
+	if err := c.OnElection(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if got := joinCode(); got != kerr.UnknownMemberID.Code {
+		t.Fatalf("loaded: %v, want UNKNOWN_MEMBER_ID (serving, no such member)", kerr.ErrorForCode(got))
 	}
 }
