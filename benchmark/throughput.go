@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"sort"
 	"sync/atomic"
 	"time"
 
@@ -112,4 +113,64 @@ func MeasureThroughput(ctx context.Context, target, bootstrap string, o Throughp
 	res.FetchRecordsPerS = float64(got) / elapsed
 	res.FetchMBps = float64(got*o.RecordBytes) / 1e6 / elapsed
 	return res, nil
+}
+
+// Spread is a figure over repeated runs: the median and the extremes.
+type Spread struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+}
+
+// ThroughputSummary is one target's figures for one record size over all its runs.
+type ThroughputSummary struct {
+	Target             string `json:"target"`
+	RecordBytes        int    `json:"record_bytes"`
+	Runs               int    `json:"runs"`
+	ProduceMBps        Spread `json:"produce_mb_per_s"`
+	ProduceRecordsPerS Spread `json:"produce_records_per_s"`
+	FetchMBps          Spread `json:"fetch_mb_per_s"`
+	FetchRecordsPerS   Spread `json:"fetch_records_per_s"`
+}
+
+// SummarizeThroughput groups results by (record size, target), in first-seen order, and gives each
+// figure's median and min-max over the runs.
+func SummarizeThroughput(results []ThroughputResult) []ThroughputSummary {
+	type key struct {
+		size   int
+		target string
+	}
+	var order []key
+	groups := map[key][]ThroughputResult{}
+	for _, r := range results {
+		k := key{r.RecordBytes, r.Target}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	spread := func(rs []ThroughputResult, f func(ThroughputResult) float64) Spread {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		sort.Float64s(v)
+		m := v[len(v)/2]
+		if len(v)%2 == 0 {
+			m = (v[len(v)/2-1] + v[len(v)/2]) / 2
+		}
+		return Spread{Median: m, Min: v[0], Max: v[len(v)-1]}
+	}
+	out := make([]ThroughputSummary, 0, len(order))
+	for _, k := range order {
+		rs := groups[k]
+		out = append(out, ThroughputSummary{
+			Target: k.target, RecordBytes: k.size, Runs: len(rs),
+			ProduceMBps:        spread(rs, func(r ThroughputResult) float64 { return r.ProduceMBps }),
+			ProduceRecordsPerS: spread(rs, func(r ThroughputResult) float64 { return r.ProduceRecordsPerS }),
+			FetchMBps:          spread(rs, func(r ThroughputResult) float64 { return r.FetchMBps }),
+			FetchRecordsPerS:   spread(rs, func(r ThroughputResult) float64 { return r.FetchRecordsPerS }),
+		})
+	}
+	return out
 }

@@ -26,6 +26,7 @@ func init() {
 		sizes      string
 		megabytes  int
 		partitions int32
+		runs       int
 	)
 	throughput := &cobra.Command{
 		Use:   "throughput",
@@ -65,29 +66,42 @@ The table shows each target and the ratio rebalancelab/kfake (above 1: faster th
 				{"rebalancelab", l.Bootstrap()},
 				{"kfake", strings.Join(fake.ListenAddrs(), ",")},
 			}
+			if runs < 1 {
+				return fmt.Errorf("--runs must be at least 1")
+			}
 			var results []benchmark.ThroughputResult
 			for _, size := range recSizes {
 				records := megabytes * 1_000_000 / size
-				for _, tg := range targets {
-					topic := fmt.Sprintf("bench-%d", size)
-					if err := createTopic(cmd, tg.bootstrap, topic, partitions); err != nil {
-						return fmt.Errorf("%s: %w", tg.name, err)
+				for run := 0; run < runs; run++ {
+					// Alternate which target goes first: the second runs on a warmer page cache.
+					order := []int{0, 1}
+					if run%2 == 1 {
+						order = []int{1, 0}
 					}
-					logrus.WithField("target", tg.name).Infof("throughput: %d records of %d bytes", records, size)
-					r, err := benchmark.MeasureThroughput(ctx, tg.name, tg.bootstrap, benchmark.ThroughputOptions{
-						Topic: topic, Partitions: partitions, RecordBytes: size, Records: records,
-					})
-					if err != nil {
-						return err
+					for _, i := range order {
+						tg := targets[i]
+						topic := fmt.Sprintf("bench-%d-%d", size, run)
+						if err := createTopic(cmd, tg.bootstrap, topic, partitions); err != nil {
+							return fmt.Errorf("%s: %w", tg.name, err)
+						}
+						logrus.WithField("target", tg.name).Infof("throughput run %d/%d: %d records of %d bytes", run+1, runs, records, size)
+						r, err := benchmark.MeasureThroughput(ctx, tg.name, tg.bootstrap, benchmark.ThroughputOptions{
+							Topic: topic, Partitions: partitions, RecordBytes: size, Records: records,
+						})
+						if err != nil {
+							return err
+						}
+						results = append(results, r)
 					}
-					results = append(results, r)
 				}
 			}
-			printThroughput(results)
+			summary := benchmark.SummarizeThroughput(results)
+			printThroughput(summary, runs)
 			if jsonFile != "" {
 				b, _ := json.MarshalIndent(map[string]any{
-					"params":  map[string]any{"sizes": recSizes, "megabytes_per_size": megabytes, "partitions": partitions},
-					"results": results,
+					"params":  map[string]any{"sizes": recSizes, "megabytes_per_run": megabytes, "partitions": partitions, "runs": runs},
+					"summary": summary,
+					"runs":    results,
 				}, "", "  ")
 				return os.WriteFile(jsonFile, append(b, '\n'), 0o644)
 			}
@@ -96,7 +110,8 @@ The table shows each target and the ratio rebalancelab/kfake (above 1: faster th
 	}
 	throughput.Flags().StringVar(&jsonFile, "json", "", "also write the results as JSON to this file")
 	throughput.Flags().StringVar(&sizes, "sizes", "1024,100", "record value sizes in bytes, comma-separated")
-	throughput.Flags().IntVar(&megabytes, "mb", 100, "MB (10^6 bytes) of record values per size and target")
+	throughput.Flags().IntVar(&megabytes, "mb", 100, "MB (10^6 bytes) of record values per run, size and target")
+	throughput.Flags().IntVar(&runs, "runs", 3, "runs per size and target (medians are reported, with the min-max spread)")
 	throughput.Flags().Int32Var(&partitions, "partitions", 6, "partitions of the benchmark topic")
 	benchCmd.AddCommand(throughput)
 	rootCmd.AddCommand(benchCmd)
@@ -115,16 +130,26 @@ func createTopic(cmd *cobra.Command, bootstrap, topic string, partitions int32) 
 	return resp.Err
 }
 
-func printThroughput(rs []benchmark.ThroughputResult) {
+func printThroughput(sum []benchmark.ThroughputSummary, runs int) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "record bytes\ttarget\tproduce MB/s\tproduce rec/s\tfetch MB/s\tfetch rec/s\t")
-	for i := 0; i+1 < len(rs); i += 2 {
-		a, b := rs[i], rs[i+1]
-		for _, r := range []benchmark.ThroughputResult{a, b} {
-			fmt.Fprintf(w, "%d\t%s\t%.1f\t%.0f\t%.1f\t%.0f\t\n", r.RecordBytes, r.Target, r.ProduceMBps, r.ProduceRecordsPerS, r.FetchMBps, r.FetchRecordsPerS)
+	fmt.Fprintf(w, "record bytes\ttarget\tproduce MB/s\t(min-max)\tproduce rec/s\tfetch MB/s\t(min-max)\tfetch rec/s\t\n")
+	byKey := map[string]benchmark.ThroughputSummary{}
+	for _, r := range sum {
+		byKey[fmt.Sprint(r.RecordBytes, r.Target)] = r
+		fmt.Fprintf(w, "%d\t%s\t%.1f\t%.0f-%.0f\t%.0f\t%.1f\t%.0f-%.0f\t%.0f\t\n", r.RecordBytes, r.Target,
+			r.ProduceMBps.Median, r.ProduceMBps.Min, r.ProduceMBps.Max, r.ProduceRecordsPerS.Median,
+			r.FetchMBps.Median, r.FetchMBps.Min, r.FetchMBps.Max, r.FetchRecordsPerS.Median)
+		if r.Target != "kfake" {
+			continue
 		}
-		fmt.Fprintf(w, "%d\t%s/%s\t%.2fx\t%.2fx\t%.2fx\t%.2fx\t\n", a.RecordBytes, a.Target, b.Target,
-			a.ProduceMBps/b.ProduceMBps, a.ProduceRecordsPerS/b.ProduceRecordsPerS, a.FetchMBps/b.FetchMBps, a.FetchRecordsPerS/b.FetchRecordsPerS)
+		a, ok := byKey[fmt.Sprint(r.RecordBytes, "rebalancelab")]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(w, "%d\trebalancelab/kfake\t%.2fx\t\t%.2fx\t%.2fx\t\t%.2fx\t\n", r.RecordBytes,
+			a.ProduceMBps.Median/r.ProduceMBps.Median, a.ProduceRecordsPerS.Median/r.ProduceRecordsPerS.Median,
+			a.FetchMBps.Median/r.FetchMBps.Median, a.FetchRecordsPerS.Median/r.FetchRecordsPerS.Median)
 	}
 	w.Flush()
+	fmt.Printf("medians of %d runs each; ratios of medians (above 1: this broker is faster)\n", runs)
 }
