@@ -63,9 +63,11 @@ func (p *Proxy) Addr() string { return p.addr }
 func (p *Proxy) Upstream() string { return p.p.Upstream }
 
 // Stall makes the proxy accept bytes in both directions and deliver none, while keeping every TCP
-// connection open (toxiproxy's "timeout" toxic with timeout 0): the peers see silence, not a close,
-// as with a hung process or a network partition that drops packets. New connections are stalled too.
-// The bytes swallowed are gone: Heal closes the stalled connections (their streams are broken).
+// connection open: the peers see silence, not a close, as across a network partition or a hung
+// host. New connections are stalled too. The bytes are held, not dropped (toxiproxy's "latency"
+// toxic with a delay of stallDelay, in each direction): Heal delivers them in order, as TCP
+// retransmission does when a partition heals — so a request sent during the stall reaches its server
+// afterwards (a zombie's offset commit arrives, and is judged, once the link is back).
 func (p *Proxy) Stall() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -75,14 +77,18 @@ func (p *Proxy) Stall() error {
 	if p.stalled {
 		return nil
 	}
+	attrs := fmt.Sprintf(`{"latency":%d,"jitter":0}`, stallDelay.Milliseconds())
 	for _, t := range []struct{ name, stream string }{{toxicStallUp, "upstream"}, {toxicStallDown, "downstream"}} {
-		if err := p.addToxic(t.name, "timeout", t.stream, `{"timeout":0}`); err != nil {
+		if err := p.addToxic(t.name, "latency", t.stream, attrs); err != nil {
 			return err
 		}
 	}
 	p.stalled = true
 	return nil
 }
+
+// stallDelay is longer than any run: a stalled byte moves only when Heal removes the toxic.
+const stallDelay = 24 * time.Hour
 
 // Latency delays every byte from the upstream to the client by d (toxiproxy's "latency" toxic on the
 // downstream direction), so each request/response round trip takes at least d longer. A new call
@@ -129,8 +135,8 @@ func (p *Proxy) Cut() error {
 	return nil
 }
 
-// Heal removes every fault: toxics are removed (connections that were stalled get closed) and a cut
-// proxy listens again on its address. Errors: the address was taken meanwhile, or Close was called.
+// Heal removes every fault: toxics are removed (bytes held by a stall are delivered, in order, on
+// the same connections) and a cut proxy listens again on its address. Errors: the address was taken meanwhile, or Close was called.
 func (p *Proxy) Heal() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
