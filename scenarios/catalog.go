@@ -31,9 +31,11 @@ const (
 type Scenario struct {
 	Name        string
 	Description string // one line
-	// Defaults are the params a run takes when the caller gives zeros; MinConsumers bounds --consumers.
+	// Defaults are the params a run takes when the caller gives zeros; MinConsumers and MaxConsumers
+	// (0: 200, what the scenarios are sized for) bound --consumers.
 	Defaults     Params
 	MinConsumers int
+	MaxConsumers int
 	// ZKNodes is the ZooKeeper ensemble the scenario needs (1 or 3). A scenario that stops ZooKeeper
 	// nodes cannot run on an external ensemble (--zk): every era is then not applicable.
 	ZKNodes     int
@@ -128,11 +130,15 @@ func (s *Scenario) params(p Params) (Params, error) {
 	if p.Partitions == 0 {
 		p.Partitions = s.Defaults.Partitions
 	}
+	maxN := s.MaxConsumers
+	if maxN == 0 {
+		maxN = 200
+	}
 	switch {
 	case p.Consumers < s.MinConsumers:
 		return p, fmt.Errorf("--consumers %d: %s needs at least %d", p.Consumers, s.Name, s.MinConsumers)
-	case p.Consumers > 200:
-		return p, fmt.Errorf("--consumers %d: at most 200 members run in one process", p.Consumers)
+	case p.Consumers > maxN:
+		return p, fmt.Errorf("--consumers %d: at most %d members run in one process", p.Consumers, maxN)
 	case p.Partitions < 1 || p.Partitions > 1000:
 		return p, fmt.Errorf("--partitions %d: want 1..1000", p.Partitions)
 	}

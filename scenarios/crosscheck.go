@@ -56,14 +56,17 @@ func (c *ZKCrosscheck) Summary() string {
 	return s
 }
 
-// zkCounters are one mntr snapshot per node (nil: the node did not answer).
-type zkCounters []map[string]int64
+// ZKCounters are one mntr snapshot per ZooKeeper node, in the order of the addresses given to
+// SnapshotZK (nil: the node did not answer).
+type ZKCounters []map[string]int64
 
 var watchFiredKeys = []string{"zk_sum_node_created_watch_count", "zk_sum_node_deleted_watch_count",
 	"zk_sum_node_changed_watch_count", "zk_sum_node_children_watch_count"}
 
-func snapshotMntr(ctx context.Context, addrs []string) zkCounters {
-	out := make(zkCounters, len(addrs))
+// SnapshotZK asks every node of addrs ("host:port") for mntr (3 s each). Two snapshots around a span
+// give the server's side of a cross-check (DiffCounters).
+func SnapshotZK(ctx context.Context, addrs []string) ZKCounters {
+	out := make(ZKCounters, len(addrs))
 	for i, a := range addrs {
 		c, cancel := context.WithTimeout(ctx, 3*time.Second)
 		s, err := lab.FourLetter(c, a, "mntr")
@@ -77,8 +80,10 @@ func snapshotMntr(ctx context.Context, addrs []string) zkCounters {
 	return out
 }
 
-// diffCounters fills the server side of c from two snapshots.
-func (c *ZKCrosscheck) diffCounters(addrs []string, before, after zkCounters) {
+// DiffCounters fills the server side of c from two snapshots of addrs (SnapshotZK) and compares it
+// with the timeline side, which the caller has set (TimelineZKOps, TimelineWatchEvents) for the same
+// span. Comparable ends false when a node did not answer or restarted in between.
+func (c *ZKCrosscheck) DiffCounters(addrs []string, before, after ZKCounters) {
 	c.Comparable = true
 	for i := range addrs {
 		b, a := before[i], after[i]

@@ -41,6 +41,31 @@ type Options struct {
 	// LabLog is the lab's, the brokers' and the members' log; nil: a logger at warn level on stderr.
 	LabLog   *logrus.Entry
 	Progress io.Writer // a line per step (stderr in the CLI); nil: none
+	// Definition, when set, is run instead of the catalog's scenario named Scenario (benchmarks build
+	// their own scripts; its Relations are checked as usual).
+	Definition *Scenario
+	// OnStep, when set, is called before and after every scripted step, on the runner's goroutine:
+	// the script waits while it runs. Cancelling Run's context from it stops the era as Ctrl-C does
+	// (members crash-stopped, the figures of what ran so far kept).
+	OnStep func(ctx context.Context, s StepInfo)
+}
+
+// StepInfo is what Options.OnStep sees of an era's run around one scripted step.
+type StepInfo struct {
+	Era, Group, Topic string
+	Bootstrap         string   // the lab's brokers, comma-joined host:port
+	ZKAddrs           []string // the lab's ZooKeeper nodes, host:port
+	Index             int      // 0-based position of Step in the script
+	Step              Step
+	Done              bool // false: before the step; true: after it
+	// Settled: after a settle step, whether the group settled (false: timed out or cancelled);
+	// true otherwise (before any step, after other steps).
+	Settled bool
+	// Records returns the era's timeline so far, merged by ts_ms.
+	Records func() []timeline.Record
+	// ZKWatchers runs the wchp half of the zk cross-check now: the sessions the server has watching
+	// /consumers/<group>/ids against the live members' current sessions. nil outside the zk era.
+	ZKWatchers func(ctx context.Context) *ZKCrosscheck
 }
 
 // ResolveEras expands names ("all" = Eras) and checks them.
@@ -86,9 +111,12 @@ func ResolveEras(names []string) ([]string, error) {
 // holds what was measured so far. Other errors: an unknown scenario or era, bad params, a lab that does
 // not start, a topic that cannot be created, output that cannot be written.
 func Run(ctx context.Context, o Options) (*RunResult, error) {
-	sc, err := Lookup(o.Scenario)
-	if err != nil {
-		return nil, err
+	sc := o.Definition
+	if sc == nil {
+		var err error
+		if sc, err = Lookup(o.Scenario); err != nil {
+			return nil, err
+		}
 	}
 	p, err := sc.params(o.Params)
 	if err != nil {
@@ -252,9 +280,9 @@ func (r *eraRunner) run(parent context.Context) error {
 	if err := r.createTopic(ctx); err != nil {
 		return err
 	}
-	var before zkCounters
+	var before ZKCounters
 	if e.Era == "zk" {
-		before = snapshotMntr(ctx, r.zkAddrs)
+		before = SnapshotZK(ctx, r.zkAddrs)
 	}
 
 	prodCtx, stopProducer := context.WithCancel(ctx)
@@ -270,7 +298,9 @@ func (r *eraRunner) run(parent context.Context) error {
 			break
 		}
 		r.stepf("step %d/%d: %s", i+1, len(r.res.Script), st)
-		r.do(ctx, st)
+		r.onStep(ctx, i, st, false, true)
+		settled := r.do(ctx, st)
+		r.onStep(ctx, i, st, true, settled)
 	}
 	stopProducer()
 	<-prodDone
@@ -299,7 +329,7 @@ func (r *eraRunner) run(parent context.Context) error {
 	e.Records, e.ShutdownRecords = splitAtShutdown(all)
 	e.Result = Compute(e.Records, e.Era, r.opts)
 	if e.Era == "zk" {
-		after := snapshotMntr(ctx, r.zkAddrs)
+		after := SnapshotZK(ctx, r.zkAddrs)
 		for _, rec := range all { // the server counted the shutdown too
 			switch rec.Kind {
 			case timeline.ZKOp:
@@ -308,7 +338,7 @@ func (r *eraRunner) run(parent context.Context) error {
 				e.ZKCrosscheck.TimelineWatchEvents++
 			}
 		}
-		e.ZKCrosscheck.diffCounters(r.zkAddrs, before, after)
+		e.ZKCrosscheck.DiffCounters(r.zkAddrs, before, after)
 	}
 	if r.sc.Extra != nil {
 		e.Extra = r.sc.Extra(e)
@@ -439,8 +469,22 @@ func (r *eraRunner) fault(action, target string) {
 	r.rec.Emit(timeline.Record{Kind: timeline.Fault, Action: action, Target: target})
 }
 
-// do performs one step. Failures are recorded (errorf) and the script goes on.
-func (r *eraRunner) do(ctx context.Context, st Step) {
+// onStep calls Options.OnStep, if any.
+func (r *eraRunner) onStep(ctx context.Context, i int, st Step, done, settled bool) {
+	if r.o.OnStep == nil {
+		return
+	}
+	info := StepInfo{Era: r.e.Era, Group: r.e.Group, Topic: r.e.Topic, Bootstrap: r.lab.Bootstrap(),
+		ZKAddrs: r.zkAddrs, Index: i, Step: st, Done: done, Settled: settled, Records: r.sortedRecords}
+	if r.e.Era == "zk" {
+		info.ZKWatchers = r.watchCheck
+	}
+	r.o.OnStep(ctx, info)
+}
+
+// do performs one step. Failures are recorded (errorf) and the script goes on. It returns false only
+// for a settle that did not settle.
+func (r *eraRunner) do(ctx context.Context, st Step) bool {
 	switch st.Action {
 	case ActTrigger:
 		r.rec.Emit(timeline.Record{Kind: timeline.Trigger, Name: st.Name})
@@ -476,7 +520,7 @@ func (r *eraRunner) do(ctx context.Context, st Step) {
 		z := r.lab.ZooKeeper()
 		if z == nil || st.Node >= len(z.Nodes()) {
 			r.errorf("%s: no such lab ZooKeeper node", st)
-			return
+			return true
 		}
 		r.fault(string(st.Action), fmt.Sprintf("zookeeper/%d", st.Node))
 		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -494,7 +538,7 @@ func (r *eraRunner) do(ctx context.Context, st Step) {
 		bs := r.lab.Brokers()
 		if st.Node >= len(bs) {
 			r.errorf("%s: no such broker", st)
-			return
+			return true
 		}
 		r.fault(string(st.Action), fmt.Sprintf("broker/%d", bs[st.Node].ID()))
 		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -512,12 +556,16 @@ func (r *eraRunner) do(ctx context.Context, st Step) {
 		start := time.Now()
 		if r.settle(ctx, time.Duration(st.QuietMs)*time.Millisecond, time.Duration(st.TimeoutMs)*time.Millisecond) {
 			r.stepf("stable after %.1fs", time.Since(start).Seconds())
-		} else if ctx.Err() == nil {
+			return true
+		}
+		if ctx.Err() == nil {
 			r.stepf("NOT stable after %.1fs; going on", time.Since(start).Seconds())
 		}
+		return false
 	default:
 		r.errorf("unknown step action %q", st.Action)
 	}
+	return true
 }
 
 // startMember records member_start and runs a new incarnation of the member in the background.

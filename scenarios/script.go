@@ -133,6 +133,10 @@ func (t Timing) settleTimeout() int64 { return 6*t.maxSession() + 8*t.RebalanceB
 // heartbeats, so that a rebalance that is about to start has started.
 func (t Timing) quiet() int64 { return max(2*t.RebalanceBackoffMs, 2*t.HeartbeatIntervalMs) + 200 }
 
+// QuietMs is how long the scenarios' settle steps want the group stable (ms), for scripts built
+// outside this package.
+func (t Timing) QuietMs() int64 { return t.quiet() }
+
 // Params are a run's knobs; zero values take the scenario's defaults (Scenario.Defaults).
 type Params struct {
 	Consumers  int   `json:"consumers"`

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+
+	"github.com/rebalancelab/rebalancelab/benchmark"
+)
+
+func init() {
+	var (
+		eras       []string
+		consumers  string
+		partitions int
+		jsonFile   string
+		plotFile   string
+		deadline   time.Duration
+		seed       int64
+		noPeer     bool
+		markdown   bool
+	)
+	storm := &cobra.Command{
+		Use:   "storm [--era all] [--consumers 10,100,1000] [--partitions P] [--json FILE] [--plot FILE.svg]",
+		Short: "Rebalance storms per era and N: N start at once, one joins, one leaves; beside franz-go's kgo",
+		Long: `For each N (smallest first) and era, starts a lab (real ZooKeeper, one broker), a topic of P partitions
+(default N) and a producer, then measures three cells on one group, with the lab's short timings:
+  storm  N members start at once, until the group is stable;
+  join   one member joins the stable group of N;
+  leave  one of the N members leaves (the group had N+1).
+Each cell gets DESIGN.md's figures from its timeline window plus peak_rss_bytes and goroutines_peak
+(sampled in this process, which runs the members, the broker and the proxies; not the ZooKeeper JVM)
+and cpu_ms (getrusage). A cell must be stable within --deadline; one that is not (or whose steps block:
+ZooKeeper refusing sessions, file descriptors) records where and why it stopped in stopped_reason, and
+the cells after it in that (era, N) are not run. In classic and cooperative, N franz-go kgo members run
+the same storm first on the same broker; both groups' time to stable is measured from the broker
+(DescribeGroups until Stable with N members and every partition assigned once), with the ratio.
+In the zk era the join cell checks zk_watch_events >= N against the server's own watch count (mntr)
+and wchp. The table goes to stdout, a progress bar to stderr. Exit status 1 when a check fails.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var ns []int
+			for _, s := range strings.Split(consumers, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(s))
+				if err != nil || n < 1 {
+					return fmt.Errorf("--consumers: %q is not a member count >= 1", s)
+				}
+				ns = append(ns, n)
+			}
+			if deadline <= 0 {
+				return fmt.Errorf("--deadline %s: want a positive duration (e.g. 120s)", deadline)
+			}
+			bar := newProgressBar(cmd.ErrOrStderr())
+			o := benchmark.StormOptions{Eras: eras, Consumers: ns, Partitions: partitions, Deadline: deadline,
+				Seed: seed, Peer: !noPeer, Version: version, Progress: bar.update}
+			if logrus.GetLevel() >= logrus.DebugLevel {
+				o.LabLog = logrus.NewEntry(logrus.StandardLogger())
+				o.RunnerProgress = cmd.ErrOrStderr()
+			}
+			start := time.Now()
+			res, err := benchmark.RunStorm(cmd.Context(), o)
+			bar.stop()
+			if res == nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "bench storm: %d cells in %s\n", len(res.Cells), time.Since(start).Round(time.Second))
+			if werr := res.WriteTable(cmd.OutOrStdout(), markdown); werr != nil {
+				return werr
+			}
+			if jsonFile != "" {
+				if werr := writeFileWith(jsonFile, res.WriteJSON); werr != nil {
+					return werr
+				}
+			}
+			if plotFile != "" {
+				if werr := writeFileWith(plotFile, res.WriteSVG); werr != nil {
+					return werr
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("bench storm: %w", err)
+			}
+			for _, c := range res.Cells {
+				for _, ch := range c.Checks {
+					if !ch.OK {
+						return fmt.Errorf("bench storm: a check does not hold (FAIL lines above)")
+					}
+				}
+			}
+			return nil
+		},
+	}
+	f := storm.Flags()
+	f.StringSliceVar(&eras, "era", []string{"all"}, "eras: zk, classic, cooperative, static, or all (comma-separated or repeated)")
+	f.StringVar(&consumers, "consumers", "10,100,1000", "member counts N, comma-separated")
+	f.IntVar(&partitions, "partitions", 0, "partitions P of each run's topic (0: N, one per member; at most 1000)")
+	f.StringVar(&jsonFile, "json", "", "write the bench JSON to FILE")
+	f.StringVar(&plotFile, "plot", "", "write a log-log SVG plot to FILE.svg (one line per era per figure)")
+	f.DurationVar(&deadline, "deadline", benchmark.DefaultStormDeadline, "per-cell deadline: the group must be stable within it")
+	f.Int64Var(&seed, "seed", 1, "seed of the scripted events (start order, who leaves)")
+	f.BoolVar(&noPeer, "no-peer", false, "skip the franz-go kgo peer storms")
+	f.BoolVar(&markdown, "markdown", false, "print the tables as Markdown (for the README)")
+	benchCmd.AddCommand(storm)
+}
+
+// writeFileWith creates path and fills it with write.
+func writeFileWith(path string, write func(io.Writer) error) error {
+	var buf bytes.Buffer
+	if err := write(&buf); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// progressBar draws "[#####.....] 5/24 cells  classic N=100 join  1m02s" on stderr: redrawn in
+// place every second on a terminal, one line per cell otherwise.
+type progressBar struct {
+	w     io.Writer
+	tty   bool
+	start time.Time
+	mu    sync.Mutex
+	last  benchmark.StormProgress
+	quit  chan struct{}
+	done  chan struct{}
+}
+
+func newProgressBar(w io.Writer) *progressBar {
+	p := &progressBar{w: w, start: time.Now(), quit: make(chan struct{}), done: make(chan struct{})}
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			p.tty = true
+		}
+	}
+	go func() {
+		defer close(p.done)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.quit:
+				return
+			case <-t.C:
+				if p.tty {
+					p.mu.Lock()
+					p.draw()
+					p.mu.Unlock()
+				}
+			}
+		}
+	}()
+	return p
+}
+
+func (p *progressBar) update(ev benchmark.StormProgress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last = ev
+	if p.tty {
+		p.draw()
+		return
+	}
+	fmt.Fprintln(p.w, p.line())
+}
+
+func (p *progressBar) line() string {
+	ev := p.last
+	const width = 30
+	filled := 0
+	if ev.Total > 0 {
+		filled = ev.Done * width / ev.Total
+	}
+	what := "done"
+	if ev.Case != "" {
+		what = fmt.Sprintf("%s N=%d %s", ev.Era, ev.N, ev.Case)
+		if ev.Note != "" {
+			what += " (" + ev.Note + ")"
+		}
+	}
+	return fmt.Sprintf("[%s%s] %d/%d cells  %s  %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled),
+		ev.Done, ev.Total, what, time.Since(p.start).Round(time.Second))
+}
+
+func (p *progressBar) draw() {
+	if p.last.Total == 0 {
+		return
+	}
+	fmt.Fprintf(p.w, "\r\033[K%s", p.line())
+}
+
+func (p *progressBar) stop() {
+	close(p.quit)
+	<-p.done
+	if p.tty {
+		fmt.Fprintln(p.w)
+	}
+}
