@@ -92,9 +92,11 @@ type Broker struct {
 	zkq    *zkQueue
 	// ready is closed once the broker is registered in /brokers/ids and has read the cluster (brokers,
 	// controller, topics, partition states) for the first time.
-	ready       chan struct{}
-	readyOnce   sync.Once
-	regConflict atomic.Bool // the last registration attempt found another session's node
+	ready     chan struct{}
+	readyOnce sync.Once
+	// regConflict is the ZooKeeper session holding /brokers/ids/<id> when the last registration attempt
+	// found the node owned by another session (0: no conflict).
+	regConflict atomic.Int64
 
 	view atomic.Pointer[clusterView] // ZooKeeper's picture, as the zk loop last published it
 
@@ -127,10 +129,19 @@ type LeadershipFunc func(topic string, partition int32, leading bool, leaderEpoc
 
 // Start opens the listener, connects to ZooKeeper (zookeeper.connect) and registers /brokers/ids/<id>.
 // It returns once the listener accepts connections, the broker is registered and it has read the
-// cluster (brokers, controller, topics, partition states), or, when that has not happened within
-// zookeeper.connection.timeout.ms, listening and still registering in the background (Registered
-// tells). ctx bounds only the start itself; the broker runs until Close.
-// Errors: invalid config, the listener cannot bind, ctx ended.
+// cluster (brokers, controller, topics, partition states) for the first time. ctx bounds only the start
+// itself; the broker runs until Close. Once registered, a broker that loses ZooKeeper keeps serving
+// produce and fetch and registers again when a new session is established.
+//
+// Errors (everything started is stopped first):
+//   - invalid config, the listener cannot bind, log.dirs cannot be created;
+//   - no ZooKeeper session within zookeeper.connection.timeout.ms (KafkaZkClient's
+//     ZooKeeperClientTimeoutException "Timed out waiting for connection while in state: CONNECTING");
+//     also when a session established during the start is lost for that long;
+//   - /brokers/ids/<id> held by another session (ErrBrokerIDRegistered, KafkaZkClient.registerBroker's
+//     NodeExistsException), still after waiting zookeeper.session.timeout.ms (+1 s) for ZooKeeper to
+//     expire it in case it is this broker's previous incarnation (ZkUtils.createEphemeralPathExpectConflictHandleZKBug);
+//   - ctx ended.
 func Start(ctx context.Context, cfg Config, log *logrus.Entry) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -169,29 +180,72 @@ func Start(ctx context.Context, cfg Config, log *logrus.Entry) (*Broker, error) 
 	b.wg.Add(2)
 	go b.acceptLoop()
 	go b.retentionLoop()
-	b.log.WithFields(logrus.Fields{"listen": b.addr, "advertised": fmt.Sprintf("%s:%d", b.host, b.port), "zookeeper": cfg.ZooKeeperConnect}).Info("broker started")
+	b.log.WithFields(logrus.Fields{"listen": b.addr, "advertised": fmt.Sprintf("%s:%d", b.host, b.port), "zookeeper": cfg.ZooKeeperConnect}).Info("listening; connecting to ZooKeeper")
 
-	wait := time.NewTimer(cfg.connectionTimeout())
-	defer wait.Stop()
-	extended := false
+	if err := b.waitRegistered(ctx); err != nil {
+		b.Close()
+		return nil, err
+	}
+	b.log.WithFields(logrus.Fields{"listen": b.addr, "advertised": b.AdvertisedAddr(), "zookeeper": cfg.ZooKeeperConnect}).Info("broker started")
+	return b, nil
+}
+
+// ErrBrokerIDRegistered is wrapped by Start's error when /brokers/ids/<broker.id> belongs to another
+// live ZooKeeper session (Kafka: NodeExistsException from KafkaZkClient.registerBroker).
+var ErrBrokerIDRegistered = errors.New("broker.id already registered (NodeExists)")
+
+// startPoll is how often waitRegistered looks at the session state.
+const startPoll = 20 * time.Millisecond
+
+// waitRegistered waits for b.ready; it fails when ZooKeeper has given no session for
+// zookeeper.connection.timeout.ms, or when another session still holds /brokers/ids/<id> one session
+// timeout (+1 s: ZooKeeper expires sessions on tick boundaries) after the conflict was first seen.
+func (b *Broker) waitRegistered(ctx context.Context) error {
+	connTimeout, conflictWait := b.cfg.connectionTimeout(), b.cfg.sessionTimeout()+time.Second
+	tick := time.NewTicker(startPoll)
+	defer tick.Stop()
+	noSession := time.Now() // since when there has been no session (zero: there is one)
+	var conflictSince time.Time
 	for {
 		select {
 		case <-b.ready:
-			return b, nil
-		case <-wait.C:
-			if b.regConflict.Load() && !extended {
-				// Our previous incarnation's /brokers/ids/<id> (killed, not closed) is still there:
-				// ZooKeeper deletes it within one session timeout. Kafka's startup waits for it too.
-				extended = true
-				wait.Reset(cfg.sessionTimeout() + time.Second)
-				continue
-			}
-			b.log.Warnf("not registered in ZooKeeper after %v; serving and still trying", cfg.connectionTimeout())
-			return b, nil
+			return nil
 		case <-ctx.Done():
-			b.Close()
-			return nil, ctx.Err()
+			return fmt.Errorf("broker %d: start: %w", b.id, ctx.Err())
+		case <-tick.C:
 		}
+		now := time.Now()
+		if st := b.zk.State(); st == zk.StateHasSession {
+			noSession = time.Time{}
+		} else if noSession.IsZero() {
+			noSession = now
+		} else if now.Sub(noSession) >= connTimeout {
+			return fmt.Errorf("broker %d: zookeeper.connect %s: Timed out waiting for connection while in state: %s (zookeeper.connection.timeout.ms=%d); is ZooKeeper running at %s? start one with `rebalancelab lab up` or pass --zk HOST:PORT of a running one",
+				b.id, b.cfg.ZooKeeperConnect, kafkaZKState(st), connTimeout.Milliseconds(), b.cfg.ZooKeeperConnect)
+		}
+		owner := b.regConflict.Load()
+		switch {
+		case owner == 0:
+			conflictSince = time.Time{}
+		case conflictSince.IsZero():
+			conflictSince = now
+		case now.Sub(conflictSince) >= conflictWait:
+			return fmt.Errorf("broker %d: %w: %s is held by ZooKeeper session 0x%x, not this broker's (0x%x), still after waiting zookeeper.session.timeout.ms=%d +1s for a previous incarnation's session to expire: another live broker uses broker.id %d (zookeeper.connect %s); stop it or start this one with another --id",
+				b.id, ErrBrokerIDRegistered, b.zp(brokerPath(b.id)), owner, b.zk.SessionID(), b.cfg.sessionTimeout().Milliseconds(), b.id, b.cfg.ZooKeeperConnect)
+		}
+	}
+}
+
+// kafkaZKState names a go-zookeeper state as Kafka's ZooKeeper client does in its timeout message
+// (ZooKeeper.States): every state short of a session is CONNECTING.
+func kafkaZKState(s zk.State) string {
+	switch s {
+	case zk.StateAuthFailed:
+		return "AUTH_FAILED"
+	case zk.StateExpired:
+		return "CLOSED"
+	default:
+		return "CONNECTING"
 	}
 }
 

@@ -36,8 +36,8 @@ type Config struct {
 	// ZooKeeperSessionTimeoutMs [zookeeper.session.timeout.ms]: ms, default 18000 (lab: 2000). The server
 	// clamps it to [2, 20] x its tickTime.
 	ZooKeeperSessionTimeoutMs int64
-	// ZooKeeperConnectionTimeoutMs [zookeeper.connection.timeout.ms]: ms Start waits for the first
-	// registration before returning anyway (registration goes on in the background). Default: the
+	// ZooKeeperConnectionTimeoutMs [zookeeper.connection.timeout.ms]: ms Start waits for a ZooKeeper
+	// session before it fails ("Timed out waiting for connection", as KafkaZkClient). Default: the
 	// session timeout, as in Kafka.
 	ZooKeeperConnectionTimeoutMs int64
 

@@ -315,7 +315,7 @@ func (b *Broker) register(s *zkState) error {
 		case stat.EphemeralOwner == b.zk.SessionID():
 			err = nil
 		default:
-			b.regConflict.Store(true)
+			b.regConflict.Store(stat.EphemeralOwner)
 			if !s.conflictSeen {
 				s.conflictSeen = true
 				b.log.WithField("owner", fmt.Sprintf("0x%x", stat.EphemeralOwner)).Warnf("%s is held by another session; waiting for ZooKeeper to expire it", path)
@@ -326,7 +326,7 @@ func (b *Broker) register(s *zkState) error {
 	if err != nil {
 		return fmt.Errorf("register %s: %w", path, err)
 	}
-	b.regConflict.Store(false)
+	b.regConflict.Store(0)
 	b.log.WithField("advertised", b.AdvertisedAddr()).Info("registered in ZooKeeper")
 	s.registered = true
 	return nil
@@ -772,6 +772,7 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 		b.partsMu.Lock()
 		b.parts[tp] = p
 		b.partsMu.Unlock()
+		logRecovery(b.log.WithFields(fields), lg.Recovery(), lg.HighWatermark())
 		b.log.WithFields(fields).WithFields(logrus.Fields{"leader_epoch": epoch, "high_watermark": lg.HighWatermark()}).Info("leading partition")
 		changes = append(changes, change{p, true, epoch})
 	}
@@ -790,6 +791,31 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 		}
 	}
 	return ok
+}
+
+// logRecovery reports what storage.Open found and repaired in a partition log: WARN when it repaired
+// anything (Kafka's LogSegment.recover / LogLoader: "Found invalid messages in log segment ...",
+// truncation, deletion of later segments, rebuilt indexes), DEBUG when the log was intact.
+func logRecovery(log *logrus.Entry, r storage.RecoveryStats, highWatermark int64) {
+	f := logrus.Fields{
+		"segments":         r.Segments,
+		"truncated_bytes":  r.TruncatedBytes,
+		"deleted_segments": r.DeletedSegments,
+		"rebuilt_indexes":  r.RebuiltIndexes,
+		"epoch_checkpoint": r.EpochCheckpoint,
+		"high_watermark":   highWatermark,
+	}
+	if r.Problem == "" && r.TruncatedBytes == 0 && r.DeletedSegments == 0 && r.RebuiltIndexes == 0 && r.EpochCheckpoint != "rebuilt" {
+		log.WithFields(f).Debug("log recovery: nothing to repair")
+		return
+	}
+	f["problem"] = r.Problem
+	problem := r.Problem
+	if problem == "" {
+		problem = "no invalid batch"
+	}
+	log.WithFields(f).Warnf("log recovery repaired the partition log (%s): truncated %d bytes, deleted %d later segments, rebuilt %d indexes, leader-epoch-checkpoint %s; high watermark %d",
+		problem, r.TruncatedBytes, r.DeletedSegments, r.RebuiltIndexes, r.EpochCheckpoint, highWatermark)
 }
 
 // callLeadership runs the listener; a panic in it is logged, not allowed to stop the ZooKeeper loop.

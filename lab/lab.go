@@ -92,7 +92,9 @@ type Lab struct {
 }
 
 // Start brings up ZooKeeper (unless o.ExternalZK) and o.Brokers brokers on free loopback ports, each
-// registered in ZooKeeper when Start returns. On error everything started is stopped.
+// registered in ZooKeeper when Start returns. On error (e.g. no session with o.ExternalZK within the
+// brokers' zookeeper.connection.timeout.ms: see broker.Start) everything started is stopped and the
+// lab's temp dir removed.
 func Start(ctx context.Context, o Options) (*Lab, error) {
 	if o.Brokers < 0 {
 		return nil, fmt.Errorf("lab: Options.Brokers = %d", o.Brokers)
@@ -287,8 +289,9 @@ func (n *BrokerNode) runningLocked() bool {
 }
 
 // Start starts the broker (again) with the same id, port and data dir, and returns once it is
-// listening and registered in ZooKeeper (or, past zookeeper.connection.timeout.ms, still registering:
-// see broker.Start). A running broker is left alone. Errors carry the process's log tail.
+// listening and registered in ZooKeeper. It fails as broker.Start does (no ZooKeeper session within
+// zookeeper.connection.timeout.ms, broker.id held by another live session, ...), the broker stopped.
+// A running broker is left alone. Errors of a process carry its log tail.
 func (n *BrokerNode) Start(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -312,7 +315,7 @@ func (n *BrokerNode) Start(ctx context.Context) error {
 	}
 	b, err := broker.Start(ctx, cfg, n.l.opts.Log)
 	if err != nil {
-		return fmt.Errorf("lab: broker %d: %w", n.id, err)
+		return fmt.Errorf("lab: %w", err) // broker.Start's errors name the broker
 	}
 	n.b = b
 	return nil

@@ -255,6 +255,10 @@ func (n *ZKNode) waitReady(ctx context.Context, serving bool) error {
 		last = err.Error()
 		select {
 		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.Canceled) {
+				// Interrupted (Ctrl-C), not a failing server: its log has nothing to explain.
+				return fmt.Errorf("lab: ZooKeeper node %d (%s) start-up interrupted: %w", n.id, n.Addr(), ctx.Err())
+			}
 			return fmt.Errorf("lab: ZooKeeper node %d (%s) not ready (%s): %w; log tail:\n%s", n.id, n.Addr(), last, ctx.Err(), n.logTail())
 		case <-time.After(100 * time.Millisecond):
 		}
@@ -481,7 +485,7 @@ var ErrNoZooKeeper = errors.New("no ZooKeeper server found")
 
 const howToGetZooKeeper = "get one of: Debian's package (apt-get install zookeeper default-jre-headless), " +
 	"or an Apache ZooKeeper 3.8 binary distribution with $ZOOKEEPER_HOME pointing at it (java from $JAVA_HOME or PATH), " +
-	"or a running server/ensemble passed with --zk HOST:PORT (Options.ExternalZK)"
+	"or a running server/ensemble passed with --zk HOST:PORT"
 
 type zkInstall struct {
 	java      string
@@ -489,9 +493,10 @@ type zkInstall struct {
 	source    string // "$ZOOKEEPER_HOME=..." or "Debian package"
 }
 
-// findLocalZooKeeper looks for $ZOOKEEPER_HOME first (lib/*.jar, the server jar in the top dir,
-// conf/ for its logback.xml), then Debian's jars in javaDir; java comes from $JAVA_HOME/bin/java or
-// PATH.
+// findLocalZooKeeper uses $ZOOKEEPER_HOME when it is set (lib/*.jar, the server jar in the top dir,
+// conf/ for its logback.xml): a $ZOOKEEPER_HOME that does not exist or holds no server jar is an error
+// naming the variable, never a silent fallback. Unset, it uses Debian's jars in javaDir. java comes
+// from $JAVA_HOME/bin/java or PATH.
 func findLocalZooKeeper(getenv func(string) string, javaDir string) (*zkInstall, error) {
 	java := ""
 	if jh := getenv("JAVA_HOME"); jh != "" {
@@ -520,12 +525,16 @@ func findLocalZooKeeper(getenv func(string) string, javaDir string) (*zkInstall,
 				hasServer = true
 			}
 		}
-		if hasServer {
-			sort.Strings(jars)
-			inst = &zkInstall{classpath: append([]string{filepath.Join(home, "conf")}, jars...), source: "$ZOOKEEPER_HOME=" + home}
-		} else {
-			why = append(why, fmt.Sprintf("$ZOOKEEPER_HOME=%s has no zookeeper-3*.jar in it or in lib/", home))
+		switch st, err := os.Stat(home); {
+		case err != nil || !st.IsDir():
+			return nil, fmt.Errorf("lab: %w: $ZOOKEEPER_HOME=%s is not a directory; point ZOOKEEPER_HOME at an Apache ZooKeeper 3.8 binary distribution or unset it (then Debian's package is used); %s",
+				ErrNoZooKeeper, home, howToGetZooKeeper)
+		case !hasServer:
+			return nil, fmt.Errorf("lab: %w: $ZOOKEEPER_HOME=%s has no zookeeper-3*.jar in it or in lib/; point ZOOKEEPER_HOME at an Apache ZooKeeper 3.8 binary distribution or unset it (then Debian's package is used); %s",
+				ErrNoZooKeeper, home, howToGetZooKeeper)
 		}
+		sort.Strings(jars)
+		inst = &zkInstall{classpath: append([]string{filepath.Join(home, "conf")}, jars...), source: "$ZOOKEEPER_HOME=" + home}
 	}
 	if inst == nil {
 		var cp, missing []string

@@ -37,7 +37,10 @@ func init() {
 overrides, repeatable; unknown keys are an error), except offsets.topic.replication.factor=1 as in
 Kafka's shipped config/server.properties. --id, --zk, --listen and --data set broker.id,
 zookeeper.connect, listeners=PLAINTEXT://HOST:PORT and log.dirs. Without --zk a ZooKeeper server is
-started for the broker and removed when it stops. The first line on stdout is
+started for the broker and removed when it stops. It fails (exit 1, no JSON line) when it gets no
+ZooKeeper session within zookeeper.connection.timeout.ms, or when another live broker holds
+/brokers/ids/<id> (after waiting zookeeper.session.timeout.ms for a previous incarnation's session to
+expire). The first line on stdout is
 {"broker_id":N,"listen":"HOST:PORT","advertised":"HOST:PORT","zookeeper":"..."}; SIGINT/SIGTERM close
 the broker gracefully (ZooKeeper session closed, logs flushed).`,
 		Args: cobra.NoArgs,
@@ -72,6 +75,9 @@ the broker gracefully (ZooKeeper session closed, logs flushed).`,
 			if props["zookeeper.connect"] == "" {
 				z, err := lab.StartZooKeeper(ctx, lab.ZKOptions{Log: logrus.WithField("component", "zookeeper")})
 				if err != nil {
+					if ctx.Err() != nil {
+						return fmt.Errorf("%w; cleaned up", errInterrupted)
+					}
 					return fmt.Errorf("no --zk given and starting a ZooKeeper failed (install the Debian zookeeper package or pass --zk host:port): %w", err)
 				}
 				defer z.Close()
@@ -83,6 +89,9 @@ the broker gracefully (ZooKeeper session closed, logs flushed).`,
 			}
 			b, err := broker.Start(ctx, cfg, logrus.WithField("broker", cfg.BrokerID))
 			if err != nil {
+				if ctx.Err() != nil {
+					return fmt.Errorf("%w; cleaned up", errInterrupted)
+				}
 				return err
 			}
 			line, _ := json.Marshal(map[string]any{"broker_id": b.ID(), "listen": b.Addr(), "advertised": b.AdvertisedAddr(), "zookeeper": cfg.ZooKeeperConnect})

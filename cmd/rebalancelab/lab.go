@@ -34,11 +34,13 @@ instead) with --zk-nodes servers, and --brokers in-process brokers registered in
 127.0.0.1 ports, with the lab's short timings (lab.ShortTimings; --kafka-defaults: Kafka's own).
 The first line on stdout is
   {"zookeeper":"127.0.0.1:P1,...","brokers":["127.0.0.1:P",...]}
-then it runs until SIGINT/SIGTERM and stops everything (brokers, ZooKeeper JVMs). Without --data the
-files live in a temp dir that is removed; with --data they are kept.`,
+then it runs until SIGINT/SIGTERM and stops everything (brokers, ZooKeeper JVMs); signals during the
+clean-up are caught, a third one forces the exit. Without --data the files live in a temp dir that is
+removed; with --data they are kept. With --zk, a broker that gets no ZooKeeper session within
+zookeeper.connection.timeout.ms makes it fail (exit 1, no JSON line).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if zkNodes < 1 {
+			if zkNodes != 1 && zkNodes != 3 {
 				return fmt.Errorf("--zk-nodes %d: want 1 (standalone) or 3 (ensemble)", zkNodes)
 			}
 			if brokers < 0 {
@@ -55,6 +57,10 @@ files live in a temp dir that is removed; with --data they are kept.`,
 				Log:           logrus.NewEntry(logrus.StandardLogger()),
 			})
 			if err != nil {
+				if ctx.Err() != nil {
+					// A signal during start-up: lab.Start has stopped what it started.
+					return fmt.Errorf("%w; cleaned up", errInterrupted)
+				}
 				return err
 			}
 			line := labUpLine{ZooKeeper: l.ZKConnect(), Brokers: []string{}}

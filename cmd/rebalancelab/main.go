@@ -5,7 +5,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -40,16 +42,48 @@ func init() {
 	rootCmd.PersistentFlags().StringVar(&logLevel, "log-level", "info", "logrus level: debug, info, warn, error")
 }
 
+// errInterrupted is wrapped by a command's error when SIGINT/SIGTERM ended it; main exits 130
+// (128 + SIGINT, the shell's convention) instead of 1.
+var errInterrupted = errors.New("interrupted")
+
+// exitInterrupted is the exit status after a signal: 128 + SIGINT, the shell's convention.
+const exitInterrupted = 130
+
 func main() {
-	// Ctrl-C / SIGTERM cancel the command's context; commands clean up (ZooKeeper, brokers, temp dirs)
-	// and return. A second signal kills the process the default way.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
-	if err := rootCmd.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "rebalancelab:", err)
-		os.Exit(1)
+	// The first SIGINT/SIGTERM cancels the command's context: commands clean up (brokers, ZooKeeper
+	// JVMs, temp dirs) and return. Signals stay caught during the clean-up: GNU timeout, for one, sends
+	// its signal to the child and then to the process group, two at once; only a third forces the exit.
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go handleSignals(sigs, cancel, os.Stderr, func() { os.Exit(exitInterrupted) })
+	err := rootCmd.ExecuteContext(ctx)
+	if err == nil {
+		return
+	}
+	fmt.Fprintln(os.Stderr, "rebalancelab:", err)
+	if errors.Is(err, errInterrupted) || (ctx.Err() != nil && errors.Is(err, context.Canceled)) {
+		os.Exit(exitInterrupted)
+	}
+	os.Exit(1)
+}
+
+// handleSignals turns the signals received on sigs into: 1st, cancel (clean up and return); 2nd, a
+// reminder; 3rd, force() (exit without cleaning up). It returns when sigs is closed or after force.
+func handleSignals(sigs <-chan os.Signal, cancel context.CancelFunc, w io.Writer, force func()) {
+	n := 0
+	for sig := range sigs {
+		n++
+		switch n {
+		case 1:
+			fmt.Fprintf(w, "rebalancelab: %v: cleaning up; press Ctrl-C twice more to force\n", sig)
+			cancel()
+		case 2:
+			fmt.Fprintf(w, "rebalancelab: %v: still cleaning up; press Ctrl-C once more to force\n", sig)
+		default:
+			fmt.Fprintf(w, "rebalancelab: %v: forced exit without cleaning up (ZooKeeper JVMs are killed with this process; temp dirs may remain)\n", sig)
+			force()
+			return
+		}
 	}
 }

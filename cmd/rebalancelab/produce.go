@@ -21,6 +21,34 @@ func contextWithTimeout(cmd *cobra.Command, d time.Duration) (context.Context, c
 	return context.WithTimeout(cmd.Context(), d)
 }
 
+// defaultProduceTimeout is produce's --timeout default.
+const defaultProduceTimeout = 30 * time.Second
+
+// pingBroker asks the bootstrap brokers for metadata until one answers, timeout passes (0: no limit)
+// or ctx ends; it returns nil or the last error a broker gave (a dial error, say), not the deadline's.
+func pingBroker(ctx context.Context, cl *kgo.Client, timeout time.Duration) error {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	var last error
+	for {
+		err := cl.Ping(ctx)
+		if err == nil {
+			return nil
+		}
+		if last == nil || ctx.Err() == nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			return last
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
 // produceValue is record i's value: the decimal sequence number, left-padded with zeros to size bytes
 // when size is larger (so it still parses as the number).
 func produceValue(i int64, size int) []byte {
@@ -47,13 +75,16 @@ its records in sequence order. Values are the decimal sequence number, left-padd
 bytes when --size is larger. The summary gives the count per partition and the offset range each got.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if bootstrap == "" || topic == "" {
-				return fmt.Errorf("--bootstrap and --topic are required")
+			if count < 1 {
+				return fmt.Errorf("--count %d: want at least 1 record", count)
 			}
-			if count < 0 {
-				return fmt.Errorf("--count must not be negative")
+			if size < 0 {
+				return fmt.Errorf("--size %d: must not be negative", size)
 			}
-			cl, err := kgo.NewClient(
+			if timeout < 0 {
+				return fmt.Errorf("--timeout %v: must not be negative (0: no limit)", timeout)
+			}
+			opts := []kgo.Opt{
 				kgo.SeedBrokers(strings.Split(bootstrap, ",")...),
 				kgo.DefaultProduceTopic(topic),
 				kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
@@ -62,13 +93,25 @@ bytes when --size is larger. The summary gives the count per partition and the o
 				kgo.MaxProduceRequestsInflightPerBroker(1),
 				kgo.AllowAutoTopicCreation(),
 				kgo.ProducerBatchMaxBytes(max(1<<20, int32(size)+512)),
-			)
+			}
+			if timeout > 0 {
+				// Java's delivery.timeout.ms: a record not acknowledged in time fails with kgo's last
+				// error for it (e.g. "record delivery timeout, last err: LEADER_NOT_AVAILABLE").
+				opts = append(opts, kgo.RecordDeliveryTimeout(timeout))
+			}
+			cl, err := kgo.NewClient(opts...)
 			if err != nil {
-				return err
+				return fmt.Errorf("--bootstrap %q: %w", bootstrap, err)
 			}
 			defer cl.Close()
-			ctx, cancel := contextWithTimeout(cmd, timeout)
-			defer cancel()
+			ctx := cmd.Context() // ends on SIGINT/SIGTERM; records are bounded by --timeout
+			// kgo retries an unreachable broker silently until the records time out: find one first.
+			if err := pingBroker(ctx, cl, timeout); err != nil {
+				if ctx.Err() != nil {
+					return fmt.Errorf("%w before any broker at --bootstrap %s answered (last error: %v)", errInterrupted, bootstrap, err)
+				}
+				return fmt.Errorf("no broker at --bootstrap %s answered within --timeout %v; last error: %w", bootstrap, timeout, err)
+			}
 
 			type span struct{ n, first, last int64 }
 			var (
@@ -113,19 +156,22 @@ bytes when --size is larger. The summary gives the count per partition and the o
 				s := parts[p]
 				fmt.Fprintf(os.Stdout, "  partition %d: %d records, offsets %d..%d\n", p, s.n, s.first, s.last)
 			}
-			if firstErr != nil {
-				return fmt.Errorf("%d records not acknowledged; first error: %w", count-total, firstErr)
-			}
 			if ctx.Err() != nil && total < count {
-				return fmt.Errorf("stopped after %d of %d records: %w", total, count, ctx.Err())
+				return fmt.Errorf("%w after %d of %d records were acknowledged (bootstrap %s, topic %s)", errInterrupted, total, count, bootstrap, topic)
+			}
+			if firstErr != nil {
+				return fmt.Errorf("%d of %d records not acknowledged (bootstrap %s, topic %s); first error: %w", count-total, count, bootstrap, topic, firstErr)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&bootstrap, "bootstrap", "", "broker host:port[,host:port]")
-	cmd.Flags().StringVar(&topic, "topic", "", "topic to produce to (auto-created by the broker if allowed)")
-	cmd.Flags().Int64Var(&count, "count", 0, "number of records")
+	cmd.Flags().StringVar(&bootstrap, "bootstrap", "", "broker host:port[,host:port] (required)")
+	cmd.Flags().StringVar(&topic, "topic", "", "topic to produce to, auto-created by the broker if allowed (required)")
+	cmd.Flags().Int64Var(&count, "count", 0, "number of records, at least 1 (required)")
 	cmd.Flags().IntVar(&size, "size", 0, "value size in bytes (the sequence number is zero-padded to it)")
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (0: no limit)")
+	cmd.Flags().DurationVar(&timeout, "timeout", defaultProduceTimeout, "give up when no broker answers, or a record is not acknowledged, within this long (Java's delivery.timeout.ms; 0: no limit)")
+	for _, f := range []string{"bootstrap", "topic", "count"} {
+		_ = cmd.MarkFlagRequired(f)
+	}
 	rootCmd.AddCommand(cmd)
 }
