@@ -34,3 +34,16 @@ demo: deps build
 
 clean:
 	rm -rf bin
+
+# The course in docs/: every figure regenerated from real runs by docs/gen, and the generated blocks
+# of the chapters refilled. DOCS_ONLY=ch4 regenerates one chapter (comma-separated list);
+# DOCS_FLAGS=-small runs the smallest sizes (as docs/docs_test.go does), -check only prints the plan;
+# DOCS_OUT and DOCS_MD redirect the figures and the chapters to refill (DOCS_MD= refills none).
+DOCS_OUT   ?= docs/figures
+DOCS_MD    ?= docs
+DOCS_ONLY  ?=
+DOCS_FLAGS ?=
+
+.PHONY: docs
+docs: deps
+	$(GO) run ./docs/gen -out $(DOCS_OUT) $(if $(DOCS_MD),-md $(DOCS_MD)) $(if $(DOCS_ONLY),-only $(DOCS_ONLY)) -version $(VERSION) $(DOCS_FLAGS)

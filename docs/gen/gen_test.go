@@ -1,0 +1,428 @@
+package main
+
+// Unit tests of the generator's pure parts, on hand-written timelines. The whole generator, on real
+// labs, is exercised by docs/docs_test.go through `make docs`.
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/timeline"
+)
+
+func TestParseOnly(t *testing.T) {
+	all, err := parseOnly("")
+	if err != nil || len(all) != 7 || !all["ch1"] || !all["ch7"] {
+		t.Fatalf(`parseOnly("") = %v, %v; want the 7 chapters`, all, err)
+	}
+	two, err := parseOnly("ch1, ch4")
+	if err != nil || len(two) != 2 || !two["ch1"] || !two["ch4"] {
+		t.Fatalf(`parseOnly("ch1, ch4") = %v, %v`, two, err)
+	}
+	if _, err := parseOnly("ch1,ch9"); err == nil || !strings.Contains(err.Error(), `"ch9"`) {
+		t.Fatalf(`parseOnly("ch1,ch9") error = %v; want one naming ch9`, err)
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	if _, err := parseFlags([]string{"-small"}, io.Discard); err == nil || !strings.Contains(err.Error(), "-out") {
+		t.Errorf("no -out: error = %v, want one about -out", err)
+	}
+	if _, err := parseFlags([]string{"-out", "x", "extra"}, io.Discard); err == nil {
+		t.Error("a stray argument was accepted")
+	}
+	cfg, err := parseFlags([]string{"-out", "x", "-only", "ch3", "-small", "-check"}, io.Discard)
+	if err != nil || cfg.out != "x" || !cfg.small || !cfg.check || len(cfg.only) != 1 || !cfg.only["ch3"] {
+		t.Fatalf("parseFlags = %+v, %v", cfg, err)
+	}
+	// ch3 alone still needs the zombie scenario, classic era only, for its fencing excerpt.
+	runs := sizesFor(true).scenarioRuns(cfg.only)
+	if len(runs) != 1 || runs[0].name != "split-brain-zombie" || strings.Join(runs[0].eras, ",") != "classic" || runs[0].report {
+		t.Errorf("-only ch3 runs %+v", runs)
+	}
+	// The growth rows reuse the main herd run at its N.
+	runs = sizesFor(false).scenarioRuns(map[string]bool{"ch4": true})
+	var got []string
+	for _, r := range runs {
+		got = append(got, r.key)
+	}
+	if strings.Join(got, " ") != "herd-effect herd-growth-2 herd-growth-8 herd-growth-16" {
+		t.Errorf("ch4 runs %v", got)
+	}
+}
+
+func TestFillBlocks(t *testing.T) {
+	md := "intro\n<!-- BEGIN GENERATED ch1-table -->\nold\n<!-- END GENERATED ch1-table -->\nmiddle\n" +
+		"<!-- BEGIN GENERATED ch4-summary -->\nkept\n<!-- END GENERATED ch4-summary -->\nend\n"
+	sel := map[string]bool{"ch1": true}
+	got, err := fillBlocks(md, map[string]string{"ch1-table": "| a |\n| 1 |"}, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "intro\n<!-- BEGIN GENERATED ch1-table -->\n| a |\n| 1 |\n<!-- END GENERATED ch1-table -->\nmiddle\n" +
+		"<!-- BEGIN GENERATED ch4-summary -->\nkept\n<!-- END GENERATED ch4-summary -->\nend\n"
+	if got != want {
+		t.Errorf("fillBlocks:\n%s\nwant:\n%s", got, want)
+	}
+	// A selected chapter's block that the run did not produce is an error.
+	if _, err := fillBlocks(md, map[string]string{"ch1-table": "x"}, map[string]bool{"ch1": true, "ch4": true}); err == nil ||
+		!strings.Contains(err.Error(), "ch4-summary") {
+		t.Errorf("missing ch4-summary: error = %v", err)
+	}
+	// readme-* blocks belong to every run.
+	if _, err := fillBlocks("<!-- BEGIN GENERATED readme-runinfo -->\n<!-- END GENERATED readme-runinfo -->", nil, sel); err == nil {
+		t.Error("a missing readme block was accepted")
+	}
+	// Mismatched and unterminated markers.
+	if _, err := fillBlocks("<!-- BEGIN GENERATED ch1-a -->\nx\n<!-- END GENERATED ch1-b -->", map[string]string{"ch1-a": "y"}, sel); err == nil {
+		t.Error("BEGIN ch1-a ... END ch1-b was accepted")
+	}
+	if _, err := fillBlocks("<!-- BEGIN GENERATED ch1-a -->\nx\n", map[string]string{"ch1-a": "y"}, sel); err == nil {
+		t.Error("an unterminated block was accepted")
+	}
+}
+
+func TestFillDir(t *testing.T) {
+	dir := t.TempDir()
+	md := "<!-- BEGIN GENERATED ch2-tree -->\n<!-- END GENERATED ch2-tree -->\n"
+	if err := os.WriteFile(filepath.Join(dir, "02.md"), []byte(md), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sel := map[string]bool{"ch2": true}
+	// A produced block that no chapter shows is an error, and nothing is half-done silently.
+	if err := fillDir(dir, map[string]string{"ch2-tree": "T", "ch2-extra": "E"}, sel); err == nil || !strings.Contains(err.Error(), "ch2-extra") {
+		t.Errorf("unused block: error = %v", err)
+	}
+	if err := fillDir(dir, map[string]string{"ch2-tree": "T"}, sel); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "02.md"))
+	if string(b) != "<!-- BEGIN GENERATED ch2-tree -->\nT\n<!-- END GENERATED ch2-tree -->\n" {
+		t.Errorf("filled file:\n%s", b)
+	}
+	if err := fillDir(t.TempDir(), nil, sel); err == nil {
+		t.Error("a folder without markdown was accepted")
+	}
+}
+
+// rec builds a record; ts in ms.
+func rec(ts int64, member string, kind timeline.Kind, mod func(*timeline.Record)) timeline.Record {
+	r := timeline.Record{TsMs: ts, Era: "classic", Member: member, Kind: kind}
+	if mod != nil {
+		mod(&r)
+	}
+	return r
+}
+
+func gr(api, errName string) func(*timeline.Record) {
+	return func(r *timeline.Record) { r.API, r.Err = api, errName }
+}
+
+func parts(gen int32, ps ...int32) func(*timeline.Record) {
+	return func(r *timeline.Record) {
+		r.Partitions = map[string][]int32{"t": ps}
+		if gen > 0 {
+			r.Generation = timeline.I32(gen)
+		}
+	}
+}
+
+func TestSequenceDiagram(t *testing.T) {
+	recs := []timeline.Record{
+		rec(1, "runner", timeline.Trigger, func(r *timeline.Record) { r.Name = "m1 starts" }),
+		rec(2, "m1", timeline.GroupRequest, gr("FindCoordinator", "")),
+		rec(3, "m1", timeline.GroupRequest, gr("JoinGroup", "MEMBER_ID_REQUIRED")),
+		rec(4, "m1", timeline.GroupRequest, gr("JoinGroup", "")),
+		rec(5, "m1", timeline.GroupRequest, gr("SyncGroup", "")),
+		rec(5, "m1", timeline.Assigned, parts(1, 0, 1)),
+		rec(6, "m1", timeline.GroupRequest, gr("Heartbeat", "")),
+		rec(7, "m1", timeline.GroupRequest, gr("Heartbeat", "")),
+		rec(8, "m1", timeline.GroupRequest, gr("OffsetCommit", "")),
+		rec(8, "m1", timeline.Deliver, nil), // left out
+		rec(9, "m1", timeline.GroupRequest, gr("Heartbeat", "REBALANCE_IN_PROGRESS")),
+		rec(9, "m1", timeline.Revoked, parts(0, 0, 1)),
+		rec(9, "m9", timeline.GroupRequest, gr("JoinGroup", "")), // not a listed member
+		rec(10, "m2", timeline.GroupRequest, gr("Heartbeat", "")),
+	}
+	got := sequenceDiagram(recs, []string{"m1", "m2"}, "coordinator; broker #1")
+	want := `sequenceDiagram
+    participant m1
+    participant m2
+    participant C as coordinator, broker no. 1
+    Note over m1,C: m1 starts
+    m1->>C: FindCoordinator
+    C-->>m1: ok
+    m1->>C: JoinGroup
+    C-->>m1: MEMBER_ID_REQUIRED
+    m1->>C: JoinGroup
+    C-->>m1: ok
+    m1->>C: SyncGroup
+    C-->>m1: ok
+    Note over m1: generation 1: owns p0, p1
+    Note over m1,C: 2 Heartbeat, 1 OffsetCommit, all answered without error
+    m1->>C: Heartbeat
+    C-->>m1: REBALANCE_IN_PROGRESS
+    Note over m1: revokes p0, p1
+    Note over m2,C: 1 Heartbeat, all answered without error
+`
+	if got != want {
+		t.Errorf("sequenceDiagram:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func zkRec(ts int64, op, path string) timeline.Record {
+	return timeline.Record{TsMs: ts, Era: "zk", Member: "c1", Kind: timeline.ZKOp, Op: op, Path: path, ConsumerID: "g_c1"}
+}
+
+func TestRebalanceSteps(t *testing.T) {
+	zkr := func(ts int64, k timeline.Kind, mod func(*timeline.Record)) timeline.Record {
+		r := timeline.Record{TsMs: ts, Era: "zk", Member: "c1", Kind: k, ConsumerID: "g_c1"}
+		if mod != nil {
+			mod(&r)
+		}
+		return r
+	}
+	recs := []timeline.Record{
+		zkr(1, timeline.ZKWatch, func(r *timeline.Record) { r.Path, r.Type = "/consumers/g/ids", "NodeChildrenChanged" }),
+		zkRec(2, "read", "/consumers/g/ids"),
+		zkRec(2, "read", "/consumers/g/ids"),
+		zkr(3, timeline.RebalanceBegin, nil),
+		zkRec(3, "read", "/consumers/g/ids/g_c1"),
+		zkRec(4, "read", "/brokers/ids"),
+		zkRec(4, "read", "/brokers/ids/1"),
+		zkRec(5, "write", "/consumers/g/offsets/t/0"),
+		zkr(5, timeline.Commit, nil),
+		zkr(6, timeline.Revoked, func(r *timeline.Record) { r.Partitions = map[string][]int32{"t": {0, 1}} }),
+		zkRec(6, "write", "/consumers/g/owners/t/0"),
+		zkRec(6, "write", "/consumers/g/owners/t/1"),
+		zkRec(7, "read", "/consumers/g/ids/g_c1"),
+		zkRec(7, "read", "/brokers/topics/t"),
+		zkRec(8, "read", "/consumers/g/ids"),
+		zkRec(8, "read", "/consumers/g/ids/g_c1"),
+		zkRec(8, "read", "/consumers/g/ids/g_c2"),
+		zkRec(9, "read", "/consumers/g/offsets/t/0"),
+		zkRec(9, "write", "/consumers/g/owners/t/0"),
+		func() timeline.Record {
+			r := zkRec(9, "write", "/consumers/g/owners/t/1")
+			r.Result = timeline.ZKOwnerConflict
+			return r
+		}(),
+		zkr(10, timeline.RebalanceEnd, func(r *timeline.Record) { r.OK, r.Attempt = timeline.Bool(false), 1 }),
+	}
+	rows := rebalanceSteps(recs, "g")
+	type row struct {
+		step          string
+		reads, writes int
+		note          string
+	}
+	want := []row{
+		{"a watch fires (ZkClient event thread)", 0, 0, "NodeChildrenChanged on /consumers/g/ids"},
+		{"re-read the group's members, re-arming the watch (ZkClient)", 2, 0, ""},
+		{"rebalance attempt begins (syncedRebalance → rebalance)", 0, 0, ""},
+		{"read own subscription (TopicCount.constructTopicCount)", 1, 0, ""},
+		{"read the live brokers (getAllBrokersInCluster)", 2, 0, ""},
+		{"commit offsets before releasing (commitOffsets, auto.commit.enable)", 0, 1, ""},
+		{"fetchers stopped, queues cleared (closeFetchersForQueues)", 0, 0, "revoked t[0, 1]"},
+		{"release ownership: delete own owner znodes (releasePartitionOwnership)", 0, 2, ""},
+		{"read own subscription (TopicCount.constructTopicCount)", 1, 0, ""},
+		{"read the topic's partitions (getPartitionsForTopics)", 1, 0, ""},
+		{"read every member's registration (getConsumersPerTopic)", 3, 0, ""},
+		{"read the committed offsets of the partitions to own (fetchOffsetFromZooKeeper)", 1, 0, ""},
+		{"claim ownership: create ephemeral owner znodes (reflectPartitionOwnershipDecision)", 0, 1, ""},
+		{"claim ownership: create ephemeral owner znodes (reflectPartitionOwnershipDecision)", 0, 1, "conflict: the znode exists and names another consumer thread"},
+		{"rebalance attempt ends", 0, 0, "attempt 1: failed: the attempt is retried after rebalance.backoff.ms"},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want %d:\n%s", len(rows), len(want), stepsMarkdown(rows))
+	}
+	for i, w := range want {
+		g := rows[i]
+		if g.Step != w.step || g.Reads != w.reads || g.Writes != w.writes || g.Note != w.note {
+			t.Errorf("row %d = %q reads %d writes %d note %q; want %+v", i+1, g.Step, g.Reads, g.Writes, g.Note, w)
+		}
+	}
+	if p := rows[10].Paths; strings.Join(p, " ") != "/consumers/g/ids /consumers/g/ids/g_c1 /consumers/g/ids/g_c2" {
+		t.Errorf("registration paths %v", p)
+	}
+}
+
+func TestOneRebalance(t *testing.T) {
+	ok := func(ts int64, v bool) timeline.Record {
+		return timeline.Record{TsMs: ts, Kind: timeline.RebalanceEnd, OK: timeline.Bool(v), Attempt: 1}
+	}
+	recs := []timeline.Record{
+		{TsMs: 1, Kind: timeline.Deliver},
+		{TsMs: 2, Kind: timeline.ZKWatch},
+		{TsMs: 3, Kind: timeline.RebalanceBegin},
+		ok(4, false),
+		{TsMs: 5, Kind: timeline.RebalanceBegin},
+		ok(6, true),
+		{TsMs: 6, Kind: timeline.Assigned},
+		{TsMs: 7, Kind: timeline.Assigned},
+	}
+	got, found := oneRebalance(recs)
+	if !found || len(got) != 6 || got[0].TsMs != 2 || got[5].Kind != timeline.Assigned || got[5].TsMs != 6 {
+		t.Errorf("oneRebalance = %v, %v", got, found)
+	}
+	if _, found := oneRebalance(recs[:4]); found {
+		t.Error("found a rebalance without a successful end")
+	}
+}
+
+func TestExcerptMarksTheZombie(t *testing.T) {
+	d := func(ts int64, m string, p int32, off int64) timeline.Record {
+		return timeline.Record{TsMs: ts, Member: m, Kind: timeline.Deliver, Topic: "t", Partition: timeline.I32(p), Offset: timeline.I64(off)}
+	}
+	c := func(ts int64, m string, p int32, off int64, result, errName string) timeline.Record {
+		return timeline.Record{TsMs: ts, Member: m, Kind: timeline.Commit, Topic: "t", Partition: timeline.I32(p), Offset: timeline.I64(off),
+			Result: result, Err: errName, Generation: timeline.I32(2)}
+	}
+	recs := []timeline.Record{
+		rec(0, "m1", timeline.Assigned, parts(2, 0)),
+		rec(0, "m2", timeline.Assigned, parts(2, 1)),
+		rec(1000, "runner", timeline.Fault, func(r *timeline.Record) { r.Action, r.Target = "stall", "m1/coordinator" }),
+		d(1100, "m1", 0, 10),
+		d(1200, "m1", 0, 11),
+		d(1250, "m2", 1, 5), // not in detail: left out
+		rec(1500, "m2", timeline.Revoked, parts(0, 1)),
+		rec(1500, "m2", timeline.Assigned, parts(3, 0, 1)),
+		d(1600, "m1", 0, 12),
+		c(1700, "m1", 0, 13, timeline.CommitApplied, ""),
+		c(1750, "m2", 1, 6, timeline.CommitApplied, ""), // another member's ordinary commit: left out
+		c(1800, "m1", 0, 13, timeline.CommitRejected, "UNKNOWN_MEMBER_ID"),
+		rec(1900, "m1", timeline.GroupRequest, gr("Heartbeat", "")), // successful: left out
+		rec(9000, "m1", timeline.Deliver, nil),                      // after toMs
+	}
+	got := excerpt(recs, 1000, 2000, 0, map[string]bool{"m1": true})
+	want := []string{
+		"     +0 ms  runner   fault: stall m1/coordinator",
+		"   +500 ms  m1       delivered 2: p0 10..11",
+		"   +500 ms  m2       revoked p1",
+		"   +500 ms  m2       assigned p0, p1 in generation 3",
+		"   +700 ms  m1       delivered 1: p0 12..12 (m2's)",
+		"   +700 ms  m1       commit p0 offset 13 (generation 2): applied   <- p0 is m2's now",
+		"   +800 ms  m1       commit p0 offset 13 (generation 2): REJECTED UNKNOWN_MEMBER_ID   <- p0 is m2's now",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("excerpt:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if cut := excerpt(recs, 1000, 2000, 3, map[string]bool{"m1": true}); len(cut) != 4 || cut[3] != "... 4 more lines in the timeline file" {
+		t.Errorf("maxLines 3: %q", cut)
+	}
+}
+
+// windowRecords must count exactly what scenarios.Compute counts for an event.
+func TestWindowRecordsMatchCompute(t *testing.T) {
+	z := func(ts int64, m string, k timeline.Kind, mod func(*timeline.Record)) timeline.Record {
+		r := timeline.Record{TsMs: ts, Era: "zk", Member: m, Kind: k}
+		if mod != nil {
+			mod(&r)
+		}
+		return r
+	}
+	read := func(r *timeline.Record) { r.Op, r.Path = "read", "/x" }
+	own := func(ps ...int32) func(*timeline.Record) {
+		return func(r *timeline.Record) { r.Partitions = map[string][]int32{"t": ps} }
+	}
+	ok := func(r *timeline.Record) { r.OK, r.Attempt = timeline.Bool(true), 1 }
+	recs := []timeline.Record{
+		z(0, "m1", timeline.MemberStart, nil),
+		z(1, "m1", timeline.RebalanceBegin, nil),
+		z(2, "m1", timeline.Assigned, own(0, 1)),
+		z(2, "m1", timeline.RebalanceEnd, ok),
+		z(3, "m1", timeline.ZKOp, read), // before the trigger
+		z(10, "runner", timeline.Trigger, func(r *timeline.Record) { r.Name = "join" }),
+		z(10, "m2", timeline.MemberStart, nil),
+		z(11, "m1", timeline.ZKWatch, nil),
+		z(11, "m1", timeline.RebalanceBegin, nil),
+		z(12, "m1", timeline.ZKOp, read),
+		z(12, "m2", timeline.RebalanceBegin, nil),
+		z(13, "m1", timeline.Revoked, own(0, 1)),
+		z(14, "m2", timeline.ZKOp, read),
+		z(15, "m1", timeline.Assigned, own(0)),
+		z(15, "m1", timeline.RebalanceEnd, ok),
+		z(16, "m2", timeline.Assigned, own(1)),
+		z(16, "m2", timeline.RebalanceEnd, ok),
+		z(16, "m2", timeline.ZKOp, read), // same ms as stable: in the window
+		z(17, "m1", timeline.ZKOp, read), // after stable: not
+	}
+	e := &scenarios.EraRun{Era: "zk", Applies: true, Records: recs}
+	e.Result = scenarios.Compute(recs, "zk", scenarios.FigureOptions{Partitions: map[string][]int32{"t": {0, 1}}})
+	ev, found := event(e, "join")
+	if !found || ev.End != scenarios.EndStable {
+		t.Fatalf("join event %+v, %v", ev, found)
+	}
+	counts, names := countByMember(windowRecords(e, "join"))
+	var reads int64
+	for _, c := range counts {
+		reads += int64(c.reads)
+	}
+	if reads != ev.Figures.ZKReads || reads != 3 {
+		t.Errorf("window reads %d, Compute's zk_reads %d, want both 3", reads, ev.Figures.ZKReads)
+	}
+	if strings.Join(names, ",") != "m1,m2" || counts["m1"].watches != 1 || counts["m1"].revoked != 2 || counts["m2"].attempts != 1 {
+		t.Errorf("per member: %v %+v %+v", names, *counts["m1"], *counts["m2"])
+	}
+}
+
+func TestRunPool(t *testing.T) {
+	var ran atomic.Int32
+	task := func(context.Context) error { ran.Add(1); return nil }
+	if err := runPool(context.Background(), 3, []func(context.Context) error{task, task, task, task, task}); err != nil || ran.Load() != 5 {
+		t.Fatalf("runPool = %v, ran %d of 5", err, ran.Load())
+	}
+	boom := errors.New("boom")
+	sawCancel := make(chan bool, 1)
+	// The blocker is handed out first, so it is running when boom fails; boom's error must stop it.
+	tasks := []func(context.Context) error{
+		func(ctx context.Context) error { <-ctx.Done(); sawCancel <- true; return ctx.Err() },
+		func(context.Context) error { return boom },
+	}
+	if err := runPool(context.Background(), 2, tasks); !errors.Is(err, boom) {
+		t.Errorf("runPool error = %v, want boom", err)
+	}
+	if !<-sawCancel {
+		t.Error("the other task was not cancelled")
+	}
+}
+
+func TestPluralAndPartitions(t *testing.T) {
+	if plural(1, "member") != "1 member" || plural(0, "member") != "0 members" || plural(5, "partition") != "5 partitions" {
+		t.Error("plural")
+	}
+	if shortPartitions(map[string][]int32{"t": {3, 0}}) != "p0, p3" || shortPartitions(nil) != "nothing" {
+		t.Error("shortPartitions")
+	}
+	if partitionList([]int32{2, 10, 1}) != "1, 2, 10" || partitionList(nil) != "none" {
+		t.Error("partitionList")
+	}
+	if !naturalLess("2", "10") || naturalLess("b", "a") {
+		t.Error("naturalLess")
+	}
+}
+
+func TestGrowthSentence(t *testing.T) {
+	// reads per woken member 17.67, 19.4, 22.56 at 3, 5, 9 woken: a = 15.28, b = 0.811.
+	s := growthSentence([]growthPoint{{3, 53}, {5, 97}, {9, 203}})
+	for _, want := range []string{"From 3 to 9 woken members", "from 53 to 203", "15.3·N + 0.81·N²", "Up to this size the fixed part still dominates", "from about 19 members on"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("growthSentence = %q; want it to contain %q", s, want)
+		}
+	}
+	if s := growthSentence([]growthPoint{{3, 53}, {5, 97}, {21, 660}}); !strings.Contains(s, "within the sizes measured here") {
+		t.Errorf("past the crossover: %q", s)
+	}
+	if s := growthSentence([]growthPoint{{3, 60}, {6, 120}}); !strings.Contains(s, "did not grow") {
+		t.Errorf("constant reads per member: %q", s)
+	}
+	if s := growthSentence([]growthPoint{{3, 60}}); !strings.Contains(s, "too few") {
+		t.Errorf("one point: %q", s)
+	}
+}

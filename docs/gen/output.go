@@ -1,0 +1,153 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// output collects what a run produces: figure files under dir, and markdown blocks by name.
+type output struct {
+	dir string
+
+	mu      sync.Mutex
+	written map[string]bool   // relative paths
+	blocks  map[string]string // block name → markdown
+}
+
+func newOutput(dir string) (*output, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("-out %s: %w", dir, err)
+	}
+	return &output{dir: dir, written: map[string]bool{}, blocks: map[string]string{}}, nil
+}
+
+// path returns the absolute location of a figure file (relative name, slash-separated).
+func (o *output) path(name string) string { return filepath.Join(o.dir, filepath.FromSlash(name)) }
+
+// write stores a figure file, creating its directory.
+func (o *output) write(name string, data []byte) error {
+	p := o.path(name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		return err
+	}
+	o.noteWritten(name)
+	return nil
+}
+
+// noteWritten records a file written by someone else (the scenario runner's report).
+func (o *output) noteWritten(name string) {
+	o.mu.Lock()
+	o.written[name] = true
+	o.mu.Unlock()
+}
+
+func (o *output) files() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]string, 0, len(o.written))
+	for f := range o.written {
+		out = append(out, f)
+	}
+	return out
+}
+
+// block sets the markdown of a generated block.
+func (o *output) block(name, md string) {
+	o.mu.Lock()
+	o.blocks[name] = strings.TrimRight(md, "\n")
+	o.mu.Unlock()
+}
+
+// ---- generated blocks in the chapters ----
+
+var blockRE = regexp.MustCompile(`(?s)<!-- BEGIN GENERATED ([a-z0-9-]+) -->\n.*?<!-- END GENERATED ([a-z0-9-]+) -->`)
+
+// blockChapter is the chapter a block belongs to: its name's prefix ("ch4-summary" → "ch4");
+// other blocks ("readme-...") belong to every run.
+func blockChapter(name string) string {
+	if c, _, ok := strings.Cut(name, "-"); ok && strings.HasPrefix(c, "ch") {
+		return c
+	}
+	return ""
+}
+
+// fillBlocks replaces the content of every generated block in md with blocks[name]. A block of a
+// selected chapter (or of no chapter) that blocks lacks is an error, as is a BEGIN whose END names
+// another block; blocks of unselected chapters are left as they are.
+func fillBlocks(md string, blocks map[string]string, selected map[string]bool) (string, error) {
+	var errs []string
+	out := blockRE.ReplaceAllStringFunc(md, func(m string) string {
+		sub := blockRE.FindStringSubmatch(m)
+		name := sub[1]
+		if sub[2] != name {
+			errs = append(errs, fmt.Sprintf("block %s ends with END GENERATED %s", name, sub[2]))
+			return m
+		}
+		content, ok := blocks[name]
+		if !ok {
+			if c := blockChapter(name); c != "" && !selected[c] {
+				return m
+			}
+			errs = append(errs, fmt.Sprintf("block %s: this run produced no such block", name))
+			return m
+		}
+		return "<!-- BEGIN GENERATED " + name + " -->\n" + content + "\n<!-- END GENERATED " + name + " -->"
+	})
+	if n, m := strings.Count(md, "<!-- BEGIN GENERATED "), len(blockRE.FindAllString(md, -1)); n != m {
+		errs = append(errs, fmt.Sprintf("%d BEGIN GENERATED markers but %d complete blocks", n, m))
+	}
+	if len(errs) > 0 {
+		return md, fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return out, nil
+}
+
+// fillDir refills the blocks of every *.md file in dir. Every produced block must appear in some
+// chapter (a block nobody shows is a generator bug).
+func fillDir(dir string, blocks map[string]string, selected map[string]bool) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.md"))
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("-md %s: no *.md files", dir)
+	}
+	used := map[string]bool{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		for _, m := range blockRE.FindAllStringSubmatch(string(b), -1) {
+			used[m[1]] = true
+		}
+		filled, err := fillBlocks(string(b), blocks, selected)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		if filled != string(b) {
+			if err := os.WriteFile(f, []byte(filled), 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	var unused []string
+	for name := range blocks {
+		if !used[name] {
+			unused = append(unused, name)
+		}
+	}
+	sort.Strings(unused)
+	if len(unused) > 0 {
+		return fmt.Errorf("-md %s: no chapter shows the generated blocks %s", dir, strings.Join(unused, ", "))
+	}
+	return nil
+}
