@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -177,6 +178,17 @@ func (s *sink) len() int {
 	return len(s.msgs)
 }
 
+// barrier produces a sentinel record to topic/partition and waits until s has delivered it. A
+// partition is delivered in offset order, so by then s has delivered everything it was going to
+// deliver from that partition before the sentinel — a condition, where a sleep could only hope that
+// nothing more comes. It returns the sentinel as got() lists it.
+func barrier(t *testing.T, cl *kgo.Client, s *sink, topic string, partition int32) string {
+	t.Helper()
+	entry := msgs(topic, partition, produce(t, cl, topic, partition, "barrier")[0], "barrier")[0]
+	waitFor(t, 20*time.Second, "the barrier "+entry, func() bool { return slices.Contains(s.got(), entry) })
+	return entry
+}
+
 func allStreams(byTopic map[string][]<-chan Message) []<-chan Message {
 	var out []<-chan Message
 	for _, s := range byTopic {
@@ -252,8 +264,8 @@ func TestDeliverAndCommit(t *testing.T) {
 	produce(t, cl, "t", 0, "a3")
 	m2 := newMember(t, z.Connect(), "g", "c2", props)
 	s2 := drain(allStreams(createStreams(t, m2, map[string]int{"t": 1}))...)
+	// Partition 0 is delivered in offset order: anything older than a3 would have come first.
 	waitFor(t, 20*time.Second, "the new message", func() bool { return s2.len() >= 1 })
-	time.Sleep(300 * time.Millisecond) // nothing older may follow
 	if got := s2.got(); !reflect.DeepEqual(got, []string{"t/0@3=a3"}) {
 		t.Fatalf("resumed connector delivered %v, want only t/0@3=a3", got)
 	}
@@ -284,12 +296,12 @@ func TestZK_NO_AUTOCOMMIT(t *testing.T) {
 	m2 := newMember(t, z.Connect(), "g", "c2", props)
 	s2 := drain(allStreams(createStreams(t, m2, map[string]int{"t": 1}))...)
 	waitFor(t, 20*time.Second, "redelivery", func() bool { return s1.len() >= 9 && s2.len() >= 3 })
-	time.Sleep(300 * time.Millisecond)
-	if got := s2.got(); !reflect.DeepEqual(got, msgs("t", 1, 0, "b0", "b1", "b2")) {
-		t.Fatalf("c2 delivered %v, want partition 1 from offset 0 again", got)
+	bar0, bar1 := barrier(t, cl, s1, "t", 0), barrier(t, cl, s2, "t", 1)
+	if got := s2.got(); !reflect.DeepEqual(got, sorted(msgs("t", 1, 0, "b0", "b1", "b2"), []string{bar1})) {
+		t.Fatalf("c2 delivered %v, want partition 1 from offset 0 again (then the barrier)", got)
 	}
-	if got := s1.got(); !reflect.DeepEqual(got, sorted(first, msgs("t", 0, 0, "a0", "a1", "a2"))) {
-		t.Fatalf("c1 delivered %v, want its 6 then partition 0 again", got)
+	if got := s1.got(); !reflect.DeepEqual(got, sorted(first, msgs("t", 0, 0, "a0", "a1", "a2"), []string{bar0})) {
+		t.Fatalf("c1 delivered %v, want its 6 then partition 0 again (then the barrier)", got)
 	}
 	for _, p := range []int{0, 1} {
 		if ok, _, err := a.conn.Exists(fmt.Sprintf("/consumers/g/offsets/t/%d", p)); ok || err != nil {
@@ -327,13 +339,15 @@ func TestAutoCommitBeforeRelease(t *testing.T) {
 		return err == nil && string(d) == "2"
 	})
 	produce(t, cl, "t", 1, "b2")
+	// Partition 1 is delivered in offset order: a redelivered b0 or b1 would have come before b2.
 	waitFor(t, 20*time.Second, "b2 at c2", func() bool { return s2.len() >= 1 })
-	time.Sleep(300 * time.Millisecond)
 	if got := s2.got(); !reflect.DeepEqual(got, []string{"t/1@2=b2"}) {
 		t.Fatalf("c2 delivered %v, want only t/1@2=b2", got)
 	}
-	if n := s1.len(); n != 4 {
-		t.Fatalf("c1 delivered %d messages, want 4 (no redelivery)", n)
+	// c1 keeps partition 0: a redelivered a0 or a1 would come before the barrier.
+	bar0 := barrier(t, cl, s1, "t", 0)
+	if got := s1.got(); !reflect.DeepEqual(got, sorted(msgs("t", 0, 0, "a0", "a1"), msgs("t", 1, 0, "b0", "b1"), []string{bar0})) {
+		t.Fatalf("c1 delivered %v, want its 4 (no redelivery), then the barrier", got)
 	}
 	// c1's pre-release commit is its last act as owner: in its timeline both commits come before
 	// the revocation (the stale_commits figures rely on this order).
@@ -453,12 +467,13 @@ func TestZK_PARTITIONS_ADDED(t *testing.T) {
 	produce(t, cl, "t", 2, "c0", "c1")
 	produce(t, cl, "t", 3, "d0")
 	waitFor(t, 20*time.Second, "the new partitions' messages", func() bool { return s2.len() >= 3 })
-	time.Sleep(300 * time.Millisecond)
-	if got := s2.got(); !reflect.DeepEqual(got, sorted(msgs("t", 2, 0, "c0", "c1"), msgs("t", 3, 0, "d0"))) {
+	bars2 := []string{barrier(t, cl, s2, "t", 2), barrier(t, cl, s2, "t", 3)}
+	if got := s2.got(); !reflect.DeepEqual(got, sorted(msgs("t", 2, 0, "c0", "c1"), msgs("t", 3, 0, "d0"), bars2)) {
 		t.Fatalf("c2 delivered %v", got)
 	}
-	if n := s1.len(); n != 0 {
-		t.Fatalf("c1 delivered %v", s1.got())
+	bars1 := []string{barrier(t, cl, s1, "t", 0), barrier(t, cl, s1, "t", 1)}
+	if got := s1.got(); !reflect.DeepEqual(got, sorted(bars1)) {
+		t.Fatalf("c1 delivered %v, want only the barriers (partitions 0 and 1 had no messages)", got)
 	}
 	if n := m1.count(0, timeline.Error, nil) + m2.count(0, timeline.Error, nil); n != 0 {
 		t.Fatalf("%d error records", n)
