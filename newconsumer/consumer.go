@@ -167,13 +167,16 @@ func (c *Consumer) Assignment() []TopicPartition {
 	return c.ownedLocked()
 }
 
-// MemberID and Generation report the member's current group identity ("" and -1 when none).
+// MemberID is the member id the coordinator gave this member ("" when it has none), as sent in
+// JoinGroup, SyncGroup, Heartbeat and OffsetCommit.
 func (c *Consumer) MemberID() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.m.gen.memberID
 }
 
+// Generation is the generation id of the member's last completed rebalance (-1 when none), as sent
+// in Heartbeat and OffsetCommit.
 func (c *Consumer) Generation() int32 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
