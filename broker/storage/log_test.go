@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 // written is one batch as the test expects the log to hold it.
@@ -315,6 +316,8 @@ func TestConcurrentAppendRead(t *testing.T) {
 	const appends = 400
 	done := make(chan struct{})
 	var wg sync.WaitGroup
+	var firstReads sync.WaitGroup // every reader has read once: appends then overlap reads by construction
+	firstReads.Add(3)
 	errs := make(chan string, 8)
 	for r := 0; r < 3; r++ {
 		wg.Add(1)
@@ -322,6 +325,11 @@ func TestConcurrentAppendRead(t *testing.T) {
 			defer wg.Done()
 			rng := rand.New(rand.NewSource(seed))
 			reads := 0
+			defer func() {
+				if reads == 0 {
+					firstReads.Done() // failed before reading: do not hold the appender up
+				}
+			}()
 			for {
 				select {
 				case <-done:
@@ -350,7 +358,9 @@ func TestConcurrentAppendRead(t *testing.T) {
 					errs <- "read did not start with the batch holding the offset"
 					return
 				}
-				reads++
+				if reads++; reads == 1 {
+					firstReads.Done()
+				}
 			}
 		}(int64(r))
 	}
@@ -358,6 +368,17 @@ func TestConcurrentAppendRead(t *testing.T) {
 		if _, err := l.Append(newBatch(int64(i), values(i, 1+i%4, 30)...)); err != nil {
 			t.Error(err)
 			break
+		}
+		if i == 0 {
+			read := make(chan struct{})
+			go func() { firstReads.Wait(); close(read) }()
+			select {
+			case <-read:
+			case <-time.After(10 * time.Second):
+				close(done)
+				wg.Wait()
+				t.Fatal("the readers did not read within 10 s of the first append")
+			}
 		}
 	}
 	close(done)
