@@ -150,7 +150,15 @@ var coordinatorEras = []string{"classic", "cooperative", "static"}
 
 // ---- relation helpers ----
 
-func fig(name string, f Figures) int64 { v, _ := f.Get(name); return v }
+// fig returns the figure named name; a name that is no figure is an error, never a 0 that would let a
+// relation on a misspelt figure hold.
+func fig(name string, f Figures) (int64, error) {
+	v, ok := f.Get(name)
+	if !ok {
+		return 0, fmt.Errorf("unknown figure %q", name)
+	}
+	return v, nil
+}
 
 // eventNamed returns the first event whose trigger is name.
 func (e *EraRun) eventNamed(name string) (Event, bool) {
@@ -201,7 +209,11 @@ func eventFig(eras []string, trigger, name string, c cmp, wantText string, want 
 			if !ok {
 				return false, "no " + trigger + " event", false
 			}
-			got, w := fig(name, ev.Figures), want(x)
+			got, err := fig(name, ev.Figures)
+			if err != nil {
+				return false, err.Error(), false
+			}
+			w := want(x)
 			return c.holds(got, w), fmt.Sprintf("%d (want %s %d)", got, c, w), false
 		}}
 }
@@ -210,7 +222,10 @@ func eventFig(eras []string, trigger, name string, c cmp, wantText string, want 
 func totalFig(eras []string, name string, c cmp, want int64) Relation {
 	return Relation{Eras: eras, Text: fmt.Sprintf("%s %s %d", name, c, want),
 		check: func(x checkCtx) (bool, string, bool) {
-			got := fig(name, x.era.Result.Totals)
+			got, err := fig(name, x.era.Result.Totals)
+			if err != nil {
+				return false, err.Error(), false
+			}
 			return c.holds(got, want), fmt.Sprintf("%d", got), false
 		}}
 }
