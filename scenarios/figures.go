@@ -37,6 +37,8 @@ var FigureNames = []string{
 	FigGroupRequests, FigRebalanceAttempts, FigRebalanceFailures, FigRevocations, FigOwnershipConflicts,
 	FigMaxConcurrentOwners, FigUnownedPartitionMs, FigDuplicates, FigLost, FigStaleCommitsApplied,
 	FigStaleCommitsRejected,
+	FigInvConsumedNotMember, FigInvConsumedUnowned, FigInvOffsetsNotContiguous,
+	FigInvCommitAheadOfPosition, FigInvConsumedBehindCommitted, FigInvRevokedUnowned,
 }
 
 // ZKOwnerConflict is timeline.ZKOwnerConflict, re-exported for readers of this package.
@@ -83,13 +85,23 @@ type Figures struct {
 	Lost                 int64 `json:"lost"`
 	StaleCommitsApplied  int64 `json:"stale_commits_applied"`  // commit result=applied by a non-owner of record
 	StaleCommitsRejected int64 `json:"stale_commits_rejected"` // commit result=rejected by a non-owner of record
+
+	// Kafka's consumer invariants, violations counted (invariants.go has each one's definition).
+	InvConsumedNotMember       int64 `json:"invariant_consumed_not_member"`
+	InvConsumedUnowned         int64 `json:"invariant_consumed_unowned"`
+	InvOffsetsNotContiguous    int64 `json:"invariant_offsets_not_contiguous"`
+	InvCommitAheadOfPosition   int64 `json:"invariant_commit_ahead_of_position"`
+	InvConsumedBehindCommitted int64 `json:"invariant_consumed_behind_committed"`
+	InvRevokedUnowned          int64 `json:"invariant_revoked_unowned"`
 }
 
 func (f *Figures) fields() []*int64 {
 	return []*int64{&f.TimeToStableMs, &f.RebalanceParticipants, &f.ZKReads, &f.ZKWrites, &f.ZKWatchEvents,
 		&f.GroupRequests, &f.RebalanceAttempts, &f.RebalanceFailures, &f.Revocations, &f.OwnershipConflicts,
 		&f.MaxConcurrentOwners, &f.UnownedPartitionMs, &f.Duplicates, &f.Lost, &f.StaleCommitsApplied,
-		&f.StaleCommitsRejected}
+		&f.StaleCommitsRejected,
+		&f.InvConsumedNotMember, &f.InvConsumedUnowned, &f.InvOffsetsNotContiguous,
+		&f.InvCommitAheadOfPosition, &f.InvConsumedBehindCommitted, &f.InvRevokedUnowned}
 }
 
 // Get returns the figure named by its JSON key; ok=false for an unknown name.
@@ -108,6 +120,17 @@ func (f *Figures) set(name string, v int64) {
 			*p = v
 		}
 	}
+}
+
+// inc adds 1 to the figure named name (one of FigureNames).
+func (f *Figures) inc(name string) {
+	for i, p := range f.fields() {
+		if FigureNames[i] == name {
+			*p++
+			return
+		}
+	}
+	panic("scenarios: unknown figure " + name)
 }
 
 // Event is one trigger's window: from the trigger record until stable, the next trigger, or the end.
@@ -319,6 +342,7 @@ type replay struct {
 	tr       *trace
 	openSeg  map[tp]map[string]int // index into tr.segments[tp] of an open segment
 	busyFrom int64
+	inv      *invariantChecker
 }
 
 const maxWarnings = 20
@@ -404,6 +428,7 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 		claim: map[tp]int{}, latest: map[tp]string{}, pending: map[tp]int{}, produced: map[tpo]int{},
 		delivs: map[tpo]int{}, deliv: map[tp]int{}, touched: map[tp]bool{}, partsAll: map[string]bool{},
 		warn: warn, tr: &trace{segments: map[tp][]segment{}}, openSeg: map[tp]map[string]int{},
+		inv: newInvariantChecker(),
 	}
 	res := Result{Era: era, NotApplicable: NotApplicable(era), Events: []Event{}, FinalOwners: map[string]string{}}
 	if len(recs) == 0 {
@@ -704,6 +729,16 @@ func parts(rec timeline.Record) []tp {
 	return out
 }
 
+// ownerOfRecord is the group's owner of record of t now: the member whose latest assigned listed t,
+// while it still owns t; "" for none.
+func (r *replay) ownerOfRecord(t tp) string {
+	name := r.latest[t]
+	if m := r.members[name]; name == "" || m == nil || !m.live || !m.owned[t] {
+		return ""
+	}
+	return name
+}
+
 // apply replays record i.
 func (r *replay) apply(i int) {
 	rec := r.recs[i]
@@ -722,6 +757,14 @@ func (r *replay) apply(i int) {
 			return true
 		}
 		return false
+	}
+	// Like duplicates, a violation counts in the latest trigger's event even after that window ended
+	// at stable: what a change sets off (a zombie's deliveries) may come after the group looks stable.
+	for _, name := range r.inv.observe(rec, r.ownerOfRecord) {
+		r.totals.inc(name)
+		if r.lastEv != nil {
+			r.lastEv.f.inc(name)
+		}
 	}
 	switch rec.Kind {
 	case timeline.MemberStart:
@@ -882,7 +925,7 @@ func (r *replay) apply(i int) {
 			text = strings.TrimSpace(rec.Action + " " + rec.Target)
 		}
 		r.tr.marks = append(r.tr.marks, mark{ts: ts, kind: rec.Kind, text: text})
-	case timeline.Error:
+	case timeline.Error, timeline.SessionExpired:
 	default:
 		r.warnf("%s: unknown kind, skipped", where())
 	}

@@ -91,7 +91,7 @@ func (r *RunResult) checkRelations(sc *Scenario) {
 			continue
 		}
 		e.Relations = nil
-		for _, rel := range sc.Relations {
+		for _, rel := range append(append([]Relation(nil), sc.Relations...), invariantRelations(sc)...) {
 			if !rel.appliesTo(e.Era) {
 				continue
 			}

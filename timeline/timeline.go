@@ -30,6 +30,9 @@ const (
 	Fault          Kind = "fault"           // Action, Target
 	Trigger        Kind = "trigger"         // Name
 	Error          Kind = "error"           // Text
+	// SessionExpired: the member's ZooKeeper session expired (zk era), so its ephemeral znodes (the ids
+	// znode, its owner znodes) are gone: it is out of the group until it registers again and claims.
+	SessionExpired Kind = "session_expired"
 )
 
 // Commit results.
