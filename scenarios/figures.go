@@ -25,6 +25,7 @@ const (
 	FigOwnershipConflicts    = "ownership_conflicts"
 	FigMaxConcurrentOwners   = "max_concurrent_owners"
 	FigUnownedPartitionMs    = "unowned_partition_ms"
+	FigPausedMemberMs        = "paused_member_ms"
 	FigDuplicates            = "duplicates"
 	FigLost                  = "lost"
 	FigStaleCommitsApplied   = "stale_commits_applied"
@@ -35,8 +36,8 @@ const (
 var FigureNames = []string{
 	FigTimeToStableMs, FigRebalanceParticipants, FigZKReads, FigZKWrites, FigZKWatchEvents,
 	FigGroupRequests, FigRebalanceAttempts, FigRebalanceFailures, FigRevocations, FigOwnershipConflicts,
-	FigMaxConcurrentOwners, FigUnownedPartitionMs, FigDuplicates, FigLost, FigStaleCommitsApplied,
-	FigStaleCommitsRejected,
+	FigMaxConcurrentOwners, FigUnownedPartitionMs, FigPausedMemberMs, FigDuplicates, FigLost,
+	FigStaleCommitsApplied, FigStaleCommitsRejected,
 	FigInvConsumedNotMember, FigInvConsumedUnowned, FigInvOffsetsNotContiguous,
 	FigInvCommitAheadOfPosition, FigInvConsumedBehindCommitted, FigInvRevokedUnowned,
 }
@@ -76,6 +77,11 @@ type Figures struct {
 	// UnownedPartitionMs: Σ over partitions of ms during which the partition had produced-but-not-yet-
 	// delivered offsets and no live member owned it.
 	UnownedPartitionMs int64 `json:"unowned_partition_ms"`
+	// PausedMemberMs: Σ over live members of ms during which the member, which held partitions when
+	// its rebalance began, holds none while that rebalance runs: the stop-the-world pause of an eager
+	// rebalance (every member gives everything up and waits), which a cooperative member that keeps
+	// partitions, and a static group that does not rebalance, avoid.
+	PausedMemberMs int64 `json:"paused_member_ms"`
 	// Duplicates: deliveries of a (topic, partition, offset) already delivered by anyone. In Events, a
 	// duplicate counts in the latest trigger's event even after that window ended at stable: re-deliveries
 	// from the last committed offset happen after the new owner starts, i.e. after the group is stable.
@@ -98,8 +104,8 @@ type Figures struct {
 func (f *Figures) fields() []*int64 {
 	return []*int64{&f.TimeToStableMs, &f.RebalanceParticipants, &f.ZKReads, &f.ZKWrites, &f.ZKWatchEvents,
 		&f.GroupRequests, &f.RebalanceAttempts, &f.RebalanceFailures, &f.Revocations, &f.OwnershipConflicts,
-		&f.MaxConcurrentOwners, &f.UnownedPartitionMs, &f.Duplicates, &f.Lost, &f.StaleCommitsApplied,
-		&f.StaleCommitsRejected,
+		&f.MaxConcurrentOwners, &f.UnownedPartitionMs, &f.PausedMemberMs, &f.Duplicates, &f.Lost,
+		&f.StaleCommitsApplied, &f.StaleCommitsRejected,
 		&f.InvConsumedNotMember, &f.InvConsumedUnowned, &f.InvOffsetsNotContiguous,
 		&f.InvCommitAheadOfPosition, &f.InvConsumedBehindCommitted, &f.InvRevokedUnowned}
 }
@@ -274,11 +280,17 @@ type memberState struct {
 	live        bool
 	joining     bool // member_start seen, no assigned since
 	rebalancing bool // a rebalance is running
+	heldAtBegin bool // the member owned partitions when its running rebalance began
 	owned       map[tp]bool
 	delivering  map[tp]bool
 }
 
 func (m *memberState) busy() bool { return m.live && (m.joining || m.rebalancing) }
+
+// paused: a member that was consuming holds nothing while its rebalance runs (PausedMemberMs).
+func (m *memberState) paused() bool {
+	return m.live && m.rebalancing && m.heldAtBegin && len(m.owned) == 0
+}
 
 // window accumulates one event's figures.
 type window struct {
@@ -332,6 +344,7 @@ type replay struct {
 	touched  map[tp]bool   // deliv increased in the current ms
 	bad      int           // known partitions with claim != 1
 	busy     int           // live members busy
+	paused   int           // live members paused
 	unowned  int           // known partitions with pending > 0 and claim == 0
 	totals   Figures
 	partsAll map[string]bool
@@ -584,11 +597,17 @@ func (r *replay) closeWindow(idx int, ts int64, why string) {
 
 // integrate adds [from, to) of the current state to the time-based figures.
 func (r *replay) integrate(from, to int64) {
-	if to <= from || r.unowned == 0 {
+	if to <= from {
 		return
 	}
-	d := int64(r.unowned) * (to - from)
-	r.each(func(f *Figures) { f.UnownedPartitionMs += d })
+	if r.unowned > 0 {
+		d := int64(r.unowned) * (to - from)
+		r.each(func(f *Figures) { f.UnownedPartitionMs += d })
+	}
+	if r.paused > 0 {
+		d := int64(r.paused) * (to - from)
+		r.each(func(f *Figures) { f.PausedMemberMs += d })
+	}
 }
 
 // msEnd evaluates the state after every record of millisecond ts (last index idx).
@@ -655,11 +674,12 @@ func (r *replay) member(name string) *memberState {
 	return m
 }
 
-// mutate runs fn on a member, keeping the busy count and the rebalance shading exact.
+// mutate runs fn on a member, keeping the busy and paused counts and the rebalance shading exact.
 func (r *replay) mutate(name string, ts int64, fn func(m *memberState)) {
 	m := r.member(name)
-	was := m.busy()
+	was, wasPaused := m.busy(), m.paused()
 	fn(m)
+	r.paused += b2i(m.paused()) - b2i(wasPaused)
 	now := m.busy()
 	if was == now {
 		return
@@ -792,7 +812,12 @@ func (r *replay) apply(i int) {
 		if stoppedSkip() {
 			return
 		}
-		r.mutate(rec.Member, ts, func(m *memberState) { m.rebalancing = true })
+		r.mutate(rec.Member, ts, func(m *memberState) {
+			if !m.rebalancing {
+				m.heldAtBegin = len(m.owned) > 0
+			}
+			m.rebalancing = true
+		})
 	case timeline.RebalanceEnd:
 		r.each(func(f *Figures) { f.RebalanceAttempts++ })
 		if rec.OK == nil {
@@ -834,14 +859,15 @@ func (r *replay) apply(i int) {
 			m.joining = false
 		})
 	case timeline.Revoked:
-		m := r.member(rec.Member)
-		for _, t := range parts(rec) {
-			r.know(t)
-			if m.owned[t] {
-				r.each(func(f *Figures) { f.Revocations++ })
+		r.mutate(rec.Member, ts, func(m *memberState) {
+			for _, t := range parts(rec) {
+				r.know(t)
+				if m.owned[t] {
+					r.each(func(f *Figures) { f.Revocations++ })
+				}
+				r.lose(rec.Member, m, t, ts)
 			}
-			r.lose(rec.Member, m, t, ts)
-		}
+		})
 	case timeline.Deliver:
 		t, ok := needTP()
 		if !ok {

@@ -489,3 +489,25 @@ func sortedCopy(recs []timeline.Record) []timeline.Record {
 	sort.SliceStable(out, func(i, j int) bool { return out[i].TsMs < out[j].TsMs })
 	return out
 }
+
+// TestPausedMemberMs: in an eager rebalance every member that was consuming holds nothing until its
+// new assignment (the stop-the-world pause); in a cooperative one a member that keeps a partition is
+// not paused; a joiner that held nothing is never paused.
+func TestPausedMemberMs(t *testing.T) {
+	eager := newTL("classic")
+	eager.joined(0, "m1", 0).joined(0, "m2", 1).trigger(10, "join").start(100, "m3").begin(100, "m3")
+	eager.begin(100, "m1").revoke(100, "m1", 0).begin(120, "m2").revoke(120, "m2", 1)
+	eager.assign(300, "m1", 0).end(300, "m1", true, 1).assign(350, "m2", 1).end(350, "m2", true, 1)
+	eager.assign(350, "m3").end(350, "m3", true, 1)
+	res := eager.compute(t, FigureOptions{})
+	want(t, "eager", res.Events[0].Figures, map[string]int64{FigPausedMemberMs: (300 - 100) + (350 - 120)})
+
+	coop := newTL("cooperative")
+	coop.joined(0, "m1", 0, 1).joined(0, "m2", 2).trigger(10, "join").start(100, "m3").begin(100, "m3")
+	coop.begin(100, "m1").begin(100, "m2")
+	coop.revoke(200, "m1", 1).assign(200, "m1", 0).end(200, "m1", true, 1) // keeps 0: not paused
+	coop.revoke(200, "m2", 2).assign(260, "m2", 2).end(260, "m2", true, 1) // gave up all it had: paused 60 ms
+	coop.assign(300, "m3", 1).end(300, "m3", true, 1)
+	res = coop.compute(t, FigureOptions{})
+	want(t, "cooperative", res.Events[0].Figures, map[string]int64{FigPausedMemberMs: 60})
+}

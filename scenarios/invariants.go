@@ -31,7 +31,8 @@ const (
 	FigInvOffsetsNotContiguous = "invariant_offsets_not_contiguous"
 	// FigInvCommitAheadOfPosition: applied commits whose offset is ahead of the committing member's
 	// position: its last delivered offset + 1 in the current assignment, or, before its first delivery
-	// there, the group's last applied commit of the partition (0 when none).
+	// there (a consumer may commit the position it was handed), the group's position: the highest of
+	// the last applied commit and every member's highest delivered offset + 1 (0 when none).
 	FigInvCommitAheadOfPosition = "invariant_commit_ahead_of_position"
 	// FigInvConsumedBehindCommitted: deliveries of an offset below the group's last applied commit of the
 	// partition (whoever made it).
@@ -58,10 +59,11 @@ type invMember struct {
 type invariantChecker struct {
 	members   map[string]*invMember
 	committed map[tp]int64 // the group's last applied commit per partition
+	consumed  map[tp]int64 // the group's consumed position: highest delivered offset + 1 by anyone
 }
 
 func newInvariantChecker() *invariantChecker {
-	return &invariantChecker{members: map[string]*invMember{}, committed: map[tp]int64{}}
+	return &invariantChecker{members: map[string]*invMember{}, committed: map[tp]int64{}, consumed: map[tp]int64{}}
 }
 
 func (c *invariantChecker) member(name string) *invMember {
@@ -137,13 +139,14 @@ func (c *invariantChecker) observe(rec timeline.Record, owner func(tp) string) [
 			out = append(out, FigInvConsumedBehindCommitted)
 		}
 		m.delivered[t], m.position[t] = true, off+1
+		c.consumed[t] = max(c.consumed[t], off+1)
 	case timeline.Commit:
 		if rec.Result != timeline.CommitApplied || rec.Topic == "" || rec.Partition == nil || rec.Offset == nil {
 			return nil
 		}
 		t, off := tp{rec.Topic, *rec.Partition}, *rec.Offset
 		m := c.member(rec.Member)
-		pos := c.committed[t] // 0 when none: the lab's topics start at offset 0
+		pos := max(c.committed[t], c.consumed[t]) // 0 when none: the lab's topics start at offset 0
 		if m.delivered[t] {
 			pos = m.position[t]
 		}

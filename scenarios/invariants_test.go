@@ -107,3 +107,22 @@ func TestInvariantRelations(t *testing.T) {
 		}
 	}
 }
+
+// TestInvariantCommitBeforeDelivery: a new owner may commit the position it was handed before it
+// delivers anything (Kafka's commitSync() commits every owned position; the 0.8 connector commits its
+// fetched offset): it is checked against the group's position, which a commit the timeline missed (a
+// crashed member's last one) cannot push below what was consumed.
+func TestInvariantCommitBeforeDelivery(t *testing.T) {
+	b := newTL("zk")
+	b.joined(0, "m1", 0).produce(1, 0, 0, 1, 2, 3).trigger(2, "crash")
+	b.deliver(3, "m1", 0, 0, 1).commit(3, "m1", 0, 1, 1, timeline.CommitApplied).stop(4, "m1", "crash")
+	// m1's commit of 2 reached ZooKeeper but not the timeline; m2 starts at 2 and commits it.
+	b.joined(5, "m2", 0).commit(6, "m2", 0, 2, 1, timeline.CommitApplied).deliver(7, "m2", 0, 2, 3)
+	b.commit(8, "m2", 0, 4, 1, timeline.CommitApplied)
+	res := b.compute(t, FigureOptions{})
+	want(t, "totals", res.Totals, map[string]int64{FigInvCommitAheadOfPosition: 0})
+	// Ahead of anything anyone consumed is a violation.
+	b.commit(9, "m2", 0, 9, 1, timeline.CommitApplied)
+	res = b.compute(t, FigureOptions{})
+	want(t, "totals", res.Totals, map[string]int64{FigInvCommitAheadOfPosition: 1})
+}

@@ -145,8 +145,8 @@ func (e *EraRun) countBetween(from, to string, pred func(timeline.Record) bool) 
 	return n
 }
 
-// restartRevocationsOfOthers: partitions revoked, during the restart-<m> windows (from the trigger to
-// the next trigger or the end of the script), by members other than <m>.
+// restartRevocationsOfOthers: partitions revoked, during the restart-<m> and rejoin-<m> windows (from
+// the trigger to the next trigger or the end of the script), by members other than <m>.
 func (e *EraRun) restartRevocationsOfOthers() int64 {
 	type win struct {
 		member     string
@@ -159,7 +159,7 @@ func (e *EraRun) restartRevocationsOfOthers() int64 {
 			if len(wins) > 0 && wins[len(wins)-1].end == 0 {
 				wins[len(wins)-1].end = r.TsMs
 			}
-			if m, ok := strings.CutPrefix(r.Name, "restart-"); ok {
+			if m, ok := restartMember(r.Name); ok {
 				wins = append(wins, win{member: m, start: r.TsMs})
 			}
 		}
@@ -182,6 +182,68 @@ func (e *EraRun) restartRevocationsOfOthers() int64 {
 		}
 	}
 	return n
+}
+
+// restartWindow is one restart-<member> or rejoin-<member> window of rolling-restart.
+type restartWindow struct {
+	trigger, member string
+	paused          int // other members that revoked everything they held in the window
+}
+
+// restartMember returns <m> of a restart-<m> or rejoin-<m> trigger.
+func restartMember(trigger string) (string, bool) {
+	if m, ok := strings.CutPrefix(trigger, "restart-"); ok {
+		return m, true
+	}
+	return strings.CutPrefix(trigger, "rejoin-")
+}
+
+// restartPausedOthers returns, per restart-<m> and rejoin-<m> window (from its trigger to the next
+// trigger or the end of the script), how many members other than <m> gave up every partition they
+// held: an eager rebalance's stop-the-world pause.
+func (e *EraRun) restartPausedOthers() []restartWindow {
+	var out []restartWindow
+	owned := map[string]map[string]bool{} // member -> "<topic>-<p>"
+	var cur *restartWindow
+	pausedIn := map[string]bool{}
+	closeWin := func() {
+		if cur != nil {
+			cur.paused = len(pausedIn)
+			out = append(out, *cur)
+			cur, pausedIn = nil, map[string]bool{}
+		}
+	}
+	for _, r := range e.Records {
+		switch r.Kind {
+		case timeline.Trigger:
+			closeWin()
+			if m, ok := restartMember(r.Name); ok {
+				cur = &restartWindow{trigger: r.Name, member: m}
+			}
+		case timeline.MemberStart, timeline.MemberStop:
+			owned[r.Member] = map[string]bool{}
+		case timeline.Assigned:
+			set := map[string]bool{}
+			for topic, ps := range r.Partitions {
+				for _, p := range ps {
+					set[fmt.Sprintf("%s-%d", topic, p)] = true
+				}
+			}
+			owned[r.Member] = set
+		case timeline.Revoked:
+			held := len(owned[r.Member])
+			for topic, ps := range r.Partitions {
+				for _, p := range ps {
+					delete(owned[r.Member], fmt.Sprintf("%s-%d", topic, p))
+				}
+			}
+			if cur != nil && r.Member != cur.member && held > 0 && len(owned[r.Member]) == 0 {
+				pausedIn[r.Member] = true
+			}
+		}
+	}
+	closeWin()
+	return out
 }
 
 // commitsForOthers counts commit records with the given result made by a member for a partition whose

@@ -63,9 +63,15 @@ func runScenario(t *testing.T, name string, p Params) *RunResult {
 	var table bytes.Buffer
 	_ = res.WriteTable(&table)
 	t.Logf("%s\n%s", name, table.String())
+	sc, err := Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, e := range res.Eras {
 		if !e.Applies {
-			t.Errorf("%s: era %s did not run: %s", name, e.Era, e.Reason)
+			if why, declared := sc.NotApplicable[e.Era]; !declared || e.Reason != why {
+				t.Errorf("%s: era %s did not run: %s", name, e.Era, e.Reason)
+			}
 			continue
 		}
 		if len(e.Relations) == 0 {
@@ -187,6 +193,52 @@ func TestZKQuorumLoss(t *testing.T) {
 
 func TestStorm(t *testing.T) {
 	runScenario(t, "storm", Params{Consumers: 4, Partitions: 8, Seed: 1})
+}
+
+// The scenarios of Kafka's consumer system tests (systemtests.go), each with its test's relation.
+
+func TestConsumerBounceCleanRolling(t *testing.T) {
+	runScenario(t, "consumer-bounce-clean-rolling", Params{Consumers: 2, Partitions: 1, Seed: 1})
+}
+
+func TestConsumerBounceCleanAll(t *testing.T) {
+	runScenario(t, "consumer-bounce-clean-all", Params{Consumers: 2, Partitions: 1, Seed: 1})
+}
+
+func TestConsumerBounceHardRolling(t *testing.T) {
+	runScenario(t, "consumer-bounce-hard-rolling", Params{Consumers: 2, Partitions: 1, Seed: 1})
+}
+
+func TestConsumerBounceHardAll(t *testing.T) {
+	res := runScenario(t, "consumer-bounce-hard-all", Params{Consumers: 2, Partitions: 1, Seed: 1})
+	// A crash commits nothing: every era re-delivers what the crashed members had not committed.
+	for _, e := range res.Eras {
+		if pos, consumed := e.Extra["consumed_position"], e.Extra["records_consumed"]; consumed <= pos {
+			t.Errorf("%s: consumed %d, position %d: a hard bounce re-delivered nothing", e.Era, consumed, pos)
+		}
+	}
+}
+
+func TestStaticMemberBounce(t *testing.T) {
+	res := runScenario(t, "static-member-bounce", Params{Consumers: 3, Partitions: 3, Seed: 1})
+	if e := res.era("cooperative"); e == nil || e.Applies {
+		t.Errorf("cooperative ran: Kafka's static bounce test is eager-only")
+	}
+}
+
+func TestStaticFencing(t *testing.T) {
+	res := runScenario(t, "static-fencing", Params{Consumers: 2, Partitions: 2, Seed: 1})
+	if e := res.era("static"); e == nil || !e.Applies {
+		t.Fatalf("the static era did not run")
+	}
+}
+
+func TestConsumerFailure(t *testing.T) {
+	runScenario(t, "consumer-failure", Params{Consumers: 2, Partitions: 2, Seed: 1})
+}
+
+func TestConsumerFailureManualCommit(t *testing.T) {
+	runScenario(t, "consumer-failure-manual-commit", Params{Consumers: 2, Partitions: 2, Seed: 1})
 }
 
 // TestReportDir: --report writes index.html and a timeline per era that reads back to the records.

@@ -241,6 +241,9 @@ type eraRunner struct {
 	mu      sync.Mutex
 	members map[string]*member // current incarnation by name
 	links   map[string]*lab.MemberLinks
+	// retired are the links of crashed incarnations: cut for good (the zombie must not reach anything);
+	// a restart gets new links, as a new process gets new connections. Closed with the others.
+	retired []*lab.MemberLinks
 	zombies sync.WaitGroup // crashed members' stops
 }
 
@@ -489,7 +492,7 @@ func (r *eraRunner) do(ctx context.Context, st Step) bool {
 	case ActTrigger:
 		r.rec.Emit(timeline.Record{Kind: timeline.Trigger, Name: st.Name})
 	case ActStart:
-		r.startMember(st.Member)
+		r.startMember(st.Member, st.As)
 	case ActStop:
 		r.stopMember(st.Member)
 	case ActCrash:
@@ -568,8 +571,9 @@ func (r *eraRunner) do(ctx context.Context, st Step) bool {
 	return true
 }
 
-// startMember records member_start and runs a new incarnation of the member in the background.
-func (r *eraRunner) startMember(name string) {
+// startMember records member_start and runs a new incarnation of the member in the background, under
+// the identity of member as when as is not "" (ActStart).
+func (r *eraRunner) startMember(name, as string) {
 	if m := r.current(name); m != nil && !m.isEnded() {
 		r.errorf("start %s: already running", name)
 		return
@@ -584,7 +588,11 @@ func (r *eraRunner) startMember(name string) {
 	if r.sc.MemberProps != nil {
 		extra = r.sc.MemberProps(r.e.Era, r.t)
 	}
-	props := memberProps(r.e.Era, name, r.e.Group, connect, r.t, r.o.KafkaDefaults, extra)
+	identity := name
+	if as != "" {
+		identity = as
+	}
+	props := memberProps(r.e.Era, identity, r.e.Group, connect, r.t, r.o.KafkaDefaults, extra)
 	impl, err := newConsumer(r.e.Era, r.e.Topic, props, r.linksOf(name), m.rec, r.o.LabLog.WithField("member", name))
 	if err != nil {
 		r.errorf("start %s: %v", name, err)
@@ -639,6 +647,10 @@ func (r *eraRunner) crashMember(name string) {
 		}
 	}
 	r.fault("crash", name)
+	r.mu.Lock()
+	r.retired = append(r.retired, links)
+	delete(r.links, name)
+	r.mu.Unlock()
 	m.end("crash")
 	m.gate.close()
 	r.zombies.Add(1)
@@ -698,6 +710,9 @@ func (r *eraRunner) closeLinks() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, l := range r.links {
+		_ = l.Close()
+	}
+	for _, l := range r.retired {
 		_ = l.Close()
 	}
 }

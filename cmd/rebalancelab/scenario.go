@@ -38,6 +38,7 @@ func init() {
 		zkAddrs       string
 		kafkaDefaults bool
 		membersAs     string
+		downMs        int64
 	)
 	run := &cobra.Command{
 		Use:   "run NAME [--era all] [--consumers N] [--partitions P] [--json FILE] [--report DIR] [--seed S] [--zk ADDRS]",
@@ -56,7 +57,7 @@ Exit status 1 on errors and when a relation does not hold (the table and JSON ar
 			}
 			o := scenarios.Options{
 				Scenario: args[0], Eras: eras, KafkaDefaults: kafkaDefaults, ExternalZK: zkAddrs,
-				Params:    scenarios.Params{Consumers: consumers, Partitions: partitions, Seed: seed},
+				Params:    scenarios.Params{Consumers: consumers, Partitions: partitions, Seed: seed, DownMs: downMs},
 				ReportDir: reportDir, Version: version, Progress: cmd.ErrOrStderr(),
 				Log: logrus.NewEntry(logrus.StandardLogger()),
 			}
@@ -107,6 +108,7 @@ Exit status 1 on errors and when a relation does not hold (the table and JSON ar
 	f.StringVar(&zkAddrs, "zk", "", "use this running ZooKeeper (host:port,...) instead of starting one")
 	f.BoolVar(&kafkaDefaults, "kafka-defaults", false, "Kafka's own timing (45 s sessions...) instead of the lab's short settings")
 	f.StringVar(&membersAs, "members-as", "goroutines", `how members run: "goroutines" (processes: not implemented yet)`)
+	f.Int64Var(&downMs, "down-ms", 0, "how long a restarted member stays down, in ms (rolling-restart, static-member-bounce; 0: half the session timeout)")
 
 	scenarioCmd.AddCommand(list, run)
 	rootCmd.AddCommand(scenarioCmd)
