@@ -196,6 +196,13 @@ func TestFIDStallTimeEveryActionEveryLink(t *testing.T) {
 func fidFault(t *testing.T, k fidLink, action string) {
 	links := NewMemberLinks("m-" + action)
 	defer links.Close()
+	var evMu sync.Mutex
+	var events []FaultEvent
+	links.OnFault(func(ev FaultEvent) {
+		evMu.Lock()
+		events = append(events, ev)
+		evMu.Unlock()
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dial := func() (net.Conn, error) { return links.Dialer(k.link)(ctx, "tcp", k.upstream) }
@@ -213,9 +220,26 @@ func fidFault(t *testing.T, k fidLink, action string) {
 
 	tol := fidTolerance(fidFaultLen)
 	scriptedEnd := func(t0 time.Time) { <-time.After(time.Until(t0.Add(fidFaultLen))) }
+	var t0 time.Time
+	// The links' own account (what the runner records): one begin at the scripted start, one end at
+	// the scripted end, both within the tolerance.
+	defer func() {
+		evMu.Lock()
+		defer evMu.Unlock()
+		if len(events) != 2 || events[0].Fault != action || !events[0].Begin || events[1].Fault != action || events[1].Begin ||
+			events[0].Link != k.link || events[1].Link != k.link {
+			t.Fatalf("fault events %+v; want %s begin, %s end on %s", events, action, action, k.link)
+		}
+		if d := events[0].At.Sub(t0).Abs(); d > tol {
+			t.Errorf("%s reported in force %v after the script's start (> %v)", action, d, tol)
+		}
+		if d := (events[1].At.Sub(events[0].At) - fidFaultLen).Abs(); d > tol {
+			t.Errorf("%s reported lasting %v; scripted %v (|Δ| %v > %v)", action, events[1].At.Sub(events[0].At), fidFaultLen, d, tol)
+		}
+	}()
 	switch action {
 	case "stall":
-		t0 := time.Now()
+		t0 = time.Now()
 		if err := links.Stall(k.link); err != nil {
 			t.Fatal(err)
 		}
@@ -235,7 +259,7 @@ func fidFault(t *testing.T, k fidLink, action string) {
 			t.Errorf("stall held the probe's bytes %v; scripted %v (|Δ| %v > %v)", held, want, d, tol)
 		}
 	case "latency":
-		t0 := time.Now()
+		t0 = time.Now()
 		if err := links.Latency(k.link, fidLatency); err != nil {
 			t.Fatal(err)
 		}
@@ -265,7 +289,7 @@ func fidFault(t *testing.T, k fidLink, action string) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		t0 := time.Now()
+		t0 = time.Now()
 		if err := links.Cut(k.link); err != nil {
 			t.Fatal(err)
 		}
