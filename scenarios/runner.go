@@ -443,9 +443,25 @@ func (r *eraRunner) linksOf(name string) *lab.MemberLinks {
 	l := r.links[name]
 	if l == nil {
 		l = lab.NewMemberLinks(r.e.Era + "/" + name)
+		l.OnFault(func(ev lab.FaultEvent) { r.linkFault(name, ev) })
 		r.links[name] = l
 	}
 	return l
+}
+
+// linkFault records a link fault's actual begin or end, as the member's proxies report it:
+// fault{action, target: "<member>/<link>", phase} stamped with the time it took effect there.
+func (r *eraRunner) linkFault(member string, ev lab.FaultEvent) {
+	action := ev.Fault
+	if ev.Fault == lab.FaultLatency {
+		action = fmt.Sprintf("latency %dms", ev.Latency.Milliseconds())
+	}
+	phase := timeline.FaultEnd
+	if ev.Begin {
+		phase = timeline.FaultBegin
+	}
+	r.rec.Emit(timeline.Record{TsMs: ev.At.UnixMilli(), Kind: timeline.Fault, Action: action,
+		Target: member + "/" + string(ev.Link), Phase: phase})
 }
 
 func (r *eraRunner) current(name string) *member {
@@ -508,11 +524,7 @@ func (r *eraRunner) do(ctx context.Context, st Step) bool {
 		case ActHeal:
 			err = links.Heal(link)
 		}
-		action := string(st.Action)
-		if st.Action == ActLatency {
-			action = fmt.Sprintf("latency %dms", st.LatencyMs)
-		}
-		r.fault(action, st.Member+"/"+string(link))
+		// The fault's records (linkFault) come from the proxies, when it took effect.
 		if err != nil {
 			r.errorf("%s: %v", st, err)
 		}
@@ -633,6 +645,7 @@ func (r *eraRunner) crashMember(name string) {
 		return
 	}
 	links := r.linksOf(name)
+	links.OnFault(nil) // these cuts are the crash, recorded as one instant below
 	for _, l := range []lab.Link{lab.LinkZooKeeper, lab.LinkCoordinator, lab.LinkFetch} {
 		if err := links.Cut(l); err != nil {
 			r.errorf("crash %s: cut %s: %v", name, l, err)

@@ -27,7 +27,7 @@ const (
 	ZKWatch        Kind = "zk_watch"        // Path, Type
 	GroupRequest   Kind = "group_request"   // API, Error
 	Produce        Kind = "produce"         // Topic, Partition, Offset
-	Fault          Kind = "fault"           // Action, Target
+	Fault          Kind = "fault"           // Action, Target, Phase
 	Trigger        Kind = "trigger"         // Name
 	Error          Kind = "error"           // Text
 )
@@ -36,6 +36,15 @@ const (
 const (
 	CommitApplied  = "applied"
 	CommitRejected = "rejected"
+)
+
+// Fault phases: a link fault (stall, cut, latency) has a `fault{phase:"begin"}` record stamped when it
+// really came into force at the member's proxies and a `fault{phase:"end"}` record (same action and
+// target) stamped when it really ended there; the figures' fault windows are computed from these.
+// Faults without a phase (crash, zk-stop, broker-start, ...) are instants.
+const (
+	FaultBegin = "begin"
+	FaultEnd   = "end"
 )
 
 // ZKOwnerConflict is the Result of a zk_op write record for a failed owner-znode claim (the node
@@ -67,6 +76,7 @@ type Record struct {
 	API        string             `json:"api,omitempty"`
 	Action     string             `json:"action,omitempty"`
 	Target     string             `json:"target,omitempty"`
+	Phase      string             `json:"phase,omitempty"`
 	Name       string             `json:"name,omitempty"`
 	Text       string             `json:"text,omitempty"`
 
