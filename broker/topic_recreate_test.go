@@ -17,7 +17,7 @@ import (
 // after DeleteTopics answered, gets a leader for every partition. CreateTopics answers success, or
 // TOPIC_ALREADY_EXISTS while a deletion is still pending and then success on retry (as Kafka 3.9 may:
 // "Topic 'x' is marked for deletion."), never REQUEST_TIMED_OUT; every partition is led within a second
-// of the answer.
+// of the answer, and the new topic is empty (the record produced to the previous one is gone).
 func TestFIDTopicRecreateOneBroker(t *testing.T)    { fidTopicRecreate(t, 1) }
 func TestFIDTopicRecreateThreeBrokers(t *testing.T) { fidTopicRecreate(t, 3) }
 
@@ -78,6 +78,19 @@ func fidTopicRecreate(t *testing.T, brokers int) {
 		waitLed(ctx, t, adm, topic, round)
 		t.Logf("round %d: %d partitions led %v after CreateTopics answered (TOPIC_ALREADY_EXISTS retries: %d)",
 			round, fidRecreatePartitions, time.Since(created).Round(time.Millisecond), alreadyExists)
+		// The re-created topic starts empty: nothing of the record the previous incarnation held.
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			t.Fatalf("round %d: ListEndOffsets: %v", round, err)
+		}
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Err != nil || o.Offset != 0 {
+				t.Errorf("round %d: partition %d end offset %d, %v; want 0 in a new topic", round, o.Partition, o.Offset, o.Err)
+			}
+		})
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(fmt.Sprintf("round %d", round))}).FirstErr(); err != nil {
+			t.Fatalf("round %d: produce: %v", round, err)
+		}
 	}
 }
 

@@ -249,6 +249,9 @@ func (b *Broker) runTasks(s *zkState) bool {
 			if b.ctx.Err() != nil {
 				return false
 			}
+			if _, ok := s.pending[t]; !ok {
+				continue // dropped by an earlier task of this round (forgetTopic)
+			}
 			delete(s.pending, t)
 			if err := b.runTask(s, t); err != nil {
 				s.pending[t] = struct{}{}
@@ -502,25 +505,51 @@ func (b *Broker) loadTopics(s *zkState) error {
 	for t := range s.work.topics {
 		if !present[t] {
 			b.log.WithField("topic", t).Info("topic deleted")
-			delete(s.work.topics, t)
+			b.forgetTopic(s, t)
 		}
 	}
 	return nil
 }
 
+// forgetTopic drops everything the loop keeps about topic and the znodes below /brokers/topics/<topic>:
+// its view, the watches counted as armed on those paths, and the partition-state reads queued for it.
+// It runs when the topic znode is gone, or was created again (another incarnation, see topicView.czxid):
+// none of that state describes what is there now. (An exists watch left counted as armed on a deleted
+// state path kept the re-created partition from ever being read: no state written, no leader, until
+// the session changed.) The watches themselves may still fire later; their events just cause a re-read.
+func (b *Broker) forgetTopic(s *zkState, topic string) {
+	delete(s.work.topics, topic)
+	prefix := topicPath(topic)
+	for path := range s.armed {
+		if path == prefix || strings.HasPrefix(path, prefix+"/") {
+			delete(s.armed, path)
+		}
+	}
+	for t := range s.pending {
+		if t.kind == taskState && t.topic == topic {
+			delete(s.pending, t)
+		}
+	}
+}
+
 // loadTopic reads /brokers/topics/<t> (data watch: partitions added) and queues its partition states.
 func (b *Broker) loadTopic(s *zkState, topic string) error {
 	path := topicPath(topic)
-	data, _, _, err := b.zk.GetW(b.zp(path))
+	data, stat, _, err := b.zk.GetW(b.zp(path))
 	if errors.Is(err, zk.ErrNoNode) {
 		if _, ok := s.work.topics[topic]; ok {
 			b.log.WithField("topic", topic).Info("topic deleted")
 		}
-		delete(s.work.topics, topic)
+		b.forgetTopic(s, topic)
 		return nil
 	}
 	if err != nil {
 		return err
+	}
+	if tv, ok := s.work.topics[topic]; ok && tv.czxid != stat.Czxid {
+		// Deleted and created again between two reads: the old incarnation is gone.
+		b.log.WithField("topic", topic).Info("topic deleted and created again")
+		b.forgetTopic(s, topic)
 	}
 	s.armed[path] = true
 	assignment, err := decodeAssignment(data)
@@ -530,7 +559,7 @@ func (b *Broker) loadTopic(s *zkState, topic string) error {
 	}
 	tv, ok := s.work.topics[topic]
 	if !ok {
-		tv = &topicView{states: map[int32]partitionView{}}
+		tv = &topicView{states: map[int32]partitionView{}, czxid: stat.Czxid}
 		s.work.topics[topic] = tv
 		b.log.WithFields(logrus.Fields{"topic": topic, "partitions": len(assignment)}).Info("topic known")
 	} else if len(assignment) != len(tv.replicas) {
@@ -723,14 +752,16 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 
 	b.partsMu.Lock()
 	for tp, p := range b.parts {
-		if _, ok := want[tp]; ok {
+		tv, ok := v.topics[tp.Topic]
+		gone := !ok || tv.czxid != p.czxid // the topic was deleted (and maybe created again)
+		if _, ok := want[tp]; ok && !gone {
 			continue
 		}
 		if p.leading.Swap(false) {
 			changes = append(changes, change{p, false, p.epoch.Load()})
 			p.notify()
 		}
-		if _, ok := v.topics[tp.Topic]; !ok {
+		if gone {
 			delete(b.parts, tp)
 			deleted = append(deleted, p)
 		}
@@ -751,6 +782,17 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 	}
 	b.partsMu.Unlock()
 
+	// A deleted topic's logs go first: a topic created again under the same name opens a new, empty
+	// log in the same directory.
+	for _, p := range deleted {
+		if err := p.close(); err != nil {
+			b.log.WithError(err).Warn("closing deleted partition")
+		}
+		if err := os.RemoveAll(b.cfg.partitionDir(p.topic, p.id)); err != nil {
+			b.log.WithError(err).Warn("removing deleted partition")
+		}
+		b.log.WithFields(logrus.Fields{"topic": p.topic, "partition": p.id}).Info("deleted partition log")
+	}
 	ok := true
 	for _, tp := range toOpen {
 		epoch := want[tp]
@@ -766,7 +808,7 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 			continue
 		}
 		delete(s.failedOpen, tp)
-		p := newPartition(tp.Topic, tp.Partition, lg)
+		p := newPartition(tp.Topic, v.topics[tp.Topic].czxid, tp.Partition, lg)
 		p.epoch.Store(epoch)
 		p.leading.Store(true)
 		b.partsMu.Lock()
@@ -775,15 +817,6 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 		logRecovery(b.log.WithFields(fields), lg.Recovery(), lg.HighWatermark())
 		b.log.WithFields(fields).WithFields(logrus.Fields{"leader_epoch": epoch, "high_watermark": lg.HighWatermark()}).Info("leading partition")
 		changes = append(changes, change{p, true, epoch})
-	}
-	for _, p := range deleted {
-		if err := p.close(); err != nil {
-			b.log.WithError(err).Warn("closing deleted partition")
-		}
-		if err := os.RemoveAll(b.cfg.partitionDir(p.topic, p.id)); err != nil {
-			b.log.WithError(err).Warn("removing deleted partition")
-		}
-		b.log.WithFields(logrus.Fields{"topic": p.topic, "partition": p.id}).Info("deleted partition log")
 	}
 	if fn := b.onLeader.Load(); fn != nil {
 		for _, c := range changes {
