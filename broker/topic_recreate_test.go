@@ -8,9 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rebalancelab/rebalancelab/broker"
+	"github.com/rebalancelab/rebalancelab/lab"
 )
 
 // FID-TOPIC-RECREATE: a topic deleted and created again under the same name, each re-creation sent
@@ -133,4 +137,100 @@ func leaderless(ctx context.Context, adm *kadm.Client, topic string) string {
 		}
 	}
 	return strings.Join(bad, ", ")
+}
+
+// TestFIDTopicRecreateMissedDeletion: a broker that does not see a topic's deletion before its
+// re-creation (its ZooKeeper link stalled meanwhile, shorter than its session) learns of both at once:
+// the topic znode it reads has another creation zxid. Its per-path state and its partition log of the
+// old topic must go: the re-created partition it leads is empty, not the old log under the new topic.
+func TestFIDTopicRecreateMissedDeletion(t *testing.T) {
+	z := startZK(t)
+	b1 := startBroker(t, z.Connect(), 1, nil) // the controller: first to register
+	links := lab.NewMemberLinks("broker2")
+	defer links.Close()
+	cfg, err := broker.ConfigFromProperties(labProps(2, z.Connect(), t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ZKDialer = links.ZKDialer()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b2, err := broker.Start(ctx, cfg, logrus.NewEntry(newTestLog(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b1.addr(), b2.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(5000)
+	const topic = "missed"
+	create := func() {
+		t.Helper()
+		resp, err := adm.CreateTopics(ctx, 2, 1, nil, topic)
+		if err == nil {
+			err = resp[topic].Err
+		}
+		if err != nil {
+			t.Fatalf("CreateTopics: %v", err)
+		}
+	}
+	// Partition 1 lives on broker 2 (round-robin from broker 1).
+	endOffset := func() int64 {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			return -1
+		}
+		o, ok := ends.Lookup(topic, 1)
+		if !ok || o.Err != nil {
+			return -1
+		}
+		return o.Offset
+	}
+	create()
+	waitFor(t, 10*time.Second, "partition 1 led by broker 2", func() bool {
+		md, err := adm.Metadata(ctx, topic)
+		return err == nil && md.Topics[topic].Partitions[1].Leader == 2
+	})
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 1, Value: []byte("old")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if got := endOffset(); got != 1 {
+		t.Fatalf("end offset of partition 1 after one record: %d", got)
+	}
+
+	// Broker 2 hears nothing from ZooKeeper while the topic is deleted and created again (its session
+	// survives: the same one holds its registration before and after).
+	zc := zkClient(t, z.Connect())
+	owner := func() int64 {
+		t.Helper()
+		_, st, err := zc.Get("/brokers/ids/2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.EphemeralOwner
+	}
+	before := owner()
+	if err := links.Stall(lab.LinkZooKeeper); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := adm.DeleteTopics(ctx, topic)
+	if err == nil {
+		err = resp[topic].Err
+	}
+	if err != nil {
+		t.Fatalf("DeleteTopics: %v", err)
+	}
+	create()
+	if err := links.Heal(lab.LinkZooKeeper); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "broker 2 to serve partition 1 of the re-created topic, empty", func() bool { return endOffset() == 0 })
+	if after := owner(); after != before {
+		t.Fatalf("broker 2's registration changed session (0x%x -> 0x%x): the stall was meant to be shorter than the session", before, after)
+	}
 }
