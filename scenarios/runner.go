@@ -651,6 +651,7 @@ func (r *eraRunner) crashMember(name string) {
 			r.errorf("crash %s: cut %s: %v", name, l, err)
 		}
 	}
+	links.OnFault(func(ev lab.FaultEvent) { r.linkFault(name, ev) })
 	r.fault("crash", name)
 	m.end("crash")
 	m.gate.close()
