@@ -485,6 +485,17 @@ func (r *eraRunner) fault(action, target string) {
 	r.rec.Emit(timeline.Record{Kind: timeline.Fault, Action: action, Target: target})
 }
 
+// nodeFault records a stopped node as a fault: fault{action: zk-stop|broker-stop, target, phase: begin}
+// when its stop has completed, and the same with phase end when its restart has completed (it serves
+// again), so that the window is the time the node was really down.
+func (r *eraRunner) nodeFault(stopped bool, action, target string) {
+	phase := timeline.FaultEnd
+	if stopped {
+		phase = timeline.FaultBegin
+	}
+	r.rec.Emit(timeline.Record{Kind: timeline.Fault, Action: action, Target: target, Phase: phase})
+}
+
 // onStep calls Options.OnStep, if any.
 func (r *eraRunner) onStep(ctx context.Context, i int, st Step, done, settled bool) {
 	if r.o.OnStep == nil {
@@ -534,36 +545,38 @@ func (r *eraRunner) do(ctx context.Context, st Step) bool {
 			r.errorf("%s: no such lab ZooKeeper node", st)
 			return true
 		}
-		r.fault(string(st.Action), fmt.Sprintf("zookeeper/%d", st.Node))
 		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
 		var err error
 		if st.Action == ActZKStop {
-			err = z.Nodes()[st.Node].Stop(sctx)
+			err = z.Nodes()[st.Node].Stop(sctx) // returns once the process has exited
 		} else {
-			err = z.Nodes()[st.Node].Start(sctx)
+			err = z.Nodes()[st.Node].Start(sctx) // returns once the node serves
 		}
 		if err != nil {
 			r.errorf("%s: %v", st, err)
+			return true
 		}
+		r.nodeFault(st.Action == ActZKStop, string(ActZKStop), fmt.Sprintf("zookeeper/%d", st.Node))
 	case ActBrokerStop, ActBrokerStart:
 		bs := r.lab.Brokers()
 		if st.Node >= len(bs) {
 			r.errorf("%s: no such broker", st)
 			return true
 		}
-		r.fault(string(st.Action), fmt.Sprintf("broker/%d", bs[st.Node].ID()))
 		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
 		var err error
 		if st.Action == ActBrokerStop {
-			err = bs[st.Node].Stop(sctx)
+			err = bs[st.Node].Stop(sctx) // returns once the broker has stopped
 		} else {
-			err = bs[st.Node].Start(sctx)
+			err = bs[st.Node].Start(sctx) // returns once it is registered and serving
 		}
 		if err != nil {
 			r.errorf("%s: %v", st, err)
+			return true
 		}
+		r.nodeFault(st.Action == ActBrokerStop, string(ActBrokerStop), fmt.Sprintf("broker/%d", bs[st.Node].ID()))
 	case ActSettle:
 		start := time.Now()
 		if r.settle(ctx, time.Duration(st.QuietMs)*time.Millisecond, time.Duration(st.TimeoutMs)*time.Millisecond) {

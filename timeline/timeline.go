@@ -38,10 +38,12 @@ const (
 	CommitRejected = "rejected"
 )
 
-// Fault phases: a link fault (stall, cut, latency) has a `fault{phase:"begin"}` record stamped when it
-// really came into force at the member's proxies and a `fault{phase:"end"}` record (same action and
-// target) stamped when it really ended there; the figures' fault windows are computed from these.
-// Faults without a phase (crash, zk-stop, broker-start, ...) are instants.
+// Fault phases: a fault that lasts has a `fault{phase:"begin"}` record stamped when it really came into
+// force and a `fault{phase:"end"}` record (same action and target) stamped when it really ended; the
+// figures' fault windows are computed from these. Link faults (stall, cut, "latency <d>ms"; target
+// "<member>/<link>") are stamped by the member's proxies; a stopped node (zk-stop "zookeeper/<i>",
+// broker-stop "broker/<id>") begins when its stop completed and ends when its restart completed.
+// A fault without a phase (crash) is an instant.
 const (
 	FaultBegin = "begin"
 	FaultEnd   = "end"
