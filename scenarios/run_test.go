@@ -21,13 +21,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// toxiproxy v2.5.0: when a proxied connection's destination closes while a chunk is in flight,
-		// ToxicLink.write returns without draining its input, and the no-op toxic stub before it
-		// stays blocked on its channel send for good (link.go / toxics/noop.go). Not ours to fix;
-		// reported to the lab's owner. Nothing else may leak.
-		goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*NoopToxic).Pipe"),
-	)
+	goleak.VerifyTestMain(m)
 }
 
 // testEras are the eras the scenario tests run (REBALANCELAB_ERAS overrides, e.g. "zk").
