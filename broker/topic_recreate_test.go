@@ -234,3 +234,82 @@ func TestFIDTopicRecreateMissedDeletion(t *testing.T) {
 		t.Fatalf("broker 2's registration changed session (0x%x -> 0x%x): the stall was meant to be shorter than the session", before, after)
 	}
 }
+
+// TestFIDTopicRecreateWhileBrokerDown: a broker that crashed (its ZooKeeper session outlives it, so
+// the controller still counts it live) while a topic it leads is deleted and created again finds the old
+// incarnation's log on disk when it comes back. It must not serve it as the new topic's: the re-created
+// partition it leads is empty.
+func TestFIDTopicRecreateWhileBrokerDown(t *testing.T) {
+	z := startZK(t)
+	b1 := startBroker(t, z.Connect(), 1, nil) // the controller: first to register
+	proxy, err := lab.NewProxy("broker2-zk", z.Connect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	b2 := startBroker(t, proxy.Addr(), 2, nil)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b1.addr(), b2.addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(5000)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const topic = "down"
+	create := func() {
+		t.Helper()
+		resp, err := adm.CreateTopics(ctx, 2, 1, nil, topic)
+		if err == nil {
+			err = resp[topic].Err
+		}
+		if err != nil {
+			t.Fatalf("CreateTopics: %v", err)
+		}
+	}
+	endOffset := func() int64 {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			return -1
+		}
+		o, ok := ends.Lookup(topic, 1)
+		if !ok || o.Err != nil {
+			return -1
+		}
+		return o.Offset
+	}
+	create()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 1, Value: []byte("old")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if got := endOffset(); got != 1 {
+		t.Fatalf("end offset of partition 1 after one record: %d", got)
+	}
+
+	// Broker 2 crashes: its session, cut off, outlives it, so its registration stays and the topic is
+	// re-created with partition 1 on broker 2 again (round-robin over the registered brokers).
+	if err := proxy.Cut(); err != nil {
+		t.Fatal(err)
+	}
+	b2.stop()
+	resp, err := adm.DeleteTopics(ctx, topic)
+	if err == nil {
+		err = resp[topic].Err
+	}
+	if err != nil {
+		t.Fatalf("DeleteTopics: %v", err)
+	}
+	create()
+	zc := zkClient(t, z.Connect())
+	if data, _ := getZ(t, zc, "/brokers/topics/"+topic); !strings.Contains(string(data), `"1":[2]`) {
+		t.Fatalf("re-created topic's assignment %s: want partition 1 on broker 2", data)
+	}
+	b2.props["zookeeper.connect"] = z.Connect()
+	b2.start() // registers once the old session has expired
+	waitFor(t, 20*time.Second, "broker 2 to lead partition 1 of the re-created topic", func() bool {
+		md, err := adm.Metadata(ctx, topic)
+		return err == nil && len(md.Topics[topic].Partitions) == 2 && md.Topics[topic].Partitions[1].Leader == 2
+	})
+	waitFor(t, 10*time.Second, "broker 2 to serve partition 1 of the re-created topic, empty", func() bool { return endOffset() == 0 })
+}
