@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -797,8 +798,16 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 	for _, tp := range toOpen {
 		epoch := want[tp]
 		dir := b.cfg.partitionDir(tp.Topic, tp.Partition)
-		lg, err := storage.Open(dir, b.cfg.storageConfig(tp.Topic, epoch))
+		czxid := v.topics[tp.Topic].czxid
 		fields := logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}
+		stale, err := claimLogDir(dir, czxid)
+		if stale != 0 {
+			b.log.WithFields(fields).WithField("old_czxid", stale).Warn("partition log belongs to a deleted incarnation of the topic; deleted")
+		}
+		var lg *storage.Log
+		if err == nil {
+			lg, err = storage.Open(dir, b.cfg.storageConfig(tp.Topic, epoch))
+		}
 		if err != nil {
 			if !s.failedOpen[tp] {
 				b.log.WithFields(fields).WithError(err).Error("cannot open partition log")
@@ -808,7 +817,7 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 			continue
 		}
 		delete(s.failedOpen, tp)
-		p := newPartition(tp.Topic, v.topics[tp.Topic].czxid, tp.Partition, lg)
+		p := newPartition(tp.Topic, czxid, tp.Partition, lg)
 		p.epoch.Store(epoch)
 		p.leading.Store(true)
 		b.partsMu.Lock()
@@ -824,6 +833,43 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 		}
 	}
 	return ok
+}
+
+// topicCzxidFile, in a partition log directory, holds the creation zxid of the topic znode the log
+// belongs to (topicView.czxid, decimal), as Kafka's partition.metadata holds the topic id (KIP-516): a
+// directory left by a topic that was deleted and created again under the same name while this broker
+// was away is not taken for the new topic's.
+const topicCzxidFile = "topic-czxid"
+
+// claimLogDir makes dir the log directory of the topic incarnation czxid: a directory recording another
+// incarnation is removed (its czxid is returned), then the file records czxid. A directory without the
+// file (written before the file existed) is kept as it is.
+func claimLogDir(dir string, czxid int64) (stale int64, err error) {
+	path := filepath.Join(dir, topicCzxidFile)
+	want := strconv.FormatInt(czxid, 10) + "\n"
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil && string(data) == want:
+		return 0, nil
+	case err == nil:
+		stale, _ = strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+		if stale == 0 {
+			stale = -1 // unreadable: not ours to trust
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return stale, fmt.Errorf("removing %s: %w", dir, err)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return 0, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return stale, err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(want), 0o644); err != nil {
+		return stale, err
+	}
+	return stale, os.Rename(tmp, path)
 }
 
 // logRecovery reports what storage.Open found and repaired in a partition log: WARN when it repaired
