@@ -183,7 +183,7 @@ func TestFIDStallTimeEveryActionEveryLink(t *testing.T) {
 		{LinkFetch, brokerAddr, apiVersionsProbe, brokerTraffic(brokerAddr)},
 	}
 	for _, k := range kinds {
-		for _, action := range []string{"stall", "cut", "latency"} {
+		for _, action := range []string{FaultStall, FaultCut, FaultLatency} {
 			t.Run(fmt.Sprintf("%s/%s", k.link, action), func(t *testing.T) {
 				fidFault(t, k, action)
 			})
@@ -238,7 +238,7 @@ func fidFault(t *testing.T, k fidLink, action string) {
 		}
 	}()
 	switch action {
-	case "stall":
+	case FaultStall:
 		t0 = time.Now()
 		if err := links.Stall(k.link); err != nil {
 			t.Fatal(err)
@@ -258,7 +258,7 @@ func fidFault(t *testing.T, k fidLink, action string) {
 		if d := (held - want).Abs(); d > tol {
 			t.Errorf("stall held the probe's bytes %v; scripted %v (|Δ| %v > %v)", held, want, d, tol)
 		}
-	case "latency":
+	case FaultLatency:
 		t0 = time.Now()
 		if err := links.Latency(k.link, fidLatency); err != nil {
 			t.Fatal(err)
@@ -283,7 +283,7 @@ func fidFault(t *testing.T, k fidLink, action string) {
 		if d := (lasted - fidFaultLen).Abs(); d > tol {
 			t.Errorf("latency lasted %v; scripted %v (|Δ| %v > %v)", lasted, fidFaultLen, d, tol)
 		}
-	case "cut":
+	case FaultCut:
 		c, err := dial()
 		if err != nil {
 			t.Fatal(err)
