@@ -513,7 +513,8 @@ func (b *Broker) loadTopics(s *zkState) error {
 }
 
 // forgetTopic drops everything the loop keeps about topic and the znodes below /brokers/topics/<topic>:
-// its view, the watches counted as armed on those paths, and the partition-state reads queued for it.
+// its view, the watches counted as armed on those paths, the partition-state reads queued for it, and
+// the partition logs it failed to open.
 // It runs when the topic znode is gone, or was created again (another incarnation, see topicView.czxid):
 // none of that state describes what is there now. (An exists watch left counted as armed on a deleted
 // state path kept the re-created partition from ever being read: no state written, no leader, until
@@ -529,6 +530,11 @@ func (b *Broker) forgetTopic(s *zkState, topic string) {
 	for t := range s.pending {
 		if t.kind == taskState && t.topic == topic {
 			delete(s.pending, t)
+		}
+	}
+	for tp := range s.failedOpen {
+		if tp.Topic == topic {
+			delete(s.failedOpen, tp)
 		}
 	}
 }
