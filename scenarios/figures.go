@@ -131,20 +131,20 @@ type Result struct {
 	// string), to the live member(s) owning it at the end: one name, "" for none, comma-joined sorted
 	// names when several members still claim it.
 	FinalOwners map[string]string `json:"final_owners"`
-	// Faults are the link faults' windows, from their fault{phase:"begin"} and fault{phase:"end"}
-	// records (when each really took effect at the proxies, not when the script asked), in order of
-	// beginning.
+	// Faults are the faults' windows, from their fault{phase:"begin"} and fault{phase:"end"} records
+	// (when each really took effect — at the member's proxies for a link fault — not when the script
+	// asked for it), in order of beginning.
 	Faults []FaultWindow `json:"faults"`
 	// Warnings describe records that were skipped or inconsistent (missing fields, other eras, unsorted input).
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// FaultWindow is one link fault from its begin record to its end record (ms after the timeline's first
+// FaultWindow is one fault from its begin record to its end record (ms after the timeline's first
 // record). A fault without an end record (still in force at the end) has Open set and EndMs at the last
 // record.
 type FaultWindow struct {
-	Action     string `json:"action"` // stall, cut, "latency <d>ms"
-	Target     string `json:"target"` // "<member>/<link>"
+	Action     string `json:"action"` // stall, cut, "latency <d>ms", zk-stop, broker-stop
+	Target     string `json:"target"` // "<member>/<link>", "zookeeper/<i>", "broker/<id>"
 	StartMs    int64  `json:"start_ms"`
 	EndMs      int64  `json:"end_ms"`
 	DurationMs int64  `json:"duration_ms"`
@@ -312,29 +312,30 @@ type mark struct {
 }
 
 type replay struct {
-	recs      []timeline.Record
-	giveUp    map[int]bool
-	members   map[string]*memberState
-	universe  map[tp]bool
-	claim     map[tp]int    // live members owning the partition
-	latest    map[tp]string // owner of record
-	pending   map[tp]int    // produced offsets not yet delivered
-	produced  map[tpo]int   // first produce index of each offset
-	delivs    map[tpo]int   // deliveries per offset
-	deliv     map[tp]int    // members delivering the partition
-	touched   map[tp]bool   // deliv increased in the current ms
-	bad       int           // known partitions with claim != 1
-	busy      int           // live members busy
-	unowned   int           // known partitions with pending > 0 and claim == 0
-	totals    Figures
-	partsAll  map[string]bool
-	wins      []*window
-	cur       *window
-	lastEv    *window // the latest trigger's window, open or not
-	warn      []string
-	tr        *trace
-	openSeg   map[tp]map[string]int // index into tr.segments[tp] of an open segment
-	busyFrom  int64
+	recs     []timeline.Record
+	giveUp   map[int]bool
+	members  map[string]*memberState
+	universe map[tp]bool
+	claim    map[tp]int    // live members owning the partition
+	latest   map[tp]string // owner of record
+	pending  map[tp]int    // produced offsets not yet delivered
+	produced map[tpo]int   // first produce index of each offset
+	delivs   map[tpo]int   // deliveries per offset
+	deliv    map[tp]int    // members delivering the partition
+	touched  map[tp]bool   // deliv increased in the current ms
+	bad      int           // known partitions with claim != 1
+	busy     int           // live members busy
+	unowned  int           // known partitions with pending > 0 and claim == 0
+	totals   Figures
+	partsAll map[string]bool
+	wins     []*window
+	cur      *window
+	lastEv   *window // the latest trigger's window, open or not
+	warn     []string
+	tr       *trace
+	openSeg  map[tp]map[string]int // index into tr.segments[tp] of an open segment
+	busyFrom int64
+
 	faults    []FaultWindow
 	openFault map[string]int // action+target → index into faults of a fault not yet ended
 }
