@@ -60,24 +60,23 @@ func fidTopicRecreate(t *testing.T, brokers int) {
 			}
 		}
 		alreadyExists := 0
-		for {
+		// Kafka 3.9 answers TOPIC_ALREADY_EXISTS while the old topic's deletion is pending; a retry
+		// succeeds once it is done. Anything else (REQUEST_TIMED_OUT above all) is the bug.
+		waitFor(t, 10*time.Second, fmt.Sprintf("round %d: CreateTopics to succeed", round), func() bool {
 			resp, err := adm.CreateTopics(ctx, fidRecreatePartitions, 1, nil, topic)
 			if err != nil {
 				t.Fatalf("round %d: CreateTopics: %v", round, err)
 			}
 			r := resp[topic]
 			if r.Err == nil {
-				break
+				return true
 			}
-			// Kafka 3.9 answers TOPIC_ALREADY_EXISTS while the old topic's deletion is pending; a retry
-			// succeeds once it is done. Anything else (REQUEST_TIMED_OUT above all) is the bug.
 			if !errors.Is(r.Err, kerr.TopicAlreadyExists) || round == 0 {
 				t.Fatalf("round %d: CreateTopics %s: %v (%s); want success", round, topic, r.Err, r.ErrMessage)
 			}
-			if alreadyExists++; alreadyExists > 50 {
-				t.Fatalf("round %d: CreateTopics still TOPIC_ALREADY_EXISTS after %d retries (%s)", round, alreadyExists, r.ErrMessage)
-			}
-		}
+			alreadyExists++
+			return false
+		})
 		created := time.Now()
 		waitLed(ctx, t, adm, topic, round)
 		t.Logf("round %d: %d partitions led %v after CreateTopics answered (TOPIC_ALREADY_EXISTS retries: %d)",
