@@ -160,8 +160,24 @@ type Result struct {
 	// string), to the live member(s) owning it at the end: one name, "" for none, comma-joined sorted
 	// names when several members still claim it.
 	FinalOwners map[string]string `json:"final_owners"`
+	// Faults are the faults' windows, from their fault{phase:"begin"} and fault{phase:"end"} records
+	// (when each really took effect — at the member's proxies for a link fault — not when the script
+	// asked for it), in order of beginning.
+	Faults []FaultWindow `json:"faults"`
 	// Warnings describe records that were skipped or inconsistent (missing fields, other eras, unsorted input).
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// FaultWindow is one fault from its begin record to its end record (ms after the timeline's first
+// record). A fault without an end record (still in force at the end) has Open set and EndMs at the last
+// record.
+type FaultWindow struct {
+	Action     string `json:"action"` // stall, cut, "latency <d>ms", zk-stop, broker-stop
+	Target     string `json:"target"` // "<member>/<link>", "zookeeper/<i>", "broker/<id>"
+	StartMs    int64  `json:"start_ms"`
+	EndMs      int64  `json:"end_ms"`
+	DurationMs int64  `json:"duration_ms"`
+	Open       bool   `json:"open,omitempty"`
 }
 
 // FigureOptions tunes Compute.
@@ -356,6 +372,9 @@ type replay struct {
 	openSeg  map[tp]map[string]int // index into tr.segments[tp] of an open segment
 	busyFrom int64
 	inv      *invariantChecker
+
+	faults    []FaultWindow
+	openFault map[string]int // action+target → index into faults of a fault not yet ended
 }
 
 const maxWarnings = 20
@@ -441,9 +460,10 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 		claim: map[tp]int{}, latest: map[tp]string{}, pending: map[tp]int{}, produced: map[tpo]int{},
 		delivs: map[tpo]int{}, deliv: map[tp]int{}, touched: map[tp]bool{}, partsAll: map[string]bool{},
 		warn: warn, tr: &trace{segments: map[tp][]segment{}}, openSeg: map[tp]map[string]int{},
-		inv: newInvariantChecker(),
+		inv: newInvariantChecker(), openFault: map[string]int{},
 	}
-	res := Result{Era: era, NotApplicable: NotApplicable(era), Events: []Event{}, FinalOwners: map[string]string{}}
+	res := Result{Era: era, NotApplicable: NotApplicable(era), Events: []Event{}, FinalOwners: map[string]string{},
+		Faults: []FaultWindow{}}
 	if len(recs) == 0 {
 		res.Warnings = append(r.warn, "no records")
 		if res.NotApplicable == nil {
@@ -530,6 +550,7 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 	r.totals.TimeToStableMs = totalTTS
 	r.totals.RebalanceParticipants = int64(len(r.partsAll))
 	res.Totals = r.totals
+	res.Faults = append(res.Faults, r.faults...)
 	for _, name := range res.NotApplicable {
 		res.Totals.set(name, 0)
 		for i := range res.Events {
@@ -948,7 +969,8 @@ func (r *replay) apply(i int) {
 	case timeline.Fault, timeline.Trigger:
 		text := rec.Name
 		if rec.Kind == timeline.Fault {
-			text = strings.TrimSpace(rec.Action + " " + rec.Target)
+			text = strings.TrimSpace(rec.Action + " " + rec.Target + " " + rec.Phase)
+			r.faultPhase(rec, ts, where)
 		}
 		r.tr.marks = append(r.tr.marks, mark{ts: ts, kind: rec.Kind, text: text})
 	case timeline.Error, timeline.SessionExpired:
@@ -957,8 +979,39 @@ func (r *replay) apply(i int) {
 	}
 }
 
+// faultPhase opens a fault window at a begin record and closes it at the matching end record.
+func (r *replay) faultPhase(rec timeline.Record, ts int64, where func() string) {
+	key := rec.Action + "\x00" + rec.Target
+	switch rec.Phase {
+	case "":
+	case timeline.FaultBegin:
+		if _, ok := r.openFault[key]; ok {
+			r.warnf("%s: %s %s begins again before it ended", where(), rec.Action, rec.Target)
+			return
+		}
+		r.openFault[key] = len(r.faults)
+		r.faults = append(r.faults, FaultWindow{Action: rec.Action, Target: rec.Target, StartMs: ts - r.tr.firstTs, Open: true})
+	case timeline.FaultEnd:
+		i, ok := r.openFault[key]
+		if !ok {
+			r.warnf("%s: %s %s ends without a begin", where(), rec.Action, rec.Target)
+			return
+		}
+		delete(r.openFault, key)
+		w := &r.faults[i]
+		w.EndMs, w.DurationMs, w.Open = ts-r.tr.firstTs, ts-r.tr.firstTs-w.StartMs, false
+	default:
+		r.warnf("%s: fault phase %q is neither begin nor end", where(), rec.Phase)
+	}
+}
+
 // finish closes the report's open intervals at the last record.
 func (r *replay) finish(last int64) {
+	for _, i := range r.openFault {
+		w := &r.faults[i]
+		w.EndMs = last - r.tr.firstTs
+		w.DurationMs = w.EndMs - w.StartMs
+	}
 	for t, open := range r.openSeg {
 		for _, i := range open {
 			r.tr.segments[t][i].end = last

@@ -84,6 +84,10 @@ func (b *tlb) fault(ms int64, action, target string) *tlb {
 	return b.add(ms, "runner", timeline.Fault, func(r *timeline.Record) { r.Action, r.Target = action, target })
 }
 
+func (b *tlb) faultPhase(ms int64, action, target, phase string) *tlb {
+	return b.add(ms, "runner", timeline.Fault, func(r *timeline.Record) { r.Action, r.Target, r.Phase = action, target, phase })
+}
+
 // joined is the usual stable start: m joins and gets p at ms.
 func (b *tlb) joined(ms int64, m string, p ...int32) *tlb {
 	return b.start(ms, m).begin(ms, m).assign(ms, m, p...).end(ms, m, true, 1)
@@ -510,4 +514,34 @@ func TestPausedMemberMs(t *testing.T) {
 	coop.assign(300, "m3", 1).end(300, "m3", true, 1)
 	res = coop.compute(t, FigureOptions{})
 	want(t, "cooperative", res.Events[0].Figures, map[string]int64{FigPausedMemberMs: 60})
+}
+
+// TestFIDStallTimeWindowsFromRecords: the fault windows are read from the fault records' begin and end
+// (when the faults really took effect), whatever the script said: a stall of m1's ZooKeeper link and a
+// latency of m2's coordinator link that overlap, a cut still in force at the end (open), instants
+// (crash, no phase) that are no window, and an end without a begin (warned, no window).
+func TestFIDStallTimeWindowsFromRecords(t *testing.T) {
+	b := newTL("zk").joined(0, "m1", 0).
+		faultPhase(100, "stall", "m1/zookeeper", timeline.FaultBegin).
+		faultPhase(150, "latency 300ms", "m2/coordinator", timeline.FaultBegin).
+		fault(200, "crash", "m3").
+		faultPhase(5102, "stall", "m1/zookeeper", timeline.FaultEnd).
+		faultPhase(6150, "latency 300ms", "m2/coordinator", timeline.FaultEnd).
+		faultPhase(7000, "cut", "m1/fetch", timeline.FaultBegin).
+		deliver(8000, "m1", 0, 0)
+	res := b.compute(t, FigureOptions{})
+	want := []FaultWindow{
+		{Action: "stall", Target: "m1/zookeeper", StartMs: 100, EndMs: 5102, DurationMs: 5002},
+		{Action: "latency 300ms", Target: "m2/coordinator", StartMs: 150, EndMs: 6150, DurationMs: 6000},
+		{Action: "cut", Target: "m1/fetch", StartMs: 7000, EndMs: 8000, DurationMs: 1000, Open: true},
+	}
+	if !reflect.DeepEqual(res.Faults, want) {
+		t.Errorf("fault windows\n%+v\nwant\n%+v", res.Faults, want)
+	}
+
+	orphan := newTL("zk").joined(0, "m1", 0).faultPhase(10, "stall", "m1/zookeeper", timeline.FaultEnd)
+	got := Compute(orphan.recs, "zk", FigureOptions{})
+	if len(got.Faults) != 0 || len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], "ends without a begin") {
+		t.Errorf("an end without a begin: windows %+v, warnings %q", got.Faults, got.Warnings)
+	}
 }

@@ -316,6 +316,7 @@ type jsonEra struct {
 	Topic         string            `json:"topic,omitempty"`
 	Totals        *Figures          `json:"totals,omitempty"`
 	Events        []Event           `json:"events"`
+	Faults        []FaultWindow     `json:"faults,omitempty"`
 	NotApplicable []string          `json:"not_applicable"`
 	Timeline      string            `json:"timeline"`
 	FiguresCover  string            `json:"figures_cover,omitempty"`
@@ -346,7 +347,7 @@ func (r *RunResult) WriteJSON(w io.Writer) error {
 		Versions: r.Versions, Passed: r.Passed(), Script: r.Script}
 	for _, e := range r.Eras {
 		je := jsonEra{Era: e.Era, Applies: e.Applies, Reason: e.Reason, Group: e.Group, Topic: e.Topic,
-			Events: e.Result.Events, NotApplicable: e.Result.NotApplicable, Timeline: e.Timeline,
+			Events: e.Result.Events, Faults: e.Result.Faults, NotApplicable: e.Result.NotApplicable, Timeline: e.Timeline,
 			EndOwners: e.EndOwners, Drained: e.Drained, Extra: e.Extra, ZKCrosscheck: e.ZKCrosscheck,
 			Relations: e.Relations, Errors: e.Errors, Warnings: e.Result.Warnings}
 		if e.Applies {

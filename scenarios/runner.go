@@ -446,9 +446,25 @@ func (r *eraRunner) linksOf(name string) *lab.MemberLinks {
 	l := r.links[name]
 	if l == nil {
 		l = lab.NewMemberLinks(r.e.Era + "/" + name)
+		l.OnFault(func(ev lab.FaultEvent) { r.linkFault(name, ev) })
 		r.links[name] = l
 	}
 	return l
+}
+
+// linkFault records a link fault's actual begin or end, as the member's proxies report it:
+// fault{action, target: "<member>/<link>", phase} stamped with the time it took effect there.
+func (r *eraRunner) linkFault(member string, ev lab.FaultEvent) {
+	action := ev.Fault
+	if ev.Fault == lab.FaultLatency {
+		action = fmt.Sprintf("latency %dms", ev.Latency.Milliseconds())
+	}
+	phase := timeline.FaultEnd
+	if ev.Begin {
+		phase = timeline.FaultBegin
+	}
+	r.rec.Emit(timeline.Record{TsMs: ev.At.UnixMilli(), Kind: timeline.Fault, Action: action,
+		Target: member + "/" + string(ev.Link), Phase: phase})
 }
 
 func (r *eraRunner) current(name string) *member {
@@ -470,6 +486,17 @@ func (r *eraRunner) resolveLink(l string) lab.Link {
 
 func (r *eraRunner) fault(action, target string) {
 	r.rec.Emit(timeline.Record{Kind: timeline.Fault, Action: action, Target: target})
+}
+
+// nodeFault records a stopped node as a fault: fault{action: zk-stop|broker-stop, target, phase: begin}
+// when its stop has completed, and the same with phase end when its restart has completed (it serves
+// again), so that the window is the time the node was really down.
+func (r *eraRunner) nodeFault(stopped bool, action, target string) {
+	phase := timeline.FaultEnd
+	if stopped {
+		phase = timeline.FaultBegin
+	}
+	r.rec.Emit(timeline.Record{Kind: timeline.Fault, Action: action, Target: target, Phase: phase})
 }
 
 // onStep calls Options.OnStep, if any.
@@ -511,11 +538,7 @@ func (r *eraRunner) do(ctx context.Context, st Step) bool {
 		case ActHeal:
 			err = links.Heal(link)
 		}
-		action := string(st.Action)
-		if st.Action == ActLatency {
-			action = fmt.Sprintf("latency %dms", st.LatencyMs)
-		}
-		r.fault(action, st.Member+"/"+string(link))
+		// The fault's records (linkFault) come from the proxies, when it took effect.
 		if err != nil {
 			r.errorf("%s: %v", st, err)
 		}
@@ -525,36 +548,38 @@ func (r *eraRunner) do(ctx context.Context, st Step) bool {
 			r.errorf("%s: no such lab ZooKeeper node", st)
 			return true
 		}
-		r.fault(string(st.Action), fmt.Sprintf("zookeeper/%d", st.Node))
 		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
 		var err error
 		if st.Action == ActZKStop {
-			err = z.Nodes()[st.Node].Stop(sctx)
+			err = z.Nodes()[st.Node].Stop(sctx) // returns once the process has exited
 		} else {
-			err = z.Nodes()[st.Node].Start(sctx)
+			err = z.Nodes()[st.Node].Start(sctx) // returns once the node serves
 		}
 		if err != nil {
 			r.errorf("%s: %v", st, err)
+			return true
 		}
+		r.nodeFault(st.Action == ActZKStop, string(ActZKStop), fmt.Sprintf("zookeeper/%d", st.Node))
 	case ActBrokerStop, ActBrokerStart:
 		bs := r.lab.Brokers()
 		if st.Node >= len(bs) {
 			r.errorf("%s: no such broker", st)
 			return true
 		}
-		r.fault(string(st.Action), fmt.Sprintf("broker/%d", bs[st.Node].ID()))
 		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
 		var err error
 		if st.Action == ActBrokerStop {
-			err = bs[st.Node].Stop(sctx)
+			err = bs[st.Node].Stop(sctx) // returns once the broker has stopped
 		} else {
-			err = bs[st.Node].Start(sctx)
+			err = bs[st.Node].Start(sctx) // returns once it is registered and serving
 		}
 		if err != nil {
 			r.errorf("%s: %v", st, err)
+			return true
 		}
+		r.nodeFault(st.Action == ActBrokerStop, string(ActBrokerStop), fmt.Sprintf("broker/%d", bs[st.Node].ID()))
 	case ActSettle:
 		start := time.Now()
 		if r.settle(ctx, time.Duration(st.QuietMs)*time.Millisecond, time.Duration(st.TimeoutMs)*time.Millisecond) {
@@ -641,11 +666,13 @@ func (r *eraRunner) crashMember(name string) {
 		return
 	}
 	links := r.linksOf(name)
+	links.OnFault(nil) // these cuts are the crash, recorded as one instant below
 	for _, l := range []lab.Link{lab.LinkZooKeeper, lab.LinkCoordinator, lab.LinkFetch} {
 		if err := links.Cut(l); err != nil {
 			r.errorf("crash %s: cut %s: %v", name, l, err)
 		}
 	}
+	links.OnFault(func(ev lab.FaultEvent) { r.linkFault(name, ev) })
 	r.fault("crash", name)
 	r.mu.Lock()
 	r.retired = append(r.retired, links)
