@@ -666,13 +666,12 @@ func (r *eraRunner) crashMember(name string) {
 		return
 	}
 	links := r.linksOf(name)
-	links.OnFault(nil) // these cuts are the crash, recorded as one instant below
+	links.OnFault(nil) // these cuts are the crash, recorded as one instant below; the links are retired
 	for _, l := range []lab.Link{lab.LinkZooKeeper, lab.LinkCoordinator, lab.LinkFetch} {
 		if err := links.Cut(l); err != nil {
 			r.errorf("crash %s: cut %s: %v", name, l, err)
 		}
 	}
-	links.OnFault(func(ev lab.FaultEvent) { r.linkFault(name, ev) })
 	r.fault("crash", name)
 	r.mu.Lock()
 	r.retired = append(r.retired, links)
