@@ -85,7 +85,7 @@ func TestSweepMediansFitCrossover(t *testing.T) {
 }
 
 // TestHerdSweep runs herd-effect at N = 4, 16, 64 for real: the zk era's reads per join grow faster
-// than linearly (fitted exponent above 1.5) and reach at least N+1 per woken member; the coordinator
+// than linearly (the growth exponent between the two largest sizes above 1.5) and reach at least N+1 per woken member; the coordinator
 // era's ZooKeeper figures are not applicable.
 func TestHerdSweep(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)

@@ -43,6 +43,8 @@ func init() {
 		plotFile      string
 		repeat        int
 		deadline      time.Duration
+		budget        time.Duration
+		untilCross    bool
 	)
 	run := &cobra.Command{
 		Use:   "run NAME [--era all] [--consumers N|N1,N2,...] [--partitions P] [--json FILE] [--report DIR] [--plot FILE.svg] [--seed S] [--zk ADDRS]",
@@ -86,8 +88,8 @@ sweep and says why.`,
 				o.LabLog = logrus.NewEntry(logrus.StandardLogger())
 			}
 			if len(sizes) > 1 || plotFile != "" || repeat > 1 {
-				return runSweep(cmd, scenarios.SweepOptions{Options: o, Sizes: sizes, Repeat: repeat, Deadline: deadline},
-					jsonFile, plotFile)
+				return runSweep(cmd, scenarios.SweepOptions{Options: o, Sizes: sizes, Repeat: repeat, Deadline: deadline,
+					Budget: budget, UntilCrossover: untilCross}, jsonFile, plotFile)
 			}
 			res, err := scenarios.Run(cmd.Context(), o)
 			if res != nil && len(res.Eras) > 0 && (err == nil || cmd.Context().Err() != nil) {
@@ -133,6 +135,8 @@ sweep and says why.`,
 	f.StringVar(&plotFile, "plot", "", "sweep: write the log-log plots of the figures against N to FILE.svg")
 	f.IntVar(&repeat, "repeat", 1, "sweep: runs per size (medians are reported)")
 	f.DurationVar(&deadline, "deadline", 10*time.Minute, "sweep: bound on each run; a size that does not finish stops the sweep")
+	f.DurationVar(&budget, "budget", 0, "sweep: no size starts after this much time (0: no bound)")
+	f.BoolVar(&untilCross, "until-crossover", false, "sweep: stop after the first size where every coordinator era stabilises faster than the zk era")
 	f.Int64Var(&downMs, "down-ms", 0, "how long a restarted member stays down, in ms (rolling-restart, static-member-bounce; 0: half the session timeout)")
 
 	scenarioCmd.AddCommand(list, run)
