@@ -146,17 +146,23 @@ func (e *errClose) Error() string { return e.reason + ": " + e.err.Error() }
 // serveConn runs one client connection (SocketServer's Processor + KafkaRequestHandler for that
 // connection): a reader goroutine reads frames, this goroutine handles them one at a time and writes
 // each response before taking the next request, so responses leave in request order. Any protocol
-// violation closes this connection only.
+// violation closes this connection only. It returns only after its reader goroutine has (closing c ends
+// the reader's read), so Close, which waits for serveConn, waits for both.
 func (b *Broker) serveConn(c net.Conn) {
-	defer c.Close()
 	ctx, cancel := context.WithCancel(b.ctx)
-	defer cancel()
+	readerDone := make(chan struct{})
+	defer func() {
+		cancel()
+		c.Close()
+		<-readerDone
+	}()
 	remote := c.RemoteAddr().String()
 	log := b.log.WithField("client", remote)
 	host, _, _ := net.SplitHostPort(remote)
 
 	frames := make(chan []byte)
 	go func() {
+		defer close(readerDone)
 		defer cancel()
 		for {
 			frame, err := b.readFrame(c)
