@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -13,8 +14,10 @@ import (
 // a disk that stalls (a slow fsync) on demand, deterministically.
 type gatedLog struct {
 	*memLog
-	mu    sync.Mutex
-	gates map[int32]*appendGate
+	mu       sync.Mutex
+	gates    map[int32]*appendGate
+	inFlight map[int32]int // appends under way per partition
+	overlaps []int32       // partitions read while an append to them was under way
 }
 
 // appendGate holds one append: entered is closed when the append has started and is blocked,
@@ -24,7 +27,9 @@ type appendGate struct {
 	release chan struct{}
 }
 
-func newGatedLog() *gatedLog { return &gatedLog{memLog: newMemLog(), gates: map[int32]*appendGate{}} }
+func newGatedLog() *gatedLog {
+	return &gatedLog{memLog: newMemLog(), gates: map[int32]*appendGate{}, inFlight: map[int32]int{}}
+}
 
 // arm makes the next append to partition p block until the returned gate is released.
 func (l *gatedLog) arm(p int32) *appendGate {
@@ -39,12 +44,35 @@ func (l *gatedLog) Append(p int32, batch []byte) error {
 	l.mu.Lock()
 	g := l.gates[p]
 	delete(l.gates, p)
+	l.inFlight[p]++
 	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.inFlight[p]--
+		l.mu.Unlock()
+	}()
 	if g != nil {
 		close(g.entered)
 		<-g.release
 	}
 	return l.memLog.Append(p, batch)
+}
+
+// ReadAll records a read that overlaps an append to the same partition (OffsetsLog's contract
+// forbids it), then reads.
+func (l *gatedLog) ReadAll(p int32, fn func(key, value []byte) error) error {
+	l.mu.Lock()
+	if l.inFlight[p] > 0 {
+		l.overlaps = append(l.overlaps, p)
+	}
+	l.mu.Unlock()
+	return l.memLog.ReadAll(p, fn)
+}
+
+func (l *gatedLog) overlapped() []int32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]int32(nil), l.overlaps...)
 }
 
 // offsetsIn returns the offsets of the commit records in partition p's log, in log order.
@@ -242,5 +270,59 @@ func TestDriverCloseWaitsForAppend(t *testing.T) {
 	<-closed
 	if n := olog.count(); n != 1 {
 		t.Fatalf("%d records in the log after Close, want the 1 that was being appended", n)
+	}
+}
+
+// TestDriverLoadWaitsForAppends: a partition resigned and elected again while an append to it is
+// stalled is not read until that append is done (OffsetsLog is never read and written at once for
+// one partition, and the load sees the record): a load whose ctx ends first reads nothing and
+// fails with the ctx's error; a load after the append reads the committed offset back.
+func TestDriverLoadWaitsForAppends(t *testing.T) {
+	olog := newGatedLog()
+	cfg := driverConfig()
+	c, err := Start(context.Background(), cfg, olog, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p := PartitionFor("g", cfg.OffsetsTopicNumPartitions)
+	gate := olog.arm(p)
+	defer func() {
+		select {
+		case <-gate.release:
+		default:
+			close(gate.release)
+		}
+	}()
+	commit := make(chan kmsg.Response, 1)
+	go func() { commit <- handle(t, c, "c", commitReq(2, "g", "", -1, nil, "t", 0, 7)) }()
+	<-gate.entered
+
+	c.OnResignation(p)
+	if began, err := c.BeginElection(p); !began || err != nil {
+		t.Fatalf("BeginElection after resigning: %v %v", began, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.LoadPartition(ctx, p); !errors.Is(err, context.Canceled) {
+		t.Fatalf("load with an ended ctx while an append is stalled: %v, want context.Canceled", err)
+	}
+	if o := olog.overlapped(); len(o) > 0 {
+		t.Fatalf("partitions read during an append to them: %v", o)
+	}
+	close(gate.release)
+	if e := commitErr(t, <-commit); e != 0 {
+		t.Fatalf("commit: error %d", e)
+	}
+
+	c.OnResignation(p)
+	if err := c.OnElection(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if off, ok := c.CommittedOffset("g", "t", 0); !ok || off != 7 {
+		t.Fatalf("committed offset after the reload: %d %v, want 7", off, ok)
+	}
+	if o := olog.overlapped(); len(o) > 0 {
+		t.Fatalf("partitions read during an append to them: %v", o)
 	}
 }
