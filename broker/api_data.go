@@ -339,6 +339,9 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, p kmsg.L
 	return 0
 }
 
+// errFound stops offsetForTimestamp's walk over a batch's records at the one it looks for.
+var errFound = errors.New("found")
+
 // offsetForTimestamp scans the log from its start (kafka.log.LogSegment.findOffsetByTimestamp without a
 // time index): the first record at or after ts, or (-1, -1).
 func offsetForTimestamp(part *partition, ts int64) (int64, int64, error) {
@@ -365,16 +368,15 @@ func offsetForTimestamp(part *partition, ts int64) (int64, int64, error) {
 			if rb.Compression() != 0 { // compressed: batch granularity
 				return max(rb.BaseOffset, off), rb.MaxTimestamp, nil
 			}
-			found := errors.New("found")
 			var o, t int64
 			err = recordbatch.ReadRecords(rb.Records, rb.NumRecords, func(r recordbatch.Record) error {
 				o, t = rb.BaseOffset+int64(r.OffsetDelta), rb.BaseTimestamp+r.TimestampDelta
 				if o >= off && t >= ts {
-					return found
+					return errFound
 				}
 				return nil
 			})
-			if err == found {
+			if err == errFound {
 				return o, t, nil
 			}
 			if err != nil {

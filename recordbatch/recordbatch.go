@@ -94,19 +94,19 @@ type Header struct {
 }
 
 // Size is the batch's size in bytes, LOG_OVERHEAD included.
-func (h *Header) Size() int { return LogOverhead + int(h.Length) }
+func (h Header) Size() int { return LogOverhead + int(h.Length) }
 
 // Compression is the codec of the records section: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd.
-func (h *Header) Compression() int8 { return int8(h.Attributes & CompressionMask) }
+func (h Header) Compression() int8 { return int8(h.Attributes & CompressionMask) }
 
 // IsControl reports a control batch (transaction markers), which carries no data records.
-func (h *Header) IsControl() bool { return h.Attributes&ControlBit != 0 }
+func (h Header) IsControl() bool { return h.Attributes&ControlBit != 0 }
 
 // LogAppendTime reports timestampType LogAppendTime: every record's timestamp is MaxTimestamp.
-func (h *Header) LogAppendTime() bool { return h.Attributes&LogAppendTimeBit != 0 }
+func (h Header) LogAppendTime() bool { return h.Attributes&LogAppendTimeBit != 0 }
 
 // LastOffset is BaseOffset + LastOffsetDelta.
-func (h *Header) LastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) }
+func (h Header) LastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) }
 
 // Batch is one decoded batch. Records is the records section as stored (compressed when
 // Compression() != 0); it aliases the bytes Read was given.
@@ -318,15 +318,12 @@ func appendBytes(dst, b []byte) []byte {
 	return append(dst, b...)
 }
 
-// AppendBatch appends a batch with h's fields and the records section records (encoded records,
-// compressed if h's attributes say so). Length and CRC are computed; h's are ignored. Magic 0 in h
-// is written as 2.
+// AppendBatch appends a v2 batch with h's fields and the records section records (encoded records,
+// compressed if h's attributes say so). Length and CRC are computed and magic is 2; h's are ignored.
 func AppendBatch(dst []byte, h Header, records []byte) []byte {
 	start := len(dst)
 	be := binary.BigEndian
-	if h.Magic == 0 {
-		h.Magic = Magic
-	}
+	h.Magic = Magic
 	dst = be.AppendUint64(dst, uint64(h.BaseOffset))
 	dst = be.AppendUint32(dst, uint32(HeaderSize-LogOverhead+len(records)))
 	dst = be.AppendUint32(dst, uint32(h.PartitionLeaderEpoch))

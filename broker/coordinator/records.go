@@ -143,7 +143,6 @@ func EncodeBatch(timestampMs int64, recs []KV) []byte {
 	return recordbatch.AppendBatch(nil, recordbatch.Header{
 		BaseOffset:           0,
 		PartitionLeaderEpoch: -1,
-		Magic:                recordbatch.Magic,
 		LastOffsetDelta:      int32(len(recs) - 1),
 		BaseTimestamp:        timestampMs,
 		MaxTimestamp:         timestampMs,
