@@ -19,6 +19,7 @@ import (
 type holdHook struct {
 	mu      sync.Mutex
 	held    map[string]chan struct{} // message → closed when a goroutine is held logging it
+	taken   map[string]bool          // messages a goroutine is held on already
 	release chan struct{}
 	once    sync.Once
 }
@@ -27,7 +28,7 @@ type holdHook struct {
 func (h *holdHook) releaseAll() { h.once.Do(func() { close(h.release) }) }
 
 func newHoldHook(messages ...string) *holdHook {
-	h := &holdHook{held: map[string]chan struct{}{}, release: make(chan struct{})}
+	h := &holdHook{held: map[string]chan struct{}{}, taken: map[string]bool{}, release: make(chan struct{})}
 	for _, m := range messages {
 		h.held[m] = make(chan struct{})
 	}
@@ -39,8 +40,9 @@ func (h *holdHook) Levels() []logrus.Level { return logrus.AllLevels }
 func (h *holdHook) Fire(e *logrus.Entry) error {
 	h.mu.Lock()
 	ch, ok := h.held[e.Message]
+	ok = ok && !h.taken[e.Message] // hold the first goroutine logging it
 	if ok {
-		delete(h.held, e.Message) // hold the first goroutine logging it
+		h.taken[e.Message] = true
 	}
 	h.mu.Unlock()
 	if ok {
