@@ -100,6 +100,7 @@ func RunSweep(ctx context.Context, o SweepOptions) (*SweepResult, error) {
 		res.Sizes = append(res.Sizes, size)
 		for i := 0; i < repeat; i++ {
 			ro := o.Options
+			ro.Progress = nil // the sweep's own line per run below is the progress
 			ro.Params.Consumers = n
 			ro.Params.Seed = o.Params.Seed + int64(i)
 			rctx, cancel := ctx, context.CancelFunc(func() {})
