@@ -327,7 +327,7 @@ func (s *SweepResult) WriteTable(w io.Writer) error {
 		if s.BudgetSpent {
 			why = " (the time budget ended the sweep)"
 		}
-		fmt.Fprintf(w, "no crossover up to N=%d%s: the zk era stabilised at least as fast at every size run\n", last, why)
+		fmt.Fprintf(w, "no crossover up to N=%d%s: at no size did every coordinator era stabilise faster than the zk era\n", last, why)
 	}
 	return nil
 }
