@@ -351,7 +351,7 @@ func (s *SweepResult) WriteSVG(w io.Writer) error {
 	for i, era := range eras {
 		ch.Legend = append(ch.Legend, sweep.Series{Label: era, Colour: EraColour(era, i)})
 	}
-	coord := sweep.Panel{Title: "coordination per " + s.Trigger + ": zk reads (solid), zk watch events (thin), group requests",
+	coord := sweep.Panel{Title: "zk reads, zk watch events (dotted) / group requests per " + s.Trigger,
 		Attrs: map[string]string{"figure": "coordination"}}
 	for i, era := range eras {
 		if pts := s.points(era, FigZKReads); len(pts) > 0 {
@@ -360,7 +360,7 @@ func (s *SweepResult) WriteSVG(w io.Writer) error {
 		}
 		if pts := s.points(era, FigZKWatchEvents); len(pts) > 0 {
 			coord.Series = append(coord.Series, sweep.Series{Label: era + " zk_watch_events", Colour: EraColour(era, i), Points: pts,
-				Attrs: map[string]string{"era": era, "figure": FigZKWatchEvents}})
+				Dotted: true, Attrs: map[string]string{"era": era, "figure": FigZKWatchEvents}})
 		}
 		if pts := s.points(era, FigGroupRequests); len(pts) > 0 {
 			coord.Series = append(coord.Series, sweep.Series{Label: era + " group_requests", Colour: EraColour(era, i), Points: pts,
@@ -371,8 +371,8 @@ func (s *SweepResult) WriteSVG(w io.Writer) error {
 		lo, hi := f.Points[0].X, f.Points[len(f.Points)-1].X
 		coord.Series = append(coord.Series, sweep.Series{Label: "zk_reads fit", Colour: EraColour("zk", 0), Dashed: true,
 			Points: sweep.Curve([]float64{f.C, f.B, f.A}, lo, hi, 24), Attrs: map[string]string{"era": "zk", "fit": "quadratic"}})
-		coord.Notes = append(coord.Notes, fmt.Sprintf("zk reads ≈ %.2f·N² + %.1f·N + %.0f; growth exponent %.2f at the largest N",
-			f.A, f.B, f.C, f.Exponent))
+		coord.Notes = append(coord.Notes, fmt.Sprintf("dashed: zk reads ≈ %.2f·N² + %.1f·N + %.0f", f.A, f.B, f.C),
+			fmt.Sprintf("growth exponent %.2f at the largest N (2: quadratic)", f.Exponent))
 	}
 	ch.Panels = append(ch.Panels, coord)
 	for _, fig := range []string{FigTimeToStableMs, FigRebalanceParticipants, FigPausedMemberMs, FigUnownedPartitionMs} {

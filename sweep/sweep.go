@@ -27,6 +27,7 @@ type Series struct {
 	Colour string // an SVG colour; "" picks one by position
 	Points []Point
 	Dashed bool              // drawn dashed, without dots (a fitted curve)
+	Dotted bool              // drawn dotted, with its dots (a second figure of the same colour)
 	Attrs  map[string]string // written on the polyline as data-<key>="<value>" (machine-readable)
 }
 
@@ -36,7 +37,7 @@ type Panel struct {
 	XLabel string // default "N"
 	Series []Series
 	Attrs  map[string]string // written on the panel's group as data-<key>="<value>"
-	// Notes are lines of text under the title (a fit's formula, a count beside it).
+	// Notes are lines of text under the x axis (a fit's formula, a count beside it); two fit.
 	Notes []string
 }
 
@@ -49,10 +50,10 @@ type Chart struct {
 }
 
 const (
-	panelW, panelH = 320, 200
+	panelW, panelH = 340, 200
 	plotW, plotH   = panelW - 20, panelH - 40
 	left, top      = 70, 80
-	gapX, gapY     = 40, 70
+	gapX, gapY     = 60, 90
 )
 
 var palette = []string{"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"}
@@ -123,9 +124,9 @@ func writePanel(b *strings.Builder, p Panel, ox, oy float64) {
 		return y0 - (math.Log10(y)-ylo)/(yhi-ylo)*plotH
 	}
 	fmt.Fprintf(b, `<g class="panel"%s>`+"\n", attrs(p.Attrs))
-	fmt.Fprintf(b, `<text x="%.0f" y="%.0f" font-size="12">%s</text>`+"\n", x0, oy-8-float64(14*len(p.Notes)), esc(p.Title))
+	fmt.Fprintf(b, `<text x="%.0f" y="%.0f" font-size="12">%s</text>`+"\n", x0, oy-8, esc(p.Title))
 	for i, n := range p.Notes {
-		fmt.Fprintf(b, `<text class="note" x="%.0f" y="%.0f" fill="#555">%s</text>`+"\n", x0, oy-8-float64(14*(len(p.Notes)-1-i)), esc(n))
+		fmt.Fprintf(b, `<text class="note" x="%.0f" y="%.0f" fill="#555">%s</text>`+"\n", x0, y0+60+float64(14*i), esc(n))
 	}
 	fmt.Fprintf(b, `<rect x="%.0f" y="%.0f" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", x0, oy, plotW, plotH)
 	for d := xlo; d <= xhi; d++ {
@@ -162,8 +163,11 @@ func writePanel(b *strings.Builder, p Panel, ox, oy float64) {
 			}
 		}
 		dash := ""
-		if s.Dashed {
+		switch {
+		case s.Dashed:
 			dash = ` stroke-dasharray="4 3"`
+		case s.Dotted:
+			dash = ` stroke-dasharray="1 3"`
 		}
 		fmt.Fprintf(b, `<polyline class="series"%s points="%s" fill="none" stroke="%s" stroke-width="1.5"%s><title>%s</title></polyline>`+"\n",
 			attrs(s.Attrs), strings.Join(coords, " "), colour, dash, esc(s.Label))
