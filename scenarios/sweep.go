@@ -22,9 +22,9 @@ import (
 
 // SweepOptions configures RunSweep.
 type SweepOptions struct {
-	Options        // the run of each size (Params.Consumers is set per size)
-	Sizes    []int // N of each size, ascending
-	Repeat   int   // runs per size (medians are plotted); 0 or 1: one
+	Options       // the run of each size (Params.Consumers is set per size)
+	Sizes   []int // N of each size, ascending
+	Repeat  int   // runs per size (medians are plotted); 0 or 1: one
 	// Deadline bounds each run; a size whose run does not finish by then stops the sweep with
 	// SweepSize.Stopped saying why (larger sizes would not finish either). 0: no bound.
 	Deadline time.Duration
