@@ -151,8 +151,12 @@ type Event struct {
 // Result is one era's figures.
 type Result struct {
 	Era    string  `json:"era"`
-	Totals Figures `json:"totals"` // the whole timeline; time_to_stable_ms: see Compute
+	Totals Figures `json:"totals"` // the run after the group's formation; time_to_stable_ms: see Compute
 	Events []Event `json:"events"`
+	// Start is the group's formation: from the first record until the group is first stable or the
+	// first trigger, whichever comes first (nil when the timeline starts with a trigger or is empty).
+	// Its costs are not in Totals.
+	Start *Event `json:"start,omitempty"`
 	// NotApplicable names the figures this era cannot produce (see NotApplicable); they are 0 here and
 	// are no evidence of anything.
 	NotApplicable []string `json:"not_applicable"`
@@ -220,9 +224,12 @@ var groupAPIs = map[string]bool{
 // Records whose era is neither era nor "" are skipped (the runner's and producer's records may carry "").
 //
 // Events: one per `trigger` record, in order, with that window's figures (see Figures for each figure and
-// Event for the window). Totals: the figures over the whole timeline, except time_to_stable_ms, which is
-// the worst event's (NeverStable if any event never became stable), or, in a timeline without triggers,
-// the time from the first record until the group first became stable (the group's formation).
+// Event for the window). Start: the group's formation, from the first record until the group is first
+// stable or the first trigger. Totals: the figures from the first trigger to the end — the formation's
+// costs are in Start, not in Totals — except time_to_stable_ms, which is the worst event's (NeverStable
+// if any event never became stable). A timeline without triggers is all formation: its Totals cover it
+// all, time_to_stable_ms being the formation's. duplicates, lost and the invariant figures count the
+// whole timeline in Totals whatever the phase: they are correctness, not cost.
 //
 // Compute never fails: malformed records (a deliver without partition or offset, a commit without
 // partition, ...) are skipped and described in Result.Warnings.
@@ -314,7 +321,7 @@ type window struct {
 	startTs, endTs   int64
 	trigger          string
 	end              string
-	implicit         bool // the formation window of a timeline without triggers: not reported
+	implicit         bool // the formation window: reported as Result.Start, not as an event
 	open             bool
 	seenUnstable     bool
 	stableAt         int64
@@ -372,6 +379,7 @@ type replay struct {
 	openSeg  map[tp]map[string]int // index into tr.segments[tp] of an open segment
 	busyFrom int64
 	inv      *invariantChecker
+	forming  bool // before the first trigger of a timeline that has one: the group's formation
 
 	faults    []FaultWindow
 	openFault map[string]int // action+target → index into faults of a fault not yet ended
@@ -485,9 +493,10 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 	}
 	first := recs[0].TsMs
 	r.tr.firstTs, r.tr.lastTs = first, recs[len(recs)-1].TsMs
-	if !hasTrigger {
-		r.openWindow(0, first, "", true)
+	if recs[0].Kind != timeline.Trigger {
+		r.openWindow(0, first, "start", true)
 	}
+	r.forming = hasTrigger // until the first trigger, costs go to the formation window only
 
 	prevTs := first
 	for i := 0; i < len(recs); {
@@ -498,6 +507,12 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 			if recs[j].Kind == timeline.Trigger {
 				if r.cur != nil {
 					r.closeWindow(j-1, ts, EndNextTrigger)
+				}
+				if r.forming { // the totals start here, with the concurrency the formation left
+					r.forming = false
+					for _, n := range r.deliv {
+						r.totals.MaxConcurrentOwners = max(r.totals.MaxConcurrentOwners, int64(n))
+					}
 				}
 				r.openWindow(j, ts, recs[j].Name, false)
 			}
@@ -536,7 +551,12 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 			tts = NeverStable
 		}
 		if w.implicit {
-			totalTTS = tts
+			if !hasTrigger {
+				totalTTS = tts
+			}
+			w.f.TimeToStableMs = tts
+			w.f.RebalanceParticipants = int64(len(w.participants))
+			res.Start = &Event{Trigger: w.trigger, AtMs: 0, EndMs: w.endTs - first, End: w.end, Figures: w.f}
 			continue
 		}
 		w.f.TimeToStableMs = tts
@@ -555,6 +575,9 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 		res.Totals.set(name, 0)
 		for i := range res.Events {
 			res.Events[i].Figures.set(name, 0)
+		}
+		if res.Start != nil {
+			res.Start.Figures.set(name, 0)
 		}
 	}
 	if res.NotApplicable == nil {
@@ -585,9 +608,11 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 	return res, r.tr
 }
 
-// each applies fn to the totals and, when a window is open, to its figures.
+// each applies fn to the totals (after the formation) and, when a window is open, to its figures.
 func (r *replay) each(fn func(f *Figures)) {
-	fn(&r.totals)
+	if !r.forming {
+		fn(&r.totals)
+	}
 	if r.cur != nil {
 		fn(&r.cur.f)
 	}
@@ -826,7 +851,9 @@ func (r *replay) apply(i int) {
 			m.live, m.joining, m.rebalancing = false, false, false
 		})
 	case timeline.RebalanceBegin:
-		r.partsAll[rec.Member] = true
+		if !r.forming {
+			r.partsAll[rec.Member] = true
+		}
 		if r.cur != nil {
 			r.cur.participants[rec.Member] = true
 		}

@@ -151,9 +151,16 @@ func TestFiguresEagerJoin(t *testing.T) {
 		FigDuplicates:         1,       // after the window's stable end, still this event's
 		FigLost:               0, FigStaleCommitsApplied: 0, FigStaleCommitsRejected: 0,
 	})
+	// The totals leave the group's formation (before the first trigger) to its own window, Start.
 	want(t, "totals", res.Totals, map[string]int64{
-		FigTimeToStableMs: 100, FigDuplicates: 1, FigRebalanceParticipants: 2, FigGroupRequests: 9, FigRebalanceAttempts: 3,
+		FigTimeToStableMs: 100, FigDuplicates: 1, FigRebalanceParticipants: 2, FigGroupRequests: 7, FigRebalanceAttempts: 2,
 		FigRevocations: 2, FigMaxConcurrentOwners: 1, FigUnownedPartitionMs: 130,
+	})
+	if st := res.Start; st == nil || st.Trigger != "start" || st.AtMs != 0 || st.EndMs != 20 || st.End != EndStable {
+		t.Fatalf("start = %+v", st)
+	}
+	want(t, "start", res.Start.Figures, map[string]int64{
+		FigTimeToStableMs: 20, FigRebalanceParticipants: 1, FigGroupRequests: 2, FigRebalanceAttempts: 1,
 	})
 	if !reflect.DeepEqual(res.FinalOwners, map[string]string{"t-0": "m1", "t-1": "m2"}) {
 		t.Errorf("final owners = %v", res.FinalOwners)
