@@ -50,24 +50,34 @@ and owner znodes go with it).`,
 				return errors.New("give either --topic T[:threads] (repeatable) or --whitelist REGEX")
 			}
 			topicCount := map[string]int{}
+			givenAs := map[string]string{}
 			for _, t := range topics {
 				name, n, err := parseTopicThreads(t)
 				if err != nil {
 					return err
 				}
-				topicCount[name] += n
-			}
-			props := map[string]string{}
-			for _, kv := range configs {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || strings.TrimSpace(k) == "" {
-					return fmt.Errorf("--config %q: want key=value", kv)
+				if prev, dup := givenAs[name]; dup { // TopicCount is a map: one thread count per topic
+					return fmt.Errorf("--topic %s: topic %s is already given (--topic %s); give each topic once, with all its threads (T:threads)", t, name, prev)
 				}
-				props[strings.TrimSpace(k)] = v
+				givenAs[name] = t
+				topicCount[name] = n
+			}
+			props, err := parseConfigs("config", configs)
+			if err != nil {
+				return err
 			}
 			props["group.id"] = group
 			if consumerID != "" {
 				props["consumer.id"] = consumerID
+			}
+			// Bad settings are refused before anything starts or connects (zookeeper.connect is
+			// checked below, once known).
+			check := map[string]string{"zookeeper.connect": "127.0.0.1:2181"}
+			for k, v := range props {
+				check[k] = v
+			}
+			if _, err := zkconsumer.FromProperties(check); err != nil {
+				return err
 			}
 			log := logrus.WithField("component", "zkconsumer")
 			if zkAddrs == "" {
