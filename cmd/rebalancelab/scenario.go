@@ -38,24 +38,30 @@ func init() {
 		zkAddrs       string
 		kafkaDefaults bool
 		membersAs     string
+		zkConfigs     []string
 	)
 	run := &cobra.Command{
-		Use:   "run NAME [--era all] [--consumers N] [--partitions P] [--json FILE] [--report DIR] [--seed S] [--zk ADDRS]",
+		Use:   "run NAME [--era all] [--consumers N] [--partitions P] [--json FILE] [--report DIR] [--seed S] [--zk ADDRS] [--zk-config k=v ...]",
 		Short: "Run a scenario on one or more eras and print the figures side by side",
 		Long: `Starts a lab (a real ZooKeeper — three nodes for zk-quorum-loss — and one broker), then for each era a
 topic, a producer (one record every 20 ms, acks=all) and the scenario's members, running as goroutines of
 this process, each behind its own fault proxies. The scripted events are fixed by --seed. At the end the
 producer stops, the members deliver what was produced and stop gracefully, and the figures are computed
 from the timeline. The table goes to stdout with the relations the scenario expects (ok/FAIL); progress
-goes to stderr. --json writes the result JSON, --report DIR an HTML page with the timelines beside it.
+goes to stderr. --zk-config k=v gives every zk-era member a Kafka 0.8.2 consumer property (e.g.
+offsets.storage=kafka, dual.commit.enabled=false), checked before anything starts. --json writes the result JSON, --report DIR an HTML page with the timelines beside it.
 Exit status 1 on errors and when a relation does not hold (the table and JSON are written first).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if membersAs != "goroutines" {
 				return fmt.Errorf("--members-as %q: only \"goroutines\" is implemented (members as processes are not yet)", membersAs)
 			}
+			zkConfig, err := parseConfigs("zk-config", zkConfigs)
+			if err != nil {
+				return err
+			}
 			o := scenarios.Options{
-				Scenario: args[0], Eras: eras, KafkaDefaults: kafkaDefaults, ExternalZK: zkAddrs,
+				Scenario: args[0], Eras: eras, KafkaDefaults: kafkaDefaults, ExternalZK: zkAddrs, ZKConfig: zkConfig,
 				Params:    scenarios.Params{Consumers: consumers, Partitions: partitions, Seed: seed},
 				ReportDir: reportDir, Version: version, Progress: cmd.ErrOrStderr(),
 				Log: logrus.NewEntry(logrus.StandardLogger()),
@@ -106,6 +112,7 @@ Exit status 1 on errors and when a relation does not hold (the table and JSON ar
 	f.Int64Var(&seed, "seed", 1, "seed of the scripted events (same seed, same script)")
 	f.StringVar(&zkAddrs, "zk", "", "use this running ZooKeeper (host:port,...) instead of starting one")
 	f.BoolVar(&kafkaDefaults, "kafka-defaults", false, "Kafka's own timing (45 s sessions...) instead of the lab's short settings")
+	f.StringArrayVar(&zkConfigs, "zk-config", nil, "Kafka 0.8.2 consumer property key=value for every zk-era member (repeatable), e.g. offsets.storage=kafka")
 	f.StringVar(&membersAs, "members-as", "goroutines", `how members run: "goroutines" (processes: not implemented yet)`)
 
 	scenarioCmd.AddCommand(list, run)
