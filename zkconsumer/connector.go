@@ -127,7 +127,7 @@ type Connector struct {
 	mu            sync.Mutex // guards what follows
 	topicRegistry map[TopicPartition]*partitionInfo
 	checkpointed  map[TopicPartition]int64 // checkpointedZkOffsets
-	delivering    []TopicPartition         // partitions handed to the fetchers
+	delivering    []TopicPartition         // partitions recorded as assigned, handed to the fetchers
 
 	commitMu sync.Mutex
 }
@@ -724,17 +724,23 @@ func (c *Connector) rebalance() (done bool, err error) {
 	if err := c.reflectPartitionOwnershipDecision(mine); err != nil {
 		return false, err
 	}
+	// The partitions are this member's from here (its owner znodes exist): recorded as assigned
+	// before any commit can include them (commitMu orders this against a concurrent commit's
+	// records; a Kafka commit sends every owned partition).
+	c.commitMu.Lock()
 	c.mu.Lock()
 	c.topicRegistry = registry
+	c.delivering = keys(registry) // a failed listener call below still ends in a revoked record
 	for tp, pi := range registry {
 		c.checkpointed[tp] = pi.consumed.Load()
 	}
 	c.mu.Unlock()
+	c.emit(timeline.Record{Kind: timeline.Assigned, Partitions: partitionsByTopic(tps)})
+	c.commitMu.Unlock()
 	if err := c.callListener(func(l RebalanceListener) { l.BeforeStartingFetchers(c.consumerID, global.byTopic()) }); err != nil {
 		return false, err
 	}
 	c.updateFetcher(registry)
-	c.emit(timeline.Record{Kind: timeline.Assigned, Partitions: partitionsByTopic(tps)})
 	c.log.WithField("partitions", partitionsByTopic(tps)).Info("selected partitions")
 	return true, nil
 }
@@ -1009,9 +1015,6 @@ func (c *Connector) updateFetcher(registry map[TopicPartition]*partitionInfo) {
 	for _, pi := range registry {
 		infos = append(infos, pi)
 	}
-	c.mu.Lock()
-	c.delivering = keys(registry)
-	c.mu.Unlock()
 	c.fetcher.start(infos)
 }
 

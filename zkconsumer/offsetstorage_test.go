@@ -267,3 +267,62 @@ func TestFIDOffsetsStorageRejectedCommitRecorded(t *testing.T) {
 		t.Fatalf("offset znodes %v after refused commits", got)
 	}
 }
+
+// gateListener blocks BeforeStartingFetchers until released: a window in which the owner znodes are
+// claimed and the fetchers not yet started.
+type gateListener struct {
+	entered, release chan struct{}
+}
+
+func (l *gateListener) BeforeReleasingPartitions(map[string][]int32) {}
+
+func (l *gateListener) BeforeStartingFetchers(string, map[string]map[int32]string) {
+	l.entered <- struct{}{}
+	<-l.release
+}
+
+// A commit made while a rebalance starts the new assignment (here from the application, in the
+// listener's window; in a scenario, the auto-commit ticker) is recorded after the member's
+// `assigned` record: with offsets.storage=kafka every owned partition is sent on every commit, and a
+// commit record before `assigned` would read as a commit by a non-owner (stale_commits_applied)
+// although the member holds the owner znodes.
+func TestFIDOffsetsStorageCommitInRebalanceRecordedAfterAssigned(t *testing.T) {
+	z := startZK(t)
+	b := startBroker(t, z.Connect(), 1)
+	cl := newClient(t, b)
+	createTopicAssigned(t, cl, "t", [][]int32{{1}, {1}})
+	produce(t, cl, "t", 0, "a0")
+	l := &gateListener{entered: make(chan struct{}), release: make(chan struct{})}
+	props := map[string]string{"auto.offset.reset": "smallest", "auto.commit.enable": "false",
+		"offsets.storage": "kafka", "dual.commit.enabled": "false", "offsets.channel.backoff.ms": "100"}
+	m := newMemberWith(t, z.Connect(), "g", "c1", props, func(c *Config) { c.Listener = l })
+	streams := make(chan map[string][]<-chan Message, 1)
+	go func() { streams <- createStreams(t, m, map[string]int{"t": 1}) }()
+	select {
+	case <-l.entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the initial rebalance never reached BeforeStartingFetchers")
+	}
+	commitErr := m.CommitOffsets() // in the window: owner znodes claimed, fetchers not started
+	close(l.release)
+	s := drain(allStreams(<-streams)...)
+	waitFor(t, 20*time.Second, "a0", func() bool { return s.len() >= 1 })
+	if commitErr != nil {
+		t.Fatal(commitErr)
+	}
+	assigned, firstCommit := -1, -1
+	for i, r := range m.rec.Records() {
+		if r.Kind == timeline.Assigned && assigned < 0 {
+			assigned = i
+		}
+		if r.Kind == timeline.Commit && firstCommit < 0 {
+			firstCommit = i
+		}
+	}
+	if got := m.commits(0); !reflect.DeepEqual(got, []string{"t/0@-1 applied", "t/1@-1 applied"}) {
+		t.Fatalf("commit records %q, want both partitions' (not yet fetched: -1) offsets applied", got)
+	}
+	if assigned < 0 || firstCommit < assigned {
+		t.Fatalf("first commit record at %d, assigned at %d: the commit is recorded before the member owns the partitions", firstCommit, assigned)
+	}
+}

@@ -32,14 +32,17 @@ func init() {
 		Use:   "zkconsumer --zk ADDRS --group G (--topic T[:threads] | --whitelist REGEX) [--consumer-id ID] [--config k=v ...] [--print]",
 		Short: "Run a ZooKeeper-era consumer (Kafka 0.8.2's ZookeeperConsumerConnector) until interrupted",
 		Long: `Runs one ZooKeeper-era consumer connector in group G: it registers in /consumers/G/ids, rebalances
-with the other members through ZooKeeper (range or roundrobin, owner znodes, offsets in ZooKeeper) and
-fetches from the brokers registered there. --topic T[:threads] (repeatable; 1 thread by default) is a
-static subscription, --whitelist REGEX a wildcard one with --threads streams. --config takes Kafka 0.8.2
-consumer properties (rebalance.max.retries, auto.commit.enable, auto.offset.reset, ...; unknown keys
-are an error); --consumer-id sets consumer.id. --print writes one line per delivered message:
-"topic partition offset value". Without --zk a ZooKeeper server is started (and removed at exit).
-SIGINT/SIGTERM shut down gracefully: commit (with auto-commit), close the session (its registration
-and owner znodes go with it).`,
+with the other members through ZooKeeper (range or roundrobin, owner znodes) and fetches from the
+brokers registered there. Offsets live in ZooKeeper, or with --config offsets.storage=kafka at the
+group's offset manager (and with dual.commit.enabled, its default then, in ZooKeeper too).
+--topic T[:threads] (repeatable, each topic once; 1 thread by default) is a static subscription,
+--whitelist REGEX a wildcard one with --threads streams. --config takes Kafka 0.8.2 consumer
+properties (rebalance.max.retries, auto.commit.enable, auto.offset.reset, ...); an unknown key, a key
+given twice or a number outside its type and range is an error before anything starts or connects.
+--consumer-id sets consumer.id. --print writes one line per delivered message: "topic partition
+offset value". Without --zk a ZooKeeper server is started (and removed at exit). SIGINT/SIGTERM shut
+down gracefully: commit (with auto-commit), close the session (its registration and owner znodes go
+with it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
