@@ -47,9 +47,10 @@ type Config struct {
 
 	// Offset storage (0.8.2, KAFKA-1012): where CommitOffsets writes and rebalances read offsets.
 	OffsetsStorage string // offsets.storage, default "zookeeper"; "kafka": OffsetCommit/OffsetFetch v1 to the offset manager
-	// DualCommitEnabled is dual.commit.enabled, default true exactly when offsets.storage=kafka: each
-	// partition the offset manager accepted is also written to ZooKeeper, and a rebalance takes the
-	// larger of the two offsets (the migration setting).
+	// DualCommitEnabled is dual.commit.enabled, default true exactly when offsets.storage=kafka
+	// (FromProperties applies that default; a Config built in code sets it): each partition the
+	// offset manager accepted is also written to ZooKeeper, and a rebalance takes the larger of the
+	// two offsets (the migration setting). Ignored with offsets.storage=zookeeper.
 	DualCommitEnabled             bool
 	OffsetsChannelBackoffMs       int // offsets.channel.backoff.ms, default 1000: pause before re-locating the offset manager or retrying
 	OffsetsChannelSocketTimeoutMs int // offsets.channel.socket.timeout.ms, default 10000: bound on one ConsumerMetadata/OffsetCommit/OffsetFetch
@@ -127,12 +128,14 @@ var intKeys = []intKey{
 	{"offsets.commit.max.retries", kconfig.AtLeast(0), func(c *Config) *int { return &c.OffsetsCommitMaxRetries }},
 }
 
-// int32Keys are the keys whose fields are int32 (sizes and waits sent in Fetch requests).
-var int32Keys = []struct {
+// int32Key is an intKey whose field is an int32 (sizes and waits sent in Fetch requests).
+type int32Key struct {
 	key   string
 	r     kconfig.Range
 	field func(*Config) *int32
-}{
+}
+
+var int32Keys = []int32Key{
 	{"fetch.message.max.bytes", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.FetchMessageMaxBytes }},
 	{"fetch.wait.max.ms", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.FetchWaitMaxMs }},
 	{"fetch.min.bytes", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.FetchMinBytes }},
@@ -172,6 +175,14 @@ func FromProperties(props map[string]string) (Config, error) {
 			backoffSet = backoffSet || k == "rebalance.backoff.ms"
 			continue
 		}
+		if f := int32Field(k); f != nil {
+			n, err := kconfig.ParseInt(k, v, f.r)
+			if err != nil {
+				return Config{}, fmt.Errorf("zkconsumer: %w", err)
+			}
+			*f.field(&c) = n
+			continue
+		}
 		var err error
 		switch k {
 		case "group.id", "zookeeper.connect":
@@ -183,16 +194,6 @@ func FromProperties(props map[string]string) (Config, error) {
 			c.AutoCommitEnable, err = strconv.ParseBool(v)
 		case "auto.offset.reset":
 			c.AutoOffsetReset = v
-		case "fetch.message.max.bytes", "fetch.wait.max.ms", "fetch.min.bytes":
-			for _, f := range int32Keys {
-				if f.key == k {
-					var n int32
-					if n, err = kconfig.ParseInt(k, v, f.r); err != nil {
-						return Config{}, fmt.Errorf("zkconsumer: %w", err)
-					}
-					*f.field(&c) = n
-				}
-			}
 		case "partition.assignment.strategy":
 			c.PartitionAssignmentStrategy = v
 		case "exclude.internal.topics":
@@ -222,6 +223,15 @@ func intField(key string) *intKey {
 	for i := range intKeys {
 		if intKeys[i].key == key {
 			return &intKeys[i]
+		}
+	}
+	return nil
+}
+
+func int32Field(key string) *int32Key {
+	for i := range int32Keys {
+		if int32Keys[i].key == key {
+			return &int32Keys[i]
 		}
 	}
 	return nil
