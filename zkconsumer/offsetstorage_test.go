@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -324,5 +325,47 @@ func TestFIDOffsetsStorageCommitInRebalanceRecordedAfterAssigned(t *testing.T) {
 	}
 	if assigned < 0 || firstCommit < assigned {
 		t.Fatalf("first commit record at %d, assigned at %d: the commit is recorded before the member owns the partitions", firstCommit, assigned)
+	}
+}
+
+// A broken offsets channel is dropped and the offset manager located again, as 0.8.2's
+// offsetsChannel.disconnect: with the member's broker link cut, a commit on the established channel
+// fails (each partition recorded rejected with the I/O error); once the link heals, the next commit
+// finds the manager anew (ConsumerMetadata) and lands.
+func TestFIDOffsetsStorageChannelRelocatedAfterBreak(t *testing.T) {
+	z := startZK(t)
+	b := startBroker(t, z.Connect(), 1)
+	cl := newClient(t, b)
+	createTopicAssigned(t, cl, "t", [][]int32{{1}})
+	produce(t, cl, "t", 0, "a0", "a1")
+	props := map[string]string{"auto.offset.reset": "smallest", "auto.commit.enable": "false",
+		"offsets.storage": "kafka", "dual.commit.enabled": "false",
+		"offsets.channel.backoff.ms": "100", "offsets.channel.socket.timeout.ms": "3000"}
+	m, links := linkedMember(t, z.Connect(), "g", "c1", props)
+	s := drain(allStreams(createStreams(t, m, map[string]int{"t": 1}))...)
+	waitFor(t, 20*time.Second, "2 messages", func() bool { return s.len() >= 2 })
+	if err := m.CommitOffsets(); err != nil {
+		t.Fatal(err)
+	}
+	if err := links.Cut(lab.LinkFetch); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.CommitOffsets(); err == nil {
+		t.Fatal("a commit over the cut link succeeded")
+	}
+	if err := links.Heal(lab.LinkFetch); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, cl, "t", 0, "a2")
+	waitFor(t, 20*time.Second, "the third message", func() bool { return s.len() >= 3 })
+	if err := m.CommitOffsets(); err != nil {
+		t.Fatalf("commit after the link healed: %v", err)
+	}
+	got := m.commits(0)
+	if len(got) != 3 || got[0] != "t/0@2 applied" || !strings.HasPrefix(got[1], "t/0@2 rejected ") || got[2] != "t/0@3 applied" {
+		t.Fatalf("commit records %q, want applied, rejected (I/O error), applied at 3", got)
+	}
+	if off := kafkaOffsets(t, cl, "g", "t", 1); off[0] != 3 {
+		t.Fatalf("offset at the offset manager %d, want 3", off[0])
 	}
 }
