@@ -25,6 +25,8 @@
 //
 // Offsets live in ZooKeeper by default; offsets.storage=kafka commits them to the group's offset
 // manager (OffsetCommit v1, unfenced) and dual.commit.enabled also to ZooKeeper (offsetmanager.go).
+// The offset manager is located on first use, not in New (0.8.2's constructor blocks until it finds
+// one), and the shutdown commit gives up after its attempts rather than waiting for one forever.
 //
 // Deliberate differences: streams are Go channels (no consumer.timeout.ms); Fetch uses v4+ record batches, versions
 // negotiated with ApiVersions; round-robin breaks equal hash codes by topic then partition (Kafka's
