@@ -17,6 +17,7 @@ const (
 	FigRebalanceParticipants = "rebalance_participants"
 	FigZKReads               = "zk_reads"
 	FigZKWrites              = "zk_writes"
+	FigZKOffsetWrites        = "zk_offset_writes"
 	FigZKWatchEvents         = "zk_watch_events"
 	FigGroupRequests         = "group_requests"
 	FigRebalanceAttempts     = "rebalance_attempts"
@@ -34,7 +35,7 @@ const (
 
 // FigureNames lists every figure in DESIGN.md's order (the rows of RenderTable).
 var FigureNames = []string{
-	FigTimeToStableMs, FigRebalanceParticipants, FigZKReads, FigZKWrites, FigZKWatchEvents,
+	FigTimeToStableMs, FigRebalanceParticipants, FigZKReads, FigZKWrites, FigZKOffsetWrites, FigZKWatchEvents,
 	FigGroupRequests, FigRebalanceAttempts, FigRebalanceFailures, FigRevocations, FigOwnershipConflicts,
 	FigMaxConcurrentOwners, FigUnownedPartitionMs, FigPausedMemberMs, FigDuplicates, FigLost,
 	FigStaleCommitsApplied, FigStaleCommitsRejected,
@@ -65,12 +66,17 @@ type Figures struct {
 	RebalanceParticipants int64 `json:"rebalance_participants"` // distinct members with a rebalance_begin
 	ZKReads               int64 `json:"zk_reads"`               // zk_op op=read
 	ZKWrites              int64 `json:"zk_writes"`              // zk_op op=write
-	ZKWatchEvents         int64 `json:"zk_watch_events"`        // zk_watch
-	GroupRequests         int64 `json:"group_requests"`         // group_request of the counted APIs
-	RebalanceAttempts     int64 `json:"rebalance_attempts"`     // rebalance_end records (one per attempt)
-	RebalanceFailures     int64 `json:"rebalance_failures"`     // rebalances given up (see Compute)
-	Revocations           int64 `json:"revocations"`            // owned partitions listed in revoked
-	OwnershipConflicts    int64 `json:"ownership_conflicts"`    // zk_op write result=conflict
+	// ZKOffsetWrites: the zk_writes that store offsets — zk_op op=write of /consumers/<g>/offsets or a
+	// path below it (the offset znodes and their parents). 0.8.2 commits there with
+	// offsets.storage=zookeeper, or with offsets.storage=kafka and dual.commit.enabled; 0 with
+	// offsets.storage=kafka alone: the ZooKeeper write load Kafka-stored offsets took away.
+	ZKOffsetWrites     int64 `json:"zk_offset_writes"`
+	ZKWatchEvents      int64 `json:"zk_watch_events"`     // zk_watch
+	GroupRequests      int64 `json:"group_requests"`      // group_request of the counted APIs
+	RebalanceAttempts  int64 `json:"rebalance_attempts"`  // rebalance_end records (one per attempt)
+	RebalanceFailures  int64 `json:"rebalance_failures"`  // rebalances given up (see Compute)
+	Revocations        int64 `json:"revocations"`         // owned partitions listed in revoked
+	OwnershipConflicts int64 `json:"ownership_conflicts"` // zk_op write result=conflict
 	// MaxConcurrentOwners: most members delivering one partition at once. A member delivers a partition
 	// from its first deliver of it until it loses it (revoked, assigned without it, member_stop).
 	MaxConcurrentOwners int64 `json:"max_concurrent_owners"`
@@ -102,7 +108,7 @@ type Figures struct {
 }
 
 func (f *Figures) fields() []*int64 {
-	return []*int64{&f.TimeToStableMs, &f.RebalanceParticipants, &f.ZKReads, &f.ZKWrites, &f.ZKWatchEvents,
+	return []*int64{&f.TimeToStableMs, &f.RebalanceParticipants, &f.ZKReads, &f.ZKWrites, &f.ZKOffsetWrites, &f.ZKWatchEvents,
 		&f.GroupRequests, &f.RebalanceAttempts, &f.RebalanceFailures, &f.Revocations, &f.OwnershipConflicts,
 		&f.MaxConcurrentOwners, &f.UnownedPartitionMs, &f.PausedMemberMs, &f.Duplicates, &f.Lost,
 		&f.StaleCommitsApplied, &f.StaleCommitsRejected,
@@ -200,7 +206,7 @@ var knownEras = map[string]bool{"zk": true, "classic": true, "cooperative": true
 //   - zk: group_requests (the 0.8 connector never talks to a group coordinator; its group is ZooKeeper) and
 //     stale_commits_rejected (offsets are an unconditional setData of /consumers/<g>/offsets/<t>/<p>:
 //     nothing can refuse a stale commit, so only stale_commits_applied exists).
-//   - classic, cooperative, static, kip848: zk_reads, zk_writes, zk_watch_events (the members never talk to
+//   - classic, cooperative, static, kip848: zk_reads, zk_writes, zk_offset_writes, zk_watch_events (the members never talk to
 //     ZooKeeper; the broker's own ZooKeeper traffic is not a member's) and ownership_conflicts (the leader,
 //     or the coordinator for kip848, computes one assignment; nobody claims partitions).
 //
@@ -210,7 +216,7 @@ func NotApplicable(era string) []string {
 	case "zk":
 		return []string{FigGroupRequests, FigStaleCommitsRejected}
 	case "classic", "cooperative", "static", "kip848":
-		return []string{FigZKReads, FigZKWrites, FigZKWatchEvents, FigOwnershipConflicts}
+		return []string{FigZKReads, FigZKWrites, FigZKOffsetWrites, FigZKWatchEvents, FigOwnershipConflicts}
 	}
 	return nil
 }
@@ -981,6 +987,9 @@ func (r *replay) apply(i int) {
 			r.each(func(f *Figures) { f.ZKReads++ })
 		case "write":
 			r.each(func(f *Figures) { f.ZKWrites++ })
+			if isOffsetPath(rec.Path) {
+				r.each(func(f *Figures) { f.ZKOffsetWrites++ })
+			}
 			if rec.Result == ZKOwnerConflict {
 				r.each(func(f *Figures) { f.OwnershipConflicts++ })
 			}
@@ -1030,6 +1039,12 @@ func (r *replay) faultPhase(rec timeline.Record, ts int64, where func() string) 
 	default:
 		r.warnf("%s: fault phase %q is neither begin nor end", where(), rec.Phase)
 	}
+}
+
+// isOffsetPath: path is /consumers/<group>/offsets or below it (ZkUtils' ZKGroupTopicDirs.consumerOffsetDir).
+func isOffsetPath(path string) bool {
+	parts := strings.SplitN(path, "/", 5) // "", consumers, <group>, offsets, rest
+	return len(parts) >= 4 && parts[0] == "" && parts[1] == "consumers" && parts[2] != "" && parts[3] == "offsets"
 }
 
 // finish closes the report's open intervals at the last record.

@@ -415,12 +415,12 @@ func TestFiguresNotApplicable(t *testing.T) {
 		{"zk", []string{"group_requests", "stale_commits_rejected"}, map[string]int64{
 			FigZKReads: 1, FigZKWrites: 1, FigZKWatchEvents: 1, FigOwnershipConflicts: 1, FigGroupRequests: 0,
 			FigStaleCommitsApplied: 1, FigStaleCommitsRejected: 0}},
-		{"classic", []string{"zk_reads", "zk_writes", "zk_watch_events", "ownership_conflicts"}, map[string]int64{
+		{"classic", []string{"zk_reads", "zk_writes", "zk_offset_writes", "zk_watch_events", "ownership_conflicts"}, map[string]int64{
 			FigZKReads: 0, FigZKWrites: 0, FigZKWatchEvents: 0, FigOwnershipConflicts: 0, FigGroupRequests: 1,
 			FigStaleCommitsApplied: 1, FigStaleCommitsRejected: 1}},
-		{"cooperative", []string{"zk_reads", "zk_writes", "zk_watch_events", "ownership_conflicts"}, nil},
-		{"static", []string{"zk_reads", "zk_writes", "zk_watch_events", "ownership_conflicts"}, nil},
-		{"kip848", []string{"zk_reads", "zk_writes", "zk_watch_events", "ownership_conflicts"}, nil},
+		{"cooperative", []string{"zk_reads", "zk_writes", "zk_offset_writes", "zk_watch_events", "ownership_conflicts"}, nil},
+		{"static", []string{"zk_reads", "zk_writes", "zk_offset_writes", "zk_watch_events", "ownership_conflicts"}, nil},
+		{"kip848", []string{"zk_reads", "zk_writes", "zk_offset_writes", "zk_watch_events", "ownership_conflicts"}, nil},
 	} {
 		res := Compute(zkLike.recs, tc.era, FigureOptions{})
 		if !reflect.DeepEqual(res.NotApplicable, tc.na) || !reflect.DeepEqual(NotApplicable(tc.era), tc.na) {
@@ -550,5 +550,32 @@ func TestFIDStallTimeWindowsFromRecords(t *testing.T) {
 	got := Compute(orphan.recs, "zk", FigureOptions{})
 	if len(got.Faults) != 0 || len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], "ends without a begin") {
 		t.Errorf("an end without a begin: windows %+v, warnings %q", got.Faults, got.Warnings)
+	}
+}
+
+// zk_offset_writes counts the zk_op writes of /consumers/<g>/offsets and below (offset znodes and their
+// parents), per window like zk_writes; reads there, and writes elsewhere (owners, ids, a group named
+// "offsets"), are not offset writes. For coordinator eras the figure is n/a.
+func TestFIDOffsetsStorageFigureZKOffsetWrites(t *testing.T) {
+	b := newTL("zk").
+		zk(0, "m1", "write", "/consumers/g/offsets/t/0", "").
+		zk(0, "m1", "write", "/consumers/g/offsets/t", "").
+		zk(0, "m1", "write", "/consumers/g/offsets", "").
+		zk(0, "m1", "read", "/consumers/g/offsets/t/0", "").
+		zk(0, "m1", "write", "/consumers/g/owners/t/0", "").
+		zk(0, "m1", "write", "/consumers/offsets/ids/c", "").
+		trigger(100, "join").
+		zk(150, "m2", "write", "/consumers/g/offsets/t/1", "").
+		zk(150, "m2", "write", "/consumers/g/offsetsx/t/1", "")
+	res := b.compute(t, FigureOptions{})
+	// Before the trigger is the group's formation (Start); the totals begin at the trigger.
+	want(t, "start", res.Start.Figures, map[string]int64{FigZKOffsetWrites: 3, FigZKWrites: 5, FigZKReads: 1})
+	want(t, "totals", res.Totals, map[string]int64{FigZKOffsetWrites: 1, FigZKWrites: 2, FigZKReads: 0})
+	if len(res.Events) != 1 {
+		t.Fatalf("%d events, want 1", len(res.Events))
+	}
+	want(t, "join", res.Events[0].Figures, map[string]int64{FigZKOffsetWrites: 1, FigZKWrites: 2})
+	if v, ok := res.Totals.Get(FigZKOffsetWrites); !ok || v != 1 {
+		t.Fatalf("Get(zk_offset_writes) = %d, %v", v, ok)
 	}
 }

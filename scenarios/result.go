@@ -20,6 +20,7 @@ type RunResult struct {
 	Params        Params
 	Timing        Timing
 	KafkaDefaults bool
+	ZKConfig      map[string]string // Options.ZKConfig: the zk members' extra 0.8.2 properties
 	Versions      map[string]string // "rebalancelab", "zookeeper"
 	Script        []Step
 	Eras          []*EraRun
@@ -329,14 +330,18 @@ type jsonEra struct {
 	Warnings      []string          `json:"warnings,omitempty"`
 }
 
-// ParamsMap is the "params" object of the JSON and of the HTML page.
+// ParamsMap is the "params" object of the JSON and of the HTML page; "zk_config" only when given.
 func (r *RunResult) ParamsMap() map[string]any {
-	return map[string]any{
+	m := map[string]any{
 		"consumers": r.Params.Consumers, "partitions": r.Params.Partitions, "kafka_defaults": r.KafkaDefaults,
 		"zookeeper.session.timeout.ms": r.Timing.ZKSessionTimeoutMs, "rebalance.backoff.ms": r.Timing.RebalanceBackoffMs,
 		"session.timeout.ms": r.Timing.SessionTimeoutMs, "heartbeat.interval.ms": r.Timing.HeartbeatIntervalMs,
 		"produce_interval_ms": r.Timing.ProduceIntervalMs,
 	}
+	if len(r.ZKConfig) > 0 {
+		m["zk_config"] = r.ZKConfig
+	}
+	return m
 }
 
 // WriteJSON writes the result JSON (DESIGN.md's shape: scenario, seed, params, versions, eras with

@@ -22,6 +22,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
+	"github.com/rebalancelab/rebalancelab/zkconsumer"
 )
 
 // Options configures Run.
@@ -31,7 +32,11 @@ type Options struct {
 	Eras          []string
 	Params        Params // zero fields: the scenario's defaults
 	KafkaDefaults bool   // Kafka's own timing instead of the lab's (KafkaTiming)
-	ExternalZK    string // a running ZooKeeper ("host:port,..."); "" = the lab starts one
+	// ZKConfig are 0.8.2 consumer properties given to every zk-era member over the runner's and the
+	// scenario's own (e.g. offsets.storage=kafka, dual.commit.enabled=false). Checked before anything
+	// starts; group.id, zookeeper.connect and consumer.id are the runner's and refused here.
+	ZKConfig   map[string]string
+	ExternalZK string // a running ZooKeeper ("host:port,..."); "" = the lab starts one
 	// ReportDir gets index.html (RenderHTML) and the timelines; OutputDir only the timelines (used when
 	// ReportDir is ""). Neither: the timelines stay in memory.
 	ReportDir string
@@ -106,6 +111,23 @@ func ResolveEras(names []string) ([]string, error) {
 	return out, nil
 }
 
+// checkZKConfig refuses Options.ZKConfig that no zk member could start with (zkconsumer.FromProperties'
+// errors: unknown key, a number outside its type or range, a bad value) and the keys the runner sets.
+func checkZKConfig(props map[string]string) error {
+	check := map[string]string{"group.id": "g", "zookeeper.connect": "127.0.0.1:2181"}
+	for k, v := range props {
+		switch k {
+		case "group.id", "zookeeper.connect", "consumer.id":
+			return fmt.Errorf("zk config %s: set by the scenario runner (each member's group, ZooKeeper and name)", k)
+		}
+		check[k] = v
+	}
+	if _, err := zkconsumer.FromProperties(check); err != nil {
+		return fmt.Errorf("zk config: %w", err)
+	}
+	return nil
+}
+
 // Run runs a scenario on every requested era and returns the figures and relations. With ctx cancelled
 // (Ctrl-C) the members, the producer and the lab are stopped and the error is ctx's; the result then
 // holds what was measured so far. Other errors: an unknown scenario or era, bad params, a lab that does
@@ -126,6 +148,9 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkZKConfig(o.ZKConfig); err != nil {
+		return nil, err
+	}
 	t := LabTiming()
 	if o.KafkaDefaults {
 		t = KafkaTiming()
@@ -140,7 +165,7 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 		o.LabLog = logrus.NewEntry(l)
 	}
 	res := &RunResult{Scenario: sc.Name, Description: sc.Description, Seed: p.Seed, Params: p, Timing: t,
-		KafkaDefaults: o.KafkaDefaults, Versions: map[string]string{"rebalancelab": o.Version},
+		KafkaDefaults: o.KafkaDefaults, ZKConfig: o.ZKConfig, Versions: map[string]string{"rebalancelab": o.Version},
 		Script: sc.Script(p, t, newRandSource(p.Seed, sc.Name))}
 	var toRun []*EraRun
 	for _, era := range eras {
@@ -407,7 +432,8 @@ func (r *eraRunner) produce(ctx context.Context) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(r.lab.Bootstrap(), ",")...),
 		kgo.DefaultProduceTopic(r.e.Topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(), kgo.ProducerLinger(0),
-		kgo.MaxProduceRequestsInflightPerBroker(1))
+		kgo.MaxProduceRequestsInflightPerBroker(1),
+		kgo.ProducerBatchCompression(kgo.NoCompression())) // Kafka's compression.type default (franz-go's is snappy)
 	if err != nil {
 		r.errorf("producer: %v", err)
 		return
@@ -618,6 +644,11 @@ func (r *eraRunner) startMember(name, as string) {
 		identity = as
 	}
 	props := memberProps(r.e.Era, identity, r.e.Group, connect, r.t, r.o.KafkaDefaults, extra)
+	if r.e.Era == "zk" {
+		for k, v := range r.o.ZKConfig {
+			props[k] = v
+		}
+	}
 	impl, err := newConsumer(r.e.Era, r.e.Topic, props, r.linksOf(name), m.rec, r.o.LabLog.WithField("member", name))
 	if err != nil {
 		r.errorf("start %s: %v", name, err)

@@ -45,16 +45,19 @@ func init() {
 		deadline      time.Duration
 		budget        time.Duration
 		untilCross    bool
+		zkConfigs     []string
 	)
 	run := &cobra.Command{
-		Use:   "run NAME [--era all] [--consumers N|N1,N2,...] [--partitions P] [--json FILE] [--report DIR] [--plot FILE.svg] [--seed S] [--zk ADDRS]",
+		Use:   "run NAME [--era all] [--consumers N|N1,N2,...] [--partitions P] [--json FILE] [--report DIR] [--plot FILE.svg] [--seed S] [--zk ADDRS] [--zk-config k=v ...]",
 		Short: "Run a scenario on one or more eras and print the figures side by side",
 		Long: `Starts a lab (a real ZooKeeper — three nodes for zk-quorum-loss — and one broker), then for each era a
 topic, a producer (one record every 20 ms, acks=all) and the scenario's members, running as goroutines of
 this process, each behind its own fault proxies. The scripted events are fixed by --seed. At the end the
 producer stops, the members deliver what was produced and stop gracefully, and the figures are computed
 from the timeline. The table goes to stdout with the relations the scenario expects (ok/FAIL); progress
-goes to stderr. --json writes the result JSON, --report DIR an HTML page with the timelines beside it.
+goes to stderr. --zk-config k=v gives every zk-era member a Kafka 0.8.2 consumer property (e.g.
+offsets.storage=kafka, dual.commit.enabled=false), checked before anything starts. --json writes the
+result JSON, --report DIR an HTML page with the timelines beside it.
 Exit status 1 on errors and when a relation does not hold (the table and JSON are written first).
 
 With a list of sizes (--consumers 4,16,64,256) the scenario runs at each size (--repeat times, medians
@@ -75,8 +78,12 @@ sweep and says why.`,
 					return err
 				}
 			}
+			zkConfig, err := parseConfigs("zk-config", zkConfigs)
+			if err != nil {
+				return err
+			}
 			o := scenarios.Options{
-				Scenario: args[0], Eras: eras, KafkaDefaults: kafkaDefaults, ExternalZK: zkAddrs,
+				Scenario: args[0], Eras: eras, KafkaDefaults: kafkaDefaults, ExternalZK: zkAddrs, ZKConfig: zkConfig,
 				Params:    scenarios.Params{Consumers: sizes[0], Partitions: partitions, Seed: seed, DownMs: downMs},
 				ReportDir: reportDir, Version: version, Progress: cmd.ErrOrStderr(),
 				Log: logrus.NewEntry(logrus.StandardLogger()),
@@ -131,6 +138,7 @@ sweep and says why.`,
 	f.Int64Var(&seed, "seed", 1, "seed of the scripted events (same seed, same script)")
 	f.StringVar(&zkAddrs, "zk", "", "use this running ZooKeeper (host:port,...) instead of starting one")
 	f.BoolVar(&kafkaDefaults, "kafka-defaults", false, "Kafka's own timing (45 s sessions...) instead of the lab's short settings")
+	f.StringArrayVar(&zkConfigs, "zk-config", nil, "Kafka 0.8.2 consumer property key=value for every zk-era member (repeatable), e.g. offsets.storage=kafka")
 	f.StringVar(&membersAs, "members-as", "goroutines", `how members run: "goroutines" (processes: not implemented yet)`)
 	f.StringVar(&plotFile, "plot", "", "sweep: write the log-log plots of the figures against N to FILE.svg")
 	f.IntVar(&repeat, "repeat", 1, "sweep: runs per size (medians are reported)")
