@@ -34,6 +34,7 @@ import (
 	"github.com/rebalancelab/rebalancelab/newconsumer/assignor"
 	"github.com/rebalancelab/rebalancelab/timeline"
 	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // partitionState is an owned partition's fetch position: the next offset to hand out, -1 until
@@ -84,6 +85,7 @@ type Consumer struct {
 	join           chan joinResult // the pending JoinGroup/SyncGroup round (joinFuture); nil: none
 	joinCancel     context.CancelFunc
 	attempt        int // rounds in the current rebalance (rebalance_end's attempt)
+	discarded      int // successful JoinGroup/SyncGroup answers thrown away (discardedLocked)
 	nextAutoCommit time.Time
 	autoCommitting bool // an asynchronous auto-commit is in flight
 	meta           *metadata
@@ -165,6 +167,28 @@ func (c *Consumer) Assignment() []TopicPartition {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.ownedLocked()
+}
+
+// DiscardedRounds is how many successful JoinGroup or SyncGroup answers the member threw away
+// because its own state had moved on before it applied them (each also an error record on the
+// timeline). A group's rebalance round completed without this member: it rejoins, costing the group
+// another round. 0 in a healthy run.
+func (c *Consumer) DiscardedRounds() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.discarded
+}
+
+// EnforceRebalance makes the member rejoin the group at its next Poll, starting a rebalance
+// (KafkaConsumer.enforceRebalance(reason), KIP-568): the reason goes in the JoinGroup request
+// (KIP-800). It does nothing while a rejoin is already requested (requestRejoinIfNecessary).
+func (c *Consumer) EnforceRebalance(reason string) {
+	c.mu.Lock()
+	if !c.m.rejoinNeeded {
+		c.m.requestRejoin("rebalance enforced by user: " + reason)
+	}
+	c.mu.Unlock()
+	c.signal()
 }
 
 // MemberID is the member id the coordinator gave this member ("" when it has none), as sent in
@@ -792,6 +816,7 @@ func (c *Consumer) heartbeatLoop() {
 				c.logLocked().WithError(o.err).Info("heartbeat failed")
 			}
 			c.mu.Unlock()
+			c.hook(stepApplied, kmsg.Heartbeat, gen)
 			if o.err != nil {
 				c.signal() // Poll may have to rejoin
 			}

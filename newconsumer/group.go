@@ -205,7 +205,10 @@ func (c *Consumer) runJoin(ctx context.Context, req *kmsg.JoinGroupRequest, sent
 	if timeout < c.cfg.RequestTimeout {
 		timeout = c.cfg.RequestTimeout
 	}
+	c.hook(stepSend, kmsg.JoinGroup, sent)
 	r, err := conn.request(ctx, req, timeout)
+	c.hook(stepAnswered, kmsg.JoinGroup, sent)
+	defer c.hook(stepApplied, kmsg.JoinGroup, sent)
 	if err != nil {
 		c.recordGroup(kmsg.JoinGroup, 0, err)
 		c.mu.Lock()
@@ -221,6 +224,9 @@ func (c *Consumer) runJoin(ctx context.Context, req *kmsg.JoinGroupRequest, sent
 		protocolType: resp.ProtocolType, protocol: resp.Protocol})
 	if o.coordinatorLost {
 		c.markCoordinatorUnknownLocked(conn, "JoinGroup: "+o.err.Error())
+	}
+	if o.discarded {
+		c.discardedLocked(kmsg.JoinGroup, resp.Generation, o.err)
 	}
 	gen := c.m.gen
 	if o.err == nil {
@@ -257,7 +263,10 @@ func (c *Consumer) runJoin(ctx context.Context, req *kmsg.JoinGroupRequest, sent
 		sync.GroupAssignment = assignments
 		res.snapshot = snapshot
 	}
+	c.hook(stepSend, kmsg.SyncGroup, gen)
 	r, err = conn.request(ctx, sync, c.cfg.RequestTimeout)
+	c.hook(stepAnswered, kmsg.SyncGroup, gen)
+	defer c.hook(stepApplied, kmsg.SyncGroup, gen)
 	if err != nil {
 		c.recordGroup(kmsg.SyncGroup, 0, err)
 		c.mu.Lock()
@@ -273,9 +282,22 @@ func (c *Consumer) runJoin(ctx context.Context, req *kmsg.JoinGroupRequest, sent
 	if res.outcome.coordinatorLost {
 		c.markCoordinatorUnknownLocked(conn, "SyncGroup: "+res.outcome.err.Error())
 	}
+	if res.outcome.discarded {
+		c.discardedLocked(kmsg.SyncGroup, gen.id, res.outcome.err)
+	}
 	c.mu.Unlock()
 	res.assignment = sresp.MemberAssignment
 	return res
+}
+
+// discardedLocked counts a successful JoinGroup/SyncGroup answer of generation gen that the member
+// threw away because its state had moved on meanwhile (reset by another answer, or left), and writes
+// an error record saying so: a round the group completed and this member lost. Caller holds c.mu.
+func (c *Consumer) discardedLocked(key kmsg.Key, gen int32, why error) {
+	c.discarded++
+	text := fmt.Sprintf("discarded the %s result of generation %d: %v", key.Name(), gen, why)
+	c.logLocked().Warn(text)
+	c.emit(timeline.Record{Kind: timeline.Error, Text: text})
 }
 
 // assignAsLeader computes the group's assignment (ConsumerCoordinator.onLeaderElected): the
@@ -315,7 +337,9 @@ func (c *Consumer) sendHeartbeat(ctx context.Context, conn *brokerConn, gen gene
 	if c.m.static {
 		req.InstanceID = kmsg.StringPtr(c.cfg.GroupInstanceID)
 	}
+	c.hook(stepSend, kmsg.Heartbeat, gen)
 	r, err := conn.request(ctx, req, timeout)
+	c.hook(stepAnswered, kmsg.Heartbeat, gen)
 	if err != nil {
 		c.recordGroup(kmsg.Heartbeat, 0, err)
 		return 0, err
@@ -339,7 +363,11 @@ func (c *Consumer) sendLeave(ctx context.Context, memberID, reason string) {
 		reason = reason[:255]
 	}
 	req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: memberID, Reason: kmsg.StringPtr(reason)}}
+	left := generation{id: noGeneration.id, memberID: memberID}
+	c.hook(stepSend, kmsg.LeaveGroup, left)
 	r, err := conn.request(ctx, req, c.cfg.RequestTimeout)
+	c.hook(stepAnswered, kmsg.LeaveGroup, left)
+	defer c.hook(stepApplied, kmsg.LeaveGroup, left)
 	if err != nil {
 		c.recordGroup(kmsg.LeaveGroup, 0, err)
 		c.markCoordinatorUnknown(conn, "LeaveGroup failed: "+err.Error())
@@ -409,7 +437,10 @@ func (c *Consumer) commitOnce(ctx context.Context, offsets map[TopicPartition]in
 			Partition: tp.Partition, Offset: offsets[tp], LeaderEpoch: -1,
 		})
 	}
+	c.hook(stepSend, kmsg.OffsetCommit, gen)
 	r, err := conn.request(ctx, req, c.cfg.RequestTimeout)
+	c.hook(stepAnswered, kmsg.OffsetCommit, gen)
+	defer c.hook(stepApplied, kmsg.OffsetCommit, gen)
 	if err != nil {
 		c.recordGroup(kmsg.OffsetCommit, 0, err)
 		c.emit(timeline.Record{Kind: timeline.Error, Text: "OffsetCommit got no response: " + err.Error()})

@@ -68,6 +68,7 @@ type outcome struct {
 	coordinatorLost   bool // markCoordinatorUnknown: forget the coordinator, close its connection
 	heartbeatFatal    bool // the heartbeat thread fails (FencedInstanceIdException): Poll returns err
 	heartbeatReceived bool // Heartbeat.receiveHeartbeat (else failHeartbeat, when err != nil)
+	discarded         bool // a successful JoinGroup/SyncGroup answer thrown away: the member's state moved on meanwhile
 }
 
 // membership is AbstractCoordinator's state. Not safe for concurrent use: the Consumer locks it.
@@ -150,7 +151,9 @@ func (m *membership) onJoinGroupResponse(sent generation, r joinResponse) outcom
 		}
 		if m.state != preparingRebalance {
 			// Woken or left meanwhile (UnjoinedGroupException, retriable).
-			return m.joinFailed(fmt.Errorf("newconsumer: the consumer left the group before the JoinGroup response"), retryBackoff)
+			o := m.joinFailed(fmt.Errorf("newconsumer: the consumer left the group before the JoinGroup response"), retryBackoff)
+			o.discarded = true
+			return o
 		}
 		m.state = completingRebalance
 		proto := ""
@@ -217,7 +220,9 @@ func (m *membership) onSyncGroupResponse(sent generation, r syncResponse) outcom
 		}
 		if m.gen.reset() || m.state != completingRebalance {
 			// The heartbeat thread reset the generation meanwhile: retry at once (as ILLEGAL_GENERATION).
-			return m.joinFailed(codeErr(kerr.IllegalGeneration.Code), retryNow)
+			o := m.joinFailed(codeErr(kerr.IllegalGeneration.Code), retryNow)
+			o.discarded = true
+			return o
 		}
 		if r.protocol != nil && *r.protocol != m.gen.protocol {
 			return m.joinFailed(codeErr(kerr.InconsistentGroupProtocol.Code), fatal)
