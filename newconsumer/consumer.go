@@ -34,7 +34,6 @@ import (
 	"github.com/rebalancelab/rebalancelab/newconsumer/assignor"
 	"github.com/rebalancelab/rebalancelab/timeline"
 	"github.com/sirupsen/logrus"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // partitionState is an owned partition's fetch position: the next offset to hand out, -1 until
@@ -794,30 +793,11 @@ func (c *Consumer) heartbeatLoop() {
 				timeout = c.cfg.RequestTimeout
 			}
 			c.mu.Unlock()
-			code, err := c.sendHeartbeat(c.ctx, conn, gen, timeout)
+			failed := c.heartbeat(c.ctx, conn, gen, timeout)
 			if c.ctx.Err() != nil {
 				return
 			}
-			c.mu.Lock()
-			o := c.m.onHeartbeatResponse(gen, code, err)
-			switch {
-			case o.heartbeatReceived:
-				c.hb.received(time.Now())
-			case o.err != nil:
-				c.hb.failed(time.Now())
-			}
-			if o.coordinatorLost {
-				c.markCoordinatorUnknownLocked(conn, "heartbeat: "+o.err.Error())
-			}
-			if o.heartbeatFatal && c.fatal == nil {
-				c.fatal = o.err
-			}
-			if o.err != nil {
-				c.logLocked().WithError(o.err).Info("heartbeat failed")
-			}
-			c.mu.Unlock()
-			c.hook(stepApplied, kmsg.Heartbeat, gen)
-			if o.err != nil {
+			if failed {
 				c.signal() // Poll may have to rejoin
 			}
 		}

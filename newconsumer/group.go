@@ -205,35 +205,38 @@ func (c *Consumer) runJoin(ctx context.Context, req *kmsg.JoinGroupRequest, sent
 	if timeout < c.cfg.RequestTimeout {
 		timeout = c.cfg.RequestTimeout
 	}
-	c.hook(stepSend, kmsg.JoinGroup, sent)
-	r, err := conn.request(ctx, req, timeout)
-	c.hook(stepAnswered, kmsg.JoinGroup, sent)
-	defer c.hook(stepApplied, kmsg.JoinGroup, sent)
-	if err != nil {
-		c.recordGroup(kmsg.JoinGroup, 0, err)
+	var (
+		o    outcome
+		resp *kmsg.JoinGroupResponse
+		gen  generation
+	)
+	c.coordRequest(ctx, conn, req, timeout, sent, func(r kmsg.Response, err error) {
+		if err != nil {
+			c.recordGroup(kmsg.JoinGroup, 0, err)
+			c.mu.Lock()
+			o = c.m.onJoinTransportError(err)
+			c.markCoordinatorUnknownLocked(conn, "JoinGroup failed: "+err.Error())
+			c.mu.Unlock()
+			return
+		}
+		resp = r.(*kmsg.JoinGroupResponse)
+		c.recordGroup(kmsg.JoinGroup, resp.ErrorCode, nil)
 		c.mu.Lock()
-		o := c.m.onJoinTransportError(err)
-		c.markCoordinatorUnknownLocked(conn, "JoinGroup failed: "+err.Error())
-		c.mu.Unlock()
-		return joinResult{outcome: o}
-	}
-	resp := r.(*kmsg.JoinGroupResponse)
-	c.recordGroup(kmsg.JoinGroup, resp.ErrorCode, nil)
-	c.mu.Lock()
-	o := c.m.onJoinGroupResponse(sent, joinResponse{code: resp.ErrorCode, generation: resp.Generation, memberID: resp.MemberID,
-		protocolType: resp.ProtocolType, protocol: resp.Protocol})
-	if o.coordinatorLost {
-		c.markCoordinatorUnknownLocked(conn, "JoinGroup: "+o.err.Error())
-	}
-	if o.discarded {
-		c.discardedLocked(kmsg.JoinGroup, resp.Generation, o.err)
-	}
-	gen := c.m.gen
-	if o.err == nil {
-		c.hb.resetTimeouts(time.Now()) // the heartbeat thread is enabled from here
-		c.logLocked().Info("joined the group")
-	}
-	c.mu.Unlock()
+		defer c.mu.Unlock()
+		o = c.m.onJoinGroupResponse(sent, joinResponse{code: resp.ErrorCode, generation: resp.Generation, memberID: resp.MemberID,
+			protocolType: resp.ProtocolType, protocol: resp.Protocol})
+		if o.coordinatorLost {
+			c.markCoordinatorUnknownLocked(conn, "JoinGroup: "+o.err.Error())
+		}
+		if o.discarded {
+			c.discardedLocked(kmsg.JoinGroup, resp.Generation, o.err)
+		}
+		gen = c.m.gen
+		if o.err == nil {
+			c.hb.resetTimeouts(time.Now()) // the heartbeat thread is enabled from here
+			c.logLocked().Info("joined the group")
+		}
+	})
 	if o.err != nil {
 		return joinResult{outcome: o}
 	}
@@ -263,30 +266,31 @@ func (c *Consumer) runJoin(ctx context.Context, req *kmsg.JoinGroupRequest, sent
 		sync.GroupAssignment = assignments
 		res.snapshot = snapshot
 	}
-	c.hook(stepSend, kmsg.SyncGroup, gen)
-	r, err = conn.request(ctx, sync, c.cfg.RequestTimeout)
-	c.hook(stepAnswered, kmsg.SyncGroup, gen)
-	defer c.hook(stepApplied, kmsg.SyncGroup, gen)
-	if err != nil {
-		c.recordGroup(kmsg.SyncGroup, 0, err)
+	c.coordRequest(ctx, conn, sync, c.cfg.RequestTimeout, gen, func(r kmsg.Response, err error) {
+		if err != nil {
+			c.recordGroup(kmsg.SyncGroup, 0, err)
+			c.mu.Lock()
+			res.outcome = c.m.onJoinTransportError(err)
+			c.markCoordinatorUnknownLocked(conn, "SyncGroup failed: "+err.Error())
+			c.mu.Unlock()
+			return
+		}
+		sresp := r.(*kmsg.SyncGroupResponse)
+		c.recordGroup(kmsg.SyncGroup, sresp.ErrorCode, nil)
 		c.mu.Lock()
-		o := c.m.onJoinTransportError(err)
-		c.markCoordinatorUnknownLocked(conn, "SyncGroup failed: "+err.Error())
-		c.mu.Unlock()
-		return joinResult{outcome: o}
+		defer c.mu.Unlock()
+		res.outcome = c.m.onSyncGroupResponse(gen, syncResponse{code: sresp.ErrorCode, protocolType: sresp.ProtocolType, protocol: sresp.Protocol})
+		if res.outcome.coordinatorLost {
+			c.markCoordinatorUnknownLocked(conn, "SyncGroup: "+res.outcome.err.Error())
+		}
+		if res.outcome.discarded {
+			c.discardedLocked(kmsg.SyncGroup, gen.id, res.outcome.err)
+		}
+		res.assignment = sresp.MemberAssignment
+	})
+	if res.outcome.err != nil {
+		res.assignment = nil
 	}
-	sresp := r.(*kmsg.SyncGroupResponse)
-	c.recordGroup(kmsg.SyncGroup, sresp.ErrorCode, nil)
-	c.mu.Lock()
-	res.outcome = c.m.onSyncGroupResponse(gen, syncResponse{code: sresp.ErrorCode, protocolType: sresp.ProtocolType, protocol: sresp.Protocol})
-	if res.outcome.coordinatorLost {
-		c.markCoordinatorUnknownLocked(conn, "SyncGroup: "+res.outcome.err.Error())
-	}
-	if res.outcome.discarded {
-		c.discardedLocked(kmsg.SyncGroup, gen.id, res.outcome.err)
-	}
-	c.mu.Unlock()
-	res.assignment = sresp.MemberAssignment
 	return res
 }
 
@@ -328,8 +332,26 @@ func (c *Consumer) assignAsLeader(ctx context.Context, protocol string, members 
 	return assignments, counts, nil
 }
 
-// sendHeartbeat sends one Heartbeat with the given generation; deadline bounds it (the session's end).
-func (c *Consumer) sendHeartbeat(ctx context.Context, conn *brokerConn, gen generation, timeout time.Duration) (int16, error) {
+// coordRequest sends one group request on the coordinator connection conn, bounded by timeout,
+// and applies its answer (or transport error) with apply in wire order (brokerConn.ordered): every
+// answer that arrived before it on conn has been applied first, so an answer is judged against the
+// member's state as of its own arrival, as AbstractCoordinator's response handlers are. sent is the
+// generation (and member id) the request carries; apply compares it with the member's current one
+// to recognise a stale answer. The steps go to Config.coordHook.
+func (c *Consumer) coordRequest(ctx context.Context, conn *brokerConn, req kmsg.Request, timeout time.Duration, sent generation, apply func(kmsg.Response, error)) {
+	key := kmsg.Key(req.Key())
+	c.hook(stepSend, key, sent)
+	conn.ordered(ctx, req, timeout, func(r kmsg.Response, err error) {
+		c.hook(stepAnswered, key, sent)
+		apply(r, err)
+		c.hook(stepApplied, key, sent)
+	}, func() { c.hook(stepQueued, key, sent) })
+}
+
+// heartbeat sends one Heartbeat with gen and applies its answer (HeartbeatResponseHandler plus the
+// heartbeat thread's bookkeeping); timeout bounds it (the session's end). It reports whether the
+// member must look at its state again (a failed heartbeat: Poll may have to rejoin).
+func (c *Consumer) heartbeat(ctx context.Context, conn *brokerConn, gen generation, timeout time.Duration) (failed bool) {
 	req := kmsg.NewPtrHeartbeatRequest()
 	req.Group = c.cfg.GroupID
 	req.Generation = gen.id
@@ -337,16 +359,36 @@ func (c *Consumer) sendHeartbeat(ctx context.Context, conn *brokerConn, gen gene
 	if c.m.static {
 		req.InstanceID = kmsg.StringPtr(c.cfg.GroupInstanceID)
 	}
-	c.hook(stepSend, kmsg.Heartbeat, gen)
-	r, err := conn.request(ctx, req, timeout)
-	c.hook(stepAnswered, kmsg.Heartbeat, gen)
-	if err != nil {
-		c.recordGroup(kmsg.Heartbeat, 0, err)
-		return 0, err
-	}
-	code := r.(*kmsg.HeartbeatResponse).ErrorCode
-	c.recordGroup(kmsg.Heartbeat, code, nil)
-	return code, nil
+	c.coordRequest(ctx, conn, req, timeout, gen, func(r kmsg.Response, err error) {
+		var code int16
+		if err == nil {
+			code = r.(*kmsg.HeartbeatResponse).ErrorCode
+		}
+		c.recordGroup(kmsg.Heartbeat, code, err)
+		if ctx.Err() != nil {
+			return // the consumer is stopping
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		o := c.m.onHeartbeatResponse(gen, code, err)
+		switch {
+		case o.heartbeatReceived:
+			c.hb.received(time.Now())
+		case o.err != nil:
+			c.hb.failed(time.Now())
+		}
+		if o.coordinatorLost {
+			c.markCoordinatorUnknownLocked(conn, "heartbeat: "+o.err.Error())
+		}
+		if o.heartbeatFatal && c.fatal == nil {
+			c.fatal = o.err
+		}
+		if o.err != nil {
+			c.logLocked().WithError(o.err).Info("heartbeat failed")
+			failed = true
+		}
+	})
+	return failed
 }
 
 // sendLeave sends LeaveGroup for memberID (a minimal effort, not retried: maybeLeaveGroup).
@@ -364,26 +406,25 @@ func (c *Consumer) sendLeave(ctx context.Context, memberID, reason string) {
 	}
 	req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: memberID, Reason: kmsg.StringPtr(reason)}}
 	left := generation{id: noGeneration.id, memberID: memberID}
-	c.hook(stepSend, kmsg.LeaveGroup, left)
-	r, err := conn.request(ctx, req, c.cfg.RequestTimeout)
-	c.hook(stepAnswered, kmsg.LeaveGroup, left)
-	defer c.hook(stepApplied, kmsg.LeaveGroup, left)
-	if err != nil {
-		c.recordGroup(kmsg.LeaveGroup, 0, err)
-		c.markCoordinatorUnknown(conn, "LeaveGroup failed: "+err.Error())
-		return
-	}
-	resp := r.(*kmsg.LeaveGroupResponse)
-	code := resp.ErrorCode
-	if code == 0 && len(resp.Members) == 1 {
-		code = resp.Members[0].ErrorCode
-	}
-	c.recordGroup(kmsg.LeaveGroup, code, nil)
-	if code != 0 {
-		c.log.WithField("reason", reason).Warnf("LeaveGroup: %s", errName(code))
-		return
-	}
-	c.log.WithField("reason", reason).Info("left the group")
+	c.coordRequest(ctx, conn, req, c.cfg.RequestTimeout, left, func(r kmsg.Response, err error) {
+		if err != nil {
+			c.recordGroup(kmsg.LeaveGroup, 0, err)
+			c.markCoordinatorUnknown(conn, "LeaveGroup failed: "+err.Error())
+			return
+		}
+		resp := r.(*kmsg.LeaveGroupResponse)
+		code := resp.ErrorCode
+		if code == 0 && len(resp.Members) == 1 {
+			code = resp.Members[0].ErrorCode
+		}
+		c.recordGroup(kmsg.LeaveGroup, code, nil)
+		if code != 0 {
+			// Nothing to undo: the member reset its state before it sent the request.
+			c.log.WithField("reason", reason).Warnf("LeaveGroup of %s: %s", memberID, errName(code))
+			return
+		}
+		c.log.WithField("reason", reason).Info("left the group")
+	})
 }
 
 // commitOnce sends one OffsetCommit of offsets (next offsets to consume) with the stable
@@ -437,46 +478,47 @@ func (c *Consumer) commitOnce(ctx context.Context, offsets map[TopicPartition]in
 			Partition: tp.Partition, Offset: offsets[tp], LeaderEpoch: -1,
 		})
 	}
-	c.hook(stepSend, kmsg.OffsetCommit, gen)
-	r, err := conn.request(ctx, req, c.cfg.RequestTimeout)
-	c.hook(stepAnswered, kmsg.OffsetCommit, gen)
-	defer c.hook(stepApplied, kmsg.OffsetCommit, gen)
-	if err != nil {
-		c.recordGroup(kmsg.OffsetCommit, 0, err)
-		c.emit(timeline.Record{Kind: timeline.Error, Text: "OffsetCommit got no response: " + err.Error()})
-		c.markCoordinatorUnknown(conn, "OffsetCommit failed: "+err.Error())
-		return errRetriable{err}
-	}
-	resp := r.(*kmsg.OffsetCommitResponse)
-	var firstCode int16
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			rec := timeline.Record{Kind: timeline.Commit, Topic: t.Topic, Partition: timeline.I32(p.Partition),
-				Offset: timeline.I64(offsets[TopicPartition{Topic: t.Topic, Partition: p.Partition}]), Generation: timeline.I32(gen.id),
-				Result: timeline.CommitApplied, MemberID: gen.memberID}
-			if p.ErrorCode != 0 {
-				rec.Result, rec.Err = timeline.CommitRejected, errName(p.ErrorCode)
-				if firstCode == 0 {
-					firstCode = p.ErrorCode
-				}
-			}
-			c.emit(rec)
+	var result error
+	c.coordRequest(ctx, conn, req, c.cfg.RequestTimeout, gen, func(r kmsg.Response, err error) {
+		if err != nil {
+			c.recordGroup(kmsg.OffsetCommit, 0, err)
+			c.emit(timeline.Record{Kind: timeline.Error, Text: "OffsetCommit got no response: " + err.Error()})
+			c.markCoordinatorUnknown(conn, "OffsetCommit failed: "+err.Error())
+			result = errRetriable{err}
+			return
 		}
-	}
-	c.recordGroup(kmsg.OffsetCommit, firstCode, nil)
-	if firstCode == 0 {
-		return nil
-	}
-	c.mu.Lock()
-	o := c.m.onCommitError(gen, firstCode)
-	if o.coordinatorLost {
-		c.markCoordinatorUnknownLocked(conn, "OffsetCommit: "+o.err.Error())
-	}
-	c.mu.Unlock()
-	if o.retry == retryBackoff {
-		return errRetriable{o.err}
-	}
-	return o.err
+		resp := r.(*kmsg.OffsetCommitResponse)
+		var firstCode int16
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				rec := timeline.Record{Kind: timeline.Commit, Topic: t.Topic, Partition: timeline.I32(p.Partition),
+					Offset: timeline.I64(offsets[TopicPartition{Topic: t.Topic, Partition: p.Partition}]), Generation: timeline.I32(gen.id),
+					Result: timeline.CommitApplied, MemberID: gen.memberID}
+				if p.ErrorCode != 0 {
+					rec.Result, rec.Err = timeline.CommitRejected, errName(p.ErrorCode)
+					if firstCode == 0 {
+						firstCode = p.ErrorCode
+					}
+				}
+				c.emit(rec)
+			}
+		}
+		c.recordGroup(kmsg.OffsetCommit, firstCode, nil)
+		if firstCode == 0 {
+			return
+		}
+		c.mu.Lock()
+		o := c.m.onCommitError(gen, firstCode)
+		if o.coordinatorLost {
+			c.markCoordinatorUnknownLocked(conn, "OffsetCommit: "+o.err.Error())
+		}
+		c.mu.Unlock()
+		result = o.err
+		if o.retry == retryBackoff {
+			result = errRetriable{o.err}
+		}
+	})
+	return result
 }
 
 // errRetriable wraps an error CommitSync and the offset fetch retry after a backoff.
@@ -517,10 +559,15 @@ func (c *Consumer) fetchCommitted(ctx context.Context, parts []TopicPartition) (
 		g.Topics = append(g.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 	}
 	req.Groups = []kmsg.OffsetFetchRequestGroup{g} // v8+
-	r, err := conn.request(ctx, req, c.cfg.RequestTimeout)
+	var r kmsg.Response
+	c.coordRequest(ctx, conn, req, c.cfg.RequestTimeout, noGeneration, func(resp kmsg.Response, e error) {
+		r, err = resp, e
+		if err != nil {
+			c.recordGroup(kmsg.OffsetFetch, 0, err)
+			c.markCoordinatorUnknown(conn, "OffsetFetch failed: "+err.Error())
+		}
+	})
 	if err != nil {
-		c.recordGroup(kmsg.OffsetFetch, 0, err)
-		c.markCoordinatorUnknown(conn, "OffsetFetch failed: "+err.Error())
 		return nil, errRetriable{err}
 	}
 	resp := r.(*kmsg.OffsetFetchResponse)

@@ -190,7 +190,9 @@ func TestFIDOrderStaleAnswerAfterRound(t *testing.T) {
 			if tc.stale == kmsg.LeaveGroup {
 				want = "UNKNOWN_MEMBER_ID"
 			}
-			waitFor(t, 30*time.Second, "m stable again", func() bool { return groupStable([]*member{m}, 4) })
+			waitFor(t, 30*time.Second, "m stable again, the stale answer applied", func() bool {
+				return groupStable([]*member{m}, 4) && s.took(tc.stale, sent, stepApplied)
+			})
 			var staleErrs []string
 			for _, r := range groupRequestsAfter(col, "m", tc.stale.Name(), since) {
 				staleErrs = append(staleErrs, r.Err)
