@@ -63,8 +63,6 @@ type Consumer struct {
 	wakeHB    chan struct{} // wakes the heartbeat goroutine
 	appMu     sync.Mutex    // Poll and Close
 
-	discoverMu sync.Mutex // one coordinator lookup at a time
-
 	connMu      sync.Mutex
 	conns       map[string]*brokerConn // fetch-side connections by address
 	connsClosed bool
@@ -81,6 +79,7 @@ type Consumer struct {
 	fatal          error            // sticky: Poll returns it (fenced, authorization, ...)
 	closed         bool
 	coord          *brokerConn
+	lookup         *coordLookup // the running or last coordinator lookup
 	join           chan joinResult // the pending JoinGroup/SyncGroup round (joinFuture); nil: none
 	joinCancel     context.CancelFunc
 	attempt        int // rounds in the current rebalance (rebalance_end's attempt)
@@ -271,13 +270,16 @@ func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 		if recs := c.drain(); len(recs) > 0 {
 			return recs, nil
 		}
-		err := c.updatePositions(ctx)
-		if err != nil && isFatal(err) {
-			return nil, err
+		posErr := c.updatePositions(ctx)
+		if posErr != nil && isFatal(posErr) {
+			return nil, posErr
 		}
-		var fetching bool
+		// The partitions that have a position are fetched even when another's could not be
+		// initialised yet (its committed offset needs the coordinator): Kafka's poll fetches
+		// whatever is fetchable.
+		fetching, err := c.sendFetches(ctx)
 		if err == nil {
-			fetching, err = c.sendFetches(ctx)
+			err = posErr
 		}
 		if ctx.Err() == nil {
 			// Until a fetch completes, a round finishes, the heartbeat thread calls, or at most
@@ -386,17 +388,21 @@ func (c *Consumer) updatePositions(ctx context.Context) error {
 }
 
 // coordinatorPoll is ConsumerCoordinator.poll(timer, waitForJoinGroup=false): the rebalance steps,
-// then auto-commit. It returns only fatal errors.
+// then auto-commit. It does not wait for an unknown coordinator (coordinatorReady). It returns only
+// fatal errors.
 func (c *Consumer) coordinatorPoll(ctx context.Context) error {
 	c.maybeRefreshMetadata(ctx)
-	if _, err := c.ensureCoordinator(ctx); err != nil {
-		if isFatal(err) {
+	if conn, err := c.coordinatorReady(); conn == nil {
+		if err != nil && isFatal(err) {
 			return c.setFatal(err)
 		}
-		if ctx.Err() == nil {
+		// The lookup runs on its own goroutine and wakes Poll when it ends; meanwhile the member
+		// goes on fetching what it owns. An auto-commit that falls due waits for the lookup on its
+		// own goroutine (commitOffsetsAsync with the coordinator unknown).
+		if err != nil {
 			c.log.WithError(err).Debug("coordinator not available")
-			c.backoffWait(ctx, c.cfg.RetryBackoff)
 		}
+		c.maybeAutoCommit()
 		return nil
 	}
 	for c.rejoinNeededOrPending() && ctx.Err() == nil {

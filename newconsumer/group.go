@@ -40,36 +40,117 @@ func isFatal(err error) bool {
 	return errors.As(err, &f)
 }
 
-// ensureCoordinator returns the coordinator connection, finding the coordinator (FindCoordinator on
-// any broker connection) and dialling it with the coordinator dialer when unknown
-// (AbstractCoordinator.ensureCoordinatorReady). Errors are retriable unless errFatal.
-func (c *Consumer) ensureCoordinator(ctx context.Context) (*brokerConn, error) {
-	if conn := c.coordinator(); conn != nil {
-		return conn, nil
+// coordLookup is one coordinator lookup: FindCoordinator on a broker connection, then dialling the
+// coordinator with the coordinator dialer. At most one runs at a time, on a goroutine of its own
+// (AbstractCoordinator.lookupCoordinator and its findCoordinatorFuture), so that nothing but the
+// callers that need the coordinator waits for it: Poll does not, and goes on fetching.
+type coordLookup struct {
+	done    chan struct{} // closed when the lookup ends
+	err     error         // why it failed (errFatal: give up); nil: it set the coordinator
+	retryAt time.Time     // after a failure, no new lookup before retry.backoff.ms
+}
+
+// lookupCoordinatorLocked returns the lookup in progress, or the last failed one while its backoff
+// runs, or else starts a new one. Caller holds c.mu and has checked that the coordinator is unknown
+// and the consumer not closed.
+func (c *Consumer) lookupCoordinatorLocked() *coordLookup {
+	if l := c.lookup; l != nil {
+		select {
+		case <-l.done:
+			if l.err != nil && time.Now().Before(l.retryAt) {
+				return l
+			}
+		default:
+			return l
+		}
 	}
-	c.discoverMu.Lock()
-	defer c.discoverMu.Unlock()
-	if conn := c.coordinator(); conn != nil {
-		return conn, nil
-	}
-	node, addr, err := c.findCoordinator(ctx)
-	if err != nil {
-		return nil, err
-	}
-	conn, err := dialBroker(ctx, c.cfg.CoordinatorDialer, addr, c.clientID, c.cfg.RequestTimeout)
-	if err != nil {
-		return nil, fmt.Errorf("newconsumer: connect to coordinator %d at %s: %w", node, addr, err)
+	l := &coordLookup{done: make(chan struct{})}
+	c.lookup = l
+	c.wg.Add(1) // under mu, with closed checked: shutdown's wg.Wait cannot have started
+	go c.runLookup(l)
+	return l
+}
+
+// runLookup finds and dials the coordinator, then wakes the heartbeat goroutine and Poll.
+func (c *Consumer) runLookup(l *coordLookup) {
+	defer c.wg.Done()
+	node, addr, err := c.findCoordinator(c.ctx)
+	var conn *brokerConn
+	if err == nil {
+		conn, err = dialBroker(c.ctx, c.cfg.CoordinatorDialer, addr, c.clientID, c.cfg.RequestTimeout)
+		if err != nil {
+			err = fmt.Errorf("newconsumer: connect to coordinator %d at %s: %w", node, addr, err)
+		}
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+	switch {
+	case err == nil && c.closed:
+		err = ErrClosed
+	case err == nil:
+		c.coord, conn = conn, nil
+		c.hb.resetSession(time.Now())
+		c.log.WithField("coordinator", addr).Info("discovered group coordinator")
+	default:
+		l.retryAt = time.Now().Add(c.cfg.RetryBackoff)
+	}
+	l.err = err
+	close(l.done)
+	c.mu.Unlock()
+	if conn != nil {
 		_ = conn.Close()
+	}
+	c.signal()
+}
+
+// ensureCoordinator returns the coordinator connection, waiting (until ctx ends) for a lookup when
+// the coordinator is unknown (AbstractCoordinator.ensureCoordinatorReady). For the heartbeat
+// goroutine, the join round and commits; Poll uses coordinatorReady. Errors are retriable unless
+// errFatal.
+func (c *Consumer) ensureCoordinator(ctx context.Context) (*brokerConn, error) {
+	for {
+		c.mu.Lock()
+		if c.coord != nil {
+			conn := c.coord
+			c.mu.Unlock()
+			return conn, nil
+		}
+		if c.closed {
+			c.mu.Unlock()
+			return nil, ErrClosed
+		}
+		l := c.lookupCoordinatorLocked()
+		c.mu.Unlock()
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if l.err != nil {
+			return nil, l.err
+		}
+	}
+}
+
+// coordinatorReady returns the coordinator connection if the coordinator is known; else it starts a
+// lookup (unless one runs or the last one's backoff does) and returns nil with the last lookup's
+// error, without waiting: an unreachable coordinator does not stop Poll from fetching, as Kafka's
+// poll bounds ensureCoordinatorReady by its own timer and then fetches.
+func (c *Consumer) coordinatorReady() (*brokerConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.coord != nil {
+		return c.coord, nil
+	}
+	if c.closed {
 		return nil, ErrClosed
 	}
-	c.coord = conn
-	c.hb.resetSession(time.Now())
-	c.log.WithField("coordinator", addr).Info("discovered group coordinator")
-	return conn, nil
+	l := c.lookupCoordinatorLocked()
+	select {
+	case <-l.done:
+		return nil, l.err
+	default:
+		return nil, nil
+	}
 }
 
 func (c *Consumer) coordinator() *brokerConn {
@@ -532,14 +613,17 @@ func isRetriable(err error) bool {
 }
 
 // fetchCommitted returns the committed offsets of parts (OffsetFetch with require_stable; absent:
-// no committed offset), as ConsumerCoordinator.fetchCommittedOffsets. Retriable errors are errRetriable.
+// no committed offset), as ConsumerCoordinator.fetchCommittedOffsets. Retriable errors are errRetriable,
+// among them an unknown coordinator: it does not wait for the lookup (Poll calls it).
 func (c *Consumer) fetchCommitted(ctx context.Context, parts []TopicPartition) (map[TopicPartition]int64, error) {
-	conn, err := c.ensureCoordinator(ctx)
-	if err != nil {
-		if isFatal(err) {
-			return nil, err
-		}
+	conn, err := c.coordinatorReady() // from Poll: not waited for
+	switch {
+	case err != nil && isFatal(err):
+		return nil, err
+	case err != nil:
 		return nil, errRetriable{err}
+	case conn == nil:
+		return nil, errRetriable{errors.New("newconsumer: group coordinator unknown (lookup in progress)")}
 	}
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Group = c.cfg.GroupID
