@@ -79,7 +79,7 @@ type Consumer struct {
 	fatal          error            // sticky: Poll returns it (fenced, authorization, ...)
 	closed         bool
 	coord          *brokerConn
-	lookup         *coordLookup // the running or last coordinator lookup
+	lookup         *coordLookup    // the running or last coordinator lookup
 	join           chan joinResult // the pending JoinGroup/SyncGroup round (joinFuture); nil: none
 	joinCancel     context.CancelFunc
 	attempt        int // rounds in the current rebalance (rebalance_end's attempt)
