@@ -3,13 +3,17 @@ package newconsumer
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -242,6 +246,130 @@ func TestFIDOrderStaleAnswerAfterRound(t *testing.T) {
 			}
 			if n := len(recordsAfter(col, "m", timeline.Error, since)); n != 0 {
 				t.Fatalf("m wrote %d error records: %v", n, fmt.Sprint(recordsAfter(col, "m", timeline.Error, since)))
+			}
+		})
+	}
+}
+
+// fidOrderChanges is how many membership changes TestFIDOrderStress makes per rebalance protocol:
+// 30 in the normal test run, more from `make soak` (-fidorder.changes=300).
+var fidOrderChanges = flag.Int("fidorder.changes", 30, "membership changes per protocol in TestFIDOrderStress")
+
+// TestFIDOrderStress: members join and leave a group one change at a time while every member's
+// coordinator link has a random latency (0 to 60 ms, drawn again at each change) and the members
+// heartbeat every 100 ms and auto-commit every 50 ms, so that heartbeats and commits of one generation
+// keep crossing the JoinGroup/SyncGroup rounds of the next. No member may discard the result of a
+// round of the current generation, and each change costs exactly the rebalances Kafka's protocol
+// needs: EAGER one; COOPERATIVE two when the first round made a remaining member revoke partitions
+// (it rejoins to hand them over), else one.
+func TestFIDOrderStress(t *testing.T) {
+	bootstrap := startCluster(t, "t", 6, 10, 0)
+	for _, proto := range []struct{ name, assignor string }{{"eager", "range"}, {"cooperative", "cooperative-sticky"}} {
+		t.Run(proto.name, func(t *testing.T) {
+			seed := uint64(time.Now().UnixNano())
+			rng := rand.New(rand.NewPCG(seed, 10))
+			t.Logf("seed %d, %d changes", seed, *fidOrderChanges)
+			col := &timeline.Collector{}
+			group := "stress-" + proto.name
+			props := map[string]string{"group.id": group, "partition.assignment.strategy": proto.assignor,
+				"session.timeout.ms": "6000", "heartbeat.interval.ms": "100", "auto.commit.interval.ms": "50"}
+			links := map[string]*lab.MemberLinks{}
+			var live, all []*member
+			next := 0
+			start := func() {
+				next++
+				name := fmt.Sprintf("m%d", next)
+				l := lab.NewMemberLinks(name)
+				t.Cleanup(func() { l.Close() })
+				links[name] = l
+				m := startMember(t, name, bootstrap, "t", col, props, func(c *Config) { c.CoordinatorDialer = l.Dialer(lab.LinkCoordinator) })
+				live = append(live, m)
+				all = append(all, m)
+			}
+			// settled: the group is stable and every member's heartbeat succeeded after it was seen so,
+			// in the same generation: no round is pending at the coordinator either.
+			settled := func(what string) int32 {
+				var gen int32
+				var seenAt int64
+				waitFor(t, 60*time.Second, what, func() bool {
+					if !groupStable(live, 6) {
+						seenAt = 0
+						return false
+					}
+					g := live[0].c.Generation()
+					if seenAt == 0 || g != gen {
+						gen, seenAt = g, time.Now().UnixMilli()
+						return false
+					}
+					for _, m := range live {
+						ok := false
+						for _, r := range groupRequestsAfter(col, m.name, "Heartbeat", seenAt) {
+							ok = ok || r.Err == ""
+						}
+						if !ok {
+							return false
+						}
+					}
+					return true
+				})
+				return gen
+			}
+			for i := 0; i < 3; i++ {
+				start()
+			}
+			gen := settled("the first 3 members stable")
+			perChange := map[string]int{}
+			var wrong []string
+			for i := 0; i < *fidOrderChanges; i++ {
+				for _, m := range live {
+					if err := links[m.name].Latency(lab.LinkCoordinator, time.Duration(rng.IntN(61))*time.Millisecond); err != nil {
+						t.Fatal(err)
+					}
+				}
+				since := time.Now().UnixMilli()
+				change := ""
+				if len(live) <= 2 || (len(live) < 5 && rng.IntN(2) == 0) {
+					start()
+					change = "join of " + live[len(live)-1].name
+				} else {
+					k := rng.IntN(len(live))
+					leaving := live[k]
+					live = append(live[:k:k], live[k+1:]...)
+					leaving.close(t)
+					change = "leave of " + leaving.name
+				}
+				after := settled(fmt.Sprintf("stable after change %d (%s)", i+1, change))
+				want := int32(1)
+				if proto.name == "cooperative" {
+					for _, m := range live {
+						if len(recordsAfter(col, m.name, timeline.Revoked, since)) > 0 {
+							want = 2
+						}
+					}
+				}
+				got := after - gen
+				perChange[fmt.Sprintf("%d rebalance(s)", got)]++
+				if got != want {
+					wrong = append(wrong, fmt.Sprintf("change %d (%s): %d rebalances, want %d", i+1, change, got, want))
+				}
+				gen = after
+			}
+			discarded := 0
+			for _, m := range all {
+				discarded += m.c.DiscardedRounds()
+			}
+			var discardRecords []string
+			for _, r := range col.Records() {
+				if r.Kind == timeline.Error && strings.Contains(r.Text, "discarded") {
+					discardRecords = append(discardRecords, r.Member+": "+r.Text)
+				}
+			}
+			t.Logf("%s: %d changes, rebalances per change %v, discarded current-generation results %d", proto.name, *fidOrderChanges, perChange, discarded)
+			if discarded != 0 || len(discardRecords) != 0 {
+				t.Errorf("discarded current-generation results: %d (%v)", discarded, discardRecords)
+			}
+			if len(wrong) > 0 {
+				t.Errorf("%d of %d changes cost other than the protocol's rebalances:\n%s", len(wrong), *fidOrderChanges, strings.Join(wrong, "\n"))
 			}
 		})
 	}
