@@ -256,7 +256,7 @@ func TestFIDOrderStaleAnswerAfterRound(t *testing.T) {
 var fidOrderChanges = flag.Int("fidorder.changes", 30, "membership changes per protocol in TestFIDOrderStress")
 
 // TestFIDOrderStress: members join and leave a group one change at a time while every member's
-// coordinator link has a random latency (0 to 60 ms, drawn again at each change) and the members
+// coordinator link has a random latency (0 to 60 ms, drawn for each member) and the members
 // heartbeat every 100 ms and auto-commit every 50 ms, so that heartbeats and commits of one generation
 // keep crossing the JoinGroup/SyncGroup rounds of the next. No member may discard the result of a
 // round of the current generation, and each change costs exactly the rebalances Kafka's protocol
@@ -273,7 +273,6 @@ func TestFIDOrderStress(t *testing.T) {
 			group := "stress-" + proto.name
 			props := map[string]string{"group.id": group, "partition.assignment.strategy": proto.assignor,
 				"session.timeout.ms": "6000", "heartbeat.interval.ms": "100", "auto.commit.interval.ms": "50"}
-			links := map[string]*lab.MemberLinks{}
 			var live, all []*member
 			next := 0
 			start := func() {
@@ -281,7 +280,11 @@ func TestFIDOrderStress(t *testing.T) {
 				name := fmt.Sprintf("m%d", next)
 				l := lab.NewMemberLinks(name)
 				t.Cleanup(func() { l.Close() })
-				links[name] = l
+				// Set once, before the member dials: replacing a latency toxic while bytes flow
+				// can strand one of toxiproxy's pipe goroutines.
+				if err := l.Latency(lab.LinkCoordinator, time.Duration(rng.IntN(61))*time.Millisecond); err != nil {
+					t.Fatal(err)
+				}
 				m := startMember(t, name, bootstrap, "t", col, props, func(c *Config) { c.CoordinatorDialer = l.Dialer(lab.LinkCoordinator) })
 				live = append(live, m)
 				all = append(all, m)
@@ -321,11 +324,6 @@ func TestFIDOrderStress(t *testing.T) {
 			perChange := map[string]int{}
 			var wrong []string
 			for i := 0; i < *fidOrderChanges; i++ {
-				for _, m := range live {
-					if err := links[m.name].Latency(lab.LinkCoordinator, time.Duration(rng.IntN(61))*time.Millisecond); err != nil {
-						t.Fatal(err)
-					}
-				}
 				since := time.Now().UnixMilli()
 				change := ""
 				if len(live) <= 2 || (len(live) < 5 && rng.IntN(2) == 0) {
