@@ -73,8 +73,8 @@ type coordStep int
 
 const (
 	stepSend     coordStep = iota // the generation it carries is taken; not written yet
-	stepAnswered                  // its answer (or transport error) was read off the connection
-	stepQueued                    // its answer waits until an earlier answer on the connection is applied
+	stepAnswered                  // its answer (or transport error) is in and about to be applied: every earlier answer on the connection has been
+	stepQueued                    // its answer is in but waits until an earlier answer on the connection is applied
 	stepApplied                   // its answer was applied to the member's state
 )
 

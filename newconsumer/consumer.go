@@ -20,7 +20,12 @@
 // available or ctx ends, instead of taking a timeout; a fatal error (fenced, not authorised) stays
 // and every later Poll returns it; a member whose subscription the leader cannot decode gets an
 // empty assignment (Java's leader fails its poll), and an assignment this member cannot decode
-// makes it rejoin. The assignors' own differences are in package assignor.
+// makes it rejoin; an OffsetCommit's UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION for a generation the
+// member has left is dropped in every state (Java resets unless PREPARING_REBALANCE: its commits never
+// cross a JoinGroup on the wire, this consumer's asynchronous auto-commit can). As in the Java client,
+// the coordinator connection's answers are applied in the order they arrive (wire.Conn.Ordered), and
+// an unreachable coordinator does not stop Poll from fetching: the coordinator lookup runs on a
+// goroutine of its own. The assignors' own differences are in package assignor.
 package newconsumer
 
 import (
