@@ -153,12 +153,6 @@ func (c *Consumer) coordinatorReady() (*brokerConn, error) {
 	}
 }
 
-func (c *Consumer) coordinator() *brokerConn {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.coord
-}
-
 // markCoordinatorUnknown forgets the coordinator if it is still conn (nil: whichever it is) and
 // closes the connection, interrupting requests on it (markCoordinatorUnknown). Caller holds c.mu.
 func (c *Consumer) markCoordinatorUnknownLocked(conn *brokerConn, cause string) {
