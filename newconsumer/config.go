@@ -11,6 +11,7 @@ import (
 	"github.com/rebalancelab/rebalancelab/timeline"
 	"github.com/rebalancelab/rebalancelab/wire"
 	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Config is the consumer's configuration. Fields carry Kafka 3.9's consumer keys
@@ -60,6 +61,28 @@ type Config struct {
 	Listener RebalanceListener  // called on the goroutine that calls Poll; nil: none
 	Timeline *timeline.Recorder // nil: no timeline
 	Log      *logrus.Entry      // nil: logrus.StandardLogger()
+
+	// coordHook, set only by this package's tests, is called at each step of every coordinator
+	// request on the goroutine that makes it; a test blocks in it to script an interleaving.
+	coordHook func(step coordStep, key kmsg.Key, sent generation)
+}
+
+// coordStep is a step of one coordinator request (JoinGroup, SyncGroup, Heartbeat, OffsetCommit,
+// LeaveGroup), for Config.coordHook.
+type coordStep int
+
+const (
+	stepSend     coordStep = iota // the generation it carries is taken; not written yet
+	stepAnswered                  // its answer (or transport error) is in and about to be applied: every earlier answer on the connection has been
+	stepQueued                    // its answer is in but waits until an earlier answer on the connection is applied
+	stepApplied                   // its answer was applied to the member's state
+)
+
+// hook calls Config.coordHook, if set.
+func (c *Consumer) hook(step coordStep, key kmsg.Key, sent generation) {
+	if c.cfg.coordHook != nil {
+		c.cfg.coordHook(step, key, sent)
+	}
 }
 
 // Property keys FromProperties accepts, with Kafka 3.9's defaults.
