@@ -338,11 +338,72 @@ type window struct {
 // trace is what the HTML report draws; compute fills it as it replays.
 type trace struct {
 	firstTs, lastTs int64
-	parts           []tp             // every known partition, by topic then partition
-	segments        map[tp][]segment // ownership intervals, member view
-	busy            []span           // some live member rebalancing or joining
-	marks           []mark           // faults and triggers
-	members         []string         // every member seen, sorted
+	parts           []tp                    // every known partition, by topic then partition
+	segments        map[tp][]segment        // ownership intervals, member view
+	busy            []span                  // some live member rebalancing or joining
+	marks           []mark                  // faults and triggers
+	members         []string                // every member seen, sorted
+	memberSpans     map[string][]memberSpan // each member's lane state over time, while live
+	delivers        map[string][]int64      // each member's deliver records' ts_ms
+	lag             map[tp][]lagPoint       // produced-but-not-delivered offsets, after each change
+}
+
+// laneState is what a member's lane in the HTML report shows at a moment.
+type laneState string
+
+const (
+	laneConsuming   laneState = "consuming"   // owns partitions, no rebalance running
+	laneRebalancing laneState = "rebalancing" // a rebalance runs while it still owns partitions (assigned, not fetching new work)
+	lanePaused      laneState = "paused"      // held partitions when its rebalance began, holds none now (paused_member_ms)
+	laneJoining     laneState = "joining"     // joining or rebalancing, never held partitions in this rebalance
+	laneIdle        laneState = "idle"        // live, owns nothing, no rebalance running
+)
+
+type memberSpan struct {
+	state      laneState
+	start, end int64
+}
+
+type lagPoint struct {
+	ts      int64
+	pending int
+}
+
+func (m *memberState) laneState() laneState {
+	switch {
+	case !m.live:
+		return ""
+	case m.paused():
+		return lanePaused
+	case m.busy() && len(m.owned) > 0:
+		return laneRebalancing
+	case m.busy():
+		return laneJoining
+	case len(m.owned) > 0:
+		return laneConsuming
+	}
+	return laneIdle
+}
+
+// track records a member's lane state from ts on.
+func (tr *trace) track(name string, st laneState, ts int64) {
+	spans := tr.memberSpans[name]
+	if n := len(spans); n > 0 && spans[n-1].end < 0 {
+		if spans[n-1].state == st {
+			return
+		}
+		if spans[n-1].start == ts { // a state that lasted no ms is not drawn
+			spans = spans[:n-1]
+		} else {
+			spans[n-1].end = ts
+		}
+	}
+	if n := len(spans); n > 0 && spans[n-1].end == ts && spans[n-1].state == st {
+		spans[n-1].end = -1 // back in the state it left in this ms
+	} else if st != "" {
+		spans = append(spans, memberSpan{state: st, start: ts, end: -1})
+	}
+	tr.memberSpans[name] = spans
 }
 
 type segment struct {
@@ -385,7 +446,8 @@ type replay struct {
 	openSeg  map[tp]map[string]int // index into tr.segments[tp] of an open segment
 	busyFrom int64
 	inv      *invariantChecker
-	forming  bool // before the first trigger of a timeline that has one: the group's formation
+	forming  bool  // before the first trigger of a timeline that has one: the group's formation
+	now      int64 // ts_ms of the record being applied
 
 	faults    []FaultWindow
 	openFault map[string]int // action+target → index into faults of a fault not yet ended
@@ -473,7 +535,8 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 		recs: recs, giveUp: givenUp(recs), members: map[string]*memberState{}, universe: map[tp]bool{},
 		claim: map[tp]int{}, latest: map[tp]string{}, pending: map[tp]int{}, produced: map[tpo]int{},
 		delivs: map[tpo]int{}, deliv: map[tp]int{}, touched: map[tp]bool{}, partsAll: map[string]bool{},
-		warn: warn, tr: &trace{segments: map[tp][]segment{}}, openSeg: map[tp]map[string]int{},
+		warn: warn, tr: &trace{segments: map[tp][]segment{}, memberSpans: map[string][]memberSpan{},
+			delivers: map[string][]int64{}, lag: map[tp][]lagPoint{}}, openSeg: map[tp]map[string]int{},
 		inv: newInvariantChecker(), openFault: map[string]int{},
 	}
 	res := Result{Era: era, NotApplicable: NotApplicable(era), Events: []Event{}, FinalOwners: map[string]string{},
@@ -708,6 +771,15 @@ func (r *replay) adjust(t tp, dClaim, dPending int) {
 	isBad, isUnowned := r.claim[t] != 1, r.pending[t] > 0 && r.claim[t] == 0
 	r.bad += b2i(isBad) - b2i(wasBad)
 	r.unowned += b2i(isUnowned) - b2i(wasUnowned)
+	if dPending != 0 {
+		pts := r.tr.lag[t]
+		if n := len(pts); n > 0 && pts[n-1].ts == r.now {
+			pts[n-1].pending = r.pending[t]
+		} else {
+			pts = append(pts, lagPoint{ts: r.now, pending: r.pending[t]})
+		}
+		r.tr.lag[t] = pts
+	}
 }
 
 func b2i(b bool) int {
@@ -732,6 +804,7 @@ func (r *replay) mutate(name string, ts int64, fn func(m *memberState)) {
 	was, wasPaused := m.busy(), m.paused()
 	fn(m)
 	r.paused += b2i(m.paused()) - b2i(wasPaused)
+	r.tr.track(name, m.laneState(), ts)
 	now := m.busy()
 	if was == now {
 		return
@@ -815,6 +888,7 @@ func (r *replay) ownerOfRecord(t tp) string {
 func (r *replay) apply(i int) {
 	rec := r.recs[i]
 	ts := rec.TsMs
+	r.now = ts
 	where := func() string { return fmt.Sprintf("record %d (%s, member %q, ts_ms %d)", i, rec.Kind, rec.Member, ts) }
 	needTP := func() (tp, bool) {
 		if rec.Topic == "" || rec.Partition == nil {
@@ -942,6 +1016,7 @@ func (r *replay) apply(i int) {
 			r.adjust(t, 0, -1)
 		}
 		r.delivs[k]++
+		r.tr.delivers[rec.Member] = append(r.tr.delivers[rec.Member], ts)
 		if m := r.member(rec.Member); m.live && !m.delivering[t] {
 			m.delivering[t] = true
 			r.deliv[t]++
@@ -1061,5 +1136,11 @@ func (r *replay) finish(last int64) {
 	}
 	if r.busy > 0 {
 		r.tr.busy = append(r.tr.busy, span{r.busyFrom, last})
+	}
+	for name, spans := range r.tr.memberSpans {
+		if n := len(spans); n > 0 && spans[n-1].end < 0 {
+			spans[n-1].end = last
+		}
+		r.tr.memberSpans[name] = spans
 	}
 }

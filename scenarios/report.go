@@ -1,9 +1,11 @@
 package scenarios
 
 import (
+	"bytes"
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,38 +19,93 @@ type EraReport struct {
 	Records  []timeline.Record
 	Options  FigureOptions
 	Timeline string // the timeline file's name, shown in the page; may be ""
+	// Relations are the scenario's relations as checked on this era (RunResult's); the page's opening
+	// lists them. May be nil.
+	Relations []RelationResult
 }
 
 // Report is one scenario run, as RenderHTML draws it.
 type Report struct {
-	Scenario string
-	Seed     int64
-	Params   map[string]any
-	Versions map[string]string
-	Eras     []EraReport
+	Scenario    string
+	Description string // one line; may be ""
+	Seed        int64
+	Params      map[string]any
+	Versions    map[string]string
+	Eras        []EraReport
+	// Plots are drawn elsewhere (SweepResult.WriteSVG) and embedded in the page inline. May be nil.
+	Plots []Plot
 }
 
-// RenderHTML writes one self-contained HTML page (inline CSS, no scripts, no external assets) for a run:
-// a side-by-side figure table of every era, then per era a partition-ownership timeline and its figures
-// per event. The figures are Compute's for each era's records and options, so they equal the result JSON's.
+// Plot is one SVG document the page embeds inline, under its title, with a link to its file.
+type Plot struct {
+	Title string
+	File  string // the SVG's file name next to the page (linked); may be ""
+	SVG   []byte // the document; an XML declaration before <svg is dropped
+}
+
+// RenderHTML writes one self-contained HTML page (inline CSS and SVG, no scripts, no external assets
+// besides the links to the timeline and plot files) for a run:
 //
-// Ownership timeline: one lane per known partition, an element
-// `<div class="lane" data-era="E" data-topic="T" data-partition="P" data-final-owner="O">` where O is
-// Result.FinalOwners["T-P"] (one member, "" for none, comma-joined when several still claim it). Inside a
-// lane: `div.seg[data-owner]` per ownership interval (member view, coloured per member; concurrent owners on
-// stacked rows), `div.rebalance` where some live member was rebalancing or joining, `div.mark.fault` and
-// `div.mark.trigger` at faults and triggers. Figure cells carry `data-era`, `data-figure` and `data-value`
-// (the integer, or "n/a").
+//   - an opening "What the run showed": sentences generated from the eras' figures (who rebalanced per
+//     change, the coordination load, the stop-the-world pause, the time to stable, duplicates and losses,
+//     Kafka's consumer invariants), then the scenario's relations as checked, held or not;
+//   - when the run has both the classic and the cooperative era and cooperative's figures show a cost
+//     classic's do not (more rebalance attempts, group requests, a later stable time), a section saying
+//     why: KIP-429's second round;
+//   - the figures of every era side by side;
+//   - the sweep plots (Report.Plots), when given;
+//   - one timeline for all eras under ONE time axis: x is ms since each era's first record, at the same
+//     scale for every era (the axis spans the longest era);
+//   - per era its faults, events and per-event figures.
+//
+// Timeline elements. The axis: `div.axis[data-axis-ms=D]` (exactly one per page), its ticks
+// `span.tick[data-ms]`. Every x position is left:(ms·100/D)%. Per era a `div.era-lanes[data-era]
+// [data-span-ms]` holds:
+//   - per known partition a lane `div.lane[data-era][data-topic][data-partition][data-final-owner]`
+//     labelled by partition number, where the final owner is Result.FinalOwners["T-P"] (one member, ""
+//     for none, comma-joined when several still claim it). Inside: `div.seg[data-owner]` per ownership
+//     interval (member view, coloured per member, concurrent owners stacked), `div.rebalance` where some
+//     live member was rebalancing or joining, `div.mark.fault` and `div.mark.trigger[data-at-ms]`;
+//   - under each lane its lag `div.lag-lane[data-era][data-partition][data-max-lag]`: an inline SVG of the
+//     produced-but-not-delivered offsets of the partition over time (the max per pixel column);
+//   - a `div.fault-lane` with a `div.fault-window` per fault window (Result.Faults);
+//   - per member a lane `div.member-lane[data-era][data-member][data-delivers=count]` with a
+//     `div.ms[data-state][data-from-ms][data-to-ms]` per interval of its state while live: consuming (owns
+//     partitions), rebalancing (a rebalance runs while it still owns partitions: assigned, not taking new
+//     work), paused (it held partitions when its rebalance began and holds none while it runs:
+//     paused_member_ms), joining (rebalancing without having held any), idle (owns nothing); and its
+//     deliveries as ticks of an inline SVG.
+//
+// Figure cells carry `data-era`, `data-figure` and `data-value` (the integer, or "n/a").
 //
 // Errors: the writer's.
 func RenderHTML(w io.Writer, rep Report) error {
 	page := htmlPage{Report: rep}
+	var traces []*trace
 	for _, er := range rep.Eras {
 		res, tr := compute(er.Records, er.Era, er.Options)
 		page.Results = append(page.Results, res)
-		page.Eras = append(page.Eras, eraView(er, res, tr))
+		traces = append(traces, tr)
+	}
+	axisMs := int64(1)
+	for _, tr := range traces {
+		axisMs = max(axisMs, tr.lastTs-tr.firstTs)
+	}
+	page.AxisMs = axisMs
+	page.Ticks = axisTicks(axisMs)
+	for i, er := range rep.Eras {
+		page.Eras = append(page.Eras, eraView(er, page.Results[i], traces[i], axisMs))
 	}
 	page.Table = figureTable(page.Results)
+	page.Summary, page.Relations = summarize(rep.Eras, page.Results, traces)
+	page.Cooperative = cooperativeCost(page.Results)
+	for _, p := range rep.Plots {
+		svg := p.SVG
+		if i := bytes.Index(svg, []byte("<svg")); i > 0 {
+			svg = svg[i:]
+		}
+		page.PlotViews = append(page.PlotViews, plotView{Title: p.Title, File: p.File, SVG: template.HTML(svg)})
+	}
 	for k, v := range rep.Params {
 		page.Params = append(page.Params, fmt.Sprintf("%s=%v", k, v))
 	}
@@ -58,6 +115,28 @@ func RenderHTML(w io.Writer, rep Report) error {
 	}
 	sort.Strings(page.VersionList)
 	return pageTmpl.Execute(w, page)
+}
+
+// axisTicks puts a tick every 1, 2 or 5 × 10^k ms, about five over [0, axisMs].
+func axisTicks(axisMs int64) []tickView {
+	step := int64(1)
+	for axisMs/step > 6 {
+		switch s := step; {
+		case strconv.FormatInt(s, 10)[0] == '2':
+			step = s / 2 * 5
+		default:
+			step = s * 2
+		}
+	}
+	var out []tickView
+	for at := int64(0); at <= axisMs; at += step {
+		label := fmt.Sprintf("%d ms", at)
+		if step >= 1000 {
+			label = fmt.Sprintf("%g s", float64(at)/1000)
+		}
+		out = append(out, tickView{Label: label, AtMs: at, Style: template.CSS(fmt.Sprintf("left:%.3f%%", float64(at)*100/float64(axisMs)))})
+	}
+	return out
 }
 
 // RenderTable writes the eras' total figures side by side as an aligned text table: one row per figure
@@ -137,15 +216,37 @@ type htmlPage struct {
 	Table       []figRow
 	Params      []string
 	VersionList []string
+	AxisMs      int64
+	Ticks       []tickView
 	Eras        []eraPage
+	Summary     []string
+	Relations   []relationView
+	Cooperative *coopView
+	PlotViews   []plotView
+}
+
+type plotView struct {
+	Title, File string
+	SVG         template.HTML
+}
+
+type relationView struct {
+	Era, Text, Got, Status string
+}
+
+type coopView struct {
+	Costs []string // "rebalance_attempts: 10 against 5"
+	Why   []string
 }
 
 type eraPage struct {
 	Era, Timeline string
+	Colour        template.CSS
 	DurationMs    int64
 	Lanes         []laneView
+	Members       []memberLane
+	FaultBoxes    []boxView
 	Legend        []legendItem
-	Ticks         []tickView
 	Marks         []markView
 	Columns       []string // "totals", then each event
 	Rows          []figRow // figures × (totals, events)
@@ -160,11 +261,22 @@ type laneView struct {
 	Segs                                     []boxView
 	Busy                                     []boxView
 	Marks                                    []boxView
+	MaxLag                                   int
+	LagPath                                  string
+}
+
+type memberLane struct {
+	Era, Member string
+	Colour      template.CSS
+	Delivers    int
+	Spans       []boxView
+	TickPath    string
 }
 
 type boxView struct {
-	Class, Owner, Title string
-	Style               template.CSS
+	Class, Owner, Title, State string
+	AtMs, FromMs, ToMs         int64
+	Style                      template.CSS
 }
 
 type legendItem struct {
@@ -174,6 +286,7 @@ type legendItem struct {
 
 type tickView struct {
 	Label string
+	AtMs  int64
 	Style template.CSS
 }
 
@@ -182,7 +295,11 @@ type markView struct {
 	AtMs       int64
 }
 
-const rowPx = 14
+const (
+	rowPx = 14
+	svgW  = 1000 // the inline SVGs' user units across the axis
+	lagH  = 16
+)
 
 // colour gives member i of n a stable, distinct colour.
 func colour(i int) string {
@@ -194,14 +311,19 @@ func colour(i int) string {
 	return fmt.Sprintf("hsl(%d,60%%,55%%)", (i*137)%360) // golden angle: neighbours stay apart
 }
 
-func eraView(er EraReport, res Result, tr *trace) eraPage {
-	p := eraPage{Era: er.Era, Timeline: er.Timeline, Events: res.Events, Faults: res.Faults, Warnings: res.Warnings}
-	span := tr.lastTs - tr.firstTs
-	p.DurationMs = span
-	if span <= 0 {
-		span = 1
+// partitionLabel names a lane by its partition number (with the topic when the era has several).
+func partitionLabel(t tp, topics int) string {
+	if topics > 1 {
+		return fmt.Sprintf("%s p%d", t.topic, t.part)
 	}
-	pct := func(ts int64) float64 { return float64(ts-tr.firstTs) * 100 / float64(span) }
+	return fmt.Sprintf("partition %d", t.part)
+}
+
+func eraView(er EraReport, res Result, tr *trace, axisMs int64) eraPage {
+	p := eraPage{Era: er.Era, Timeline: er.Timeline, Events: res.Events, Faults: res.Faults, Warnings: res.Warnings,
+		Colour: template.CSS("border-left-color:" + EraColour(er.Era, 0))}
+	p.DurationMs = tr.lastTs - tr.firstTs
+	pct := func(ts int64) float64 { return float64(ts-tr.firstTs) * 100 / float64(axisMs) }
 	box := func(from, to int64) string {
 		l, wd := pct(from), pct(to)-pct(from)
 		if wd < 0.15 {
@@ -209,15 +331,11 @@ func eraView(er EraReport, res Result, tr *trace) eraPage {
 		}
 		return fmt.Sprintf("left:%.3f%%;width:%.3f%%", l, wd)
 	}
+	col := func(ts int64) int { return int(float64(ts-tr.firstTs) * svgW / float64(axisMs)) }
 	colours := map[string]string{}
 	for i, m := range tr.members {
 		colours[m] = colour(i)
 		p.Legend = append(p.Legend, legendItem{Member: m, Style: template.CSS("background:" + colour(i))})
-	}
-	for i := 0; i <= 4; i++ {
-		at := tr.firstTs + span*int64(i)/4
-		p.Ticks = append(p.Ticks, tickView{Label: fmt.Sprintf("%.2f s", float64(at-tr.firstTs)/1000),
-			Style: template.CSS(fmt.Sprintf("left:%.3f%%", pct(at)))})
 	}
 	var marks []boxView
 	for _, m := range tr.marks {
@@ -225,8 +343,9 @@ func eraView(er EraReport, res Result, tr *trace) eraPage {
 		if m.kind == timeline.Fault {
 			kind = "fault"
 		}
-		p.Marks = append(p.Marks, markView{Kind: kind, Text: m.text, AtMs: m.ts - tr.firstTs})
-		marks = append(marks, boxView{Class: "mark " + kind, Title: fmt.Sprintf("%s %s at %d ms", kind, m.text, m.ts-tr.firstTs),
+		at := m.ts - tr.firstTs
+		p.Marks = append(p.Marks, markView{Kind: kind, Text: m.text, AtMs: at})
+		marks = append(marks, boxView{Class: "mark " + kind, AtMs: at, Title: fmt.Sprintf("%s %s at %d ms", kind, m.text, at),
 			Style: template.CSS(fmt.Sprintf("left:%.3f%%", pct(m.ts)))})
 	}
 	var busy []boxView
@@ -237,9 +356,18 @@ func eraView(er EraReport, res Result, tr *trace) eraPage {
 		busy = append(busy, boxView{Class: "rebalance", Title: fmt.Sprintf("rebalance %d–%d ms", b.start-tr.firstTs, b.end-tr.firstTs),
 			Style: template.CSS(box(b.start, b.end))})
 	}
+	for _, f := range res.Faults {
+		p.FaultBoxes = append(p.FaultBoxes, boxView{Class: "fault-window", FromMs: f.StartMs, ToMs: f.EndMs,
+			Title: fmt.Sprintf("%s %s from %d ms to %d ms", f.Action, f.Target, f.StartMs, f.EndMs),
+			Style: template.CSS(box(tr.firstTs+f.StartMs, tr.firstTs+f.EndMs))})
+	}
+	topics := map[string]bool{}
+	for _, t := range tr.parts {
+		topics[t.topic] = true
+	}
 	for _, t := range tr.parts {
 		lane := laneView{Era: er.Era, Topic: t.topic, Partition: strconv.Itoa(int(t.part)),
-			FinalOwner: res.FinalOwners[t.String()], Label: t.String(), Busy: busy, Marks: marks}
+			FinalOwner: res.FinalOwners[t.String()], Label: partitionLabel(t, len(topics)), Busy: busy, Marks: marks}
 		// Stack concurrent owners: each segment takes the lowest row free at its start.
 		segs := append([]segment(nil), tr.segments[t]...)
 		sort.SliceStable(segs, func(i, j int) bool { return segs[i].start < segs[j].start })
@@ -274,7 +402,19 @@ func eraView(er EraReport, res Result, tr *trace) eraPage {
 			rows = 1
 		}
 		lane.Height = template.CSS(fmt.Sprintf("height:%dpx", rows*rowPx))
+		lane.MaxLag, lane.LagPath = lagPath(tr.lag[t], col, col(tr.lastTs))
 		p.Lanes = append(p.Lanes, lane)
+	}
+	for i, m := range tr.members {
+		ml := memberLane{Era: er.Era, Member: m, Colour: template.CSS("background:" + colour(i)), Delivers: len(tr.delivers[m])}
+		for _, s := range tr.memberSpans[m] {
+			ml.Spans = append(ml.Spans, boxView{Class: "ms " + string(s.state), State: string(s.state),
+				FromMs: s.start - tr.firstTs, ToMs: s.end - tr.firstTs,
+				Title: fmt.Sprintf("%s %s from %d ms to %d ms", m, s.state, s.start-tr.firstTs, s.end-tr.firstTs),
+				Style: template.CSS(box(s.start, s.end))})
+		}
+		ml.TickPath = tickPath(tr.delivers[m], col)
+		p.Members = append(p.Members, ml)
 	}
 	p.Columns = []string{"totals"}
 	for _, ev := range res.Events {
@@ -290,6 +430,60 @@ func eraView(er EraReport, res Result, tr *trace) eraPage {
 	return p
 }
 
+// lagPath draws a partition's lag (a step function, the max per pixel column) as an SVG path over
+// columns [0, last], scaled to its own maximum; max is that maximum (0: a flat line at the bottom).
+func lagPath(pts []lagPoint, col func(int64) int, last int) (maxLag int, path string) {
+	if last < 0 {
+		last = 0
+	}
+	vals := make([]int, last+1)
+	for i, pt := range pts {
+		from, to := col(pt.ts), last
+		if i+1 < len(pts) {
+			to = col(pts[i+1].ts)
+		}
+		for c := max(from, 0); c <= to && c <= last; c++ {
+			vals[c] = max(vals[c], pt.pending)
+		}
+		maxLag = max(maxLag, pt.pending)
+	}
+	y := func(v int) float64 {
+		if maxLag == 0 {
+			return lagH - 0.5
+		}
+		return lagH - 0.5 - float64(v)*(lagH-1)/float64(maxLag)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "M0,%.1f", y(vals[0]))
+	for c := 1; c <= last; c++ {
+		if vals[c] != vals[c-1] {
+			fmt.Fprintf(&b, "H%dV%.1f", c, y(vals[c]))
+		}
+	}
+	fmt.Fprintf(&b, "H%d", last+1)
+	return maxLag, b.String()
+}
+
+// tickPath draws one vertical tick per pixel column with deliveries, its height growing with the log of
+// their count.
+func tickPath(ts []int64, col func(int64) int) string {
+	counts := map[int]int{}
+	var cols []int
+	for _, t := range ts {
+		c := col(t)
+		if counts[c] == 0 {
+			cols = append(cols, c)
+		}
+		counts[c]++
+	}
+	var b strings.Builder
+	for _, c := range cols {
+		h := min(2+3*math.Log2(float64(counts[c])), rowPx-2)
+		fmt.Fprintf(&b, "M%d.5,%dv-%.1f", c, rowPx, h)
+	}
+	return b.String()
+}
+
 var pageTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -302,43 +496,93 @@ table { border-collapse: collapse; margin: .5em 0; }
 th, td { border: 1px solid #ccc; padding: 2px 8px; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.na { color: #999; text-align: right; }
+ul.summary li { margin: .3em 0; max-width: 70em; }
+tr.rel-no td { color: #b00; }
 .timeline { margin: .5em 0 1em 0; }
-.axis, .track { position: relative; margin-left: 7em; }
-.axis { height: 1.4em; border-bottom: 1px solid #888; }
-.tick { position: absolute; bottom: 0; font-size: 11px; color: #555; border-left: 1px solid #888; padding-left: 2px; }
-.lane { display: flex; align-items: flex-start; border-bottom: 1px solid #eee; }
-.lane .label { width: 7em; flex: none; font-family: monospace; }
-.lane .track { flex: 1; margin-left: 0; }
+.axis-row { display: flex; position: sticky; top: 0; background: #fff; z-index: 2; }
+.axis-row .label, .lane .label, .lag-lane .label, .member-lane .label, .fault-lane .label { width: 10em; flex: none; font-family: monospace; font-size: 12px; overflow: hidden; white-space: nowrap; }
+.axis { position: relative; flex: 1; height: 1.4em; border-bottom: 1px solid #888; }
+.tick { position: absolute; bottom: 0; font-size: 11px; color: #555; border-left: 1px solid #888; padding-left: 2px; white-space: nowrap; }
+.era-lanes { border-left: 4px solid #888; padding-left: 4px; margin: .6em 0; }
+.era-head { font-weight: bold; margin: .3em 0; }
+.lane, .lag-lane, .member-lane, .fault-lane { display: flex; align-items: flex-start; }
+.lane { border-top: 1px solid #eee; }
+.track { position: relative; flex: 1; }
+.lag-lane .track svg, .member-lane .track svg { position: absolute; left: 0; top: 0; width: 100%; }
+.lag-lane .label { color: #666; }
 .seg { position: absolute; border-radius: 2px; opacity: .9; }
 .rebalance { position: absolute; top: 0; bottom: 0; background: repeating-linear-gradient(45deg, #ddd, #ddd 3px, #f4f4f4 3px, #f4f4f4 6px); }
 .mark { position: absolute; top: 0; bottom: 0; width: 0; }
 .mark.fault { border-left: 2px solid #d00; }
 .mark.trigger { border-left: 2px dashed #333; }
-.legend span.swatch { display: inline-block; width: 1em; height: 1em; vertical-align: middle; margin: 0 .3em 0 1em; }
+.fault-window { position: absolute; top: 2px; height: 10px; background: #f4a0a0; border: 1px solid #d00; }
+.ms { position: absolute; top: 0; height: 14px; }
+.ms.consuming { background: #cfe8c9; }
+.ms.rebalancing { background: #f7d36b; }
+.ms.paused { background: #e15759; }
+.ms.joining { background: repeating-linear-gradient(45deg, #ccc, #ccc 3px, #f4f4f4 3px, #f4f4f4 6px); }
+.ms.idle { background: #f1f1f1; }
+.swatch { display: inline-block; width: 1em; height: 1em; vertical-align: middle; margin: 0 .3em 0 1em; }
+.plot svg { max-width: 100%; height: auto; }
 .warn { color: #a60; }
 </style>
 </head>
 <body>
 <h1>{{.Scenario}}</h1>
+{{if .Description}}<p>{{.Description}}</p>{{end}}
 <p>seed {{.Seed}}{{range .Params}} · {{.}}{{end}}{{range .VersionList}} · {{.}}{{end}}</p>
 
-<h2>Figures (whole run)</h2>
+<h2 id="showed">What the run showed</h2>
+<ul class="summary" id="summary">
+{{range .Summary}}<li>{{.}}</li>
+{{end}}</ul>
+{{if .Relations}}<table id="relations"><tr><th>era</th><th>relation</th><th>seen</th><th></th></tr>
+{{range .Relations}}<tr class="{{if eq .Status "did not hold"}}rel-no{{else}}rel-ok{{end}}" data-era="{{.Era}}" data-status="{{.Status}}"><td>{{.Era}}</td><td>{{.Text}}</td><td>{{.Got}}</td><td>{{.Status}}</td></tr>
+{{end}}</table>{{end}}
+
+{{with .Cooperative}}<section id="cooperative-rounds">
+<h2>Why cooperative costs more here: two rounds</h2>
+<ul>{{range .Costs}}<li class="cost">{{.}}</li>{{end}}</ul>
+{{range .Why}}<p>{{.}}</p>
+{{end}}</section>{{end}}
+
+<h2>Figures (after the group formed)</h2>
 <table id="figures">
 <tr><th>figure</th>{{range .Results}}<th>{{.Era}}</th>{{end}}</tr>
 {{range .Table}}{{$fig := .Name}}<tr><th>{{.Name}}</th>{{range .Cells}}<td class="{{if eq .Value "n/a"}}na{{else}}num{{end}}" data-era="{{.Era}}" data-figure="{{$fig}}" data-value="{{.Value}}">{{.Text}}</td>{{end}}</tr>
 {{end}}</table>
 
+{{if .PlotViews}}<section id="sweep">
+<h2>The sweep</h2>
+{{range .PlotViews}}<figure class="plot"><figcaption>{{.Title}}{{if .File}} (<a href="{{.File}}">{{.File}}</a>){{end}}</figcaption>
+{{.SVG}}
+</figure>
+{{end}}</section>{{end}}
+
+<h2 id="timelines">Every era on one time axis</h2>
+<p>x: ms since the era's first record, the same scale for every era. Per partition: who owned it (member view; colour per member, stacked when several claimed it),
+hatched where some member was rebalancing or joining, red line: fault, dashed: trigger; under it the partition's lag (records produced and not yet delivered; the number is its peak).
+Per member: <span class="swatch ms consuming" style="position:static"></span>consuming <span class="swatch ms rebalancing" style="position:static"></span>rebalancing while it holds partitions (assigned, no new work)
+<span class="swatch ms paused" style="position:static"></span>paused (held partitions when its rebalance began, holds none now: the stop-the-world)
+<span class="swatch ms joining" style="position:static"></span>joining <span class="swatch ms idle" style="position:static"></span>idle; ticks: its deliveries. Red boxes: fault windows.</p>
+<div class="timeline" id="timeline" data-axis-ms="{{.AxisMs}}">
+<div class="axis-row"><span class="label"></span><div class="axis" data-axis-ms="{{.AxisMs}}">{{range .Ticks}}<span class="tick" data-ms="{{.AtMs}}" style="{{.Style}}">{{.Label}}</span>{{end}}</div></div>
+{{range .Eras}}<div class="era-lanes" data-era="{{.Era}}" data-span-ms="{{.DurationMs}}" style="{{.Colour}}">
+<div class="era-head">{{.Era}} · {{.DurationMs}} ms{{if .Timeline}} · {{.Timeline}}{{end}}</div>
+{{range .Lanes}}<div class="lane" data-era="{{.Era}}" data-topic="{{.Topic}}" data-partition="{{.Partition}}" data-final-owner="{{.FinalOwner}}">
+<span class="label">{{.Label}}</span><div class="track" style="{{.Height}}">{{range .Busy}}<div class="{{.Class}}" style="{{.Style}}" title="{{.Title}}"></div>{{end}}{{range .Segs}}<div class="{{.Class}}" data-owner="{{.Owner}}" style="{{.Style}}" title="{{.Title}}"></div>{{end}}{{range .Marks}}<div class="{{.Class}}" data-at-ms="{{.AtMs}}" style="{{.Style}}" title="{{.Title}}"></div>{{end}}</div>
+</div>
+<div class="lag-lane" data-era="{{.Era}}" data-topic="{{.Topic}}" data-partition="{{.Partition}}" data-max-lag="{{.MaxLag}}"><span class="label">lag {{.MaxLag}}</span><div class="track" style="height:16px"><svg viewBox="0 0 1000 16" preserveAspectRatio="none" height="16"><path d="{{.LagPath}}" fill="none" stroke="#555" vector-effect="non-scaling-stroke"/></svg></div></div>
+{{end}}{{if .FaultBoxes}}<div class="fault-lane" data-era="{{.Era}}"><span class="label">faults</span><div class="track" style="height:14px">{{range .FaultBoxes}}<div class="{{.Class}}" data-from-ms="{{.FromMs}}" data-to-ms="{{.ToMs}}" style="{{.Style}}" title="{{.Title}}"></div>{{end}}</div></div>
+{{end}}{{range .Members}}<div class="member-lane" data-era="{{.Era}}" data-member="{{.Member}}" data-delivers="{{.Delivers}}"><span class="label"><span class="swatch" style="{{.Colour}};margin-left:0"></span>{{.Member}}</span><div class="track" style="height:14px">{{range .Spans}}<div class="{{.Class}}" data-state="{{.State}}" data-from-ms="{{.FromMs}}" data-to-ms="{{.ToMs}}" style="{{.Style}}" title="{{.Title}}"></div>{{end}}<svg viewBox="0 0 1000 14" preserveAspectRatio="none" height="14"><path d="{{.TickPath}}" stroke="#222" vector-effect="non-scaling-stroke"/></svg></div></div>
+{{end}}</div>
+{{end}}</div>
+
 {{range .Eras}}
 <section class="era" id="era-{{.Era}}" data-era="{{.Era}}">
 <h2>Era {{.Era}}</h2>
-<p>{{if .Timeline}}timeline {{.Timeline}} · {{end}}{{.DurationMs}} ms · ownership per partition (member view), hatched: a rebalance running, red: fault, dashed: trigger</p>
+<p>{{if .Timeline}}timeline {{.Timeline}} · {{end}}{{.DurationMs}} ms</p>
 <p class="legend">{{range .Legend}}<span class="swatch" style="{{.Style}}"></span>{{.Member}}{{end}}</p>
-<div class="timeline" data-era="{{.Era}}">
-<div class="axis">{{range .Ticks}}<span class="tick" style="{{.Style}}">{{.Label}}</span>{{end}}</div>
-{{range .Lanes}}<div class="lane" data-era="{{.Era}}" data-topic="{{.Topic}}" data-partition="{{.Partition}}" data-final-owner="{{.FinalOwner}}">
-<span class="label">{{.Label}}</span><div class="track" style="{{.Height}}">{{range .Busy}}<div class="{{.Class}}" style="{{.Style}}" title="{{.Title}}"></div>{{end}}{{range .Segs}}<div class="{{.Class}}" data-owner="{{.Owner}}" style="{{.Style}}" title="{{.Title}}"></div>{{end}}{{range .Marks}}<div class="{{.Class}}" style="{{.Style}}" title="{{.Title}}"></div>{{end}}</div>
-</div>
-{{end}}</div>
 {{if .Marks}}<table class="marks"><tr><th>at ms</th><th>kind</th><th>what</th></tr>
 {{range .Marks}}<tr><td class="num">{{.AtMs}}</td><td>{{.Kind}}</td><td>{{.Text}}</td></tr>
 {{end}}</table>{{end}}
