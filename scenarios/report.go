@@ -6,6 +6,8 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -602,3 +604,58 @@ Per member: <span class="swatch ms consuming" style="position:static"></span>con
 </body>
 </html>
 `))
+
+// writeReport writes dir/index.html (RenderHTML of the run, with plots) and the timelines next to it.
+func (r *RunResult) writeReport(dir string, plots []Plot) error {
+	if err := r.writeTimelines(dir); err != nil {
+		return err
+	}
+	rep := Report{Scenario: r.Scenario, Description: r.Description, Seed: r.Seed, Params: r.ParamsMap(),
+		Versions: r.Versions, Plots: plots}
+	for _, e := range r.Eras {
+		if e.Applies {
+			rep.Eras = append(rep.Eras, EraReport{Era: e.Era, Records: e.Records, Options: e.Options, Timeline: e.Timeline,
+				Relations: e.Relations})
+		}
+	}
+	f, err := os.Create(filepath.Join(dir, "index.html"))
+	if err != nil {
+		return err
+	}
+	if err := RenderHTML(f, rep); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// SweepPlotFile is the sweep plot's name in a sweep's report directory.
+const SweepPlotFile = "sweep.svg"
+
+// WriteReport writes a sweep's report to dir: SweepPlotFile (WriteSVG), and index.html, the page of
+// the largest size's last completed run (RenderHTML) with the sweep plot embedded, its timelines
+// next to it. Errors: no size completed a run; the file system's.
+func (s *SweepResult) WriteReport(dir string) error {
+	var last *RunResult
+	for _, z := range s.Sizes {
+		if len(z.Runs) > 0 {
+			last = z.Runs[len(z.Runs)-1]
+		}
+	}
+	if last == nil {
+		return fmt.Errorf("sweep report: no run completed")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var svg bytes.Buffer
+	if err := s.WriteSVG(&svg); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, SweepPlotFile), svg.Bytes(), 0o644); err != nil {
+		return err
+	}
+	title := fmt.Sprintf("The sweep: the %q event's figures against N, every era (medians); the timelines below are the run at N=%d",
+		s.Trigger, last.Params.Consumers)
+	return last.writeReport(dir, []Plot{{Title: title, File: SweepPlotFile, SVG: svg.Bytes()}})
+}

@@ -4,18 +4,25 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os/exec"
 	"path/filepath"
-	"strings"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"golang.org/x/net/html"
+
+	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
 // TestReportInChromium: the HTML report of a real run, loaded in headless Chromium (Debian's
-// `chromium`, which make test installs), has one lane per partition per era, and each lane's final
-// owner is the owner the result JSON gives for that partition.
+// `chromium`, which make test installs), has one lane per partition per era, each lane's final owner
+// the owner the result JSON gives for that partition; one time axis for both eras, on which every
+// trigger sits at its event's ms; a lane per member with its deliveries; and, written as a sweep's
+// report, the sweep plot's panels embedded.
 func TestReportInChromium(t *testing.T) {
 	browser, err := exec.LookPath("chromium")
 	if err != nil {
@@ -44,38 +51,37 @@ func TestReportInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The flags headless Chromium needs as root on a machine with no network to speak of.
-	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+t.TempDir(), "--dump-dom", "file://"+filepath.Join(dir, "index.html"))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	dom, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium --dump-dom: %v\n%s", err, stderr.String())
-	}
-	doc, err := html.Parse(bytes.NewReader(dom))
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := dumpDOM(ctx, t, browser, filepath.Join(dir, "index.html"))
 	type lane struct{ topic, partition, owner string }
-	lanes := map[string][]lane{} // era -> lanes, in page order
-	var walk func(*html.Node)
-	walk = func(n *html.Node) {
-		if n.Type == html.ElementNode && n.Data == "div" {
-			a := map[string]string{}
-			for _, at := range n.Attr {
-				a[at.Key] = at.Val
+	lanes := map[string][]lane{}              // era -> lanes, in page order
+	members := map[string]map[string]string{} // era -> member -> data-delivers
+	triggers := map[string][]string{}         // era -> "at left%" of each trigger mark
+	var axes []string
+	walk(doc, func(n *html.Node) {
+		a := map[string]string{}
+		for _, at := range n.Attr {
+			a[at.Key] = at.Val
+		}
+		switch {
+		case hasClass(n, "lane"):
+			lanes[a["data-era"]] = append(lanes[a["data-era"]], lane{a["data-topic"], a["data-partition"], a["data-final-owner"]})
+		case hasClass(n, "member-lane"):
+			if members[a["data-era"]] == nil {
+				members[a["data-era"]] = map[string]string{}
 			}
-			if strings.Fields(a["class"]) != nil && strings.Fields(a["class"])[0] == "lane" {
-				lanes[a["data-era"]] = append(lanes[a["data-era"]], lane{a["data-topic"], a["data-partition"], a["data-final-owner"]})
+			members[a["data-era"]][a["data-member"]] = a["data-delivers"]
+		case hasClass(n, "axis"):
+			axes = append(axes, a["data-axis-ms"])
+		case hasClass(n, "trigger"):
+			for p := n.Parent; p != nil; p = p.Parent {
+				if hasClass(p, "lane") {
+					era, _ := attr(p, "data-era")
+					triggers[era] = append(triggers[era], a["data-at-ms"]+" "+a["style"])
+					break
+				}
 			}
 		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
-		}
-	}
-	walk(doc)
+	})
 
 	if len(parsed.Eras) != 2 {
 		t.Fatalf("JSON has %d eras, want 2", len(parsed.Eras))
@@ -95,4 +101,98 @@ func TestReportInChromium(t *testing.T) {
 			}
 		}
 	}
+
+	// One time axis for every era: it spans the longest era, and every era's trigger marks sit at
+	// ms·100/axis from the left, whatever the era's own length.
+	axisMs := int64(0)
+	for _, e := range res.Eras {
+		axisMs = max(axisMs, e.Records[len(e.Records)-1].TsMs-e.Records[0].TsMs)
+	}
+	if len(axes) != 1 || axes[0] != strconv.FormatInt(axisMs, 10) {
+		t.Fatalf("time axes %v, want one of %d ms for both eras", axes, axisMs)
+	}
+	for _, e := range res.Eras {
+		var want []string
+		for _, ev := range e.Result.Events {
+			want = append(want, fmt.Sprintf("%d left:%.3f%%", ev.AtMs, float64(ev.AtMs)*100/float64(axisMs)))
+		}
+		for _, got := range triggers[e.Era] {
+			if !slices.Contains(want, got) {
+				t.Errorf("era %s: trigger mark %q is not at an event's ms on the shared axis (events: %v)", e.Era, got, want)
+			}
+		}
+		if len(triggers[e.Era]) != partitions*len(want) {
+			t.Errorf("era %s: %d trigger marks, want %d (each event in each partition lane)", e.Era, len(triggers[e.Era]), partitions*len(want))
+		}
+
+		// A lane per member, with its deliveries counted from the timeline.
+		want2 := map[string]string{}
+		n := map[string]int{}
+		for _, r := range e.Records {
+			switch r.Kind {
+			case timeline.MemberStart:
+				want2[r.Member] = ""
+			case timeline.Deliver:
+				n[r.Member]++
+			}
+		}
+		for m := range want2 {
+			want2[m] = strconv.Itoa(n[m])
+		}
+		if len(want2) == 0 || !maps.Equal(members[e.Era], want2) {
+			t.Errorf("era %s: member lanes (member → deliveries) %v, want %v", e.Era, members[e.Era], want2)
+		}
+	}
+
+	// The same run as a sweep of one size: the page embeds the sweep plot, and still has its lanes.
+	sdir := t.TempDir()
+	sw := &SweepResult{Scenario: res.Scenario, Trigger: res.Eras[0].Result.Events[0].Trigger,
+		Sizes: []*SweepSize{{N: res.Params.Consumers, Runs: []*RunResult{res}}}}
+	if err := sw.WriteReport(sdir); err != nil {
+		t.Fatal(err)
+	}
+	sdoc := dumpDOM(ctx, t, browser, filepath.Join(sdir, "index.html"))
+	panels, memberLanes := map[string]bool{}, 0
+	walk(sdoc, func(n *html.Node) {
+		if hasClass(n, "panel") {
+			for p := n.Parent; p != nil; p = p.Parent {
+				if id, _ := attr(p, "id"); id == "sweep" {
+					fig, _ := attr(n, "data-figure")
+					panels[fig] = true
+				}
+			}
+		}
+		if hasClass(n, "member-lane") {
+			memberLanes++
+		}
+	})
+	for _, fig := range []string{"coordination", FigTimeToStableMs, FigRebalanceParticipants, FigPausedMemberMs, FigUnownedPartitionMs} {
+		if !panels[fig] {
+			t.Errorf("sweep page: no %s panel of the plot in its sweep section (panels %v)", fig, panels)
+		}
+	}
+	if memberLanes == 0 {
+		t.Errorf("sweep page: no member lanes")
+	}
+}
+
+// dumpDOM loads a page in headless Chromium (Debian's `chromium`, which make test installs) and
+// returns the DOM it built.
+func dumpDOM(ctx context.Context, t *testing.T, browser, page string) *html.Node {
+	t.Helper()
+	// The flags headless Chromium needs as root on a machine with no network to speak of.
+	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+t.TempDir(), "--dump-dom", "file://"+page)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	dom, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v\n%s", err, stderr.String())
+	}
+	doc, err := html.Parse(bytes.NewReader(dom))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
 }

@@ -106,7 +106,7 @@ func loadSentence(results []Result) string {
 			clauses = append(clauses, fmt.Sprintf("the %s members made %d ZooKeeper reads and %d writes and received %d watch events",
 				r.Era, t.ZKReads, t.ZKWrites, t.ZKWatchEvents))
 		case na[FigZKReads] && !na[FigGroupRequests]:
-			clauses = append(clauses, fmt.Sprintf("the %s members sent %d group requests", r.Era, t.GroupRequests))
+			clauses = append(clauses, fmt.Sprintf("the %s members sent %d group request%s", r.Era, t.GroupRequests, plural(t.GroupRequests)))
 		default:
 			clauses = append(clauses, fmt.Sprintf("the %s members made %d ZooKeeper reads and sent %d group requests", r.Era, t.ZKReads, t.GroupRequests))
 		}
@@ -238,4 +238,11 @@ func cooperativeCost(results []Result) *coopView {
 			coop.Totals.Revocations, eager.Totals.Revocations),
 	}
 	return v
+}
+
+func plural(n int64) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

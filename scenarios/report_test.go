@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -242,5 +243,171 @@ func TestRenderTable(t *testing.T) {
 		""}, "\n")
 	if buf.String() != want {
 		t.Errorf("table:\n%s\nwant:\n%s", buf.String(), want)
+	}
+}
+
+// eagerTL and cooperativeTL: m2 joins a group where m1 owns t-0 and t-1. Eager: m1 revokes both at once
+// and is paused until the single round assigns t-0 back (1002..1100 ms). Cooperative: m1 keeps both
+// through the first round, gives t-1 up after it, and a second round gives t-1 to m2.
+func eagerTL() *tlb {
+	return newTL("classic").joined(0, "m1", 0, 1).produce(10, 0, 0, 1, 2, 3, 4).deliver(20, "m1", 0, 0, 1).
+		trigger(1000, "join").start(1000, "m2").begin(1001, "m2").begin(1002, "m1").revoke(1002, "m1", 0, 1).
+		assign(1100, "m1", 0).end(1100, "m1", true, 1).assign(1100, "m2", 1).end(1100, "m2", true, 1).
+		deliver(1200, "m1", 0, 2, 3, 4)
+}
+
+func cooperativeTL() *tlb {
+	return newTL("cooperative").joined(0, "m1", 0, 1).produce(10, 0, 0, 1, 2, 3, 4).deliver(20, "m1", 0, 0, 1).
+		trigger(1000, "join").start(1000, "m2").begin(1001, "m2").begin(1002, "m1").
+		assign(1100, "m1", 0).end(1100, "m1", true, 1).assign(1100, "m2").end(1100, "m2", true, 1).
+		begin(1101, "m1").begin(1101, "m2").assign(1150, "m1", 0).end(1150, "m1", true, 2).
+		assign(1150, "m2", 1).end(1150, "m2", true, 2).deliver(1200, "m1", 0, 2, 3, 4).greq(1500, "m2", "Heartbeat")
+}
+
+// TestRenderHTMLTimeline: one axis for every era (each x is ms·100/axis), partition lanes labelled by
+// number with their lag, per-member lanes whose paused spans add up to paused_member_ms, the opening
+// sentences generated from the figures, the cooperative section and the embedded plot.
+func TestRenderHTMLTimeline(t *testing.T) {
+	eager, coop := eagerTL(), cooperativeTL()
+	eagerRes := Compute(eager.recs, "classic", FigureOptions{})
+	coopRes := Compute(coop.recs, "cooperative", FigureOptions{})
+	if eagerRes.Totals.PausedMemberMs != 98 || coopRes.Totals.PausedMemberMs != 0 {
+		t.Fatalf("paused_member_ms: classic %d, cooperative %d; want 98, 0", eagerRes.Totals.PausedMemberMs, coopRes.Totals.PausedMemberMs)
+	}
+	svg := `<?xml version="1.0" encoding="UTF-8"?>` + "\n" + `<svg xmlns="http://www.w3.org/2000/svg"><g data-figure="zk_reads"></g></svg>`
+	var buf bytes.Buffer
+	err := RenderHTML(&buf, Report{Scenario: "join", Eras: []EraReport{
+		{Era: "classic", Records: eager.recs, Relations: []RelationResult{{Era: "classic", Relation: "join: paused_member_ms > 0", OK: true, Got: "98"}}},
+		{Era: "cooperative", Records: coop.recs, Relations: []RelationResult{{Era: "cooperative", Relation: "join: revocations == 0", OK: false, Got: "1"}}},
+	}, Plots: []Plot{{Title: "herd-effect sweep", File: "sweep.svg", SVG: []byte(svg)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	doc, err := html.Parse(strings.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var axes, plots []*html.Node
+	var eraGroups []string
+	labels := map[string]string{} // era/partition -> label
+	maxLag := map[string]string{} // era/partition -> data-max-lag
+	delivers := map[string]string{}
+	states := map[string][]string{} // era/member -> states in order
+	paused := map[string]int64{}    // era -> paused ms after the first trigger (1000 ms)
+	var triggerLefts []string
+	walk(doc, func(n *html.Node) {
+		era, _ := attr(n, "data-era")
+		part, _ := attr(n, "data-partition")
+		switch {
+		case hasClass(n, "axis"):
+			axes = append(axes, n)
+		case hasClass(n, "plot"):
+			plots = append(plots, n)
+		case hasClass(n, "era-lanes"):
+			eraGroups = append(eraGroups, era)
+		case hasClass(n, "lane"):
+			for c := n.FirstChild; c != nil; c = c.NextSibling {
+				if hasClass(c, "label") {
+					labels[era+"/"+part] = c.FirstChild.Data
+				}
+			}
+		case hasClass(n, "lag-lane"):
+			maxLag[era+"/"+part], _ = attr(n, "data-max-lag")
+		case hasClass(n, "member-lane"):
+			m, _ := attr(n, "data-member")
+			delivers[era+"/"+m], _ = attr(n, "data-delivers")
+			walk(n, func(s *html.Node) {
+				if !hasClass(s, "ms") {
+					return
+				}
+				st, _ := attr(s, "data-state")
+				states[era+"/"+m] = append(states[era+"/"+m], st)
+				if st == "paused" {
+					from, _ := attr(s, "data-from-ms")
+					to, _ := attr(s, "data-to-ms")
+					f, _ := strconv.ParseInt(from, 10, 64)
+					e, _ := strconv.ParseInt(to, 10, 64)
+					paused[era] += max(0, e-max(f, 1000))
+				}
+			})
+		case hasClass(n, "trigger"):
+			at, _ := attr(n, "data-at-ms")
+			st, _ := attr(n, "style")
+			triggerLefts = append(triggerLefts, at+" "+st)
+		}
+	})
+	if len(axes) != 1 {
+		t.Fatalf("%d time axes, want one for every era", len(axes))
+	}
+	if v, _ := attr(axes[0], "data-axis-ms"); v != "1500" { // classic spans 0..1200 ms, cooperative 0..1500 ms
+		t.Errorf("axis spans %s ms, want 1500", v)
+	}
+	if strings.Join(eraGroups, ",") != "classic,cooperative" {
+		t.Errorf("era groups under the axis: %v", eraGroups)
+	}
+	for _, tl := range triggerLefts { // 1000 ms of the axis' 1500, in every lane of both eras
+		if tl != "1000 left:66.667%" {
+			t.Errorf("trigger mark %q, want at 1000 ms, left:66.667%%", tl)
+		}
+	}
+	if len(triggerLefts) != 4 {
+		t.Errorf("%d trigger marks, want 4 (2 partitions × 2 eras)", len(triggerLefts))
+	}
+	for k, want := range map[string]string{"classic/0": "partition 0", "classic/1": "partition 1", "cooperative/1": "partition 1"} {
+		if labels[k] != want {
+			t.Errorf("lane %s labelled %q, want %q", k, labels[k], want)
+		}
+	}
+	if maxLag["classic/0"] != "5" || maxLag["classic/1"] != "0" {
+		t.Errorf("max lag: %v, want classic/0 5 (offsets 0..4 produced at 10 ms), classic/1 0", maxLag)
+	}
+	if delivers["classic/m1"] != "5" || delivers["classic/m2"] != "0" {
+		t.Errorf("delivers: %v", delivers)
+	}
+	for k, want := range map[string]string{
+		"classic/m1":     "consuming,paused,consuming",
+		"classic/m2":     "joining,consuming",
+		"cooperative/m1": "consuming,rebalancing,consuming,rebalancing,consuming",
+		"cooperative/m2": "joining,idle,joining,consuming",
+	} {
+		if got := strings.Join(states[k], ","); got != want {
+			t.Errorf("%s states %s, want %s", k, got, want)
+		}
+	}
+	if paused["classic"] != eagerRes.Totals.PausedMemberMs || paused["cooperative"] != 0 {
+		t.Errorf("paused spans after the trigger: %v, want classic %d (paused_member_ms), cooperative 0", paused, eagerRes.Totals.PausedMemberMs)
+	}
+	for _, s := range []string{
+		"Who rebalanced (rebalance_participants of each scripted change): in the classic era its one change made all 2 members rebalance; in the cooperative era its one change made all 2 members rebalance.",
+		"Coordination load after the group formed: the classic members sent 0 group requests; the cooperative members sent 1 group request (group requests",
+		"summed over members), least first: cooperative 0 ms, classic 98 ms.",
+		"The longest time from a change to a stable group (time_to_stable_ms): classic 100 ms, cooperative 150 ms.",
+		"Records produced and never delivered (lost): 0 in every era.",
+		"Kafka&#39;s consumer invariants (the invariant_* figures) held in every era.",
+		"1 of the 2 relations the scenario expects held; these did not: cooperative: join: revocations == 0.",
+		`<section id="cooperative-rounds">`,
+		"rebalance_attempts: cooperative 4, classic (eager) 2",
+		"time_to_stable_ms: cooperative 150, classic (eager) 100",
+		"Rebalance attempts per participating member over the run&#39;s changes: cooperative 2.0, classic 1.0.",
+		"paused_member_ms: cooperative 0 ms, classic 98 ms",
+		`<svg xmlns="http://www.w3.org/2000/svg"><g data-figure="zk_reads"></g></svg>`,
+		`<a href="sweep.svg">sweep.svg</a>`,
+	} {
+		if !strings.Contains(page, s) {
+			t.Errorf("page lacks %q", s)
+		}
+	}
+	if len(plots) != 1 || strings.Contains(page, "<?xml") {
+		t.Errorf("%d plots (want 1), XML declaration dropped: %v", len(plots), !strings.Contains(page, "<?xml"))
+	}
+
+	// Without a cooperative cost (classic alone) there is no cooperative section.
+	buf.Reset()
+	if err := RenderHTML(&buf, Report{Scenario: "join", Eras: []EraReport{{Era: "classic", Records: eager.recs}}}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "cooperative-rounds") || strings.Contains(buf.String(), `id="sweep"`) {
+		t.Errorf("classic alone, no plots: the page has a cooperative or a sweep section")
 	}
 }

@@ -464,23 +464,4 @@ func (r *RunResult) writeTimelines(dir string) error {
 }
 
 // WriteReport writes dir/index.html (RenderHTML) and the timelines next to it.
-func (r *RunResult) WriteReport(dir string) error {
-	if err := r.writeTimelines(dir); err != nil {
-		return err
-	}
-	rep := Report{Scenario: r.Scenario, Seed: r.Seed, Params: r.ParamsMap(), Versions: r.Versions}
-	for _, e := range r.Eras {
-		if e.Applies {
-			rep.Eras = append(rep.Eras, EraReport{Era: e.Era, Records: e.Records, Options: e.Options, Timeline: e.Timeline})
-		}
-	}
-	f, err := os.Create(filepath.Join(dir, "index.html"))
-	if err != nil {
-		return err
-	}
-	if err := RenderHTML(f, rep); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
+func (r *RunResult) WriteReport(dir string) error { return r.writeReport(dir, nil) }

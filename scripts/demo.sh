@@ -15,9 +15,9 @@ budget=${DEMO_BUDGET:-2m}
 mkdir -p "$out"
 echo
 echo "== rebalancelab scenario run herd-effect --era all --consumers $sizes --repeat 3 --until-crossover --budget $budget"
-echo "   (plots: $out/herd-sweep.svg)"
+echo "   (plots: $out/herd-sweep.svg; report with the plots and the largest run's timelines: $out/herd-effect/index.html)"
 "$bin" scenario run herd-effect --era all --consumers "$sizes" --partitions 64 --repeat 3 --until-crossover \
-	--budget "$budget" --json "$out/herd-sweep.json" --plot "$out/herd-sweep.svg"
+	--budget "$budget" --json "$out/herd-sweep.json" --plot "$out/herd-sweep.svg" --report "$out/herd-effect"
 echo
 echo "== rebalancelab scenario run split-brain-zombie --era all   (report: $out/split-brain-zombie/index.html)"
 "$bin" scenario run split-brain-zombie --era all --json "$out/split-brain-zombie.json" --report "$out/split-brain-zombie"

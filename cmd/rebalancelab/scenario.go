@@ -64,7 +64,8 @@ With a list of sizes (--consumers 4,16,64,256) the scenario runs at each size (-
 reported), every era on the same axes: a table of the measured event's figures against N, the zk era's
 ZooKeeper reads fitted to a·N² + b·N + c beside the algorithm's own count, the size from which every
 coordinator era stabilises faster (the crossover), --plot FILE.svg the log-log plots, --json FILE the
-single-size results as a list under "runs". A size that does not finish within --deadline stops the
+single-size results as a list under "runs", --report DIR the HTML page of the largest size's run with the
+plots embedded (DIR/sweep.svg). A size that does not finish within --deadline stops the
 sweep and says why.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -96,7 +97,7 @@ sweep and says why.`,
 			}
 			if len(sizes) > 1 || plotFile != "" || repeat > 1 {
 				return runSweep(cmd, scenarios.SweepOptions{Options: o, Sizes: sizes, Repeat: repeat, Deadline: deadline,
-					Budget: budget, UntilCrossover: untilCross}, jsonFile, plotFile)
+					Budget: budget, UntilCrossover: untilCross}, jsonFile, plotFile, reportDir)
 			}
 			res, err := scenarios.Run(cmd.Context(), o)
 			if res != nil && len(res.Eras) > 0 && (err == nil || cmd.Context().Err() != nil) {
@@ -134,7 +135,7 @@ sweep and says why.`,
 	f.StringVar(&consumers, "consumers", "", "members N, or a comma-separated list of sizes to sweep (default: the scenario's)")
 	f.IntVar(&partitions, "partitions", 0, "partitions P of the topic (0: the scenario's default)")
 	f.StringVar(&jsonFile, "json", "", "write the result JSON to FILE (timelines next to it unless --report)")
-	f.StringVar(&reportDir, "report", "", "write DIR/index.html and DIR/timeline-<era>.jsonl")
+	f.StringVar(&reportDir, "report", "", "write DIR/index.html and DIR/timeline-<era>.jsonl (a sweep: the largest size's run, with DIR/sweep.svg embedded)")
 	f.Int64Var(&seed, "seed", 1, "seed of the scripted events (same seed, same script)")
 	f.StringVar(&zkAddrs, "zk", "", "use this running ZooKeeper (host:port,...) instead of starting one")
 	f.BoolVar(&kafkaDefaults, "kafka-defaults", false, "Kafka's own timing (45 s sessions...) instead of the lab's short settings")
@@ -151,8 +152,9 @@ sweep and says why.`,
 	rootCmd.AddCommand(scenarioCmd)
 }
 
-// runSweep runs a sweep and writes its table (stdout), JSON and plot.
-func runSweep(cmd *cobra.Command, o scenarios.SweepOptions, jsonFile, plotFile string) error {
+// runSweep runs a sweep and writes its table (stdout), JSON, plot and report (the plot embedded in the
+// page of the largest size's run).
+func runSweep(cmd *cobra.Command, o scenarios.SweepOptions, jsonFile, plotFile, reportDir string) error {
 	if o.Repeat < 1 || o.Repeat > 100 {
 		return fmt.Errorf("--repeat %d: want 1..100", o.Repeat)
 	}
@@ -185,6 +187,13 @@ func runSweep(cmd *cobra.Command, o scenarios.SweepOptions, jsonFile, plotFile s
 		if cerr := f.Close(); cerr != nil {
 			return cerr
 		}
+	}
+	if reportDir != "" {
+		if rerr := res.WriteReport(reportDir); rerr != nil {
+			return rerr
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "report: %s (the sweep plot embedded: %s)\n", filepath.Join(reportDir, "index.html"),
+			filepath.Join(reportDir, scenarios.SweepPlotFile))
 	}
 	if err != nil {
 		return fmt.Errorf("scenario %s: %w", o.Scenario, err)
