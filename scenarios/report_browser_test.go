@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,6 +57,7 @@ func TestReportInChromium(t *testing.T) {
 	lanes := map[string][]lane{}              // era -> lanes, in page order
 	members := map[string]map[string]string{} // era -> member -> data-delivers
 	triggers := map[string][]string{}         // era -> "at left%" of each trigger mark
+	spans := map[string][][2]string{}         // era -> (data-from-ms, style) of each member-lane span
 	var axes []string
 	walk(doc, func(n *html.Node) {
 		a := map[string]string{}
@@ -70,6 +72,13 @@ func TestReportInChromium(t *testing.T) {
 				members[a["data-era"]] = map[string]string{}
 			}
 			members[a["data-era"]][a["data-member"]] = a["data-delivers"]
+			walk(n, func(c *html.Node) {
+				if hasClass(c, "ms") {
+					from, _ := attr(c, "data-from-ms")
+					style, _ := attr(c, "style")
+					spans[a["data-era"]] = append(spans[a["data-era"]], [2]string{from, style})
+				}
+			})
 		case hasClass(n, "axis"):
 			axes = append(axes, a["data-axis-ms"])
 		case hasClass(n, "trigger"):
@@ -102,8 +111,8 @@ func TestReportInChromium(t *testing.T) {
 		}
 	}
 
-	// One time axis for every era: it spans the longest era, and every era's trigger marks sit at
-	// ms·100/axis from the left, whatever the era's own length.
+	// One time axis for every era: it spans the longest era, and every era's trigger marks and member
+	// states sit at ms·100/axis from the left, whatever the era's own length (the eras' lengths differ).
 	axisMs := int64(0)
 	for _, e := range res.Eras {
 		axisMs = max(axisMs, e.Records[len(e.Records)-1].TsMs-e.Records[0].TsMs)
@@ -123,6 +132,17 @@ func TestReportInChromium(t *testing.T) {
 		}
 		if len(triggers[e.Era]) != partitions*len(want) {
 			t.Errorf("era %s: %d trigger marks, want %d (each event in each partition lane)", e.Era, len(triggers[e.Era]), partitions*len(want))
+		}
+
+		for _, sp := range spans[e.Era] {
+			from, err := strconv.ParseInt(sp[0], 10, 64)
+			if want := fmt.Sprintf("left:%.3f%%;", float64(from)*100/float64(axisMs)); err != nil || !strings.HasPrefix(sp[1], want) {
+				t.Errorf("era %s: member state from %s ms drawn at %q, want %q on the shared axis", e.Era, sp[0], sp[1], want)
+				break
+			}
+		}
+		if len(spans[e.Era]) == 0 {
+			t.Errorf("era %s: no member states drawn", e.Era)
 		}
 
 		// A lane per member, with its deliveries counted from the timeline.
