@@ -41,7 +41,9 @@ func oneRebalance(recs []timeline.Record) (out []timeline.Record, ok bool) {
 
 // rebalanceSteps names the steps of one zk-era rebalance (oneRebalance's records of one member of
 // group): the watch that fires, re-reading the group, then syncedRebalance's attempt — broker list,
-// commit and release (closeFetchersForQueues, commitOffsets, releasePartitionOwnership), reading
+// stop the fetchers, commit and release (closeFetchersForQueues, commitOffsets,
+// releasePartitionOwnership; the revocation the connector records after the commit is shown where the
+// fetchers stopped, before it), reading
 // partitions and every member's registration (getConsumersPerTopic, getPartitionsForTopics), the
 // assignment, reading offsets and claiming owner znodes (reflectPartitionOwnershipDecision) — and
 // collapses consecutive records of a step. Deliveries are left out.
@@ -57,6 +59,7 @@ func rebalanceSteps(recs []timeline.Record, group string) []stepRow {
 	const allRegs = "read every member's registration (getConsumersPerTopic)"
 	var rows []stepRow
 	begun, offsetsRead := false, false
+	commitRow := -1 // the attempt's first commit row, while no revocation followed it
 	add := func(step string, r timeline.Record, note string) {
 		if n := len(rows); n > 0 && rows[n-1].Step == step && note == "" && rows[n-1].Note == "" {
 			rows[n-1].count(r)
@@ -66,12 +69,19 @@ func rebalanceSteps(recs []timeline.Record, group string) []stepRow {
 		row.count(r)
 		rows = append(rows, row)
 	}
+	commit := func(r timeline.Record) {
+		const step = "commit offsets before releasing (commitOffsets, auto.commit.enable)"
+		if begun && commitRow < 0 && (len(rows) == 0 || rows[len(rows)-1].Step != step) {
+			commitRow = len(rows)
+		}
+		add(step, r, "")
+	}
 	for _, r := range recs {
 		switch r.Kind {
 		case timeline.ZKWatch:
 			add("a watch fires (ZkClient event thread)", r, r.Type+" on "+r.Path)
 		case timeline.RebalanceBegin:
-			begun, offsetsRead = true, false
+			begun, offsetsRead, commitRow = true, false, -1
 			add("rebalance attempt begins (syncedRebalance → rebalance)", r, "")
 		case timeline.RebalanceEnd:
 			note := "ok"
@@ -80,11 +90,21 @@ func rebalanceSteps(recs []timeline.Record, group string) []stepRow {
 			}
 			add("rebalance attempt ends", r, fmt.Sprintf("attempt %d: %s", r.Attempt, note))
 		case timeline.Revoked:
-			add("fetchers stopped, queues cleared (closeFetchersForQueues)", r, "revoked "+formatPartitions(r.Partitions))
+			// closeFetchersForQueues stops the fetchers and clears the queues, and only then commits;
+			// the connector records the revocation once the commit returned. The step goes where it ran.
+			row := stepRow{Step: "fetchers stopped, queues cleared (closeFetchersForQueues)",
+				Note: "revoked " + formatPartitions(r.Partitions)}
+			if commitRow >= 0 {
+				row.Note += " (recorded after the commit)"
+				rows = append(rows[:commitRow], append([]stepRow{row}, rows[commitRow:]...)...)
+				commitRow = -1
+			} else {
+				rows = append(rows, row)
+			}
 		case timeline.Assigned:
 			add("fetchers restarted on the new partitions (updateFetcher)", r, "assigned "+formatPartitions(r.Partitions))
 		case timeline.Commit:
-			add("commit offsets before releasing (commitOffsets, auto.commit.enable)", r, "")
+			commit(r)
 		case timeline.ZKOp:
 			p := r.Path
 			switch {
@@ -93,7 +113,7 @@ func rebalanceSteps(recs []timeline.Record, group string) []stepRow {
 			case strings.HasPrefix(p, "/brokers/ids"):
 				add("read the live brokers (getAllBrokersInCluster)", r, "")
 			case strings.HasPrefix(p, g+"/offsets") && r.Op == "write":
-				add("commit offsets before releasing (commitOffsets, auto.commit.enable)", r, "")
+				commit(r)
 			case strings.HasPrefix(p, g+"/owners") && r.Op == "write" && !offsetsRead:
 				add("release ownership: delete own owner znodes (releasePartitionOwnership)", r, "")
 			case p == own && (len(rows) == 0 || rows[len(rows)-1].Step != allRegs):
