@@ -43,7 +43,8 @@ clean:
 
 # The course in docs/: every figure regenerated from real runs by docs/gen, and the generated blocks
 # of the chapters refilled. DOCS_ONLY=ch4 regenerates one chapter (comma-separated list);
-# DOCS_FLAGS=-small runs the smallest sizes (as docs/docs_test.go does), -check only prints the plan;
+# DOCS_FLAGS=-small runs the smallest sizes (as docs/docs_test.go does), -check only prints the plan,
+# -allow-dirty lets a full-size run record figures from uncommitted changes (refused otherwise);
 # DOCS_OUT and DOCS_MD redirect the figures and the chapters to refill (DOCS_MD= refills none).
 DOCS_OUT   ?= docs/figures
 DOCS_MD    ?= docs

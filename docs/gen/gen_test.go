@@ -58,6 +58,50 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
+// TestFiguresFromACommit: a full-size run refuses a dirty tree's version (the committed figures name
+// their commit), unless -allow-dirty; -small runs (the tests') and -check (writes nothing) accept it.
+func TestFiguresFromACommit(t *testing.T) {
+	_, err := parseFlags([]string{"-out", "x", "-version", "6ab5349-dirty"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "uncommitted changes") {
+		t.Errorf("full sizes from a dirty tree: error = %v, want one about uncommitted changes", err)
+	}
+	for _, args := range [][]string{{"-allow-dirty"}, {"-small"}, {"-check"}, {}} {
+		version := "6ab5349-dirty"
+		if len(args) == 0 {
+			version = "6ab5349"
+		}
+		if _, err := parseFlags(append([]string{"-out", "x", "-version", version}, args...), io.Discard); err != nil {
+			t.Errorf("-version %s %v: %v", version, args, err)
+		}
+	}
+}
+
+// TestCaptionsAndRunRecords: every figure block of a chapter ends with the caption naming the commit;
+// summaries and run records do not; regenerating ch4 rewrites ch4's run record and leaves ch1's.
+func TestCaptionsAndRunRecords(t *testing.T) {
+	o := &output{blocks: map[string]string{}, caption: "<sub>from rebalancelab abc123</sub>"}
+	o.block("ch4-table", "| a |\n| 1 |\n")
+	o.block("ch4-summary", "It held.")
+	o.block("ch4-runinfo", "- `ch4`: rebalancelab abc123")
+	if got := o.blocks["ch4-table"]; got != "| a |\n| 1 |\n\n<sub>from rebalancelab abc123</sub>" {
+		t.Errorf("figure block %q", got)
+	}
+	if o.blocks["ch4-summary"] != "It held." || o.blocks["ch4-runinfo"] != "- `ch4`: rebalancelab abc123" {
+		t.Errorf("summary %q, run record %q: captioned", o.blocks["ch4-summary"], o.blocks["ch4-runinfo"])
+	}
+	md := "<!-- BEGIN GENERATED ch1-runinfo -->\n- `ch1`: rebalancelab old1\n<!-- END GENERATED ch1-runinfo -->\n" +
+		"<!-- BEGIN GENERATED ch4-runinfo -->\n- `ch4`: rebalancelab old4\n<!-- END GENERATED ch4-runinfo -->\n"
+	got, err := fillBlocks(md, map[string]string{"ch4-runinfo": o.blocks["ch4-runinfo"]}, map[string]bool{"ch4": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "<!-- BEGIN GENERATED ch1-runinfo -->\n- `ch1`: rebalancelab old1\n<!-- END GENERATED ch1-runinfo -->\n" +
+		"<!-- BEGIN GENERATED ch4-runinfo -->\n- `ch4`: rebalancelab abc123\n<!-- END GENERATED ch4-runinfo -->\n"
+	if got != want {
+		t.Errorf("run records:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 func TestFillBlocks(t *testing.T) {
 	md := "intro\n<!-- BEGIN GENERATED ch1-table -->\nold\n<!-- END GENERATED ch1-table -->\nmiddle\n" +
 		"<!-- BEGIN GENERATED ch4-summary -->\nkept\n<!-- END GENERATED ch4-summary -->\nend\n"

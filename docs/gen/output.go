@@ -14,6 +14,10 @@ import (
 type output struct {
 	dir string
 
+	// caption ends every block of a chapter that shows a figure (all but its -summary and -runinfo
+	// blocks): the commit and settings the figure comes from. "" adds none.
+	caption string
+
 	mu      sync.Mutex
 	written map[string]bool   // relative paths
 	blocks  map[string]string // block name → markdown
@@ -59,10 +63,14 @@ func (o *output) files() []string {
 	return out
 }
 
-// block sets the markdown of a generated block.
+// block sets the markdown of a generated block; a figure's block gets the caption.
 func (o *output) block(name, md string) {
+	md = strings.TrimRight(md, "\n")
+	if o.caption != "" && blockChapter(name) != "" && !strings.HasSuffix(name, "-summary") && !strings.HasSuffix(name, "-runinfo") {
+		md += "\n\n" + o.caption
+	}
 	o.mu.Lock()
-	o.blocks[name] = strings.TrimRight(md, "\n")
+	o.blocks[name] = md
 	o.mu.Unlock()
 }
 
