@@ -477,3 +477,26 @@ func TestGrowthSentence(t *testing.T) {
 		t.Errorf("one point: %q", s)
 	}
 }
+
+// TestZombieRate: the zombie's deliveries per second of its stall against the records produced to the
+// partitions it last had assigned; deliveries of other partitions and other members do not count.
+func TestZombieRate(t *testing.T) {
+	p := func(v int32) *int32 { return &v }
+	o := func(v int64) *int64 { return &v }
+	recs := []timeline.Record{
+		{TsMs: 100, Kind: timeline.Assigned, Member: "m1", Partitions: map[string][]int32{"t": {0}}},
+		{TsMs: 1000, Kind: timeline.Fault, Action: "stall", Target: "m1/coordinator", Phase: timeline.FaultBegin},
+		{TsMs: 1100, Kind: timeline.Produce, Topic: "t", Partition: p(0), Offset: o(5)},
+		{TsMs: 1100, Kind: timeline.Produce, Topic: "t", Partition: p(1), Offset: o(5)},
+		{TsMs: 1150, Kind: timeline.Deliver, Member: "m1", Topic: "t", Partition: p(0), Offset: o(5)},
+		{TsMs: 1150, Kind: timeline.Deliver, Member: "m1", Topic: "t", Partition: p(1), Offset: o(5)},
+		{TsMs: 2100, Kind: timeline.Produce, Topic: "t", Partition: p(0), Offset: o(6)},
+		{TsMs: 2200, Kind: timeline.Produce, Topic: "t", Partition: p(0), Offset: o(7)},
+		{TsMs: 2300, Kind: timeline.Deliver, Member: "m1", Topic: "t", Partition: p(0), Offset: o(6)},
+		{TsMs: 2300, Kind: timeline.Deliver, Member: "m2", Topic: "t", Partition: p(0), Offset: o(7)},
+		{TsMs: 2500, Kind: timeline.Fault, Action: "stall", Target: "m1/coordinator", Phase: timeline.FaultEnd},
+	}
+	if got, want := zombieRate("classic", recs, "m1", 1000, 2500), "| classic | 1.5 s | 1 1 | 1 2 | 2 of 3 |"; got != want {
+		t.Errorf("zombieRate = %q, want %q", got, want)
+	}
+}

@@ -339,6 +339,18 @@ func (g *generator) ch5() error {
 	sum.WriteString("\n\n" + relationsSentence(zres))
 	g.out.block("ch5-zombie-summary", sum.String())
 
+	rate := []string{"| era | stall | zombie's deliveries per second of the stall | produced to its partitions per second | during the stall |",
+		"|---|---|---|---|---|"}
+	for _, era := range erasRun(zres) {
+		e := eraOf(zres, era)
+		zombie, stallAt, healAt := zombieOf(zres, e)
+		if stallAt == 0 || healAt == 0 {
+			continue
+		}
+		rate = append(rate, zombieRate(era, e.Records, zombie, stallAt, healAt))
+	}
+	g.out.block("ch5-zombie-rate", strings.Join(rate, "\n"))
+
 	dres := g.result(runDivergent)
 	dtable, err := tableText(dres)
 	if err != nil {
