@@ -499,4 +499,8 @@ func TestZombieRate(t *testing.T) {
 	if got, want := zombieRate("classic", recs, "m1", 1000, 2500), "| classic | 1.5 s | 1 1 | 1 2 | 2 of 3 |"; got != want {
 		t.Errorf("zombieRate = %q, want %q", got, want)
 	}
+	// A stall of 1002 ms is one second: what the last 2 ms hold counts in it.
+	if got, want := zombieRate("classic", recs[:6], "m1", 1000, 2002), "| classic | 1.0 s | 1 | 1 | 1 of 1 |"; got != want {
+		t.Errorf("zombieRate over 1002 ms = %q, want %q", got, want)
+	}
 }

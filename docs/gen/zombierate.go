@@ -31,10 +31,8 @@ func zombieRate(era string, recs []timeline.Record, zombie string, stallAt, heal
 			}
 		}
 	}
-	secs := int((healAt - stallAt + 999) / 1000)
-	if secs < 1 {
-		secs = 1
-	}
+	// Whole seconds; a last part-second (a stall of 5002 ms) counts in the last one.
+	secs := max(1, int((healAt-stallAt+500)/1000))
 	delivered, produced := make([]int, secs), make([]int, secs)
 	inStall := map[key]bool{}
 	got := map[key]bool{}
@@ -44,7 +42,7 @@ func zombieRate(era string, recs []timeline.Record, zombie string, stallAt, heal
 		}
 		k := key{r.Topic, *r.Partition, *r.Offset}
 		in := r.TsMs >= stallAt && r.TsMs < healAt
-		sec := int((r.TsMs - stallAt) / 1000)
+		sec := min(int((r.TsMs-stallAt)/1000), secs-1)
 		switch {
 		case r.Kind == timeline.Produce && in:
 			produced[sec]++
