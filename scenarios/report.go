@@ -72,7 +72,8 @@ type Plot struct {
 //     produced-but-not-delivered offsets of the partition over time (the max per pixel column);
 //   - a `div.fault-lane` with a `div.fault-window` per fault window (Result.Faults);
 //   - per member a lane `div.member-lane[data-era][data-member][data-delivers=count]` with a
-//     `div.ms[data-state][data-from-ms][data-to-ms]` per interval of its state while live: consuming (owns
+//     `div.ms[data-state][data-from-ms][data-to-ms][data-delivers]` per interval of its state while live,
+//     with its deliveries in that interval: consuming (owns
 //     partitions), rebalancing (a rebalance runs while it still owns partitions: assigned, not taking new
 //     work), paused (it held partitions when its rebalance began and holds none while it runs:
 //     paused_member_ms), joining (rebalancing without having held any), idle (owns nothing); and its
@@ -278,6 +279,7 @@ type memberLane struct {
 type boxView struct {
 	Class, Owner, Title, State string
 	AtMs, FromMs, ToMs         int64
+	Delivers                   int // member spans: the member's deliveries within [FromMs, ToMs)
 	Style                      template.CSS
 }
 
@@ -409,10 +411,16 @@ func eraView(er EraReport, res Result, tr *trace, axisMs int64) eraPage {
 	}
 	for i, m := range tr.members {
 		ml := memberLane{Era: er.Era, Member: m, Colour: template.CSS("background:" + colour(i)), Delivers: len(tr.delivers[m])}
+		ds := tr.delivers[m] // in ts order: the records were replayed sorted
 		for _, s := range tr.memberSpans[m] {
+			end := s.end
+			if end == tr.lastTs {
+				end++ // the timeline's last ms belongs to the span that runs to the end
+			}
+			n := sort.Search(len(ds), func(i int) bool { return ds[i] >= end }) - sort.Search(len(ds), func(i int) bool { return ds[i] >= s.start })
 			ml.Spans = append(ml.Spans, boxView{Class: "ms " + string(s.state), State: string(s.state),
-				FromMs: s.start - tr.firstTs, ToMs: s.end - tr.firstTs,
-				Title: fmt.Sprintf("%s %s from %d ms to %d ms", m, s.state, s.start-tr.firstTs, s.end-tr.firstTs),
+				FromMs: s.start - tr.firstTs, ToMs: s.end - tr.firstTs, Delivers: n,
+				Title: fmt.Sprintf("%s %s from %d ms to %d ms: %d deliveries", m, s.state, s.start-tr.firstTs, s.end-tr.firstTs, n),
 				Style: template.CSS(box(s.start, s.end))})
 		}
 		ml.TickPath = tickPath(tr.delivers[m], col)
@@ -564,7 +572,7 @@ tr.rel-no td { color: #b00; }
 <h2 id="timelines">Every era on one time axis</h2>
 <p>x: ms since the era's first record, the same scale for every era. Per partition: who owned it (member view; colour per member, stacked when several claimed it),
 hatched where some member was rebalancing or joining, red line: fault, dashed: trigger; under it the partition's lag (records produced and not yet delivered; the number is its peak).
-Per member: <span class="swatch ms consuming" style="position:static"></span>consuming <span class="swatch ms rebalancing" style="position:static"></span>rebalancing while it holds partitions (assigned, no new work)
+Per member: <span class="swatch ms consuming" style="position:static"></span>consuming <span class="swatch ms rebalancing" style="position:static"></span>rebalancing while it holds partitions (the ticks show whether it still delivered; each span's tooltip counts its deliveries)
 <span class="swatch ms paused" style="position:static"></span>paused (held partitions when its rebalance began, holds none now: the stop-the-world)
 <span class="swatch ms joining" style="position:static"></span>joining <span class="swatch ms idle" style="position:static"></span>idle; ticks: its deliveries. Red boxes: fault windows.</p>
 <div class="timeline" id="timeline" data-axis-ms="{{.AxisMs}}">
@@ -576,7 +584,7 @@ Per member: <span class="swatch ms consuming" style="position:static"></span>con
 </div>
 <div class="lag-lane" data-era="{{.Era}}" data-topic="{{.Topic}}" data-partition="{{.Partition}}" data-max-lag="{{.MaxLag}}"><span class="label">lag {{.MaxLag}}</span><div class="track" style="height:16px"><svg viewBox="0 0 1000 16" preserveAspectRatio="none" height="16"><path d="{{.LagPath}}" fill="none" stroke="#555" vector-effect="non-scaling-stroke"/></svg></div></div>
 {{end}}{{if .FaultBoxes}}<div class="fault-lane" data-era="{{.Era}}"><span class="label">faults</span><div class="track" style="height:14px">{{range .FaultBoxes}}<div class="{{.Class}}" data-from-ms="{{.FromMs}}" data-to-ms="{{.ToMs}}" style="{{.Style}}" title="{{.Title}}"></div>{{end}}</div></div>
-{{end}}{{range .Members}}<div class="member-lane" data-era="{{.Era}}" data-member="{{.Member}}" data-delivers="{{.Delivers}}"><span class="label"><span class="swatch" style="{{.Colour}};margin-left:0"></span>{{.Member}}</span><div class="track" style="height:14px">{{range .Spans}}<div class="{{.Class}}" data-state="{{.State}}" data-from-ms="{{.FromMs}}" data-to-ms="{{.ToMs}}" style="{{.Style}}" title="{{.Title}}"></div>{{end}}<svg viewBox="0 0 1000 14" preserveAspectRatio="none" height="14"><path d="{{.TickPath}}" stroke="#222" vector-effect="non-scaling-stroke"/></svg></div></div>
+{{end}}{{range .Members}}<div class="member-lane" data-era="{{.Era}}" data-member="{{.Member}}" data-delivers="{{.Delivers}}"><span class="label"><span class="swatch" style="{{.Colour}};margin-left:0"></span>{{.Member}}</span><div class="track" style="height:14px">{{range .Spans}}<div class="{{.Class}}" data-state="{{.State}}" data-from-ms="{{.FromMs}}" data-to-ms="{{.ToMs}}" data-delivers="{{.Delivers}}" style="{{.Style}}" title="{{.Title}}"></div>{{end}}<svg viewBox="0 0 1000 14" preserveAspectRatio="none" height="14"><path d="{{.TickPath}}" stroke="#222" vector-effect="non-scaling-stroke"/></svg></div></div>
 {{end}}</div>
 {{end}}</div>
 

@@ -322,8 +322,9 @@ func TestRenderHTMLTimeline(t *testing.T) {
 					return
 				}
 				st, _ := attr(s, "data-state")
-				states[era+"/"+m] = append(states[era+"/"+m], st)
-				if st == "paused" {
+				d, _ := attr(s, "data-delivers")
+				states[era+"/"+m] = append(states[era+"/"+m], st+":"+d)
+				if st == "paused" { // st is the state alone here
 					from, _ := attr(s, "data-from-ms")
 					to, _ := attr(s, "data-to-ms")
 					f, _ := strconv.ParseInt(from, 10, 64)
@@ -366,10 +367,11 @@ func TestRenderHTMLTimeline(t *testing.T) {
 		t.Errorf("delivers: %v", delivers)
 	}
 	for k, want := range map[string]string{
-		"classic/m1":     "consuming,paused,consuming",
-		"classic/m2":     "joining,consuming",
-		"cooperative/m1": "consuming,rebalancing,consuming,rebalancing,consuming",
-		"cooperative/m2": "joining,idle,joining,consuming",
+		// state:deliveries within it (m1 delivered 2 records at 20 ms and 3 at 1200 ms)
+		"classic/m1":     "consuming:2,paused:0,consuming:3",
+		"classic/m2":     "joining:0,consuming:0",
+		"cooperative/m1": "consuming:2,rebalancing:0,consuming:0,rebalancing:0,consuming:3",
+		"cooperative/m2": "joining:0,idle:0,joining:0,consuming:0",
 	} {
 		if got := strings.Join(states[k], ","); got != want {
 			t.Errorf("%s states %s, want %s", k, got, want)
