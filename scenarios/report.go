@@ -42,7 +42,7 @@ type Report struct {
 type Plot struct {
 	Title string
 	File  string // the SVG's file name next to the page (linked); may be ""
-	SVG   []byte // the document; an XML declaration before <svg is dropped
+	SVG   []byte // the document, trusted (written into the page as is); an XML declaration before <svg is dropped
 }
 
 // RenderHTML writes one self-contained HTML page (inline CSS and SVG, no scripts, no external assets
@@ -556,7 +556,8 @@ tr.rel-no td { color: #b00; }
 {{range .Why}}<p>{{.}}</p>
 {{end}}</section>{{end}}
 
-<h2>Figures (after the group formed)</h2>
+<h2>Figures</h2>
+<p>Totals from the first trigger on (the group's formation left out); duplicates, lost and the invariants over the whole run.</p>
 <table id="figures">
 <tr><th>figure</th>{{range .Results}}<th>{{.Era}}</th>{{end}}</tr>
 {{range .Table}}{{$fig := .Name}}<tr><th>{{.Name}}</th>{{range .Cells}}<td class="{{if eq .Value "n/a"}}na{{else}}num{{end}}" data-era="{{.Era}}" data-figure="{{$fig}}" data-value="{{.Value}}">{{.Text}}</td>{{end}}</tr>
