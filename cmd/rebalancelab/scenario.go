@@ -38,9 +38,10 @@ func init() {
 		zkAddrs       string
 		kafkaDefaults bool
 		membersAs     string
+		brokerImpl    string
 	)
 	run := &cobra.Command{
-		Use:   "run NAME [--era all] [--consumers N] [--partitions P] [--json FILE] [--report DIR] [--seed S] [--zk ADDRS]",
+		Use:   "run NAME [--era all] [--broker rebalancelab|kafka] [--consumers N] [--partitions P] [--json FILE] [--report DIR] [--seed S] [--zk ADDRS]",
 		Short: "Run a scenario on one or more eras and print the figures side by side",
 		Long: `Starts a lab (a real ZooKeeper — three nodes for zk-quorum-loss — and one broker), then for each era a
 topic, a producer (one record every 20 ms, acks=all) and the scenario's members, running as goroutines of
@@ -55,7 +56,7 @@ Exit status 1 on errors and when a relation does not hold (the table and JSON ar
 				return fmt.Errorf("--members-as %q: only \"goroutines\" is implemented (members as processes are not yet)", membersAs)
 			}
 			o := scenarios.Options{
-				Scenario: args[0], Eras: eras, KafkaDefaults: kafkaDefaults, ExternalZK: zkAddrs,
+				Scenario: args[0], Eras: eras, KafkaDefaults: kafkaDefaults, ExternalZK: zkAddrs, Broker: brokerImpl,
 				Params:    scenarios.Params{Consumers: consumers, Partitions: partitions, Seed: seed},
 				ReportDir: reportDir, Version: version, Progress: cmd.ErrOrStderr(),
 				Log: logrus.NewEntry(logrus.StandardLogger()),
@@ -106,6 +107,7 @@ Exit status 1 on errors and when a relation does not hold (the table and JSON ar
 	f.Int64Var(&seed, "seed", 1, "seed of the scripted events (same seed, same script)")
 	f.StringVar(&zkAddrs, "zk", "", "use this running ZooKeeper (host:port,...) instead of starting one")
 	f.BoolVar(&kafkaDefaults, "kafka-defaults", false, "Kafka's own timing (45 s sessions...) instead of the lab's short settings")
+	addBrokerFlag(run, &brokerImpl)
 	f.StringVar(&membersAs, "members-as", "goroutines", `how members run: "goroutines" (processes: not implemented yet)`)
 
 	scenarioCmd.AddCommand(list, run)
