@@ -49,6 +49,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/rebalancelab/rebalancelab/timeline"
+	"github.com/rebalancelab/rebalancelab/zkdata"
 )
 
 // RebalanceListener is Kafka 0.9's ConsumerRebalanceListener (kafka.javaapi.consumer), called
@@ -758,7 +759,7 @@ func (b brokerInfo) addr() string { return net.JoinHostPort(b.host, strconv.Itoa
 
 // allBrokers is ZkUtils.getAllBrokersInCluster: list /brokers/ids, read each node. A node that
 // vanishes between the list and the read is a broker that went away (KAFKA-1010,
-// ZK-BROKER-VANISHES). Registrations of every version Kafka writes (1–5, parseBrokerRegistration) are
+// ZK-BROKER-VANISHES). Registrations of every version Kafka writes (1–5, zkdata.DecodeBroker) are
 // read; a broker without a PLAINTEXT endpoint is left out (this consumer speaks PLAINTEXT only). A
 // node that does not parse is an error.
 func (c *Connector) allBrokers() ([]brokerInfo, error) {
@@ -780,10 +781,11 @@ func (c *Connector) allBrokers() ([]brokerInfo, error) {
 		if err != nil {
 			return nil, fmt.Errorf("broker id %q under %s is not a number", id, brokerIdsPath)
 		}
-		host, port, plaintext, err := parseBrokerRegistration(data)
+		reg, err := zkdata.DecodeBroker(data)
 		if err != nil {
-			return nil, fmt.Errorf("broker registration %s/%s = %q: %w", brokerIdsPath, id, data, err)
+			return nil, fmt.Errorf("%s/%s: %w", brokerIdsPath, id, err)
 		}
+		host, port, plaintext := reg.Plaintext()
 		if !plaintext {
 			c.log.WithField("broker", n).Debug("broker has no PLAINTEXT endpoint; left out")
 			continue
@@ -861,16 +863,20 @@ func (c *Connector) assignmentContext() (assignmentContext, error) {
 	return actx, nil
 }
 
-// partitionsOf reads /brokers/topics/<t> (versions 1–3, parseTopicPartitions) and returns its
+// partitionsOf reads /brokers/topics/<t> (versions 1–3, zkdata.DecodeTopicAssignment) and returns its
 // partition ids ascending; a missing topic has none.
 func (c *Connector) partitionsOf(topic string) ([]int32, error) {
 	data, ok, err := c.zk.getMaybeNull(brokerTopicsPath + "/" + topic)
 	if err != nil || !ok {
 		return nil, err
 	}
-	out, err := parseTopicPartitions(data)
+	assignment, err := zkdata.DecodeTopicAssignment(data)
 	if err != nil {
 		return nil, fmt.Errorf("topic %s: %w", topic, err)
+	}
+	out := make([]int32, 0, len(assignment))
+	for p := range assignment {
+		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out, nil
