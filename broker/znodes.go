@@ -133,7 +133,9 @@ func decodeController(data []byte) (int32, error) {
 
 // decodeAssignment reads /brokers/topics/<t> of any version Kafka writes (1–3,
 // zkdata.DecodeTopicAssignment): partition → replicas.
-func decodeAssignment(data []byte) (map[int32][]int32, error) { return zkdata.DecodeTopicAssignment(data) }
+func decodeAssignment(data []byte) (map[int32][]int32, error) {
+	return zkdata.DecodeTopicAssignment(data)
+}
 
 func decodeState(data []byte) (leaderAndISR, error) {
 	var s stateZNode
