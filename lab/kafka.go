@@ -195,13 +195,18 @@ func (n *BrokerNode) startKafka(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("lab: broker %d: %w", n.id, err)
 	}
-	zc, _, err := zk.Connect(strings.Split(n.l.connect, ","), 10*time.Second, zk.WithLogInfo(false),
+	// zookeeper.connect is "host:port,...[/chroot]": the chroot prefixes every path.
+	servers, chroot, _ := strings.Cut(n.l.connect, "/")
+	if chroot != "" {
+		chroot = "/" + strings.TrimSuffix(chroot, "/")
+	}
+	zc, _, err := zk.Connect(strings.Split(servers, ","), 10*time.Second, zk.WithLogInfo(false),
 		zk.WithLogger(labZKLogger{n.l.log}))
 	if err != nil {
 		return fmt.Errorf("lab: broker %d: ZooKeeper %s: %w", n.id, n.l.connect, err)
 	}
 	defer zc.Close()
-	idPath := "/brokers/ids/" + strconv.Itoa(int(n.id))
+	idPath := chroot + "/brokers/ids/" + strconv.Itoa(int(n.id))
 	for {
 		ok, _, err := zc.Exists(idPath)
 		if err == nil && !ok {
