@@ -361,6 +361,14 @@ func (b *Broker) dispatch(ctx context.Context, req kmsg.Request) (resp kmsg.Resp
 		return b.handleCreatePartitions(ctx, r), nil
 	case *kmsg.DeleteTopicsRequest:
 		return b.handleDeleteTopics(ctx, r), nil
+	case *kmsg.OffsetCommitRequest:
+		if r.Version == 0 {
+			return b.handleOffsetCommitV0(r), nil
+		}
+	case *kmsg.OffsetFetchRequest:
+		if r.Version == 0 {
+			return b.handleOffsetFetchV0(r), nil
+		}
 	}
 	g := b.groups.Load()
 	if g == nil || !isGroupAPI(req.Key()) {
