@@ -76,7 +76,9 @@ func (b *Broker) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) 
 				rp.ErrorCode, msg = kerr.InvalidRequiredAcks.Code, fmt.Sprintf("acks %d: must be -1, 0 or 1", req.Acks)
 			}
 			if rp.ErrorCode != 0 {
-				if msg != "" {
+				// Kafka answers a message only with per-record errors (INVALID_RECORD, KIP-467); the
+				// others (INVALID_REQUIRED_ACKS, CORRUPT_MESSAGE, ...) go without one, logged here.
+				if msg != "" && rp.ErrorCode == kerr.InvalidRecord.Code {
 					rp.ErrorMessage = kmsg.StringPtr(msg)
 				}
 				if firstErr == 0 {
@@ -235,6 +237,13 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, targets []fetchTarget, maxByt
 		}
 		if rp.ErrorCode != 0 {
 			anyErr = true
+			// As Kafka: offsets unknown (UnifiedLog.UnknownOffset) on any error; a partition KafkaApis
+			// itself refuses (unknown topic or partition: FetchResponse.partitionResponse) carries the
+			// generated default of an empty aborted-transactions list, one ReplicaManager refuses null.
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+			if rp.ErrorCode == kerr.UnknownTopicOrPartition.Code {
+				rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+			}
 		}
 		total += int64(len(rp.RecordBatches))
 		rt.Partitions = append(rt.Partitions, rp)

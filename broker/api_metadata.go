@@ -68,6 +68,7 @@ func (b *Broker) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 		resp.Brokers = append(resp.Brokers, mb)
 	}
 	resp.ControllerID = v.controller
+	resp.ClusterID = b.clusterID.Load()
 
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	var names []string

@@ -76,8 +76,10 @@ type Broker struct {
 
 	ln   net.Listener
 	addr string // the bound listener address
-	host string // advertised host and port (registered in ZooKeeper)
-	port int
+
+	clusterID atomic.Pointer[string] // /cluster/id, once read or created (clusterid.go)
+	host      string                 // advertised host and port (registered in ZooKeeper)
+	port      int
 
 	ctx    context.Context // the broker's lifetime; cancelled by Close
 	cancel context.CancelFunc

@@ -301,6 +301,9 @@ func (b *Broker) register(s *zkState) error {
 			return err
 		}
 	}
+	if err := b.ensureClusterID(); err != nil {
+		return err
+	}
 	path := b.zp(brokerPath(b.id))
 	data := encodeBroker(b.host, b.port, time.Now().UnixMilli())
 	_, err := b.zk.Create(path, data, zk.FlagEphemeral, b.acl())

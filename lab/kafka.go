@@ -61,10 +61,6 @@ var KafkaSmallLabSettings = map[string]string{
 	"num.io.threads":                    "2", // [8]
 	"num.recovery.threads.per.data.dir": "1", // [1]
 	"background.threads":                "2", // [10]
-	// [50] As this project's broker (its offsets.topic.num.partitions default): the first
-	// FindCoordinator creates one __consumer_offsets partition, not fifty, so a group's first join
-	// takes the same steps on both brokers.
-	"offsets.topic.num.partitions": "1",
 	// [134217728] The log cleaner (compacting __consumer_offsets) allocates this at start; 16 MiB
 	// fits the bounded heap.
 	"log.cleaner.dedupe.buffer.size": "16777216",
