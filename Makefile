@@ -6,7 +6,7 @@ VERSION   := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 TESTFLAGS ?= -race -count=1 -timeout 20m
 FUZZTIME  ?= 15s
 
-.PHONY: all build deps test fuzz demo vet clean
+.PHONY: all build deps test fuzz demo vet clean difftest
 
 all: build
 
@@ -28,6 +28,11 @@ test: deps build vet
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME) ./broker
 	$(GO) test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(FUZZTIME) ./broker/storage
+
+# The differential test alone, verbose, every difference found (listed in README's table or not) written
+# to difftest-out.txt. `make test` runs it too.
+difftest: deps
+	DIFFTEST_OUT=$(CURDIR)/difftest-out.txt $(GO) test -count=1 -v -run TestDifferential ./difftest/
 
 demo: deps build
 	@scripts/demo.sh $(BIN)
