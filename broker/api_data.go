@@ -69,9 +69,14 @@ func (b *Broker) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) 
 			rp.Partition = p.Partition
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 			var msg string
-			switch req.Acks {
-			case -1, 0, 1:
-				rp.ErrorCode, msg = b.produceOne(t.Topic, p.Partition, p.Records, &rp)
+			records := p.Records
+			if req.Version < 3 && req.Acks >= -1 && req.Acks <= 1 { // message formats 0 and 1, converted on append
+				records, rp.ErrorCode, msg = messageSetToBatch(records)
+			}
+			switch {
+			case rp.ErrorCode != 0:
+			case req.Acks == -1 || req.Acks == 0 || req.Acks == 1:
+				rp.ErrorCode, msg = b.produceOne(t.Topic, p.Partition, records, &rp)
 			default:
 				rp.ErrorCode, msg = kerr.InvalidRequiredAcks.Code, fmt.Sprintf("acks %d: must be -1, 0 or 1", req.Acks)
 			}
@@ -278,8 +283,28 @@ func (b *Broker) fetchPartition(req *kmsg.FetchRequest, t fetchTarget, budget in
 	if err != nil {
 		return errCode(err)
 	}
-	if int64(len(data)) > limit && !first {
-		return 0 // only the first partition may exceed its limit (KIP-74); this one waits for the next fetch
+	if int64(len(data)) > limit && !(first && req.Version >= 3) {
+		if req.Version >= 3 {
+			return 0 // only the first partition may exceed its limit (KIP-74); this one waits for the next fetch
+		}
+		// Before v3 the limit is hard (hardMaxBytesLimit): the read is cut there, a partial batch at
+		// its end, as FileRecords.slice cuts it; the client fetches again with a larger size.
+		data = data[:max(limit, 0)]
+	}
+	if req.Version <= 3 { // KafkaApis: v0–v1 read message format 0, v2–v3 format 1
+		toMagic := int8(1)
+		if req.Version <= 1 {
+			toMagic = 0
+		}
+		converted, err := downConvert(data, toMagic, off)
+		if err != nil {
+			b.log.WithError(err).WithFields(logFields(t.topic, t.req.Partition)).Warn("fetch: down-conversion")
+			if errors.Is(err, errUnsupportedCodec) {
+				return kerr.UnsupportedCompressionType.Code
+			}
+			return kerr.CorruptMessage.Code
+		}
+		data = fitDownConverted(converted, len(data))
 	}
 	rp.RecordBatches = data
 	return 0

@@ -149,8 +149,8 @@ func TestMalformedInput(t *testing.T) {
 		before := closed("unsupported_version")
 		for _, frame := range [][]byte{
 			frameOf(kmsg.NewPtrMetadataRequest(), 13, 1),
-			frameOf(kmsg.NewPtrProduceRequest(), 2, 2), // record batches v2 only: Produce v3+
-			frameOf(kmsg.NewPtrFetchRequest(), 3, 3),
+			frameOf(kmsg.NewPtrProduceRequest(), 10, 2), // v0-v9 served (KIP-951's v10+ not)
+			frameOf(kmsg.NewPtrFetchRequest(), 13, 3),   // v0-v12 served (topic ids from v13 not)
 		} {
 			c := rawConn(t, tb.addr())
 			c.Write(frame)

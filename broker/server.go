@@ -22,12 +22,12 @@ import (
 type apiRange struct{ min, max int16 }
 
 // brokerAPIs are the APIs the broker implements itself, with the versions it advertises in ApiVersions.
-// Record batches are v2 only, so Produce starts at v3 and Fetch at v4 (the first versions whose
-// records are v2 batches, as Kafka 4.0 after KIP-896); topic ids are not kept (0.8.2's znode layout has
-// none), so Fetch stops at v12 and Metadata answers the null topic id from v10 on.
+// The log holds v2 record batches: Produce v0–v2 (message formats 0 and 1) are converted on append and
+// Fetch v0–v3 down-converted (oldformats.go), as Kafka 3.9 does; topic ids are not kept (0.8.2's znode
+// layout has none), so Fetch stops at v12 and Metadata answers the null topic id from v10 on.
 var brokerAPIs = map[int16]apiRange{
-	0:  {3, 9},  // Produce
-	1:  {4, 12}, // Fetch
+	0:  {0, 9},  // Produce
+	1:  {0, 12}, // Fetch
 	2:  {0, 6},  // ListOffsets
 	3:  {0, 12}, // Metadata
 	18: {0, 3},  // ApiVersions

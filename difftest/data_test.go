@@ -61,6 +61,43 @@ func recordBatch(crcOK bool, values ...string) []byte {
 	return append(b, afterCRC...)
 }
 
+// messageSet is an uncompressed message set of format magic (0 or 1, Produce v0–v1 and v2 carry
+// them), keys equal to values, format 1 timestamps recordTimestamp; crcOK false corrupts the first CRC.
+func messageSet(magic byte, crcOK bool, values ...string) []byte {
+	var out []byte
+	for i, v := range values {
+		m := []byte{0, 0, 0, 0, magic, 0}
+		if magic == 1 {
+			m = binary.BigEndian.AppendUint64(m, recordTimestamp)
+		}
+		for range 2 {
+			m = binary.BigEndian.AppendUint32(m, uint32(len(v)))
+			m = append(m, v...)
+		}
+		crc := crc32.ChecksumIEEE(m[4:])
+		if !crcOK && i == 0 {
+			crc++
+		}
+		binary.BigEndian.PutUint32(m[:4], crc)
+		out = binary.BigEndian.AppendUint64(out, uint64(i))
+		out = binary.BigEndian.AppendUint32(out, uint32(len(m)))
+		out = append(out, m...)
+	}
+	return out
+}
+
+// records is what a client of Produce version v sends: a message set of format 0 (v0–v1) or 1 (v2),
+// a v2 record batch from v3 on.
+func records(v int16, crcOK bool, values ...string) []byte {
+	switch {
+	case v <= 1:
+		return messageSet(0, crcOK, values...)
+	case v == 2:
+		return messageSet(1, crcOK, values...)
+	}
+	return recordBatch(crcOK, values...)
+}
+
 func produceReq(v int16, acks int16, topic string, partition int32, batch []byte) *kmsg.ProduceRequest {
 	r := kmsg.NewPtrProduceRequest()
 	r.SetVersion(v)
@@ -170,12 +207,12 @@ func dataCases(v versions) []kcase {
 	var cases []kcase
 	for _, pv := range v.of(kmsg.Produce) {
 		cases = append(cases, kcase{name: fmt.Sprintf("Produce v%d", pv), steps: []step{
-			{name: "produce", req: fixedReq(produceReq(pv, -1, dataTopic, 0, recordBatch(true, fmt.Sprintf("p%d-a", pv), fmt.Sprintf("p%d-b", pv))))},
-			{name: "produce-acks-1", req: fixedReq(produceReq(pv, 1, dataTopic, 1, recordBatch(true, fmt.Sprintf("p%d-c", pv))))},
-			{name: "produce-unknown-topic", req: fixedReq(produceReq(pv, -1, "dt-never", 0, recordBatch(true, "x")))},
-			{name: "produce-unknown-partition", req: fixedReq(produceReq(pv, -1, dataTopic, 9, recordBatch(true, "x")))},
-			{name: "produce-invalid-acks", req: fixedReq(produceReq(pv, 2, dataTopic, 0, recordBatch(true, "x")))},
-			{name: "produce-corrupt", req: fixedReq(produceReq(pv, -1, dataTopic, 0, recordBatch(false, "x")))},
+			{name: "produce", req: fixedReq(produceReq(pv, -1, dataTopic, 0, records(pv, true, fmt.Sprintf("p%d-a", pv), fmt.Sprintf("p%d-b", pv))))},
+			{name: "produce-acks-1", req: fixedReq(produceReq(pv, 1, dataTopic, 1, records(pv, true, fmt.Sprintf("p%d-c", pv))))},
+			{name: "produce-unknown-topic", req: fixedReq(produceReq(pv, -1, "dt-never", 0, records(pv, true, "x")))},
+			{name: "produce-unknown-partition", req: fixedReq(produceReq(pv, -1, dataTopic, 9, records(pv, true, "x")))},
+			{name: "produce-invalid-acks", req: fixedReq(produceReq(pv, 2, dataTopic, 0, records(pv, true, "x")))},
+			{name: "produce-corrupt", req: fixedReq(produceReq(pv, -1, dataTopic, 0, records(pv, false, "x")))},
 		}})
 	}
 	for _, fv := range v.of(kmsg.Fetch) {

@@ -345,7 +345,7 @@ func decodeRecords(b64 string) any {
 				continue
 			}
 			out = append(out, map[string]any{"magic": 1, "offset": m.Offset, "attributes": m.Attributes,
-				"key": string(m.Key), "value": string(m.Value)})
+				"timestamp_ms": m.Timestamp, "key": string(m.Key), "value": string(m.Value)})
 		default:
 			out = append(out, fmt.Sprintf("magic %d", magic))
 		}
