@@ -15,10 +15,31 @@ import (
 func addBrokerFlag(cmd *cobra.Command, impl *string) {
 	cmd.Flags().StringVar(impl, "broker", lab.BrokerRebalancelab,
 		"broker implementation: rebalancelab (this project's) or kafka (real Kafka 3.9 in ZooKeeper mode, from `make deps`)")
+	checkBrokerFlag(cmd, impl, false)
+}
+
+// addBrokerListFlag is addBrokerFlag accepting a comma-separated list of distinct implementations
+// (run on each in turn).
+func addBrokerListFlag(cmd *cobra.Command, impl *string) {
+	cmd.Flags().StringVar(impl, "broker", lab.BrokerRebalancelab,
+		"broker implementation(s): rebalancelab, kafka (real Kafka 3.9 in ZooKeeper mode, from `make deps`), or both comma-separated to compare")
+	checkBrokerFlag(cmd, impl, true)
+}
+
+func checkBrokerFlag(cmd *cobra.Command, impl *string, list bool) {
 	prev := cmd.PreRunE
 	cmd.PreRunE = func(c *cobra.Command, args []string) error {
-		if !slices.Contains(lab.BrokerImplementations, *impl) {
-			return fmt.Errorf("--broker %q: want one of %s", *impl, strings.Join(lab.BrokerImplementations, ", "))
+		names := []string{*impl}
+		if list {
+			names = strings.Split(*impl, ",")
+		}
+		seen := map[string]bool{}
+		for _, n := range names {
+			if !slices.Contains(lab.BrokerImplementations, n) || seen[n] {
+				return fmt.Errorf("--broker %q: want one of %s%s", *impl, strings.Join(lab.BrokerImplementations, ", "),
+					map[bool]string{true: ", or several of them comma-separated, each once", false: ""}[list])
+			}
+			seen[n] = true
 		}
 		if prev != nil {
 			return prev(c, args)
