@@ -27,6 +27,7 @@ test: deps build vet
 # Bounded fuzzing of the parsers that face the network and the disk.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME) ./broker
+	$(GO) test -run '^$$' -fuzz '^FuzzMessageSet$$' -fuzztime $(FUZZTIME) ./broker
 	$(GO) test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(FUZZTIME) ./broker/storage
 
 # The differential test alone, verbose, every difference found (listed in README's table or not) written

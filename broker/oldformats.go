@@ -34,6 +34,9 @@ const (
 	codecGzip       = 1
 	legacyTimestamp = 0x08 // format 1 attribute: the timestamp is LogAppendTime
 	maxLegacyDepth  = 1    // a compressed wrapper holds plain messages only
+	// maxDecompressed bounds what one compressed wrapper or batch may expand to (a small gzip stream
+	// can inflate a thousandfold); larger is refused as corrupt rather than allocated.
+	maxDecompressed = 64 << 20
 )
 
 var errUnsupportedCodec = errors.New("compression codec not supported for message formats 0 and 1")
@@ -107,9 +110,12 @@ func parseMessageSet(set []byte, depth int) ([]legacyRecord, error) {
 			if err != nil {
 				return nil, fmt.Errorf("gzip wrapper: %w", err)
 			}
-			inner, err := io.ReadAll(zr)
+			inner, err := io.ReadAll(io.LimitReader(zr, maxDecompressed+1))
 			if err != nil {
 				return nil, fmt.Errorf("gzip wrapper: %w", err)
+			}
+			if len(inner) > maxDecompressed {
+				return nil, fmt.Errorf("gzip wrapper decompresses past %d bytes", maxDecompressed)
 			}
 			recs, err := parseMessageSet(inner, depth+1)
 			if err != nil {
@@ -192,8 +198,11 @@ func downConvert(data []byte, toMagic int8, fetchOffset int64) ([]byte, error) {
 			if err != nil {
 				return nil, err
 			}
-			if raw, err = io.ReadAll(zr); err != nil {
+			if raw, err = io.ReadAll(io.LimitReader(zr, maxDecompressed+1)); err != nil {
 				return nil, err
+			}
+			if len(raw) > maxDecompressed {
+				return nil, fmt.Errorf("batch at %d decompresses past %d bytes", b.FirstOffset, maxDecompressed)
 			}
 		default:
 			return nil, fmt.Errorf("%w (codec %d)", errUnsupportedCodec, b.Attributes&codecMask)
