@@ -113,7 +113,7 @@ func TestHandleFrameHeader(t *testing.T) {
 	if err := resp.ReadFrom(out[8:]); err != nil {
 		t.Fatal(err)
 	}
-	if resp.ErrorCode != 35 || len(resp.ApiKeys) != 1 || resp.ApiKeys[0].ApiKey != 18 || resp.ApiKeys[0].MinVersion != 0 || resp.ApiKeys[0].MaxVersion != 3 {
+	if resp.ErrorCode != 35 || len(resp.ApiKeys) != 1 || resp.ApiKeys[0].ApiKey != 18 || resp.ApiKeys[0].MinVersion != 0 || resp.ApiKeys[0].MaxVersion != 4 {
 		t.Fatalf("ApiVersions v9 answer: %+v", resp)
 	}
 	// Unknown key, unsupported version, truncated body: errClose with the documented reason.

@@ -169,7 +169,7 @@ func TestMalformedInput(t *testing.T) {
 		if err := resp.ReadFrom(readResponse(t, c, 7)); err != nil {
 			t.Fatal(err)
 		}
-		if resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) != 1 || resp.ApiKeys[0].ApiKey != 18 || resp.ApiKeys[0].MinVersion != 0 || resp.ApiKeys[0].MaxVersion != 3 {
+		if resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) != 1 || resp.ApiKeys[0].ApiKey != 18 || resp.ApiKeys[0].MinVersion != 0 || resp.ApiKeys[0].MaxVersion != 4 {
 			t.Fatalf("ApiVersions v42: %+v", resp)
 		}
 		c.Write(frameOf(kmsg.NewPtrApiVersionsRequest(), 0, 8))

@@ -30,7 +30,7 @@ var brokerAPIs = map[int16]apiRange{
 	1:  {0, 12}, // Fetch
 	2:  {0, 6},  // ListOffsets
 	3:  {0, 12}, // Metadata
-	18: {0, 3},  // ApiVersions
+	18: {0, 4},  // ApiVersions (v4 is v3's format: KAFKA-17011 only lets a feature's minimum be 0)
 	19: {0, 7},  // CreateTopics
 	20: {0, 6},  // DeleteTopics
 	37: {0, 3},  // CreatePartitions

@@ -227,6 +227,14 @@ func apiVersionsCase() kcase {
 			}
 			sort.Strings(features)
 			out["SupportedFeatures"] = features
+			var finalized []string
+			for _, f := range r.FinalizedFeatures {
+				finalized = append(finalized, fmt.Sprintf("%s %d-%d", f.Name, f.MinVersionLevel, f.MaxVersionLevel))
+			}
+			sort.Strings(finalized)
+			out["FinalizedFeatures"] = finalized
+			out["FinalizedFeaturesEpoch"] = r.FinalizedFeaturesEpoch
+			out["ZkMigrationReady"] = r.ZkMigrationReady
 			return out
 		},
 	}}}
