@@ -354,8 +354,18 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, p kmsg.L
 		if err != nil {
 			return errCode(err)
 		}
-	case p.Timestamp == -3:
-		return kerr.UnsupportedVersion.Code // max timestamp needs ListOffsets v7 (KIP-734)
+	case p.Timestamp == -3: // MAX_TIMESTAMP (KIP-734, v7+)
+		if req.Version < 7 {
+			return kerr.UnsupportedVersion.Code
+		}
+		off, ts, err = maxTimestampOffset(part)
+		if err != nil {
+			return errCode(err)
+		}
+	case p.Timestamp == -4 && req.Version >= 8: // EARLIEST_LOCAL_TIMESTAMP (KIP-405): no remote log, the log start
+		off = part.log.LogStartOffset()
+	case p.Timestamp == -5 && req.Version >= 9: // LATEST_TIERED_TIMESTAMP (KIP-1005): no remote log, none
+		rp.LeaderEpoch = -1
 	default:
 		return kerr.InvalidRequest.Code
 	}
@@ -421,4 +431,61 @@ func offsetForTimestamp(part *partition, ts int64) (int64, int64, error) {
 		}
 	}
 	return -1, -1, nil
+}
+
+// maxTimestampOffset is UnifiedLog.fetchOffsetByTimestamp for MAX_TIMESTAMP (KIP-734): the first batch
+// holding the log's largest timestamp, and in it the first record with that timestamp (the batch's
+// base offset when it is compressed); (-1, -1) for an empty log.
+func maxTimestampOffset(part *partition) (int64, int64, error) {
+	bestTS, bestOff := int64(-1), int64(-1)
+	off, hwm := part.log.LogStartOffset(), part.log.HighWatermark()
+	for off < hwm {
+		data, err := part.log.Read(off, 1<<20)
+		if err != nil {
+			return -1, -1, err
+		}
+		if len(data) == 0 {
+			break
+		}
+		for len(data) >= 61 {
+			size := 12 + int(int32(binary.BigEndian.Uint32(data[8:12])))
+			if size < 61 || size > len(data) {
+				return -1, -1, kerr.CorruptMessage
+			}
+			var rb kmsg.RecordBatch
+			if err := rb.ReadFrom(data[:size]); err != nil {
+				return -1, -1, kerr.CorruptMessage
+			}
+			data = data[size:]
+			last := rb.FirstOffset + int64(rb.LastOffsetDelta)
+			if last < off {
+				continue
+			}
+			off = last + 1
+			if rb.MaxTimestamp <= bestTS {
+				continue
+			}
+			bestTS, bestOff = rb.MaxTimestamp, rb.FirstOffset
+			if rb.Attributes&0x07 != 0 || rb.Attributes&0x08 != 0 { // compressed or LogAppendTime: the batch
+				continue
+			}
+			recs := rb.Records
+			for i := int32(0); i < rb.NumRecords && len(recs) > 0; i++ {
+				l, k := binary.Varint(recs)
+				if k <= 0 || l < 0 || int(l) > len(recs)-k {
+					return -1, -1, kerr.CorruptMessage
+				}
+				var r kmsg.Record
+				if err := r.ReadFrom(recs[:k+int(l)]); err != nil {
+					return -1, -1, kerr.CorruptMessage
+				}
+				recs = recs[k+int(l):]
+				if rb.FirstTimestamp+r.TimestampDelta64 == rb.MaxTimestamp {
+					bestOff = rb.FirstOffset + int64(r.OffsetDelta)
+					break
+				}
+			}
+		}
+	}
+	return bestOff, bestTS, nil
 }

@@ -28,7 +28,7 @@ type apiRange struct{ min, max int16 }
 var brokerAPIs = map[int16]apiRange{
 	0:  {0, 9},  // Produce
 	1:  {0, 12}, // Fetch
-	2:  {0, 6},  // ListOffsets
+	2:  {0, 9},  // ListOffsets
 	3:  {0, 12}, // Metadata
 	18: {0, 4},  // ApiVersions (v4 is v3's format: KAFKA-17011 only lets a feature's minimum be 0)
 	19: {0, 7},  // CreateTopics

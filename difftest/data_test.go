@@ -238,6 +238,17 @@ func dataCases(v versions) []kcase {
 				step{name: "by-timestamp", req: fixedReq(listOffsetsReq(lv, dataTopic, 0, recordTimestamp))},
 				step{name: "by-timestamp-after-all", req: fixedReq(listOffsetsReq(lv, dataTopic, 0, recordTimestamp+1))})
 		}
+		if lv >= 7 { // KIP-734
+			steps = append(steps,
+				step{name: "max-timestamp", req: fixedReq(listOffsetsReq(lv, dataTopic, 0, -3))},
+				step{name: "max-timestamp-empty-partition", req: fixedReq(listOffsetsReq(lv, deleteTopic, 0, -3))})
+		}
+		if lv >= 8 { // KIP-405: earliest local
+			steps = append(steps, step{name: "earliest-local", req: fixedReq(listOffsetsReq(lv, dataTopic, 0, -4))})
+		}
+		if lv >= 9 { // KIP-1005: latest tiered
+			steps = append(steps, step{name: "latest-tiered", req: fixedReq(listOffsetsReq(lv, dataTopic, 0, -5))})
+		}
 		cases = append(cases, kcase{name: fmt.Sprintf("ListOffsets v%d", lv), steps: steps})
 	}
 	for _, mv := range v.of(kmsg.Metadata) {
