@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the lab and the tests need when it is missing: a ZooKeeper server (Debian's
-# `zookeeper` package, 3.8), a Java runtime, kcat (librdkafka), kafka-python, and a C compiler (the
-# race detector that `make test` uses needs cgo) and Chromium (a test loads the scenario report in
-# it), a JDK 17 and Maven for the interop build. As root it uses apt-get; otherwise it says what to
-# install. Then the interop build (interop/, Maven): the pinned Kafka 3.9 broker's classpath, resolved
+# `zookeeper` package, 3.8), a JDK 17 (ZooKeeper's and Kafka's JVMs, the interop build) and Maven,
+# kcat (librdkafka), kafka-python, a C compiler (the race detector that `make test` uses needs cgo)
+# and Chromium (a test loads the scenario report in it). As root it uses apt-get; otherwise it says
+# what to install. Then the interop build (interop/, Maven): the pinned Kafka 3.9 broker's classpath, resolved
 # from Maven Central into interop/kafka-3.9/target/lib, rebuilt when missing or older than a POM.
 # Idempotent and quiet when all is present.
 set -euo pipefail
