@@ -177,7 +177,7 @@ func TestMalformedInput(t *testing.T) {
 		if err := resp.ReadFrom(readResponse(t, c, 8)); err != nil {
 			t.Fatal(err)
 		}
-		if resp.ErrorCode != 0 || len(resp.ApiKeys) != 18 { // 8 data/admin APIs + 10 group APIs
+		if resp.ErrorCode != 0 || len(resp.ApiKeys) != 20 { // 10 data/admin APIs + 10 group APIs
 			t.Fatalf("ApiVersions v0 after the retry: error %d, %d keys", resp.ErrorCode, len(resp.ApiKeys))
 		}
 		metadataOK("unsupported version")

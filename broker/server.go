@@ -34,6 +34,8 @@ var brokerAPIs = map[int16]apiRange{
 	19: {0, 7},  // CreateTopics
 	20: {0, 6},  // DeleteTopics
 	37: {0, 3},  // CreatePartitions
+	68: {0, 0},  // ConsumerGroupHeartbeat: UNSUPPORTED_VERSION, as a ZooKeeper-mode Kafka (api_kip848.go)
+	69: {0, 0},  // ConsumerGroupDescribe: likewise
 }
 
 // groupAPIKeys are the APIs routed to the GroupHandler.
@@ -361,6 +363,10 @@ func (b *Broker) dispatch(ctx context.Context, req kmsg.Request) (resp kmsg.Resp
 		return b.handleCreatePartitions(ctx, r), nil
 	case *kmsg.DeleteTopicsRequest:
 		return b.handleDeleteTopics(ctx, r), nil
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		return b.handleConsumerGroupHeartbeat(r), nil
+	case *kmsg.ConsumerGroupDescribeRequest:
+		return b.handleConsumerGroupDescribe(r), nil
 	case *kmsg.OffsetCommitRequest:
 		if r.Version == 0 {
 			return b.handleOffsetCommitV0(r), nil

@@ -34,6 +34,7 @@ func TestDifferential(t *testing.T) {
 		cases = append(cases, groupCase(v, i))
 	}
 	cases = append(cases, dataCases(v)...)
+	cases = append(cases, kip848Case())
 
 	var all []difference
 	for _, c := range cases {
@@ -238,4 +239,23 @@ func apiVersionsCase() kcase {
 			return out
 		},
 	}}}
+}
+
+// kip848Case asks for KIP-848's consumer group protocol, which a ZooKeeper-mode broker refuses.
+func kip848Case() kcase {
+	return kcase{name: "KIP-848 in ZooKeeper mode", steps: []step{
+		{name: "consumer-group-heartbeat", req: func(*state) kmsg.Request {
+			r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			r.SetVersion(0)
+			r.Group, r.RebalanceTimeoutMillis, r.SubscribedTopicNames = "g848", 30000, []string{dataTopic}
+			r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+			return r
+		}},
+		{name: "consumer-group-describe", req: func(*state) kmsg.Request {
+			r := kmsg.NewPtrConsumerGroupDescribeRequest()
+			r.SetVersion(0)
+			r.Groups = []string{"g848", "g-v1"}
+			return r
+		}},
+	}}
 }
