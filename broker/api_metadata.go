@@ -18,6 +18,7 @@ func (b *Broker) handleApiVersions(req *kmsg.ApiVersionsRequest) kmsg.Response {
 		return resp
 	}
 	resp.ApiKeys = b.advertised()
+	resp.FinalizedFeaturesEpoch = b.featureEpoch.Load() - 1 // -1 until /feature was read
 	return resp
 }
 

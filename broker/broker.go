@@ -78,9 +78,10 @@ type Broker struct {
 	ln   net.Listener
 	addr string // the bound listener address
 
-	clusterID atomic.Pointer[string] // /cluster/id, once read or created (clusterid.go)
-	host      string                 // advertised host and port (registered in ZooKeeper)
-	port      int
+	clusterID    atomic.Pointer[string] // /cluster/id, once read or created (clusterid.go)
+	featureEpoch atomic.Int64           // /feature's znode version + 1; 0 until read (clusterid.go)
+	host         string                 // advertised host and port (registered in ZooKeeper)
+	port         int
 
 	ctx    context.Context // the broker's lifetime; cancelled by Close
 	cancel context.CancelFunc

@@ -49,3 +49,26 @@ func (b *Broker) ensureClusterID() error {
 	b.clusterID.Store(&c.ID)
 	return nil
 }
+
+// featurePath is Kafka's FeatureZNode (KIP-584 feature versioning).
+const featurePath = "/feature"
+
+// ensureFeatureZNode is KafkaController.enableFeatureVersioning for a cluster with no finalized
+// features: /feature created, when absent, as {"features":{},"version":2,"status":1} (FeatureZNode V2,
+// status Enabled, as a 3.9 controller writes it). Its znode version is the finalized features' epoch
+// that ApiVersions (v3+) answers; this broker finalizes no features, so it never changes.
+func (b *Broker) ensureFeatureZNode() error {
+	path := b.zp(featurePath)
+	_, st, err := b.zk.Get(path)
+	if errors.Is(err, zk.ErrNoNode) {
+		data, _ := json.Marshal(map[string]any{"features": map[string]any{}, "version": 2, "status": 1})
+		if _, err = b.zk.Create(path, data, 0, b.acl()); err == nil || errors.Is(err, zk.ErrNodeExists) {
+			_, st, err = b.zk.Get(path)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("feature znode %s: %w", path, err)
+	}
+	b.featureEpoch.Store(int64(st.Version) + 1)
+	return nil
+}
