@@ -21,7 +21,8 @@ type RunResult struct {
 	Timing        Timing
 	KafkaDefaults bool
 	ZKConfig      map[string]string // Options.ZKConfig: the zk members' extra 0.8.2 properties
-	Versions      map[string]string // "rebalancelab", "zookeeper"
+	Broker        string            // the broker implementation: "rebalancelab" or "kafka" (lab.Broker*)
+	Versions      map[string]string // "rebalancelab", "zookeeper", and "kafka" on a Kafka broker
 	Script        []Step
 	Eras          []*EraRun
 }
@@ -334,6 +335,7 @@ type jsonEra struct {
 func (r *RunResult) ParamsMap() map[string]any {
 	m := map[string]any{
 		"consumers": r.Params.Consumers, "partitions": r.Params.Partitions, "kafka_defaults": r.KafkaDefaults,
+		"broker":                       r.Broker,
 		"zookeeper.session.timeout.ms": r.Timing.ZKSessionTimeoutMs, "rebalance.backoff.ms": r.Timing.RebalanceBackoffMs,
 		"session.timeout.ms": r.Timing.SessionTimeoutMs, "heartbeat.interval.ms": r.Timing.HeartbeatIntervalMs,
 		"produce_interval_ms": r.Timing.ProduceIntervalMs,
@@ -385,7 +387,7 @@ func (r *RunResult) WriteTable(w io.Writer) error {
 			results = append(results, e.Result)
 		}
 	}
-	fmt.Fprintf(w, "%s (seed %d, %d consumers, %d partitions)\n", r.Scenario, r.Seed, r.Params.Consumers, r.Params.Partitions)
+	fmt.Fprintf(w, "%s (seed %d, %d consumers, %d partitions, broker %s)\n", r.Scenario, r.Seed, r.Params.Consumers, r.Params.Partitions, r.brokerName())
 	if len(results) > 0 {
 		if err := RenderTable(w, results...); err != nil {
 			return err
@@ -483,4 +485,15 @@ func (r *RunResult) WriteReport(dir string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// brokerName is the broker the run used, with its version on Kafka ("kafka 3.9.2").
+func (r *RunResult) brokerName() string {
+	switch {
+	case r.Broker == "":
+		return "rebalancelab"
+	case r.Versions["kafka"] != "":
+		return r.Broker + " " + r.Versions["kafka"]
+	}
+	return r.Broker
 }

@@ -38,8 +38,15 @@ func quietLog() *logrus.Entry {
 	return logrus.NewEntry(l)
 }
 
-// runScenario runs name and fails the test unless every era ran and every relation held.
+// runScenario runs name on this project's broker and fails the test unless every era ran and every
+// relation held.
 func runScenario(t *testing.T, name string, p Params) *RunResult {
+	t.Helper()
+	return runScenarioOn(t, "", name, p)
+}
+
+// runScenarioOn is runScenario on the given broker implementation (lab.Broker*; "" the default).
+func runScenarioOn(t *testing.T, broker, name string, p Params) *RunResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -50,7 +57,7 @@ func runScenario(t *testing.T, name string, p Params) *RunResult {
 		report = filepath.Join(dir, name)
 	}
 	res, err := Run(ctx, Options{Scenario: name, Eras: testEras(), Params: p, Version: "test",
-		Log: quietLog(), LabLog: quietLog(), Progress: &progress, ReportDir: report})
+		Log: quietLog(), LabLog: quietLog(), Progress: &progress, ReportDir: report, Broker: broker})
 	if err != nil {
 		t.Fatalf("%s: %v\nprogress:\n%s", name, err, progress.String())
 	}

@@ -54,6 +54,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/kconfig"
 	"github.com/rebalancelab/rebalancelab/timeline"
+	"github.com/rebalancelab/rebalancelab/zkdata"
 )
 
 // RebalanceListener is Kafka 0.9's ConsumerRebalanceListener (kafka.javaapi.consumer), called
@@ -767,11 +768,13 @@ type brokerInfo struct {
 	port int
 }
 
-func (b brokerInfo) addr() string { return b.host + ":" + strconv.Itoa(b.port) }
+func (b brokerInfo) addr() string { return net.JoinHostPort(b.host, strconv.Itoa(b.port)) }
 
 // allBrokers is ZkUtils.getAllBrokersInCluster: list /brokers/ids, read each node. A node that
 // vanishes between the list and the read is a broker that went away (KAFKA-1010,
-// ZK-BROKER-VANISHES). A node that does not parse is an error.
+// ZK-BROKER-VANISHES). Registrations of every version Kafka writes (1–5, zkdata.DecodeBroker) are
+// read; a broker without a PLAINTEXT endpoint is left out (this consumer speaks PLAINTEXT only). A
+// node that does not parse is an error.
 func (c *Connector) allBrokers() ([]brokerInfo, error) {
 	ids, err := c.zk.childrenMayNotExist(brokerIdsPath)
 	if err != nil {
@@ -791,14 +794,16 @@ func (c *Connector) allBrokers() ([]brokerInfo, error) {
 		if err != nil {
 			return nil, fmt.Errorf("broker id %q under %s is not a number", id, brokerIdsPath)
 		}
-		var reg struct {
-			Host string `json:"host"`
-			Port int    `json:"port"`
+		reg, err := zkdata.DecodeBroker(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s/%s: %w", brokerIdsPath, id, err)
 		}
-		if err := json.Unmarshal(data, &reg); err != nil || reg.Host == "" || reg.Port <= 0 {
-			return nil, fmt.Errorf("broker registration %s/%s = %q: want JSON with host and port", brokerIdsPath, id, data)
+		host, port, plaintext := reg.Plaintext()
+		if !plaintext {
+			c.log.WithField("broker", n).Debug("broker has no PLAINTEXT endpoint; left out")
+			continue
 		}
-		out = append(out, brokerInfo{int32(n), reg.Host, reg.Port})
+		out = append(out, brokerInfo{int32(n), host, port})
 	}
 	return out, nil
 }
@@ -871,26 +876,20 @@ func (c *Connector) assignmentContext() (assignmentContext, error) {
 	return actx, nil
 }
 
-// partitionsOf reads /brokers/topics/<t> ({"version":1,"partitions":{"0":[replicas],...}}) and
-// returns its partition ids ascending; a missing topic has none.
+// partitionsOf reads /brokers/topics/<t> (versions 1–3, zkdata.DecodeTopicAssignment) and returns its
+// partition ids ascending; a missing topic has none.
 func (c *Connector) partitionsOf(topic string) ([]int32, error) {
 	data, ok, err := c.zk.getMaybeNull(brokerTopicsPath + "/" + topic)
 	if err != nil || !ok {
 		return nil, err
 	}
-	var tz struct {
-		Partitions map[string][]int32 `json:"partitions"`
+	assignment, err := zkdata.DecodeTopicAssignment(data)
+	if err != nil {
+		return nil, fmt.Errorf("topic %s: %w", topic, err)
 	}
-	if err := json.Unmarshal(data, &tz); err != nil {
-		return nil, fmt.Errorf("topic %s: partition map %q: %w", topic, data, err)
-	}
-	out := make([]int32, 0, len(tz.Partitions))
-	for p := range tz.Partitions {
-		n, err := strconv.ParseInt(p, 10, 32)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("topic %s: partition id %q is not a number", topic, p)
-		}
-		out = append(out, int32(n))
+	out := make([]int32, 0, len(assignment))
+	for p := range assignment {
+		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out, nil
