@@ -385,7 +385,9 @@ type replay struct {
 	openSeg  map[tp]map[string]int // index into tr.segments[tp] of an open segment
 	busyFrom int64
 	inv      *invariantChecker
-	forming  bool // before the first trigger of a timeline that has one: the group's formation
+	// forming: in the group's formation (the Start window) of a timeline that has triggers: from the
+	// first record until the group is first stable or the first trigger. Its costs are not in Totals.
+	forming bool
 
 	faults    []FaultWindow
 	openFault map[string]int // action+target → index into faults of a fault not yet ended
@@ -502,7 +504,7 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 	if recs[0].Kind != timeline.Trigger {
 		r.openWindow(0, first, "start", true)
 	}
-	r.forming = hasTrigger // until the first trigger, costs go to the formation window only
+	r.forming = hasTrigger && recs[0].Kind != timeline.Trigger
 
 	prevTs := first
 	for i := 0; i < len(recs); {
@@ -514,12 +516,7 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 				if r.cur != nil {
 					r.closeWindow(j-1, ts, EndNextTrigger)
 				}
-				if r.forming { // the totals start here, with the concurrency the formation left
-					r.forming = false
-					for _, n := range r.deliv {
-						r.totals.MaxConcurrentOwners = max(r.totals.MaxConcurrentOwners, int64(n))
-					}
-				}
+				r.endFormation()
 				r.openWindow(j, ts, recs[j].Name, false)
 			}
 			r.apply(j)
@@ -614,6 +611,17 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 	return res, r.tr
 }
 
+// endFormation starts the totals, with the concurrency the formation left.
+func (r *replay) endFormation() {
+	if !r.forming {
+		return
+	}
+	r.forming = false
+	for _, n := range r.deliv {
+		r.totals.MaxConcurrentOwners = max(r.totals.MaxConcurrentOwners, int64(n))
+	}
+}
+
 // each applies fn to the totals (after the formation) and, when a window is open, to its figures.
 func (r *replay) each(fn func(f *Figures)) {
 	if !r.forming {
@@ -676,9 +684,15 @@ func (r *replay) msEnd(idx int, ts int64) {
 	if r.cur == nil {
 		return
 	}
-	if !r.stable() {
+	switch {
+	case !r.stable():
 		r.cur.seenUnstable = true
-	} else if r.cur.seenUnstable {
+	case r.cur.implicit && r.forming:
+		// The formation ends the first time the group is stable, even within its first millisecond.
+		r.cur.seenUnstable = true
+		r.closeWindow(idx, ts, EndStable)
+		r.endFormation()
+	case r.cur.seenUnstable:
 		r.closeWindow(idx, ts, EndStable)
 	}
 }

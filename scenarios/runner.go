@@ -173,7 +173,7 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 	res := &RunResult{Scenario: sc.Name, Description: sc.Description, Seed: p.Seed, Params: p, Timing: t,
 		KafkaDefaults: o.KafkaDefaults, ZKConfig: o.ZKConfig, Broker: o.Broker,
 		Versions: map[string]string{"rebalancelab": o.Version},
-		Script: sc.Script(p, t, newRandSource(p.Seed, sc.Name))}
+		Script:   sc.Script(p, t, newRandSource(p.Seed, sc.Name))}
 	var toRun []*EraRun
 	for _, era := range eras {
 		e := &EraRun{Era: era, Applies: true}
