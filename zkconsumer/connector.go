@@ -27,9 +27,10 @@
 //
 // Sessions: as ZkClient's retryUntilConnected, every ZooKeeper request that fails
 // for want of a connection, or because the session expired, is sent again once a session is
-// connected (the new one after an expiry), until shutdown; and a new-session event for the session
-// the registration already belongs to does nothing, however many sessions came and went while the
-// rebalance goroutine was busy.
+// connected (the new one after an expiry), until shutdown; a new-session event for the session the
+// registration already belongs to does nothing, however many sessions came and went while the
+// rebalance goroutine was busy; and a rebalance attempt during which the session changed fails,
+// deleting the claims it made in the new session (releaseStaleClaims).
 //
 // Deliberate differences: offsets live in ZooKeeper only (offsets.storage=kafka is refused);
 // streams are Go channels (no consumer.timeout.ms); Fetch uses v4+ record batches, versions
@@ -677,6 +678,7 @@ func (c *Connector) syncedRebalance() error {
 // rebalance is one attempt (ZKRebalancerListener.rebalance). false with a nil error means the
 // connector is shutting down.
 func (c *Connector) rebalance() (done bool, err error) {
+	session := c.zk.conn.SessionID()
 	// syncedRebalance's getCluster: 0.8.2 reads the broker list here and hands it, unused, to the
 	// fetcher; the reads are part of every attempt's cost.
 	if _, err := c.allBrokers(); err != nil {
@@ -747,6 +749,9 @@ func (c *Connector) rebalance() (done bool, err error) {
 	}
 	if err := c.reflectPartitionOwnershipDecision(mine); err != nil {
 		return false, err
+	}
+	if now := c.zk.conn.SessionID(); now != session {
+		return false, c.releaseStaleClaims(tps, session, now)
 	}
 	c.mu.Lock()
 	c.topicRegistry = registry
@@ -1004,6 +1009,35 @@ func (c *Connector) reflectPartitionOwnershipDecision(mine assignment) error {
 		}
 	}
 	return fmt.Errorf("partition ownership conflict: %w", errors.Join(errs...))
+}
+
+// releaseStaleClaims ends an attempt during which the session changed (from, to; 0: none yet). Its
+// requests wait for a session and are sent again in the new one (retryUntilConnected), so some of
+// its claims may have been made there, from the old session's view and before the new session's
+// event is handled — whose resetState would forget them for good. A rebalance attempt is one
+// session's: the owner znodes of the decision that the current session owns are deleted (one of the
+// old session is gone with it, and one of another session may be another member's claim since),
+// and the attempt fails; the new session's handling re-registers and rebalances. (0.8.2, over
+// ZkClient, kept such claims.)
+func (c *Connector) releaseStaleClaims(tps []TopicPartition, from, to int64) error {
+	errs := []error{fmt.Errorf("ZooKeeper session changed from %#x to %#x during the attempt: its claims are released", from, to)}
+	for _, tp := range tps {
+		path := c.ownerPath(tp)
+		_, st, err := c.zk.getStat(path)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			continue
+		case err != nil:
+			errs = append(errs, fmt.Errorf("reading %s: %w", path, err))
+			continue
+		case st.EphemeralOwner != c.zk.conn.SessionID():
+			continue
+		}
+		if err := c.zk.delete(path); err != nil {
+			errs = append(errs, fmt.Errorf("deleting %s: %w", path, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // updateFetcher is updateFetcher: the fetchers start on the owned partitions.

@@ -3,6 +3,7 @@ package zkconsumer
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -596,4 +597,72 @@ func TestFIDZKSession_RegistrationOwnedByAnotherSession(t *testing.T) {
 		t.Fatalf("%d back-offs, want 1", n)
 	}
 	settle(t, 20*time.Second, a, "g", "t", map[int32]string{0: "g_c1-0", 1: "g_c1-0"}, m)
+}
+
+// A session expiry as a rebalance attempt starts claiming (right after its first request for the
+// owner znode of partition 0): the claims wait for a session and, sent again, are made in the new
+// session — before that session's event is handled. A rebalance attempt is one session's: the
+// session having changed, the attempt fails and deletes what it claimed, so that no owner znode of
+// the new session outlives the old session's decision (resetState forgets the partitions: a znode
+// left there would name c1 for good, whatever the next assignment says). When the new session is
+// handled no owner znode exists; c1 re-registers, rebalances, and owns the partitions in the new
+// session.
+func TestFIDZKSession_ExpiryDuringClaims(t *testing.T) {
+	z := startZK(t)
+	a := newAdmin(t, z.Connect())
+	a.fakeBroker(0)
+	a.createTopic("t", 2)
+	dialer := newSessionDialer(nil)
+	var (
+		handledMu     sync.Mutex
+		ownersHandled map[int32]string
+		handled       bool
+	)
+	m := newMemberWith(t, z.Connect(), "g", "c1", conflictProps(map[string]string{"rebalance.max.retries": "1"}), func(c *Config) {
+		c.ZKDialer = dialer.Dial
+		c.Recorder.Sink = hookSink{c.Recorder.Sink.(*timeline.Collector), func(r timeline.Record) {
+			if r.Kind == timeline.Error && isSessionExpired(r) {
+				handledMu.Lock()
+				defer handledMu.Unlock()
+				if !handled {
+					handled, ownersHandled = true, a.owners("g", "t")
+				}
+			}
+		}}
+	})
+	s0 := m.SessionID()
+	var expired atomic.Bool
+	m.zk.testHookAfterOp = func(op, path string) {
+		if op == "write" && path == "/consumers/g/owners/t/0" && expired.CompareAndSwap(false, true) {
+			expireSession(t, z.Servers()[0], s0, dialer.password(t, s0))
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := m.CreateMessageStreams(ctx, map[string]int{"t": 1})
+	settle(t, 30*time.Second, a, "g", "t", map[int32]string{0: "g_c1-0", 1: "g_c1-0"}, m)
+	s1 := m.SessionID()
+	if s1 == s0 || s1 == 0 {
+		t.Fatalf("c1's session %#x, want a new one (was %#x)", s1, s0)
+	}
+	handledMu.Lock()
+	got := ownersHandled
+	handledMu.Unlock()
+	if len(got) != 0 {
+		t.Fatalf("owner znodes when c1 handled the new session: %v, want none", got)
+	}
+	if !errors.Is(err, ErrRebalanceFailed) || !strings.Contains(err.Error(), "session changed") {
+		t.Fatalf("CreateMessageStreams = %v, want ErrRebalanceFailed: the session changed during the attempt", err)
+	}
+	for _, p := range []string{"0", "1"} {
+		if owner, _ := a.ephemeralOwner("/consumers/g/owners/t/" + p); owner != s1 {
+			t.Fatalf("owner znode of partition %s belongs to session %#x, want %#x", p, owner, s1)
+		}
+	}
+	if owner, ok := a.ephemeralOwner("/consumers/g/ids/g_c1"); !ok || owner != s1 {
+		t.Fatalf("/consumers/g/ids/g_c1 owner %#x (present %v), want %#x", owner, ok, s1)
+	}
+	if n := m.count(0, timeline.Error, isSessionExpired); n != 1 {
+		t.Fatalf("c1 re-registered %d times, want 1", n)
+	}
 }
