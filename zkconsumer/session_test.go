@@ -169,16 +169,12 @@ func (d *sessionDialer) Dial(network, addr string, timeout time.Duration) (net.C
 	return &sniffConn{Conn: conn, d: d}, nil
 }
 
-// password is the password of session id (fails the test when no ConnectResponse carried it).
-func (d *sessionDialer) password(t *testing.T, id int64) []byte {
-	t.Helper()
+// password is the password of session id; false when no ConnectResponse carried it.
+func (d *sessionDialer) password(id int64) ([]byte, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	pw, ok := d.passwords[id]
-	if !ok {
-		t.Fatalf("no ConnectResponse seen for session %#x", id)
-	}
-	return pw
+	return pw, ok
 }
 
 // failedSince counts the dials that failed after at.
@@ -228,28 +224,30 @@ func (c *sniffConn) Read(p []byte) (int, error) {
 // expireSession expires session id the standard way (Kafka's and Curator's test utilities): a
 // second connection attaches to the session with its id and password (ConnectRequest), then closes
 // it (closeSession, opcode -11). The server deletes the session's ephemeral nodes and drops its
-// connection; its client, reconnecting, is told the session expired and opens a new one.
-func expireSession(t *testing.T, server string, id int64, passwd []byte) {
-	t.Helper()
+// connection; its client, reconnecting, is told the session expired and opens a new one. The
+// password comes from d (the session's client dialled through it).
+func expireSession(server string, d *sessionDialer, id int64) error {
+	passwd, ok := d.password(id)
+	if !ok {
+		return fmt.Errorf("expiring session %#x: no ConnectResponse seen for it", id)
+	}
 	conn, err := net.DialTimeout("tcp", server, 10*time.Second)
 	if err != nil {
-		t.Fatalf("expiring session %#x: %v", id, err)
+		return fmt.Errorf("expiring session %#x: %w", id, err)
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
 	frame := func(body []byte) []byte {
 		return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
 	}
-	readFrame := func() []byte {
+	readFrame := func() ([]byte, error) {
 		var n [4]byte
 		if _, err := io.ReadFull(conn, n[:]); err != nil {
-			t.Fatalf("expiring session %#x: %v", id, err)
+			return nil, err
 		}
 		body := make([]byte, binary.BigEndian.Uint32(n[:]))
-		if _, err := io.ReadFull(conn, body); err != nil {
-			t.Fatalf("expiring session %#x: %v", id, err)
-		}
-		return body
+		_, err := io.ReadFull(conn, body)
+		return body, err
 	}
 	// ConnectRequest: protocolVersion 0, lastZxidSeen 0, timeOut, sessionId, passwd, readOnly false.
 	req := binary.BigEndian.AppendUint32(nil, 0)
@@ -260,27 +258,38 @@ func expireSession(t *testing.T, server string, id int64, passwd []byte) {
 	req = append(req, passwd...)
 	req = append(req, 0)
 	if _, err := conn.Write(frame(req)); err != nil {
-		t.Fatalf("expiring session %#x: %v", id, err)
+		return fmt.Errorf("expiring session %#x: %w", id, err)
 	}
-	if resp := readFrame(); len(resp) < 16 || int64(binary.BigEndian.Uint64(resp[8:16])) != id {
-		t.Fatalf("expiring session %#x: the server did not attach us to it (ConnectResponse %x)", id, resp)
+	resp, err := readFrame()
+	if err != nil {
+		return fmt.Errorf("expiring session %#x: %w", id, err)
+	}
+	if len(resp) < 16 || int64(binary.BigEndian.Uint64(resp[8:16])) != id {
+		return fmt.Errorf("expiring session %#x: the server did not attach us to it (ConnectResponse %x)", id, resp)
 	}
 	// closeSession: RequestHeader {xid 1, type -11}; the reply header's err must be 0.
 	closeReq := binary.BigEndian.AppendUint32(nil, 1)
 	closeReq = binary.BigEndian.AppendUint32(closeReq, uint32(0xFFFFFFF5)) // -11
 	if _, err := conn.Write(frame(closeReq)); err != nil {
-		t.Fatalf("expiring session %#x: %v", id, err)
+		return fmt.Errorf("expiring session %#x: %w", id, err)
 	}
-	if reply := readFrame(); len(reply) < 16 || binary.BigEndian.Uint32(reply[12:16]) != 0 {
-		t.Fatalf("expiring session %#x: closeSession answered %x", id, reply)
+	reply, err := readFrame()
+	if err != nil {
+		return fmt.Errorf("expiring session %#x: %w", id, err)
 	}
+	if len(reply) < 16 || binary.BigEndian.Uint32(reply[12:16]) != 0 {
+		return fmt.Errorf("expiring session %#x: closeSession answered %x", id, reply)
+	}
+	return nil
 }
 
 // expire expires m's current session and waits until m has a new one; it returns the new id.
 func expire(t *testing.T, z *lab.ZooKeeper, d *sessionDialer, m *member) int64 {
 	t.Helper()
 	old := m.SessionID()
-	expireSession(t, z.Servers()[0], old, d.password(t, old))
+	if err := expireSession(z.Servers()[0], d, old); err != nil {
+		t.Fatal(err)
+	}
 	var now int64
 	waitFor(t, 20*time.Second, fmt.Sprintf("a new session after %#x", old), func() bool {
 		now = m.SessionID()
@@ -444,7 +453,9 @@ func TestFIDZKSession_ExpiriesDuringSlowRebalance(t *testing.T) {
 		t.Fatal("c1's rebalance after the first expiry never reached the listener")
 	}
 	s2 := expire(t, z, dialer, c1)
-	expireSession(t, z.Servers()[0], s2, dialer.password(t, s2))
+	if err := expireSession(z.Servers()[0], dialer, s2); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, 20*time.Second, "c1's client to learn that session 2 expired", func() bool { return c1.SessionID() == 0 })
 	slow.releaseAll()
 
@@ -615,7 +626,8 @@ func TestFIDZKSession_ExpiryDuringClaims(t *testing.T) {
 	dialer := newSessionDialer(nil)
 	var (
 		handledMu     sync.Mutex
-		ownersHandled map[int32]string
+		ownersHandled []string // the owner znodes of t when c1 began handling the new session
+		handledErr    error
 		handled       bool
 	)
 	m := newMemberWith(t, z.Connect(), "g", "c1", conflictProps(map[string]string{"rebalance.max.retries": "1"}), func(c *Config) {
@@ -625,31 +637,44 @@ func TestFIDZKSession_ExpiryDuringClaims(t *testing.T) {
 				handledMu.Lock()
 				defer handledMu.Unlock()
 				if !handled {
-					handled, ownersHandled = true, a.owners("g", "t")
+					handled = true
+					ownersHandled, _, handledErr = a.conn.Children("/consumers/g/owners/t")
 				}
 			}
 		}}
 	})
 	s0 := m.SessionID()
 	var expired atomic.Bool
+	expireErr := make(chan error, 1)
 	m.zk.testHookAfterOp = func(op, path string) {
 		if op == "write" && path == "/consumers/g/owners/t/0" && expired.CompareAndSwap(false, true) {
-			expireSession(t, z.Servers()[0], s0, dialer.password(t, s0))
+			expireErr <- expireSession(z.Servers()[0], dialer, s0)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := m.CreateMessageStreams(ctx, map[string]int{"t": 1})
+	select {
+	case err := <-expireErr:
+		if err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Fatal("the session was not expired during the claims")
+	}
 	settle(t, 30*time.Second, a, "g", "t", map[int32]string{0: "g_c1-0", 1: "g_c1-0"}, m)
 	s1 := m.SessionID()
 	if s1 == s0 || s1 == 0 {
 		t.Fatalf("c1's session %#x, want a new one (was %#x)", s1, s0)
 	}
 	handledMu.Lock()
-	got := ownersHandled
+	got, gotErr, ok := ownersHandled, handledErr, handled
 	handledMu.Unlock()
+	if !ok || gotErr != nil {
+		t.Fatalf("c1 handled the new session: %v (reading the owner znodes then: %v)", ok, gotErr)
+	}
 	if len(got) != 0 {
-		t.Fatalf("owner znodes when c1 handled the new session: %v, want none", got)
+		t.Fatalf("owner znodes of t when c1 began handling the new session: %v, want none", got)
 	}
 	if !errors.Is(err, ErrRebalanceFailed) || !strings.Contains(err.Error(), "session changed") {
 		t.Fatalf("CreateMessageStreams = %v, want ErrRebalanceFailed: the session changed during the attempt", err)
