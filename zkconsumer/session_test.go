@@ -418,14 +418,15 @@ func waitFetchingOwners(t *testing.T, a *admin, group, topic string, ms ...*memb
 // Three session expiries while a slow rebalance listener holds the rebalance goroutine. The first
 // makes the connector re-register (session 1) and rebalance; the listener holds that rebalance
 // after its last ZooKeeper request. Session 1 is expired, session 2 comes (its event waits), and
-// session 2 is expired too; the goroutine is let go in the second after the client learned that,
-// before session 3 exists. It handles session 2's event then: its registration waits for a
-// connection and is made in session 3, whose own event comes meanwhile — an event for a session
-// already handled, which must do nothing (0.8.2 registered again there, met its own node, and
-// backed off forever: KAFKA-1387). Afterwards: one ids node for the consumer, owned by its current
-// session, no back-off, two re-registrations (sessions 1 and 3), the group stable with each
-// connector fetching exactly its owner znodes, and the connector still answering the group (c2
-// leaves: c1 takes everything).
+// session 2 is expired too; the goroutine is let go once the client has learned that, before
+// session 3 exists (go-zookeeper waits a second before dialling a lone server again: that is the
+// window, and why each expiry takes about 2 s to a new session). It handles session 2's event then,
+// in session 3 — whose own event comes meanwhile: an event for a session already handled, which
+// must do nothing (0.8.2 registered again there, met its own node, and backed off forever:
+// KAFKA-1387). Afterwards: one ids node for the consumer, owned by its current session, no
+// back-off, two re-registrations (sessions 1 and 3), the group stable with each connector fetching
+// exactly its owner znodes, and the connector still answering the group (c2 leaves: c1 takes
+// everything).
 func TestFIDZKSession_ExpiriesDuringSlowRebalance(t *testing.T) {
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1)
