@@ -476,6 +476,7 @@ func (c *Connector) onZKEvent(ev zk.Event) {
 		c.zk.notify(ev)
 		return
 	}
+	c.zk.sessionStateChanged()
 	switch ev.State {
 	case zk.StateExpired:
 		c.expired.Store(true)
@@ -561,7 +562,7 @@ func (c *Connector) handleNewSession() {
 	if c.session == 0 {
 		return
 	}
-	sid, ok := c.zk.session()
+	sid, ok := c.zk.waitSession()
 	if !ok {
 		return // shutting down
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -369,17 +371,21 @@ func TestCrashWhileBlockedOnZooKeeper(t *testing.T) {
 		if err := links.Cut(lab.LinkFetch); err != nil {
 			t.Fatal(err)
 		}
-		// The fetcher fails, the partitions go back to the leader finder, which reads /brokers/ids
-		// again every refresh.leader.backoff.ms (200) and cannot reach the broker.
+		// The fetcher fails, the partitions go back to the leader finder, which reads /brokers/ids and
+		// /brokers/ids/1 again every refresh.leader.backoff.ms (200) and cannot reach the broker.
 		brokerReads := func(from int) int {
-			return m.count(from, timeline.ZKOp, func(r timeline.Record) bool { return r.Path == brokerIdsPath })
+			return m.count(from, timeline.ZKOp, func(r timeline.Record) bool { return strings.HasPrefix(r.Path, brokerIdsPath) })
 		}
-		waitFor(t, 20*time.Second, "the leader finder looking again", func() bool { return brokerReads(mark) >= 2 })
+		waitFor(t, 20*time.Second, "the leader finder looking again, twice", func() bool { return brokerReads(mark) >= 4 })
+		cut := len(m.rec.Records()) // before the cut: the read that fails as the link goes counts
 		if err := links.Cut(lab.LinkZooKeeper); err != nil {
 			t.Fatal(err)
 		}
-		cut := len(m.rec.Records())
-		waitFor(t, 20*time.Second, "a leader-finder read failed behind the cut link", func() bool { return brokerReads(cut) >= 1 })
+		// A read since the cut, and the client knows it has no connection: the leader finder waits on
+		// ZooKeeper behind the cut link (or will at its next read, 200 ms on).
+		waitFor(t, 20*time.Second, "a leader-finder read as the link is cut", func() bool {
+			return brokerReads(cut) >= 1 && m.zk.conn.State() != zk.StateHasSession
+		})
 		crashReturns(t, m, 10*time.Second)
 	})
 	t.Run("auto-commit", func(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -46,14 +45,15 @@ type zkConn struct {
 	onChildChange func(path string)               // child listener (must only set a flag)
 	onDataChange  func(path string, deleted bool) // data listener (must only set a flag)
 
-	mu          sync.Mutex
-	childSubs   map[string]bool
-	dataSubs    map[string]bool
-	armed       map[watchKey]bool
-	queue       []zk.Event
-	kick        chan struct{}
-	closed      chan struct{}
-	eventThread sync.WaitGroup
+	mu           sync.Mutex
+	stateChanged chan struct{} // closed (and replaced) at each session state event
+	childSubs    map[string]bool
+	dataSubs     map[string]bool
+	armed        map[watchKey]bool
+	queue        []zk.Event
+	kick         chan struct{}
+	closed       chan struct{}
+	eventThread  sync.WaitGroup
 
 	// testHookAfterOp runs after each operation (tests make a node vanish between two reads).
 	testHookAfterOp func(op, path string)
@@ -76,7 +76,7 @@ func newZKConn(root string, rec *timeline.Recorder, stop <-chan struct{}, onChil
 	z := &zkConn{
 		root: root, rec: rec, stop: stop, onChildChange: onChild, onDataChange: onData,
 		childSubs: map[string]bool{}, dataSubs: map[string]bool{}, armed: map[watchKey]bool{},
-		kick: make(chan struct{}, 1), closed: make(chan struct{}),
+		kick: make(chan struct{}, 1), closed: make(chan struct{}), stateChanged: make(chan struct{}),
 	}
 	z.eventThread.Add(1)
 	go z.runEventThread()
@@ -191,10 +191,6 @@ func (z *zkConn) process(ev zk.Event) {
 	}
 }
 
-// retryPause is the wait between a request that failed for want of a connection and the next
-// look at the connection state.
-const retryPause = 100 * time.Millisecond
-
 // connectionLost reports whether err is a ZooKeeper request's failure for want of a connection or
 // session (ZooKeeper's CONNECTIONLOSS and SESSIONEXPIRED; a connection loss leaves it unknown
 // whether the server applied the request), as opposed to the server's answer.
@@ -231,30 +227,35 @@ func (z *zkConn) retryUntilConnected(op, path string, call func() error) (last b
 	}
 }
 
-// waitSession is ZkClient.waitUntilConnected: it returns once a session is connected (its id), or
-// ok=false when the connector shuts down first. It always waits retryPause first: it follows a
-// failed request.
+// waitSession is ZkClient.waitUntilConnected: it returns once a session is connected (its id) —
+// woken by the session state events (sessionStateChanged), as ZkClient by its state condition — or
+// ok=false when the connector shuts down first.
 func (z *zkConn) waitSession() (id int64, ok bool) {
 	for {
+		z.mu.Lock()
+		changed := z.stateChanged
+		z.mu.Unlock()
+		if id := z.conn.SessionID(); id != 0 && z.conn.State() == zk.StateHasSession {
+			return id, true
+		}
 		select {
-		case <-time.After(retryPause):
+		case <-changed:
 		case <-z.stop:
 			return 0, false
 		case <-z.closed:
 			return 0, false
 		}
-		if id := z.conn.SessionID(); id != 0 && z.conn.State() == zk.StateHasSession {
-			return id, true
-		}
 	}
 }
 
-// session is the id of the connected session, waiting for one (waitSession) when there is none.
-func (z *zkConn) session() (id int64, ok bool) {
-	if id := z.conn.SessionID(); id != 0 && z.conn.State() == zk.StateHasSession {
-		return id, true
-	}
-	return z.waitSession()
+// sessionStateChanged is called by go-zookeeper's event callback for each session event, once the
+// connection's state (and, with a session, its id) is set: it wakes the requests waiting for a
+// session. Never blocks.
+func (z *zkConn) sessionStateChanged() {
+	z.mu.Lock()
+	close(z.stateChanged)
+	z.stateChanged = make(chan struct{})
+	z.mu.Unlock()
 }
 
 // fireAll is ZkClient.fireAllEvents after a new session: every subscription re-reads its path
@@ -471,7 +472,7 @@ func (z *zkConn) claimOwner(path, thread string) (claimOutcome, error) {
 // after it; if the session changed while the request waited for a connection, the node's Stat says.
 func (z *zkConn) createEphemeralChecked(path string, data []byte) (owner int64, err error) {
 	for {
-		before, ok := z.session()
+		before, ok := z.waitSession()
 		if !ok {
 			return 0, ErrShutdown
 		}
@@ -573,11 +574,11 @@ func (z *zkConn) delete(path string) error {
 	return err
 }
 
-// close ends the session (its ephemeral nodes go with it) and the event thread.
+// close ends the event thread, then the session (its ephemeral nodes go with it). The event thread
+// goes first — its request in flight, if any, ends (a lost connection's wait ends with closed) —
+// so that no request is queued while the connection closes: go-zookeeper can then answer a
+// request twice, and its connection goroutine blocks for good on the second answer.
 func (z *zkConn) close() {
-	if z.conn != nil {
-		z.conn.Close()
-	}
 	z.mu.Lock()
 	select {
 	case <-z.closed:
@@ -586,4 +587,7 @@ func (z *zkConn) close() {
 	}
 	z.mu.Unlock()
 	z.eventThread.Wait()
+	if z.conn != nil {
+		z.conn.Close()
+	}
 }
