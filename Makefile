@@ -29,6 +29,12 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME) ./broker
 	$(GO) test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(FUZZTIME) ./broker/storage
 
+# Long runs, outside `make test`: FID-ORDER's stress test with 300 membership changes per rebalance
+# protocol (`make test` makes 30) under random coordinator-link latency.
+.PHONY: soak
+soak: deps
+	$(GO) test -race -count=1 -timeout 90m -run '^TestFIDOrderStress$$' -v ./newconsumer/ -args -fidorder.changes=300
+
 demo: deps build
 	@scripts/demo.sh $(BIN)
 

@@ -4,16 +4,14 @@ package benchmark
 
 import (
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
-	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/sweep"
 )
 
 // WriteJSON writes r as DESIGN.md's bench JSON: {"params": {...}, "cells": [{"era", "n", "case",
@@ -191,7 +189,6 @@ var plotTitles = map[string]string{
 	FigCPUMs:                        "cpu_ms",
 }
 
-var eraColours = map[string]string{"zk": "#d62728", "classic": "#1f77b4", "cooperative": "#2ca02c", "static": "#9467bd", "kip848": "#ff7f0e"}
 
 // plotValue is the value a completed cell plots for fig; ok=false for cells that stopped and figures
 // the cell lacks.
@@ -210,124 +207,49 @@ func (c *StormCell) plotValue(fig string) (int64, bool) {
 	return c.Figure(fig)
 }
 
-// WriteSVG draws the cells on log-log axes: a grid of panels, one row per PlotFigures entry and one
-// column per case; in each panel one polyline per era (x: N, y: the figure), over the cells that
-// completed. Zero values sit on a "0" line below the axis; negative values (never stable) and stopped
-// cells are left out. Each polyline carries data-era, data-figure and data-case attributes.
+// WriteSVG draws the cells on log-log axes (sweep.Chart): a grid of panels, one row per PlotFigures
+// entry and one column per case; in each panel one polyline per era (x: N, y: the figure), over the
+// cells that completed. Zero values sit on a "0" line below the axis; negative values (never stable)
+// and stopped cells are left out. Each polyline carries data-era, data-figure and data-case attributes.
 func (r *StormResult) WriteSVG(w io.Writer) error {
-	const (
-		panelW, panelH = 300, 190
-		left, top      = 70, 80
-		gapX, gapY     = 40, 55
-		plotW, plotH   = panelW - 20, panelH - 40 // inside a panel: axes area
-	)
 	var eras []string
 	seenEra := map[string]bool{}
-	var ns []int
-	seenN := map[int]bool{}
 	for _, c := range r.Cells {
 		if !seenEra[c.Era] {
 			seenEra[c.Era] = true
 			eras = append(eras, c.Era)
 		}
-		if !seenN[c.N] {
-			seenN[c.N] = true
-			ns = append(ns, c.N)
-		}
 	}
-	sort.Ints(ns)
-	width := left + len(StormCases)*(panelW+gapX)
-	height := top + len(PlotFigures)*(panelH+gapY)
-	var b strings.Builder
-	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>`+"\n")
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n", width, height, width, height)
-	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", width, height)
-	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="14">rebalancelab bench storm: figures per N (log-log), completed cells only</text>`+"\n", left)
+	ch := sweep.Chart{Title: "rebalancelab bench storm: figures per N (log-log), completed cells only",
+		Columns: len(StormCases)}
 	for i, era := range eras {
-		x := left + i*120
-		fmt.Fprintf(&b, `<line x1="%d" y1="40" x2="%d" y2="40" stroke="%s" stroke-width="2"/><text x="%d" y="44">%s</text>`+"\n",
-			x, x+20, colourOf(era, i), x+25, esc(era))
+		ch.Legend = append(ch.Legend, sweep.Series{Label: era, Colour: colourOf(era, i)})
 	}
-
-	lnMin, lnMax := 1.0, 10.0
-	if len(ns) > 0 {
-		lnMin, lnMax = math.Floor(math.Log10(float64(ns[0]))), math.Ceil(math.Log10(float64(ns[len(ns)-1])))
-		if lnMax <= lnMin {
-			lnMax = lnMin + 1
-		}
-	}
-	for row, fig := range PlotFigures {
-		// One y range per figure (shared by the cases of a row): decades around the positive values.
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for _, c := range r.Cells {
-			if v, ok := c.plotValue(fig); ok && v > 0 {
-				lo, hi = math.Min(lo, float64(v)), math.Max(hi, float64(v))
-			}
-		}
-		lvMin, lvMax := 0.0, 1.0
-		if !math.IsInf(lo, 1) {
-			lvMin, lvMax = math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
-			if lvMax <= lvMin {
-				lvMax = lvMin + 1
-			}
-		}
-		for col, cs := range StormCases {
-			ox := left + col*(panelW+gapX)
-			oy := top + row*(panelH+gapY)
-			x0, y0 := float64(ox), float64(oy+plotH) // axes origin (bottom left)
-			px := func(n int) float64 {
-				return x0 + (math.Log10(float64(n))-lnMin)/(lnMax-lnMin)*plotW
-			}
-			py := func(v int64) float64 {
-				if v <= 0 {
-					return y0 + 14 // the "0" line below the axis
-				}
-				return y0 - (math.Log10(float64(v))-lvMin)/(lvMax-lvMin)*plotH
-			}
-			fmt.Fprintf(&b, `<g class="panel" data-figure="%s" data-case="%s">`+"\n", esc(fig), esc(cs))
-			fmt.Fprintf(&b, `<text x="%.0f" y="%d" font-size="12">%s — %s</text>`+"\n", x0, oy-8, esc(plotTitles[fig]), esc(cs))
-			fmt.Fprintf(&b, `<rect x="%.0f" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", x0, oy, plotW, plotH)
-			for d := lnMin; d <= lnMax; d++ {
-				x := x0 + (d-lnMin)/(lnMax-lnMin)*plotW
-				fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%.0f" stroke="#eee"/><text x="%.1f" y="%.0f" text-anchor="middle">%s</text>`+"\n",
-					x, oy, x, y0, x, y0+32, decade(d))
-			}
-			for d := lvMin; d <= lvMax; d++ {
-				y := y0 - (d-lvMin)/(lvMax-lvMin)*plotH
-				fmt.Fprintf(&b, `<line x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#eee"/><text x="%.0f" y="%.1f" text-anchor="end">%s</text>`+"\n",
-					x0, y, x0+plotW, y, x0-4, y+4, decade(d))
-			}
-			fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="end" fill="#999">0</text>`+"\n", x0-4, y0+18)
-			fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">N</text>`+"\n", x0+plotW/2, y0+46)
+	for _, fig := range PlotFigures {
+		for _, cs := range StormCases {
+			p := sweep.Panel{Title: plotTitles[fig] + " — " + cs, Attrs: map[string]string{"figure": fig, "case": cs}}
 			for i, era := range eras {
-				var pts []string
-				var dots strings.Builder
-				for _, n := range ns {
-					c := r.cell(era, n, cs)
-					if c == nil {
+				s := sweep.Series{Label: era, Colour: colourOf(era, i),
+					Attrs: map[string]string{"era": era, "figure": fig, "case": cs}}
+				for _, c := range r.Cells {
+					if c.Era != era || c.Case != cs {
 						continue
 					}
-					v, ok := c.plotValue(fig)
-					if !ok || v < 0 {
-						continue
+					if v, ok := c.plotValue(fig); ok && v >= 0 {
+						s.Points = append(s.Points, sweep.Point{X: float64(c.N), Y: float64(v)})
 					}
-					x, y := px(n), py(v)
-					pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
-					fmt.Fprintf(&dots, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"><title>%s N=%d %s: %d</title></circle>`+"\n",
-						x, y, colourOf(era, i), esc(era), n, esc(fig), v)
 				}
-				fmt.Fprintf(&b, `<polyline class="series" data-era="%s" data-figure="%s" data-case="%s" points="%s" fill="none" stroke="%s" stroke-width="1.5"/>`+"\n",
-					esc(era), esc(fig), esc(cs), strings.Join(pts, " "), colourOf(era, i))
-				b.WriteString(dots.String())
+				p.Series = append(p.Series, s)
 			}
-			b.WriteString("</g>\n")
+			ch.Panels = append(ch.Panels, p)
 		}
 	}
-	b.WriteString("</svg>\n")
-	_, err := io.WriteString(w, b.String())
-	return err
+	return ch.WriteSVG(w)
 }
 
+func colourOf(era string, i int) string { return scenarios.EraColour(era, i) }
+
+// cell returns the cell of era, n and case cs, nil if there is none.
 func (r *StormResult) cell(era string, n int, cs string) *StormCell {
 	for _, c := range r.Cells {
 		if c.Era == era && c.N == n && c.Case == cs {
@@ -335,31 +257,4 @@ func (r *StormResult) cell(era string, n int, cs string) *StormCell {
 		}
 	}
 	return nil
-}
-
-func colourOf(era string, i int) string {
-	if c, ok := eraColours[era]; ok {
-		return c
-	}
-	return []string{"#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"}[i%4]
-}
-
-// decade labels 10^d: 1, 10, 100, 1k, 10k, 100k, 1M, ...
-func decade(d float64) string {
-	v := math.Pow(10, d)
-	switch {
-	case v >= 1e9:
-		return fmt.Sprintf("%gG", v/1e9)
-	case v >= 1e6:
-		return fmt.Sprintf("%gM", v/1e6)
-	case v >= 1e3:
-		return fmt.Sprintf("%gk", v/1e3)
-	}
-	return fmt.Sprintf("%g", v)
-}
-
-func esc(s string) string {
-	var b strings.Builder
-	_ = xml.EscapeText(&b, []byte(s))
-	return b.String()
 }

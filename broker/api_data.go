@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/recordbatch"
 )
 
 // errCode maps an error to its Kafka code: kerr errors (storage wraps them) keep theirs, anything else
@@ -337,6 +339,9 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, p kmsg.L
 	return 0
 }
 
+// errFound stops offsetForTimestamp's walk over a batch's records at the one it looks for.
+var errFound = errors.New("found")
+
 // offsetForTimestamp scans the log from its start (kafka.log.LogSegment.findOffsetByTimestamp without a
 // time index): the first record at or after ts, or (-1, -1).
 func offsetForTimestamp(part *partition, ts int64) (int64, int64, error) {
@@ -349,39 +354,33 @@ func offsetForTimestamp(part *partition, ts int64) (int64, int64, error) {
 		if len(data) == 0 {
 			break
 		}
-		for len(data) >= 61 {
-			size := 12 + int(int32(binary.BigEndian.Uint32(data[8:12])))
-			if size < 61 || size > len(data) {
+		for len(data) > 0 {
+			rb, err := recordbatch.Read(data)
+			if err != nil {
 				return -1, -1, kerr.CorruptMessage
 			}
-			var rb kmsg.RecordBatch
-			if err := rb.ReadFrom(data[:size]); err != nil {
-				return -1, -1, kerr.CorruptMessage
-			}
-			data = data[size:]
-			last := rb.FirstOffset + int64(rb.LastOffsetDelta)
+			data = data[rb.Size():]
+			last := rb.LastOffset()
 			if last < off || rb.MaxTimestamp < ts {
 				off = max(off, last+1)
 				continue
 			}
-			if rb.Attributes&0x07 != 0 { // compressed: batch granularity
-				return max(rb.FirstOffset, off), rb.MaxTimestamp, nil
+			if rb.Compression() != 0 { // compressed: batch granularity
+				return max(rb.BaseOffset, off), rb.MaxTimestamp, nil
 			}
-			recs := rb.Records
-			for i := int32(0); i < rb.NumRecords && len(recs) > 0; i++ {
-				l, k := binary.Varint(recs)
-				if k <= 0 || l < 0 || int(l) > len(recs)-k {
-					return -1, -1, kerr.CorruptMessage
-				}
-				var r kmsg.Record
-				if err := r.ReadFrom(recs[:k+int(l)]); err != nil {
-					return -1, -1, kerr.CorruptMessage
-				}
-				recs = recs[k+int(l):]
-				o, t := rb.FirstOffset+int64(r.OffsetDelta), rb.FirstTimestamp+r.TimestampDelta64
+			var o, t int64
+			err = recordbatch.ReadRecords(rb.Records, rb.NumRecords, func(r recordbatch.Record) error {
+				o, t = rb.BaseOffset+int64(r.OffsetDelta), rb.BaseTimestamp+r.TimestampDelta
 				if o >= off && t >= ts {
-					return o, t, nil
+					return errFound
 				}
+				return nil
+			})
+			if err == errFound {
+				return o, t, nil
+			}
+			if err != nil {
+				return -1, -1, kerr.CorruptMessage
 			}
 			off = max(off, last+1)
 		}

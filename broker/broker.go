@@ -467,6 +467,22 @@ func (b *Broker) Close() error {
 	return b.closeErr
 }
 
+// spawn runs f on a goroutine that Close waits for, unless Close has begun (then f does not run and
+// spawn returns false). f must return once b.ctx is cancelled.
+func (b *Broker) spawn(f func()) bool {
+	b.connsMu.Lock()
+	defer b.connsMu.Unlock()
+	if b.closed {
+		return false
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		f()
+	}()
+	return true
+}
+
 // retentionLoop runs EnforceRetention on every open log each log.retention.check.interval.ms
 // (LogManager's kafka-log-retention task).
 func (b *Broker) retentionLoop() {

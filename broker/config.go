@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/rebalancelab/rebalancelab/broker/storage"
+	"github.com/rebalancelab/rebalancelab/kconfig"
 )
 
 // Config is a broker's configuration. Every field is a Kafka server.properties key (in brackets) with
@@ -180,49 +182,34 @@ func DefaultConfig() Config {
 // property parses one server.properties value into the config.
 type property func(c *Config, v string) error
 
-func intProp(dst func(*Config) *int32, min int64) property {
+// numProp reads a numeric key as its Kafka 3.9 ConfigDef type within r (kconfig: the error names
+// the key, the type and the allowed range) and stores it times scale (log.retention.hours -> ms).
+func numProp(key string, t kconfig.Type, r kconfig.Range, scale int64, store func(*Config, int64)) property {
 	return func(c *Config, v string) error {
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+		n, err := kconfig.Parse(key, v, t, r)
 		if err != nil {
-			return fmt.Errorf("not an int: %q", v)
+			return err
 		}
-		if n < min {
-			return fmt.Errorf("%d is below the minimum %d", n, min)
-		}
-		*dst(c) = int32(n)
+		store(c, n*scale) // scale > 1 only for INT keys: an int32 times 3600000 fits an int64
 		return nil
 	}
 }
 
-func shortProp(dst func(*Config) *int16, min int64) property {
-	return func(c *Config, v string) error {
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 16)
-		if err != nil {
-			return fmt.Errorf("not a short: %q", v)
-		}
-		if n < min {
-			return fmt.Errorf("%d is below the minimum %d", n, min)
-		}
-		*dst(c) = int16(n)
-		return nil
-	}
+func intProp(key string, r kconfig.Range, dst func(*Config) *int32) property {
+	return numProp(key, kconfig.Int, r, 1, func(c *Config, n int64) { *dst(c) = int32(n) })
 }
 
-func longProp(dst func(*Config) *int64, min int64, scale int64) property {
-	return func(c *Config, v string) error {
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		if err != nil {
-			return fmt.Errorf("not a long: %q", v)
-		}
-		if n < min {
-			return fmt.Errorf("%d is below the minimum %d", n, min)
-		}
-		if n > 0 && n > math.MaxInt64/scale {
-			return fmt.Errorf("%d overflows", n)
-		}
-		*dst(c) = n * scale
-		return nil
-	}
+// intAsLong is an INT key held in an int64 field, scaled.
+func intAsLong(key string, r kconfig.Range, scale int64, dst func(*Config) *int64) property {
+	return numProp(key, kconfig.Int, r, scale, func(c *Config, n int64) { *dst(c) = n })
+}
+
+func longProp(key string, r kconfig.Range, dst func(*Config) *int64) property {
+	return numProp(key, kconfig.Long, r, 1, func(c *Config, n int64) { *dst(c) = n })
+}
+
+func shortProp(key string, t kconfig.Type, r kconfig.Range, dst func(*Config) *int16) property {
+	return numProp(key, t, r, 1, func(c *Config, n int64) { *dst(c) = int16(n) })
 }
 
 func boolProp(dst func(*Config) *bool) property {
@@ -246,45 +233,50 @@ func stringProp(dst func(*Config) *string) property {
 // properties maps every supported server.properties key to its parser. Keys that override another
 // (log.retention.ms over .minutes over .hours; log.roll.ms over log.roll.hours; log.dirs over log.dir) are
 // applied in precedence order by ConfigFromProperties.
+//
+// Numeric keys carry Kafka 3.9's ConfigDef type and validator; where Kafka has none, the lower bound
+// this broker needs (a positive timeout, retention -1 = forever, broker.id -1 = generate, refused by
+// Validate). default.replication.factor is an INT in Kafka, held here as a SHORT (CreateTopics'
+// replication factor is one on the wire), hence its range ends at 32767.
 var properties = map[string]property{
-	"broker.id":                           intProp(func(c *Config) *int32 { return &c.BrokerID }, -1),
+	"broker.id":                           intProp("broker.id", kconfig.AtLeast(-1), func(c *Config) *int32 { return &c.BrokerID }),
 	"listeners":                           stringProp(func(c *Config) *string { return &c.Listeners }),
 	"advertised.listeners":                stringProp(func(c *Config) *string { return &c.AdvertisedListeners }),
 	"zookeeper.connect":                   stringProp(func(c *Config) *string { return &c.ZooKeeperConnect }),
-	"zookeeper.session.timeout.ms":        longProp(func(c *Config) *int64 { return &c.ZooKeeperSessionTimeoutMs }, 1, 1),
-	"zookeeper.connection.timeout.ms":     longProp(func(c *Config) *int64 { return &c.ZooKeeperConnectionTimeoutMs }, 1, 1),
+	"zookeeper.session.timeout.ms":        intAsLong("zookeeper.session.timeout.ms", kconfig.AtLeast(1), 1, func(c *Config) *int64 { return &c.ZooKeeperSessionTimeoutMs }),
+	"zookeeper.connection.timeout.ms":     intAsLong("zookeeper.connection.timeout.ms", kconfig.AtLeast(1), 1, func(c *Config) *int64 { return &c.ZooKeeperConnectionTimeoutMs }),
 	"log.dir":                             stringProp(func(c *Config) *string { return &c.LogDirs }),
 	"log.dirs":                            stringProp(func(c *Config) *string { return &c.LogDirs }),
-	"num.partitions":                      intProp(func(c *Config) *int32 { return &c.NumPartitions }, 1),
-	"default.replication.factor":          shortProp(func(c *Config) *int16 { return &c.DefaultReplicationFactor }, 1),
+	"num.partitions":                      intProp("num.partitions", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.NumPartitions }),
+	"default.replication.factor":          shortProp("default.replication.factor", kconfig.Int, kconfig.Between(1, math.MaxInt16), func(c *Config) *int16 { return &c.DefaultReplicationFactor }),
 	"auto.create.topics.enable":           boolProp(func(c *Config) *bool { return &c.AutoCreateTopicsEnable }),
 	"delete.topic.enable":                 boolProp(func(c *Config) *bool { return &c.DeleteTopicEnable }),
-	"socket.request.max.bytes":            intProp(func(c *Config) *int32 { return &c.SocketRequestMaxBytes }, 1),
-	"connections.max.idle.ms":             longProp(func(c *Config) *int64 { return &c.ConnectionsMaxIdleMs }, 1, 1),
-	"message.max.bytes":                   intProp(func(c *Config) *int32 { return &c.MessageMaxBytes }, 0),
-	"fetch.max.bytes":                     intProp(func(c *Config) *int32 { return &c.FetchMaxBytes }, 1024),
-	"log.segment.bytes":                   longProp(func(c *Config) *int64 { return &c.LogSegmentBytes }, 14, 1),
-	"log.roll.hours":                      longProp(func(c *Config) *int64 { return &c.LogRollMs }, 1, 3600000),
-	"log.roll.ms":                         longProp(func(c *Config) *int64 { return &c.LogRollMs }, 1, 1),
-	"log.retention.bytes":                 longProp(func(c *Config) *int64 { return &c.LogRetentionBytes }, -1, 1),
-	"log.retention.hours":                 longProp(func(c *Config) *int64 { return &c.LogRetentionMs }, -1, 3600000),
-	"log.retention.minutes":               longProp(func(c *Config) *int64 { return &c.LogRetentionMs }, -1, 60000),
-	"log.retention.ms":                    longProp(func(c *Config) *int64 { return &c.LogRetentionMs }, -1, 1),
-	"log.retention.check.interval.ms":     longProp(func(c *Config) *int64 { return &c.LogRetentionCheckIntervalMs }, 1, 1),
-	"log.flush.interval.messages":         longProp(func(c *Config) *int64 { return &c.LogFlushIntervalMessages }, 1, 1),
-	"log.index.interval.bytes":            intProp(func(c *Config) *int32 { return &c.LogIndexIntervalBytes }, 0),
-	"group.min.session.timeout.ms":        intProp(func(c *Config) *int32 { return &c.GroupMinSessionTimeoutMs }, 0),
-	"group.max.session.timeout.ms":        intProp(func(c *Config) *int32 { return &c.GroupMaxSessionTimeoutMs }, 0),
-	"group.initial.rebalance.delay.ms":    intProp(func(c *Config) *int32 { return &c.GroupInitialRebalanceDelayMs }, 0),
-	"group.max.size":                      intProp(func(c *Config) *int32 { return &c.GroupMaxSize }, 1),
-	"offsets.topic.num.partitions":        intProp(func(c *Config) *int32 { return &c.OffsetsTopicNumPartitions }, 1),
-	"offsets.topic.replication.factor":    shortProp(func(c *Config) *int16 { return &c.OffsetsTopicReplicationFactor }, 1),
-	"offsets.topic.segment.bytes":         longProp(func(c *Config) *int64 { return &c.OffsetsTopicSegmentBytes }, 1, 1),
-	"offsets.retention.minutes":           intProp(func(c *Config) *int32 { return &c.OffsetsRetentionMinutes }, 1),
-	"offsets.retention.check.interval.ms": longProp(func(c *Config) *int64 { return &c.OffsetsRetentionCheckIntervalMs }, 1, 1),
-	"offsets.commit.timeout.ms":           intProp(func(c *Config) *int32 { return &c.OffsetsCommitTimeoutMs }, 1),
-	"offsets.load.buffer.size":            intProp(func(c *Config) *int32 { return &c.OffsetsLoadBufferSize }, 1),
-	"offset.metadata.max.bytes":           intProp(func(c *Config) *int32 { return &c.OffsetMetadataMaxBytes }, 0),
+	"socket.request.max.bytes":            intProp("socket.request.max.bytes", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.SocketRequestMaxBytes }),
+	"connections.max.idle.ms":             longProp("connections.max.idle.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.ConnectionsMaxIdleMs }),
+	"message.max.bytes":                   intProp("message.max.bytes", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.MessageMaxBytes }),
+	"fetch.max.bytes":                     intProp("fetch.max.bytes", kconfig.AtLeast(1024), func(c *Config) *int32 { return &c.FetchMaxBytes }),
+	"log.segment.bytes":                   intAsLong("log.segment.bytes", kconfig.AtLeast(14), 1, func(c *Config) *int64 { return &c.LogSegmentBytes }),
+	"log.roll.hours":                      intAsLong("log.roll.hours", kconfig.AtLeast(1), 3600000, func(c *Config) *int64 { return &c.LogRollMs }),
+	"log.roll.ms":                         longProp("log.roll.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.LogRollMs }),
+	"log.retention.bytes":                 longProp("log.retention.bytes", kconfig.AtLeast(-1), func(c *Config) *int64 { return &c.LogRetentionBytes }),
+	"log.retention.hours":                 intAsLong("log.retention.hours", kconfig.AtLeast(-1), 3600000, func(c *Config) *int64 { return &c.LogRetentionMs }),
+	"log.retention.minutes":               intAsLong("log.retention.minutes", kconfig.AtLeast(-1), 60000, func(c *Config) *int64 { return &c.LogRetentionMs }),
+	"log.retention.ms":                    longProp("log.retention.ms", kconfig.AtLeast(-1), func(c *Config) *int64 { return &c.LogRetentionMs }),
+	"log.retention.check.interval.ms":     longProp("log.retention.check.interval.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.LogRetentionCheckIntervalMs }),
+	"log.flush.interval.messages":         longProp("log.flush.interval.messages", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.LogFlushIntervalMessages }),
+	"log.index.interval.bytes":            intProp("log.index.interval.bytes", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.LogIndexIntervalBytes }),
+	"group.min.session.timeout.ms":        intProp("group.min.session.timeout.ms", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.GroupMinSessionTimeoutMs }),
+	"group.max.session.timeout.ms":        intProp("group.max.session.timeout.ms", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.GroupMaxSessionTimeoutMs }),
+	"group.initial.rebalance.delay.ms":    intProp("group.initial.rebalance.delay.ms", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.GroupInitialRebalanceDelayMs }),
+	"group.max.size":                      intProp("group.max.size", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.GroupMaxSize }),
+	"offsets.topic.num.partitions":        intProp("offsets.topic.num.partitions", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.OffsetsTopicNumPartitions }),
+	"offsets.topic.replication.factor":    shortProp("offsets.topic.replication.factor", kconfig.Short, kconfig.AtLeast(1), func(c *Config) *int16 { return &c.OffsetsTopicReplicationFactor }),
+	"offsets.topic.segment.bytes":         intAsLong("offsets.topic.segment.bytes", kconfig.AtLeast(1), 1, func(c *Config) *int64 { return &c.OffsetsTopicSegmentBytes }),
+	"offsets.retention.minutes":           intProp("offsets.retention.minutes", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.OffsetsRetentionMinutes }),
+	"offsets.retention.check.interval.ms": longProp("offsets.retention.check.interval.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.OffsetsRetentionCheckIntervalMs }),
+	"offsets.commit.timeout.ms":           intProp("offsets.commit.timeout.ms", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.OffsetsCommitTimeoutMs }),
+	"offsets.load.buffer.size":            intProp("offsets.load.buffer.size", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.OffsetsLoadBufferSize }),
+	"offset.metadata.max.bytes":           intProp("offset.metadata.max.bytes", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.OffsetMetadataMaxBytes }),
 }
 
 // precedence lists keys that must be applied after the keys they override (KafkaConfig's
@@ -325,6 +317,10 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	})
 	for _, k := range keys {
 		if err := properties[k](&c, props[k]); err != nil {
+			var ke *kconfig.Error
+			if errors.As(err, &ke) { // names the key itself
+				return Config{}, fmt.Errorf("broker config: %w", err)
+			}
 			return Config{}, fmt.Errorf("broker config: %s: %w", k, err)
 		}
 	}

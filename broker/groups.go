@@ -72,12 +72,15 @@ func (b *Broker) startGroupCoordinator() error {
 func (g *groups) coordinatorFor(p int32) (coordinator.Node, bool) {
 	n, err := g.b.Leader(OffsetsTopic, p)
 	if errors.Is(err, kerr.UnknownTopicOrPartition) && g.serving.Load() && g.creating.CompareAndSwap(false, true) {
-		go func() {
+		started := g.b.spawn(func() {
 			defer g.creating.Store(false)
 			if err := g.b.EnsureOffsetsTopic(g.b.ctx); err != nil && g.b.ctx.Err() == nil {
 				g.b.log.WithError(err).Warn("creating " + OffsetsTopic)
 			}
-		}()
+		})
+		if !started {
+			g.creating.Store(false) // the broker is closing
+		}
 	}
 	if err != nil {
 		return coordinator.Node{}, false

@@ -1,7 +1,9 @@
 package broker
 
 import (
+	"reflect"
 	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -44,127 +46,88 @@ func newMetrics(id int32) *metrics {
 	return m
 }
 
-// responseErrorCode is the first non-zero error code in a response (0 if none), for the requests metric.
+// responseErrorCode is the first non-zero error code in a response (0 if none), for the requests
+// metric: the response's own ErrorCode, then, depth first in field order, those of its topics,
+// partitions, groups, members, coordinators. One walk for every response type (errorWalk), planned
+// once per type by reflection, instead of one hand-written walk per API.
 func responseErrorCode(resp kmsg.Response) int16 {
-	switch r := resp.(type) {
-	case *kmsg.ApiVersionsResponse:
-		return r.ErrorCode
-	case *kmsg.MetadataResponse:
-		for _, t := range r.Topics {
-			if t.ErrorCode != 0 {
-				return t.ErrorCode
+	v := reflect.ValueOf(resp)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return 0
+	}
+	return errorWalkFor(v.Type().Elem()).first(v.Elem())
+}
+
+// errorWalk is the plan for one struct type: where its ErrorCode is and which fields can hold
+// more (slices of structs, structs), so a walk never touches record bytes or other fields.
+type errorWalk struct {
+	code     int // index of the int16 field ErrorCode; -1 when none
+	children []errorChild
+}
+
+type errorChild struct {
+	field int
+	slice bool
+	walk  *errorWalk
+}
+
+var errorWalks sync.Map // reflect.Type → *errorWalk
+
+func errorWalkFor(t reflect.Type) *errorWalk {
+	if w, ok := errorWalks.Load(t); ok {
+		return w.(*errorWalk)
+	}
+	w := planErrorWalk(t, map[reflect.Type]*errorWalk{})
+	errorWalks.Store(t, w)
+	return w
+}
+
+// planErrorWalk returns t's plan, nil when no ErrorCode is reachable from t. seen breaks cycles.
+func planErrorWalk(t reflect.Type, seen map[reflect.Type]*errorWalk) *errorWalk {
+	if w, ok := seen[t]; ok {
+		return w
+	}
+	w := &errorWalk{code: -1}
+	seen[t] = w
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		switch {
+		case f.Name == "ErrorCode" && f.Type.Kind() == reflect.Int16:
+			w.code = i
+		case f.Type.Kind() == reflect.Struct:
+			if cw := planErrorWalk(f.Type, seen); cw != nil {
+				w.children = append(w.children, errorChild{field: i, walk: cw})
 			}
-			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 {
-					return p.ErrorCode
-				}
-			}
-		}
-	case *kmsg.ProduceResponse:
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 {
-					return p.ErrorCode
-				}
-			}
-		}
-	case *kmsg.FetchResponse:
-		if r.ErrorCode != 0 {
-			return r.ErrorCode
-		}
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 {
-					return p.ErrorCode
-				}
-			}
-		}
-	case *kmsg.ListOffsetsResponse:
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 {
-					return p.ErrorCode
-				}
-			}
-		}
-	case *kmsg.CreateTopicsResponse:
-		for _, t := range r.Topics {
-			if t.ErrorCode != 0 {
-				return t.ErrorCode
-			}
-		}
-	case *kmsg.CreatePartitionsResponse:
-		for _, t := range r.Topics {
-			if t.ErrorCode != 0 {
-				return t.ErrorCode
-			}
-		}
-	case *kmsg.DeleteTopicsResponse:
-		for _, t := range r.Topics {
-			if t.ErrorCode != 0 {
-				return t.ErrorCode
+		case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct:
+			if cw := planErrorWalk(f.Type.Elem(), seen); cw != nil {
+				w.children = append(w.children, errorChild{field: i, slice: true, walk: cw})
 			}
 		}
-	case *kmsg.FindCoordinatorResponse:
-		if r.ErrorCode != 0 {
-			return r.ErrorCode
+	}
+	if w.code < 0 && len(w.children) == 0 {
+		seen[t] = nil
+		return nil
+	}
+	return w
+}
+
+func (w *errorWalk) first(v reflect.Value) int16 {
+	if w.code >= 0 {
+		if c := int16(v.Field(w.code).Int()); c != 0 {
+			return c
 		}
-		for _, c := range r.Coordinators {
-			if c.ErrorCode != 0 {
-				return c.ErrorCode
+	}
+	for _, ch := range w.children {
+		f := v.Field(ch.field)
+		if !ch.slice {
+			if c := ch.walk.first(f); c != 0 {
+				return c
 			}
+			continue
 		}
-	case *kmsg.JoinGroupResponse:
-		return r.ErrorCode
-	case *kmsg.SyncGroupResponse:
-		return r.ErrorCode
-	case *kmsg.HeartbeatResponse:
-		return r.ErrorCode
-	case *kmsg.LeaveGroupResponse:
-		if r.ErrorCode != 0 {
-			return r.ErrorCode
-		}
-		for _, m := range r.Members {
-			if m.ErrorCode != 0 {
-				return m.ErrorCode
-			}
-		}
-	case *kmsg.OffsetCommitResponse:
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 {
-					return p.ErrorCode
-				}
-			}
-		}
-	case *kmsg.OffsetFetchResponse:
-		if r.ErrorCode != 0 {
-			return r.ErrorCode
-		}
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 {
-					return p.ErrorCode
-				}
-			}
-		}
-		for _, g := range r.Groups {
-			if g.ErrorCode != 0 {
-				return g.ErrorCode
-			}
-		}
-	case *kmsg.DescribeGroupsResponse:
-		for _, g := range r.Groups {
-			if g.ErrorCode != 0 {
-				return g.ErrorCode
-			}
-		}
-	case *kmsg.ListGroupsResponse:
-		return r.ErrorCode
-	case *kmsg.DeleteGroupsResponse:
-		for _, g := range r.Groups {
-			if g.ErrorCode != 0 {
-				return g.ErrorCode
+		for i := 0; i < f.Len(); i++ {
+			if c := ch.walk.first(f.Index(i)); c != 0 {
+				return c
 			}
 		}
 	}

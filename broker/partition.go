@@ -14,6 +14,7 @@ type partition struct {
 	topic string
 	id    int32
 	log   *storage.Log
+	czxid int64 // the incarnation of the topic it belongs to (topicView.czxid)
 
 	leading atomic.Bool  // this broker leads it per ZooKeeper (as last seen)
 	epoch   atomic.Int32 // leader epoch of that state
@@ -24,8 +25,8 @@ type partition struct {
 	waiters map[chan struct{}]struct{}
 }
 
-func newPartition(topic string, id int32, log *storage.Log) *partition {
-	return &partition{topic: topic, id: id, log: log, waiters: make(map[chan struct{}]struct{})}
+func newPartition(topic string, czxid int64, id int32, log *storage.Log) *partition {
+	return &partition{topic: topic, czxid: czxid, id: id, log: log, waiters: make(map[chan struct{}]struct{})}
 }
 
 // append stores records (v2 batches) and wakes the fetchers waiting on this partition.

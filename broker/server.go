@@ -26,18 +26,22 @@ type apiRange struct{ min, max int16 }
 // records are v2 batches, as Kafka 4.0 after KIP-896); topic ids are not kept (0.8.2's znode layout has
 // none), so Fetch stops at v12 and Metadata answers the null topic id from v10 on.
 var brokerAPIs = map[int16]apiRange{
-	0:  {3, 9},  // Produce
-	1:  {4, 12}, // Fetch
-	2:  {0, 6},  // ListOffsets
-	3:  {0, 12}, // Metadata
-	18: {0, 3},  // ApiVersions
-	19: {0, 7},  // CreateTopics
-	20: {0, 6},  // DeleteTopics
-	37: {0, 3},  // CreatePartitions
+	int16(kmsg.Produce):          {3, 9},
+	int16(kmsg.Fetch):            {4, 12},
+	int16(kmsg.ListOffsets):      {0, 6},
+	int16(kmsg.Metadata):         {0, 12},
+	int16(kmsg.ApiVersions):      {0, 3},
+	int16(kmsg.CreateTopics):     {0, 7},
+	int16(kmsg.DeleteTopics):     {0, 6},
+	int16(kmsg.CreatePartitions): {0, 3},
 }
 
 // groupAPIKeys are the APIs routed to the GroupHandler.
-var groupAPIKeys = []int16{8, 9, 10, 11, 12, 13, 14, 15, 16, 42}
+var groupAPIKeys = []int16{
+	int16(kmsg.OffsetCommit), int16(kmsg.OffsetFetch), int16(kmsg.FindCoordinator), int16(kmsg.JoinGroup),
+	int16(kmsg.Heartbeat), int16(kmsg.LeaveGroup), int16(kmsg.SyncGroup), int16(kmsg.DescribeGroups),
+	int16(kmsg.ListGroups), int16(kmsg.DeleteGroups),
+}
 
 func isGroupAPI(key int16) bool {
 	for _, k := range groupAPIKeys {
@@ -53,12 +57,13 @@ func isGroupAPI(key int16) bool {
 // JoinGroup 0-9, Heartbeat 0-4, LeaveGroup 0-5, SyncGroup 0-5, DescribeGroups 0-5, ListGroups 0-5,
 // DeleteGroups 0-2.
 func DefaultGroupAPIVersions() []kmsg.ApiVersionsResponseApiKey {
-	r := func(k, lo, hi int16) kmsg.ApiVersionsResponseApiKey {
-		return kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: lo, MaxVersion: hi}
+	r := func(k kmsg.Key, lo, hi int16) kmsg.ApiVersionsResponseApiKey {
+		return kmsg.ApiVersionsResponseApiKey{ApiKey: int16(k), MinVersion: lo, MaxVersion: hi}
 	}
 	return []kmsg.ApiVersionsResponseApiKey{
-		r(8, 0, 9), r(9, 0, 9), r(10, 0, 5), r(11, 0, 9), r(12, 0, 4),
-		r(13, 0, 5), r(14, 0, 5), r(15, 0, 5), r(16, 0, 5), r(42, 0, 2),
+		r(kmsg.OffsetCommit, 0, 9), r(kmsg.OffsetFetch, 0, 9), r(kmsg.FindCoordinator, 0, 5), r(kmsg.JoinGroup, 0, 9),
+		r(kmsg.Heartbeat, 0, 4), r(kmsg.LeaveGroup, 0, 5), r(kmsg.SyncGroup, 0, 5), r(kmsg.DescribeGroups, 0, 5),
+		r(kmsg.ListGroups, 0, 5), r(kmsg.DeleteGroups, 0, 2),
 	}
 }
 
@@ -146,17 +151,23 @@ func (e *errClose) Error() string { return e.reason + ": " + e.err.Error() }
 // serveConn runs one client connection (SocketServer's Processor + KafkaRequestHandler for that
 // connection): a reader goroutine reads frames, this goroutine handles them one at a time and writes
 // each response before taking the next request, so responses leave in request order. Any protocol
-// violation closes this connection only.
+// violation closes this connection only. It returns only after its reader goroutine has (closing c ends
+// the reader's read), so Close, which waits for serveConn, waits for both.
 func (b *Broker) serveConn(c net.Conn) {
-	defer c.Close()
 	ctx, cancel := context.WithCancel(b.ctx)
-	defer cancel()
+	readerDone := make(chan struct{})
+	defer func() {
+		cancel()
+		c.Close()
+		<-readerDone
+	}()
 	remote := c.RemoteAddr().String()
 	log := b.log.WithField("client", remote)
 	host, _, _ := net.SplitHostPort(remote)
 
 	frames := make(chan []byte)
 	go func() {
+		defer close(readerDone)
 		defer cancel()
 		for {
 			frame, err := b.readFrame(c)
@@ -275,13 +286,13 @@ func (b *Broker) handleFrame(ctx context.Context, frame []byte, clientHost strin
 		return nil, &errClose{closeMalformed, fmt.Errorf("%s request header: %w", kmsg.NameForKey(h.key), err)}
 	}
 	if h.version < rng.min || h.version > rng.max {
-		if h.key == 18 {
+		if h.key == int16(kmsg.ApiVersions) {
 			// KIP-511: an ApiVersions version the broker does not know is answered in the v0 format with
 			// UNSUPPORTED_VERSION and the supported ApiVersions range, so that the client retries lower.
 			resp := kmsg.NewPtrApiVersionsResponse()
 			resp.Version = 0
 			resp.ErrorCode = kerr.UnsupportedVersion.Code
-			resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MinVersion: rng.min, MaxVersion: rng.max}}
+			resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: int16(kmsg.ApiVersions), MinVersion: rng.min, MaxVersion: rng.max}}
 			b.metrics.requests.WithLabelValues("ApiVersions", kerr.UnsupportedVersion.Message).Inc()
 			return appendResponse(dst, h.correlationID, resp), nil
 		}

@@ -20,6 +20,9 @@ type clusterView struct {
 type topicView struct {
 	replicas map[int32][]int32 // /brokers/topics/<t>: partition -> replicas
 	states   map[int32]partitionView
+	// czxid is the topic znode's creation zxid: the topic's incarnation. A topic deleted and created
+	// again under the same name has another (the ZooKeeper-era stand-in for Kafka's topic id).
+	czxid int64
 }
 
 type partitionView struct {
@@ -36,7 +39,7 @@ func emptyView() *clusterView {
 func (v *clusterView) clone() *clusterView {
 	c := &clusterView{brokers: maps.Clone(v.brokers), controller: v.controller, topics: make(map[string]*topicView, len(v.topics)), next: make(chan struct{})}
 	for name, t := range v.topics {
-		c.topics[name] = &topicView{replicas: maps.Clone(t.replicas), states: maps.Clone(t.states)}
+		c.topics[name] = &topicView{replicas: maps.Clone(t.replicas), states: maps.Clone(t.states), czxid: t.czxid}
 	}
 	return c
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -248,6 +249,9 @@ func (b *Broker) runTasks(s *zkState) bool {
 		for _, t := range tasks {
 			if b.ctx.Err() != nil {
 				return false
+			}
+			if _, ok := s.pending[t]; !ok {
+				continue // dropped by an earlier task of this round (forgetTopic)
 			}
 			delete(s.pending, t)
 			if err := b.runTask(s, t); err != nil {
@@ -502,25 +506,57 @@ func (b *Broker) loadTopics(s *zkState) error {
 	for t := range s.work.topics {
 		if !present[t] {
 			b.log.WithField("topic", t).Info("topic deleted")
-			delete(s.work.topics, t)
+			b.forgetTopic(s, t)
 		}
 	}
 	return nil
 }
 
+// forgetTopic drops everything the loop keeps about topic and the znodes below /brokers/topics/<topic>:
+// its view, the watches counted as armed on those paths, the partition-state reads queued for it, and
+// the partition logs it failed to open.
+// It runs when the topic znode is gone, or was created again (another incarnation, see topicView.czxid):
+// none of that state describes what is there now. (An exists watch left counted as armed on a deleted
+// state path kept the re-created partition from ever being read: no state written, no leader, until
+// the session changed.) The watches themselves may still fire later; their events just cause a re-read.
+func (b *Broker) forgetTopic(s *zkState, topic string) {
+	delete(s.work.topics, topic)
+	prefix := topicPath(topic)
+	for path := range s.armed {
+		if path == prefix || strings.HasPrefix(path, prefix+"/") {
+			delete(s.armed, path)
+		}
+	}
+	for t := range s.pending {
+		if t.kind == taskState && t.topic == topic {
+			delete(s.pending, t)
+		}
+	}
+	for tp := range s.failedOpen {
+		if tp.Topic == topic {
+			delete(s.failedOpen, tp)
+		}
+	}
+}
+
 // loadTopic reads /brokers/topics/<t> (data watch: partitions added) and queues its partition states.
 func (b *Broker) loadTopic(s *zkState, topic string) error {
 	path := topicPath(topic)
-	data, _, _, err := b.zk.GetW(b.zp(path))
+	data, stat, _, err := b.zk.GetW(b.zp(path))
 	if errors.Is(err, zk.ErrNoNode) {
 		if _, ok := s.work.topics[topic]; ok {
 			b.log.WithField("topic", topic).Info("topic deleted")
 		}
-		delete(s.work.topics, topic)
+		b.forgetTopic(s, topic)
 		return nil
 	}
 	if err != nil {
 		return err
+	}
+	if tv, ok := s.work.topics[topic]; ok && tv.czxid != stat.Czxid {
+		// Deleted and created again between two reads: the old incarnation is gone.
+		b.log.WithField("topic", topic).Info("topic deleted and created again")
+		b.forgetTopic(s, topic)
 	}
 	s.armed[path] = true
 	assignment, err := decodeAssignment(data)
@@ -530,7 +566,7 @@ func (b *Broker) loadTopic(s *zkState, topic string) error {
 	}
 	tv, ok := s.work.topics[topic]
 	if !ok {
-		tv = &topicView{states: map[int32]partitionView{}}
+		tv = &topicView{states: map[int32]partitionView{}, czxid: stat.Czxid}
 		s.work.topics[topic] = tv
 		b.log.WithFields(logrus.Fields{"topic": topic, "partitions": len(assignment)}).Info("topic known")
 	} else if len(assignment) != len(tv.replicas) {
@@ -723,14 +759,16 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 
 	b.partsMu.Lock()
 	for tp, p := range b.parts {
-		if _, ok := want[tp]; ok {
+		tv, ok := v.topics[tp.Topic]
+		gone := !ok || tv.czxid != p.czxid // the topic was deleted (and maybe created again)
+		if _, ok := want[tp]; ok && !gone {
 			continue
 		}
 		if p.leading.Swap(false) {
 			changes = append(changes, change{p, false, p.epoch.Load()})
 			p.notify()
 		}
-		if _, ok := v.topics[tp.Topic]; !ok {
+		if gone {
 			delete(b.parts, tp)
 			deleted = append(deleted, p)
 		}
@@ -751,31 +789,8 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 	}
 	b.partsMu.Unlock()
 
-	ok := true
-	for _, tp := range toOpen {
-		epoch := want[tp]
-		dir := b.cfg.partitionDir(tp.Topic, tp.Partition)
-		lg, err := storage.Open(dir, b.cfg.storageConfig(tp.Topic, epoch))
-		fields := logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}
-		if err != nil {
-			if !s.failedOpen[tp] {
-				b.log.WithFields(fields).WithError(err).Error("cannot open partition log")
-			}
-			s.failedOpen[tp] = true
-			ok = false
-			continue
-		}
-		delete(s.failedOpen, tp)
-		p := newPartition(tp.Topic, tp.Partition, lg)
-		p.epoch.Store(epoch)
-		p.leading.Store(true)
-		b.partsMu.Lock()
-		b.parts[tp] = p
-		b.partsMu.Unlock()
-		logRecovery(b.log.WithFields(fields), lg.Recovery(), lg.HighWatermark())
-		b.log.WithFields(fields).WithFields(logrus.Fields{"leader_epoch": epoch, "high_watermark": lg.HighWatermark()}).Info("leading partition")
-		changes = append(changes, change{p, true, epoch})
-	}
+	// A deleted topic's logs go first: a topic created again under the same name opens a new, empty
+	// log in the same directory.
 	for _, p := range deleted {
 		if err := p.close(); err != nil {
 			b.log.WithError(err).Warn("closing deleted partition")
@@ -785,12 +800,82 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 		}
 		b.log.WithFields(logrus.Fields{"topic": p.topic, "partition": p.id}).Info("deleted partition log")
 	}
+	ok := true
+	for _, tp := range toOpen {
+		epoch := want[tp]
+		dir := b.cfg.partitionDir(tp.Topic, tp.Partition)
+		czxid := v.topics[tp.Topic].czxid
+		fields := logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}
+		stale, err := claimLogDir(dir, czxid)
+		if stale != 0 {
+			b.log.WithFields(fields).WithField("old_czxid", stale).Warn("partition log belongs to a deleted incarnation of the topic; deleted")
+		}
+		var lg *storage.Log
+		if err == nil {
+			lg, err = storage.Open(dir, b.cfg.storageConfig(tp.Topic, epoch))
+		}
+		if err != nil {
+			if !s.failedOpen[tp] {
+				b.log.WithFields(fields).WithError(err).Error("cannot open partition log")
+			}
+			s.failedOpen[tp] = true
+			ok = false
+			continue
+		}
+		delete(s.failedOpen, tp)
+		p := newPartition(tp.Topic, czxid, tp.Partition, lg)
+		p.epoch.Store(epoch)
+		p.leading.Store(true)
+		b.partsMu.Lock()
+		b.parts[tp] = p
+		b.partsMu.Unlock()
+		logRecovery(b.log.WithFields(fields), lg.Recovery(), lg.HighWatermark())
+		b.log.WithFields(fields).WithFields(logrus.Fields{"leader_epoch": epoch, "high_watermark": lg.HighWatermark()}).Info("leading partition")
+		changes = append(changes, change{p, true, epoch})
+	}
 	if fn := b.onLeader.Load(); fn != nil {
 		for _, c := range changes {
 			b.callLeadership(*fn, c.p.topic, c.p.id, c.leading, c.epoch)
 		}
 	}
 	return ok
+}
+
+// topicCzxidFile, in a partition log directory, holds the creation zxid of the topic znode the log
+// belongs to (topicView.czxid, decimal), as Kafka's partition.metadata holds the topic id (KIP-516): a
+// directory left by a topic that was deleted and created again under the same name while this broker
+// was away is not taken for the new topic's.
+const topicCzxidFile = "topic-czxid"
+
+// claimLogDir makes dir the log directory of the topic incarnation czxid: a directory recording another
+// incarnation is removed (its czxid is returned), then the file records czxid. A directory without the
+// file (written before the file existed) is kept as it is.
+func claimLogDir(dir string, czxid int64) (stale int64, err error) {
+	path := filepath.Join(dir, topicCzxidFile)
+	want := strconv.FormatInt(czxid, 10) + "\n"
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil && string(data) == want:
+		return 0, nil
+	case err == nil:
+		stale, _ = strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+		if stale == 0 {
+			stale = -1 // unreadable: not ours to trust
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return stale, fmt.Errorf("removing %s: %w", dir, err)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return 0, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return stale, err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(want), 0o644); err != nil {
+		return stale, err
+	}
+	return stale, os.Rename(tmp, path)
 }
 
 // logRecovery reports what storage.Open found and repaired in a partition log: WARN when it repaired

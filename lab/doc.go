@@ -30,6 +30,14 @@
 // when the Go process dies (Pdeathsig), so a killed test binary leaves none behind; Close stops them
 // (SIGTERM, then SIGKILL). The package is Unix-only.
 //
+// # Faults
+//
+// Each member gets its own proxies per link (MemberLinks): Stall holds bytes (both directions, TCP
+// connections kept), Latency delays what the upstream sends, Cut closes the connections and refuses new
+// ones, Heal undoes them all. A fault takes effect at once on every connection, and a heal releases what
+// was held at once, whatever the clients did meanwhile (redialled, gave up a connection); MemberLinks.OnFault
+// reports when each fault really began and ended, which the scenario timeline records.
+//
 // # Timing
 //
 // ShortTimings (broker) and ShortConsumerTimings (consumers) are the lab's short settings, with Kafka's

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/Shopify/toxiproxy/v2/stream"
+	"github.com/Shopify/toxiproxy/v2/toxics"
 	"github.com/go-zookeeper/zk"
 	"github.com/rs/zerolog"
 
@@ -22,21 +24,193 @@ var toxiServer = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog
 
 // Proxy is a TCP fault proxy (toxiproxy v2 used as a library) between clients and one upstream
 // address. Faults: Stall, Latency, Cut; Heal undoes them.
+//
+// Stall and latency are not toxics added and removed on demand: toxiproxy's removal of a toxic flushes
+// each connection's held bytes with a 5 s timeout per chunk when the connection's far end is gone (a
+// ZooKeeper client that gave up on a stalled connection, a server that expired its session), so a heal
+// took seconds longer than the script said, and only on links whose clients redial during a stall.
+// Instead every connection runs through one permanent faultToxic per direction that reads the proxy's
+// fault state: changing a fault is a state change that takes effect at once on every connection, old
+// and new, and held bytes move the moment the state lets them.
 type Proxy struct {
-	mu      sync.Mutex
-	p       *toxiproxy.Proxy
-	addr    string
-	cut     bool
-	stalled bool
-	latency time.Duration
-	closed  bool
+	mu     sync.Mutex
+	p      *toxiproxy.Proxy
+	addr   string
+	f      *faults
+	cut    bool
+	closed bool
 }
 
-// Toxic names, one per (fault, direction). "downstream" = upstream server → client.
+// faults is a proxy's fault state, read by its faultToxics.
+type faults struct {
+	mu      sync.Mutex
+	stalled bool
+	latency time.Duration
+	changed chan struct{} // closed (and replaced) on every change of stalled or latency
+	// conns is closed when the proxy's connections are closed (Cut, Close) and replaced when it
+	// listens again: a toxic waiting on a connection of an older generation drops its bytes and ends.
+	conns chan struct{}
+}
+
+func (f *faults) state() (stalled bool, latency time.Duration, changed <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stalled, f.latency, f.changed
+}
+
+// set changes the state and wakes every toxic; it returns when the change is in force.
+func (f *faults) set(fn func(f *faults)) time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+	close(f.changed)
+	f.changed = make(chan struct{})
+	return time.Now()
+}
+
+func (f *faults) generation() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.conns
+}
+
+// closeConns ends the current connection generation; a new one starts with renewConns.
+func (f *faults) closeConns() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	select {
+	case <-f.conns:
+	default:
+		close(f.conns)
+	}
+}
+
+func (f *faults) renewConns() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	select {
+	case <-f.conns:
+		f.conns = make(chan struct{})
+	default:
+	}
+}
+
+// faultToxic is the toxic each proxy keeps on both directions of every connection. Upstream
+// (client → server) it holds bytes while the proxy is stalled; downstream it also delays each chunk
+// until it is `latency` old (as toxiproxy's latency toxic does, from the time the proxy read it).
+// Held bytes are delivered in order when the state allows, as TCP retransmission delivers them when
+// a partition heals. The toxic is registered under faultToxicType and wired to its proxy's state
+// right after it is added, before the proxy listens.
+type faultToxic struct {
+	f    *faults
+	down bool
+}
+
+const faultToxicType = "lab_fault"
+
+func init() { toxics.Register(faultToxicType, new(faultToxic)) }
+
+// faultPipeState is one connection direction's state, kept across interruptions of the toxic.
+type faultPipeState struct {
+	pending *stream.StreamChunk // a chunk read but not yet delivered
+	conns   <-chan struct{}     // the connection generation this connection belongs to
+}
+
+// NewState implements toxics.StatefulToxic: called when a connection starts.
+func (t *faultToxic) NewState() any { return &faultPipeState{conns: t.f.generation()} }
+
+// GetBufferSize implements toxics.BufferedToxic: chunks queued in front of the toxic while it holds
+// (the reader goes on reading the socket into them; beyond that TCP's own window holds the bytes).
+func (t *faultToxic) GetBufferSize() int { return 1024 }
+
+// Pipe implements toxics.Toxic.
+func (t *faultToxic) Pipe(stub *toxics.ToxicStub) {
+	st := stub.State.(*faultPipeState)
+	for {
+		c := st.pending
+		st.pending = nil
+		if c == nil {
+			select {
+			case <-stub.Interrupt:
+				return
+			case <-st.conns:
+				t.drop(stub)
+				return
+			case c = <-stub.Input:
+			}
+			if c == nil { // the source closed
+				stub.Close()
+				return
+			}
+		}
+		if !t.hold(stub, st, c) {
+			return
+		}
+		select {
+		case stub.Output <- c:
+		case <-stub.Interrupt:
+			st.pending = c
+			return
+		case <-st.conns:
+			t.drop(stub)
+			return
+		}
+	}
+}
+
+// hold waits until the fault state lets c through. False: the pipe must return (interrupted, or the
+// connection closed).
+func (t *faultToxic) hold(stub *toxics.ToxicStub, st *faultPipeState, c *stream.StreamChunk) bool {
+	for {
+		stalled, latency, changed := t.f.state()
+		var due <-chan time.Time
+		var timer *time.Timer
+		if !stalled {
+			if !t.down || latency <= 0 {
+				return true
+			}
+			wait := time.Until(c.Timestamp.Add(latency))
+			if wait <= 0 {
+				return true
+			}
+			timer = time.NewTimer(wait)
+			due = timer.C
+		}
+		pass, done := false, false
+		select {
+		case <-changed:
+		case <-due:
+			pass, done = true, true
+		case <-stub.Interrupt:
+			st.pending = c
+			done = true
+		case <-st.conns:
+			t.drop(stub)
+			done = true
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if done {
+			return pass
+		}
+	}
+}
+
+// drop discards what the closed connection still holds, until its source's end, and closes the output.
+func (t *faultToxic) drop(stub *toxics.ToxicStub) {
+	for c := range stub.Input {
+		if c == nil {
+			break
+		}
+	}
+	stub.Close()
+}
+
+// Toxic names, one per direction ("downstream" = upstream server → client).
 const (
-	toxicStallUp   = "lab_stall_upstream"
-	toxicStallDown = "lab_stall_downstream"
-	toxicLatency   = "lab_latency_downstream"
+	toxicFaultUp   = "lab_fault_upstream"
+	toxicFaultDown = "lab_fault_downstream"
 )
 
 // NewProxy starts a proxy named name that listens on 127.0.0.1:<free port> and forwards every
@@ -47,13 +221,26 @@ func NewProxy(name, upstream string) (*Proxy, error) {
 		return nil, fmt.Errorf("lab: proxy %s: bad upstream %q: %w", name, upstream, err)
 	}
 	tp := toxiproxy.NewProxy(toxiServer, name, "127.0.0.1:0", upstream)
+	f := &faults{changed: make(chan struct{}), conns: make(chan struct{})}
+	for _, t := range []struct {
+		name, stream string
+		down         bool
+	}{{toxicFaultUp, "upstream", false}, {toxicFaultDown, "downstream", true}} {
+		body := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":{}}`, t.name, faultToxicType, t.stream)
+		w, err := tp.Toxics.AddToxicJson(strings.NewReader(body))
+		if err != nil {
+			return nil, fmt.Errorf("lab: proxy %s: add %s toxic: %w", name, faultToxicType, err)
+		}
+		ft := w.Toxic.(*faultToxic)
+		ft.f, ft.down = f, t.down
+	}
 	if err := tp.Start(); err != nil {
 		return nil, fmt.Errorf("lab: proxy %s: %w", name, err)
 	}
 	tp.Lock()
 	addr := tp.Listen // the bound address, set by Start
 	tp.Unlock()
-	return &Proxy{p: tp, addr: addr}, nil
+	return &Proxy{p: tp, addr: addr, f: f}, nil
 }
 
 // Addr is the address clients dial, "127.0.0.1:port"; it stays the same across Cut and Heal.
@@ -64,97 +251,96 @@ func (p *Proxy) Upstream() string { return p.p.Upstream }
 
 // Stall makes the proxy accept bytes in both directions and deliver none, while keeping every TCP
 // connection open: the peers see silence, not a close, as across a network partition or a hung
-// host. New connections are stalled too. The bytes are held, not dropped (toxiproxy's "latency"
-// toxic with a delay of stallDelay, in each direction): Heal delivers them in order, as TCP
-// retransmission does when a partition heals — so a request sent during the stall reaches its server
-// afterwards (a zombie's offset commit arrives, and is judged, once the link is back).
+// host. New connections are stalled too. The bytes are held, not dropped: Heal delivers them in
+// order at once, as TCP retransmission does when a partition heals — so a request sent during the
+// stall reaches its server afterwards (a zombie's offset commit arrives, and is judged, once the link
+// is back). Bytes already written to a socket when Stall is called still arrive.
 func (p *Proxy) Stall() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err := p.usable(); err != nil {
-		return err
-	}
-	if p.stalled {
-		return nil
-	}
-	attrs := fmt.Sprintf(`{"latency":%d,"jitter":0}`, stallDelay.Milliseconds())
-	for _, t := range []struct{ name, stream string }{{toxicStallUp, "upstream"}, {toxicStallDown, "downstream"}} {
-		if err := p.addToxic(t.name, "latency", t.stream, attrs); err != nil {
-			return err
-		}
-	}
-	p.stalled = true
-	return nil
+	_, err := p.stall()
+	return err
 }
 
-// stallDelay is longer than any run: a stalled byte moves only when Heal removes the toxic.
-const stallDelay = 24 * time.Hour
+// stall is Stall; it also returns when the stall was in force (zero when it already was).
+func (p *Proxy) stall() (time.Time, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.usable(); err != nil {
+		return time.Time{}, err
+	}
+	return p.f.set(func(f *faults) { f.stalled = true }), nil
+}
 
-// Latency delays every byte from the upstream to the client by d (toxiproxy's "latency" toxic on the
-// downstream direction), so each request/response round trip takes at least d longer. A new call
-// replaces the previous latency; d = 0 removes it.
+// Latency delays every byte from the upstream to the client by d, counted from when the proxy read
+// it, so each request/response round trip takes at least d longer. A new call replaces the previous
+// latency at once (bytes already waiting are released when they are d old by the new d); d = 0
+// removes it.
 func (p *Proxy) Latency(d time.Duration) error {
+	_, err := p.setLatency(d)
+	return err
+}
+
+func (p *Proxy) setLatency(d time.Duration) (time.Time, error) {
 	if d < 0 {
-		return fmt.Errorf("lab: proxy %s: negative latency %v", p.p.Name, d)
+		return time.Time{}, fmt.Errorf("lab: proxy %s: negative latency %v", p.p.Name, d)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.usable(); err != nil {
-		return err
+		return time.Time{}, err
 	}
-	if p.latency > 0 {
-		if err := p.p.Toxics.RemoveToxic(context.Background(), toxicLatency); err != nil {
-			return fmt.Errorf("lab: proxy %s: remove latency: %w", p.p.Name, err)
-		}
-		p.latency = 0
-	}
-	if d == 0 {
-		return nil
-	}
-	// toxiproxy counts in whole ms: round up so the delay is never below d.
-	ms := (d + time.Millisecond - 1) / time.Millisecond
-	if err := p.addToxic(toxicLatency, "latency", "downstream", fmt.Sprintf(`{"latency":%d,"jitter":0}`, ms)); err != nil {
-		return err
-	}
-	p.latency = d
-	return nil
+	return p.f.set(func(f *faults) { f.latency = d }), nil
 }
 
 // Cut disables the proxy: its listener closes (new connections are refused) and every open
-// connection is closed. Heal re-enables it on the same address.
+// connection is closed; bytes a stall held on them are dropped. Heal re-enables it on the same address.
 func (p *Proxy) Cut() error {
+	_, err := p.cutNow()
+	return err
+}
+
+func (p *Proxy) cutNow() (time.Time, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.usable(); err != nil {
-		return err
+		return time.Time{}, err
 	}
 	if !p.cut {
 		p.p.Stop()
+		p.f.closeConns()
 		p.cut = true
 	}
-	return nil
+	return time.Now(), nil
 }
 
-// Heal removes every fault: toxics are removed (bytes held by a stall are delivered, in order, on
-// the same connections) and a cut proxy listens again on its address. Errors: the address was taken meanwhile, or Close was called.
+// Heal removes every fault: bytes held by a stall or a latency are delivered at once, in order, on the
+// same connections, and a cut proxy listens again on its address. Errors: the address was taken
+// meanwhile, or Close was called.
 func (p *Proxy) Heal() error {
+	_, err := p.heal()
+	return err
+}
+
+// heal is Heal; it also returns when the proxy was healed.
+func (p *Proxy) heal() (time.Time, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.usable(); err != nil {
-		return err
+		return time.Time{}, err
 	}
-	p.p.Toxics.ResetToxics(context.Background())
-	p.stalled, p.latency = false, 0
+	at := p.f.set(func(f *faults) { f.stalled, f.latency = false, 0 })
 	if p.cut {
+		p.f.renewConns()
 		if err := p.p.Start(); err != nil {
-			return fmt.Errorf("lab: proxy %s: listen again on %s: %w", p.p.Name, p.addr, err)
+			return time.Time{}, fmt.Errorf("lab: proxy %s: listen again on %s: %w", p.p.Name, p.addr, err)
 		}
 		p.cut = false
+		at = time.Now()
 	}
-	return nil
+	return at, nil
 }
 
-// Close stops the proxy for good (listener and connections closed). Safe to call twice.
+// Close stops the proxy for good (listener and connections closed, held bytes dropped). Safe to call
+// twice.
 func (p *Proxy) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -162,8 +348,8 @@ func (p *Proxy) Close() error {
 		return nil
 	}
 	p.closed = true
-	p.p.Toxics.ResetToxics(context.Background())
 	p.p.Stop()
+	p.f.closeConns()
 	return nil
 }
 
@@ -173,14 +359,6 @@ var ErrProxyClosed = errors.New("lab: proxy closed")
 func (p *Proxy) usable() error {
 	if p.closed {
 		return ErrProxyClosed
-	}
-	return nil
-}
-
-func (p *Proxy) addToxic(name, typ, stream, attrs string) error {
-	body := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":%s}`, name, typ, stream, attrs)
-	if _, err := p.p.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
-		return fmt.Errorf("lab: proxy %s: add %s toxic: %w", p.p.Name, typ, err)
 	}
 	return nil
 }
@@ -201,6 +379,26 @@ type linkState struct {
 	latency time.Duration
 }
 
+// The faults a FaultEvent reports.
+const (
+	FaultStall   = "stall"
+	FaultCut     = "cut"
+	FaultLatency = "latency"
+)
+
+// FaultEvent says when a fault really came into force on a member's link, or left it: the moment
+// every proxy of the link had it (a stall or latency is in force when the proxies' state changed —
+// the next byte they read is held; a cut when the listeners and connections were closed; a heal when
+// held bytes were released and cut proxies listen again). With no proxy yet it is the moment the
+// link's state changed (the proxies created later start with it).
+type FaultEvent struct {
+	Link    Link
+	Fault   string        // FaultStall, FaultCut or FaultLatency
+	Latency time.Duration // FaultLatency: the delay
+	Begin   bool          // true: in force from At; false: over at At
+	At      time.Time
+}
+
 // MemberLinks gives one member its own fault proxies: for each (link, upstream address) a proxy is
 // created on first dial, so faults on one member's link leave other members and links alone. A fault
 // set on a link applies to its current proxies and to those created later.
@@ -211,6 +409,18 @@ type MemberLinks struct {
 	proxies map[Link]map[string]*Proxy // link → upstream → proxy
 	state   map[Link]linkState
 	closed  bool
+
+	observeMu sync.Mutex // serialises observer calls, so they arrive in order
+	observer  func(FaultEvent)
+}
+
+// OnFault makes fn receive a FaultEvent for every fault that comes into force or ends on any of the
+// member's links, in order, after the change (never under the links' lock). Call it before the first
+// fault; nil stops the events.
+func (m *MemberLinks) OnFault(fn func(FaultEvent)) {
+	m.observeMu.Lock()
+	defer m.observeMu.Unlock()
+	m.observer = fn
 }
 
 // NewMemberLinks returns an empty set of links for the member called name (used in proxy names).
@@ -294,28 +504,71 @@ func (m *MemberLinks) ZKDialer() zk.Dialer {
 	}
 }
 
-// update changes l's state and applies fn to each of its current proxies.
-func (m *MemberLinks) update(l Link, st func(*linkState), fn func(*Proxy) error) error {
+// update changes l's state and applies fn to each of its current proxies. It reports the events
+// events(old, new, at) describes, at the latest time one of fn's calls returned (or now, with no
+// proxy).
+func (m *MemberLinks) update(l Link, st func(*linkState), fn func(*Proxy) (time.Time, error)) error {
+	m.observeMu.Lock()
+	defer m.observeMu.Unlock()
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.closed {
+		m.mu.Unlock()
 		return ErrProxyClosed
 	}
-	s := m.state[l]
+	old := m.state[l]
+	s := old
 	st(&s)
 	m.state[l] = s
+	at := time.Now()
 	var errs []error
 	for _, p := range m.proxies[l] {
-		if err := fn(p); err != nil {
+		t, err := fn(p)
+		if err != nil {
 			errs = append(errs, err)
+		}
+		if t.After(at) {
+			at = t
+		}
+	}
+	m.mu.Unlock()
+	if m.observer != nil {
+		for _, ev := range changes(l, old, s, at) {
+			m.observer(ev)
 		}
 	}
 	return errors.Join(errs...)
 }
 
+// changes lists the faults that ended (first) and began going from old to new.
+func changes(l Link, old, new linkState, at time.Time) []FaultEvent {
+	var out []FaultEvent
+	ev := func(fault string, lat time.Duration, begin bool) {
+		out = append(out, FaultEvent{Link: l, Fault: fault, Latency: lat, Begin: begin, At: at})
+	}
+	if old.latency > 0 && old.latency != new.latency {
+		ev(FaultLatency, old.latency, false)
+	}
+	if old.stalled && !new.stalled {
+		ev(FaultStall, 0, false)
+	}
+	if old.cut && !new.cut {
+		ev(FaultCut, 0, false)
+	}
+	if new.latency > 0 && old.latency != new.latency {
+		ev(FaultLatency, new.latency, true)
+	}
+	if new.stalled && !old.stalled {
+		ev(FaultStall, 0, true)
+	}
+	if new.cut && !old.cut {
+		ev(FaultCut, 0, true)
+	}
+	return out
+}
+
 // Stall stalls link l (see Proxy.Stall) now and for proxies created later.
 func (m *MemberLinks) Stall(l Link) error {
-	return m.update(l, func(s *linkState) { s.stalled = true }, (*Proxy).Stall)
+	return m.update(l, func(s *linkState) { s.stalled = true }, (*Proxy).stall)
 }
 
 // Latency sets link l's added latency (see Proxy.Latency) now and for proxies created later.
@@ -323,17 +576,17 @@ func (m *MemberLinks) Latency(l Link, d time.Duration) error {
 	if d < 0 {
 		return fmt.Errorf("lab: negative latency %v", d)
 	}
-	return m.update(l, func(s *linkState) { s.latency = d }, func(p *Proxy) error { return p.Latency(d) })
+	return m.update(l, func(s *linkState) { s.latency = d }, func(p *Proxy) (time.Time, error) { return p.setLatency(d) })
 }
 
 // Cut cuts link l (see Proxy.Cut) now and for proxies created later.
 func (m *MemberLinks) Cut(l Link) error {
-	return m.update(l, func(s *linkState) { s.cut = true }, (*Proxy).Cut)
+	return m.update(l, func(s *linkState) { s.cut = true }, (*Proxy).cutNow)
 }
 
 // Heal removes every fault of link l (see Proxy.Heal).
 func (m *MemberLinks) Heal(l Link) error {
-	return m.update(l, func(s *linkState) { *s = linkState{} }, (*Proxy).Heal)
+	return m.update(l, func(s *linkState) { *s = linkState{} }, (*Proxy).heal)
 }
 
 // Close closes every proxy of the member; dialers fail afterwards with ErrProxyClosed.

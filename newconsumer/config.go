@@ -3,14 +3,15 @@ package newconsumer
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/rebalancelab/rebalancelab/kconfig"
 	"github.com/rebalancelab/rebalancelab/newconsumer/assignor"
 	"github.com/rebalancelab/rebalancelab/timeline"
 	"github.com/rebalancelab/rebalancelab/wire"
 	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Config is the consumer's configuration. Fields carry Kafka 3.9's consumer keys
@@ -60,6 +61,28 @@ type Config struct {
 	Listener RebalanceListener  // called on the goroutine that calls Poll; nil: none
 	Timeline *timeline.Recorder // nil: no timeline
 	Log      *logrus.Entry      // nil: logrus.StandardLogger()
+
+	// coordHook, set only by this package's tests, is called at each step of every coordinator
+	// request on the goroutine that makes it; a test blocks in it to script an interleaving.
+	coordHook func(step coordStep, key kmsg.Key, sent generation)
+}
+
+// coordStep is a step of one coordinator request (JoinGroup, SyncGroup, Heartbeat, OffsetCommit,
+// LeaveGroup), for Config.coordHook.
+type coordStep int
+
+const (
+	stepSend     coordStep = iota // the generation it carries is taken; not written yet
+	stepAnswered                  // its answer (or transport error) is in and about to be applied: every earlier answer on the connection has been
+	stepQueued                    // its answer is in but waits until an earlier answer on the connection is applied
+	stepApplied                   // its answer was applied to the member's state
+)
+
+// hook calls Config.coordHook, if set.
+func (c *Consumer) hook(step coordStep, key kmsg.Key, sent generation) {
+	if c.cfg.coordHook != nil {
+		c.cfg.coordHook(step, key, sent)
+	}
 }
 
 // Property keys FromProperties accepts, with Kafka 3.9's defaults.
@@ -100,7 +123,8 @@ func DefaultConfig() Config {
 }
 
 // FromProperties builds a Config from Kafka consumer keys (values as in a .properties file), on top
-// of Kafka 3.9's defaults. An unknown key, a bad value, or group.protocol=consumer (KIP-848, not
+// of Kafka 3.9's defaults. Numbers are read as their ConfigDef type (INT or LONG) and checked against
+// its validator (kconfig's error: key, type, allowed range). An unknown key, a bad value, or group.protocol=consumer (KIP-848, not
 // implemented) is an error naming the key. Required keys are checked by Validate, not here.
 func FromProperties(props map[string]string) (Config, error) {
 	all := map[string]string{}
@@ -121,48 +145,44 @@ func FromProperties(props map[string]string) (Config, error) {
 	}
 	var c Config
 	var err error
-	ms := func(key string) time.Duration {
+	// num reads a numeric key as its ConfigDef type and validator (kconfig: key, type and range in
+	// the error); the first error wins.
+	num := func(key string, t kconfig.Type, r kconfig.Range) int64 {
 		if err != nil {
 			return 0
 		}
-		n, e := strconv.ParseInt(all[key], 10, 32)
-		if e != nil || n < 0 {
-			err = fmt.Errorf("newconsumer: %s=%q: want milliseconds, a non-negative integer", key, all[key])
+		n, e := kconfig.Parse(key, all[key], t, r)
+		if e != nil {
+			err = fmt.Errorf("newconsumer: %w", e)
 		}
-		return time.Duration(n) * time.Millisecond
+		return n
 	}
-	i32 := func(key string, min int64) int32 {
-		if err != nil {
-			return 0
-		}
-		n, e := strconv.ParseInt(all[key], 10, 32)
-		if e != nil || n < min {
-			err = fmt.Errorf("newconsumer: %s=%q: want an integer >= %d", key, all[key], min)
-		}
-		return int32(n)
-	}
+	msInt := func(key string, r kconfig.Range) time.Duration { return kconfig.Millis(num(key, kconfig.Int, r)) }
+	msLong := func(key string, r kconfig.Range) time.Duration { return kconfig.Millis(num(key, kconfig.Long, r)) }
+	i32 := func(key string, r kconfig.Range) int32 { return int32(num(key, kconfig.Int, r)) }
+	atLeast0, atLeast1 := kconfig.AtLeast(0), kconfig.AtLeast(1)
 	c.GroupID = all["group.id"]
 	c.GroupInstanceID = all["group.instance.id"]
 	c.BootstrapServers = splitList(all["bootstrap.servers"])
 	c.ClientID = all["client.id"]
 	c.ClientRack = all["client.rack"]
-	c.SessionTimeout = ms("session.timeout.ms")
-	c.HeartbeatInterval = ms("heartbeat.interval.ms")
-	c.MaxPollInterval = ms("max.poll.interval.ms")
-	c.MaxPollRecords = int(i32("max.poll.records", 1))
+	c.SessionTimeout = msInt("session.timeout.ms", kconfig.Any)
+	c.HeartbeatInterval = msInt("heartbeat.interval.ms", kconfig.Any)
+	c.MaxPollInterval = msInt("max.poll.interval.ms", atLeast1)
+	c.MaxPollRecords = int(i32("max.poll.records", atLeast1))
 	c.Assignors = splitList(all["partition.assignment.strategy"])
-	c.AutoCommitInterval = ms("auto.commit.interval.ms")
+	c.AutoCommitInterval = msInt("auto.commit.interval.ms", atLeast0)
 	c.AutoOffsetReset = all["auto.offset.reset"]
-	c.FetchMinBytes = i32("fetch.min.bytes", 0)
-	c.FetchMaxWait = ms("fetch.max.wait.ms")
-	c.FetchMaxBytes = i32("fetch.max.bytes", 0)
-	c.MaxPartitionFetchBytes = i32("max.partition.fetch.bytes", 0)
+	c.FetchMinBytes = i32("fetch.min.bytes", atLeast0)
+	c.FetchMaxWait = msInt("fetch.max.wait.ms", atLeast0)
+	c.FetchMaxBytes = i32("fetch.max.bytes", atLeast0)
+	c.MaxPartitionFetchBytes = i32("max.partition.fetch.bytes", atLeast0)
 	c.IsolationLevel = all["isolation.level"]
-	c.RequestTimeout = ms("request.timeout.ms")
-	c.RetryBackoff = ms("retry.backoff.ms")
-	c.RetryBackoffMax = ms("retry.backoff.max.ms")
-	c.MetadataMaxAge = ms("metadata.max.age.ms")
-	c.DefaultAPITimeout = ms("default.api.timeout.ms")
+	c.RequestTimeout = msInt("request.timeout.ms", atLeast0)
+	c.RetryBackoff = msLong("retry.backoff.ms", atLeast0)
+	c.RetryBackoffMax = msLong("retry.backoff.max.ms", atLeast0)
+	c.MetadataMaxAge = msLong("metadata.max.age.ms", atLeast0)
+	c.DefaultAPITimeout = msInt("default.api.timeout.ms", atLeast0)
 	if err != nil {
 		return Config{}, err
 	}

@@ -1,6 +1,7 @@
 package newconsumer
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -46,14 +47,14 @@ func TestFromProperties(t *testing.T) {
 		want  string
 	}{
 		{map[string]string{"fetch.max.wait": "1"}, "unknown consumer config fetch.max.wait"},
-		{map[string]string{"session.timeout.ms": "abc"}, "session.timeout.ms=\"abc\""},
+		{map[string]string{"session.timeout.ms": "abc"}, "Invalid value abc for configuration session.timeout.ms"},
 		{map[string]string{"heartbeat.interval.ms": "45000"}, "heartbeat.interval.ms (45000) must be positive and lower than session.timeout.ms (45000)"},
 		{map[string]string{"enable.auto.commit": "yes"}, "enable.auto.commit=\"yes\""},
 		{map[string]string{"auto.offset.reset": "smallest"}, "auto.offset.reset=\"smallest\""},
 		{map[string]string{"partition.assignment.strategy": "range,fancy"}, "unknown partition.assignment.strategy \"fancy\""},
 		{map[string]string{"partition.assignment.strategy": " "}, "partition.assignment.strategy is empty"},
 		{map[string]string{"group.protocol": "consumer"}, "KIP-848"},
-		{map[string]string{"max.poll.records": "0"}, "max.poll.records=\"0\""},
+		{map[string]string{"max.poll.records": "0"}, "Invalid value 0 for configuration max.poll.records"},
 		{map[string]string{"group.instance.id": "a b"}, "group.instance.id=\"a b\""},
 	} {
 		_, err := FromProperties(bad.props)
@@ -83,5 +84,51 @@ func TestListenerFuncsLostDefaultsToRevoked(t *testing.T) {
 	l2.OnPartitionsLost(nil)
 	if !reflect.DeepEqual(got, []string{"revoked", "lost"}) {
 		t.Fatalf("calls %v", got)
+	}
+}
+
+// Every numeric 3.9 consumer key is read as its ConfigDef type (INT or LONG) and checked against its
+// validator (atLeast(0), atLeast(1), or none), with one message naming the key, the type and the
+// allowed range; a value past the type (3000000000 for an INT) is refused, not wrapped.
+func TestCLIBadInputNewConsumerConfigRanges(t *testing.T) {
+	const maxInt, maxLong = "2147483647", "9223372036854775807"
+	for _, c := range []struct {
+		key, typ, bits, lo, hi string // lo "": no validator (the type's own range)
+	}{
+		{"session.timeout.ms", "INT", "32", "", maxInt}, {"heartbeat.interval.ms", "INT", "32", "", maxInt},
+		{"max.poll.interval.ms", "INT", "32", "1", maxInt}, {"max.poll.records", "INT", "32", "1", maxInt},
+		{"auto.commit.interval.ms", "INT", "32", "0", maxInt}, {"fetch.min.bytes", "INT", "32", "0", maxInt},
+		{"fetch.max.wait.ms", "INT", "32", "0", maxInt}, {"fetch.max.bytes", "INT", "32", "0", maxInt},
+		{"max.partition.fetch.bytes", "INT", "32", "0", maxInt}, {"request.timeout.ms", "INT", "32", "0", maxInt},
+		{"default.api.timeout.ms", "INT", "32", "0", maxInt}, {"retry.backoff.ms", "LONG", "64", "0", maxLong},
+		{"retry.backoff.max.ms", "LONG", "64", "0", maxLong}, {"metadata.max.age.ms", "LONG", "64", "0", maxLong},
+	} {
+		lo := c.lo
+		if lo == "" {
+			lo = "-2147483648"
+		}
+		over := "3000000000"
+		if c.typ == "LONG" {
+			over = "9223372036854775808"
+		}
+		_, err := FromProperties(map[string]string{c.key: over})
+		want := fmt.Sprintf("newconsumer: Invalid value %s for configuration %s: not a number of type %s (%s-bit signed integer); allowed range [%s, %s]", over, c.key, c.typ, c.bits, lo, c.hi)
+		if err == nil || err.Error() != want {
+			t.Errorf("%s=%s: error %v\nwant %s", c.key, over, err, want)
+		}
+		if c.lo == "" {
+			continue
+		}
+		below := map[string]string{"0": "-1", "1": "0"}[c.lo]
+		_, err = FromProperties(map[string]string{c.key: below})
+		want = fmt.Sprintf("newconsumer: Invalid value %s for configuration %s: type %s, allowed range [%s, %s]", below, c.key, c.typ, c.lo, c.hi)
+		if err == nil || err.Error() != want {
+			t.Errorf("%s=%s: error %v\nwant %s", c.key, below, err, want)
+		}
+	}
+	// A LONG of milliseconds beyond what a time.Duration holds saturates at its largest, never wraps.
+	cfg, err := FromProperties(map[string]string{"metadata.max.age.ms": "9223372036854775807"})
+	if err != nil || cfg.MetadataMaxAge != time.Duration(1<<63-1) {
+		t.Errorf("metadata.max.age.ms=Long.MAX_VALUE: %v, %v; want the largest duration", cfg.MetadataMaxAge, err)
 	}
 }

@@ -107,3 +107,19 @@ func (b *brokerConn) request(ctx context.Context, req kmsg.Request, timeout time
 	defer cancel()
 	return b.Request(ctx, req)
 }
+
+// ordered sends req like request and calls handle with the answer (or error) once every answer
+// written before it on this connection has been handled (wire.Conn.Ordered): the coordinator
+// connection's answers are applied to the member's state in the order they arrive, as Java's
+// ConsumerNetworkClient completes them. queued is called when the answer waits for an earlier one.
+func (b *brokerConn) ordered(ctx context.Context, req kmsg.Request, timeout time.Duration, handle func(kmsg.Response, error), queued func()) {
+	v, err := b.version(req.Key())
+	if err != nil {
+		handle(nil, err)
+		return
+	}
+	req.SetVersion(v)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	b.Ordered(ctx, req, handle, queued)
+}

@@ -20,7 +20,12 @@
 // available or ctx ends, instead of taking a timeout; a fatal error (fenced, not authorised) stays
 // and every later Poll returns it; a member whose subscription the leader cannot decode gets an
 // empty assignment (Java's leader fails its poll), and an assignment this member cannot decode
-// makes it rejoin. The assignors' own differences are in package assignor.
+// makes it rejoin; an OffsetCommit's UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION for a generation the
+// member has left is dropped in every state (Java resets unless PREPARING_REBALANCE: its commits never
+// cross a JoinGroup on the wire, this consumer's asynchronous auto-commit can). As in the Java client,
+// the coordinator connection's answers are applied in the order they arrive (wire.Conn.Ordered), and
+// an unreachable coordinator does not stop Poll from fetching: the coordinator lookup runs on a
+// goroutine of its own. The assignors' own differences are in package assignor.
 package newconsumer
 
 import (
@@ -63,8 +68,6 @@ type Consumer struct {
 	wakeHB    chan struct{} // wakes the heartbeat goroutine
 	appMu     sync.Mutex    // Poll and Close
 
-	discoverMu sync.Mutex // one coordinator lookup at a time
-
 	connMu      sync.Mutex
 	conns       map[string]*brokerConn // fetch-side connections by address
 	connsClosed bool
@@ -81,9 +84,11 @@ type Consumer struct {
 	fatal          error            // sticky: Poll returns it (fenced, authorization, ...)
 	closed         bool
 	coord          *brokerConn
+	lookup         *coordLookup    // the running or last coordinator lookup
 	join           chan joinResult // the pending JoinGroup/SyncGroup round (joinFuture); nil: none
 	joinCancel     context.CancelFunc
 	attempt        int // rounds in the current rebalance (rebalance_end's attempt)
+	discarded      int // successful JoinGroup/SyncGroup answers thrown away (discardedLocked)
 	nextAutoCommit time.Time
 	autoCommitting bool // an asynchronous auto-commit is in flight
 	meta           *metadata
@@ -167,6 +172,28 @@ func (c *Consumer) Assignment() []TopicPartition {
 	return c.ownedLocked()
 }
 
+// DiscardedRounds is how many successful JoinGroup or SyncGroup answers the member threw away
+// because its own state had moved on before it applied them (each also an error record on the
+// timeline). A group's rebalance round completed without this member: it rejoins, costing the group
+// another round. 0 in a healthy run.
+func (c *Consumer) DiscardedRounds() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.discarded
+}
+
+// EnforceRebalance makes the member rejoin the group at its next Poll, starting a rebalance
+// (KafkaConsumer.enforceRebalance(reason), KIP-568): the reason goes in the JoinGroup request
+// (KIP-800). It does nothing while a rejoin is already requested (requestRejoinIfNecessary).
+func (c *Consumer) EnforceRebalance(reason string) {
+	c.mu.Lock()
+	if !c.m.rejoinNeeded {
+		c.m.requestRejoin("rebalance enforced by user: " + reason)
+	}
+	c.mu.Unlock()
+	c.signal()
+}
+
 // MemberID is the member id the coordinator gave this member ("" when it has none), as sent in
 // JoinGroup, SyncGroup, Heartbeat and OffsetCommit.
 func (c *Consumer) MemberID() string {
@@ -248,13 +275,16 @@ func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 		if recs := c.drain(); len(recs) > 0 {
 			return recs, nil
 		}
-		err := c.updatePositions(ctx)
-		if err != nil && isFatal(err) {
-			return nil, err
+		posErr := c.updatePositions(ctx)
+		if posErr != nil && isFatal(posErr) {
+			return nil, posErr
 		}
-		var fetching bool
+		// The partitions that have a position are fetched even when another's could not be
+		// initialised yet (its committed offset needs the coordinator): Kafka's poll fetches
+		// whatever is fetchable.
+		fetching, err := c.sendFetches(ctx)
 		if err == nil {
-			fetching, err = c.sendFetches(ctx)
+			err = posErr
 		}
 		if ctx.Err() == nil {
 			// Until a fetch completes, a round finishes, the heartbeat thread calls, or at most
@@ -363,17 +393,21 @@ func (c *Consumer) updatePositions(ctx context.Context) error {
 }
 
 // coordinatorPoll is ConsumerCoordinator.poll(timer, waitForJoinGroup=false): the rebalance steps,
-// then auto-commit. It returns only fatal errors.
+// then auto-commit. It does not wait for an unknown coordinator (coordinatorReady). It returns only
+// fatal errors.
 func (c *Consumer) coordinatorPoll(ctx context.Context) error {
 	c.maybeRefreshMetadata(ctx)
-	if _, err := c.ensureCoordinator(ctx); err != nil {
-		if isFatal(err) {
+	if conn, err := c.coordinatorReady(); conn == nil {
+		if err != nil && isFatal(err) {
 			return c.setFatal(err)
 		}
-		if ctx.Err() == nil {
+		// The lookup runs on its own goroutine and wakes Poll when it ends; meanwhile the member
+		// goes on fetching what it owns. An auto-commit that falls due waits for the lookup on its
+		// own goroutine (commitOffsetsAsync with the coordinator unknown).
+		if err != nil {
 			c.log.WithError(err).Debug("coordinator not available")
-			c.backoffWait(ctx, c.cfg.RetryBackoff)
 		}
+		c.maybeAutoCommit()
 		return nil
 	}
 	for c.rejoinNeededOrPending() && ctx.Err() == nil {
@@ -770,29 +804,11 @@ func (c *Consumer) heartbeatLoop() {
 				timeout = c.cfg.RequestTimeout
 			}
 			c.mu.Unlock()
-			code, err := c.sendHeartbeat(c.ctx, conn, gen, timeout)
+			failed := c.heartbeat(c.ctx, conn, gen, timeout)
 			if c.ctx.Err() != nil {
 				return
 			}
-			c.mu.Lock()
-			o := c.m.onHeartbeatResponse(gen, code, err)
-			switch {
-			case o.heartbeatReceived:
-				c.hb.received(time.Now())
-			case o.err != nil:
-				c.hb.failed(time.Now())
-			}
-			if o.coordinatorLost {
-				c.markCoordinatorUnknownLocked(conn, "heartbeat: "+o.err.Error())
-			}
-			if o.heartbeatFatal && c.fatal == nil {
-				c.fatal = o.err
-			}
-			if o.err != nil {
-				c.logLocked().WithError(o.err).Info("heartbeat failed")
-			}
-			c.mu.Unlock()
-			if o.err != nil {
+			if failed {
 				c.signal() // Poll may have to rejoin
 			}
 		}

@@ -7,11 +7,13 @@ import (
 	"maps"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/lab"
@@ -376,4 +378,146 @@ func consumedTo(m *member, ends map[int32]int64) bool {
 		}
 	}
 	return true
+}
+
+// TestFIDZombieFetchStalledCoordinatorKeepsDelivering (FID-ZOMBIE-FETCH): z's coordinator link
+// stalls for twice the session timeout plus a second while its fetch link stays up and records keep
+// coming to every partition. As Kafka 3.9's consumer, z goes on delivering its partitions throughout
+// the stall — an unreachable coordinator only makes the heartbeat thread mark it unknown, and poll's
+// coordinator work is bounded by the poll, not waited for — so every second of the stall holds
+// deliveries by z, and they are at least 80% of what was produced to z's partitions meanwhile. Its
+// offset commits of the old generation are refused once the link heals (UNKNOWN_MEMBER_ID: the
+// coordinator removed it), none lands, and z then loses its partitions and rejoins.
+func TestFIDZombieFetchStalledCoordinatorKeepsDelivering(t *testing.T) {
+	bootstrap := startCluster(t, "t", 4, 0, 0)
+	col := &timeline.Collector{}
+	props := map[string]string{"partition.assignment.strategy": "range", "auto.commit.interval.ms": "300"}
+	links := lab.NewMemberLinks("z")
+	t.Cleanup(func() { links.Close() })
+	m1 := startMember(t, "m1", bootstrap, "t", col, props)
+	z := startMember(t, "z", bootstrap, "t", col, props, func(c *Config) {
+		c.CoordinatorDialer = links.Dialer(lab.LinkCoordinator)
+		c.FetchDialer = links.Dialer(lab.LinkFetch)
+	})
+	both := []*member{m1, z}
+	dumpOnFailure(t, col, both...)
+	waitFor(t, 30*time.Second, "a stable group of 2", func() bool { return groupStable(both, 4) && len(z.c.Assignment()) == 2 })
+	owned, oldID, oldGen := z.c.Assignment(), z.c.MemberID(), z.c.Generation()
+	zParts := map[int32]bool{}
+	for _, tp := range owned {
+		zParts[tp.Partition] = true
+	}
+
+	// A producer writes one record to each partition every 20 ms, noting when each was acknowledged.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var prodMu sync.Mutex
+	var acked []int64 // Unix ms of each acknowledged record to one of z's partitions
+	stopProducing := make(chan struct{})
+	producing := make(chan struct{})
+	go func() {
+		defer close(producing)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-stopProducing:
+				return
+			case <-tick.C:
+			}
+			var recs []*kgo.Record
+			for p := int32(0); p < 4; p++ {
+				recs = append(recs, &kgo.Record{Topic: "t", Partition: p, Value: []byte(fmt.Sprintf("%d-%d", p, i))})
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			res := cl.ProduceSync(ctx, recs...)
+			cancel()
+			now := time.Now().UnixMilli()
+			prodMu.Lock()
+			for _, r := range res {
+				if r.Err == nil && zParts[r.Record.Partition] {
+					acked = append(acked, now)
+				}
+			}
+			prodMu.Unlock()
+		}
+	}()
+	defer func() { close(stopProducing); <-producing }()
+	waitFor(t, 20*time.Second, "z delivering the new records", func() bool {
+		return len(recordsAfter(col, "z", timeline.Deliver, time.Now().Add(-time.Second).UnixMilli())) > 0
+	})
+
+	stall := 2*2*time.Second + time.Second // twice session.timeout.ms 2000, plus a second
+	stalledAt := time.Now()
+	if err := links.Stall(lab.LinkCoordinator); err != nil {
+		t.Fatal(err)
+	}
+	// The coordinator removes z and gives m1 every partition, while z is cut off.
+	waitFor(t, 20*time.Second, "m1 owning all 4 partitions", func() bool { return groupStable([]*member{m1}, 4) })
+	if d := time.Until(stalledAt.Add(stall)); d > 0 {
+		time.Sleep(d) // the stall's length is the fault itself, not a synchronisation
+	}
+	healedAt := time.Now()
+	if err := links.Heal(lab.LinkCoordinator); err != nil {
+		t.Fatal(err)
+	}
+	from, to := stalledAt.UnixMilli(), healedAt.UnixMilli()
+	var delivered []int64
+	for _, r := range recordsAfter(col, "z", timeline.Deliver, from) {
+		if r.TsMs < to && r.Partition != nil && zParts[*r.Partition] {
+			delivered = append(delivered, r.TsMs)
+		}
+	}
+	prodMu.Lock()
+	produced := 0
+	for _, ts := range acked {
+		if ts >= from && ts < to {
+			produced++
+		}
+	}
+	prodMu.Unlock()
+	var perSecond []int
+	for s := from; s+1000 <= to; s += 1000 {
+		n := 0
+		for _, ts := range delivered {
+			if ts >= s && ts < s+1000 {
+				n++
+			}
+		}
+		perSecond = append(perSecond, n)
+	}
+	t.Logf("stall of %v: z delivered %d records of its partitions %v, %d were produced to them; per second %v",
+		healedAt.Sub(stalledAt).Round(time.Millisecond), len(delivered), owned, produced, perSecond)
+	for i, n := range perSecond {
+		if n == 0 {
+			t.Errorf("second %d of the stall: z delivered nothing (per second %v)", i, perSecond)
+		}
+	}
+	if produced == 0 || float64(len(delivered)) < 0.8*float64(produced) {
+		t.Errorf("z delivered %d records during the stall, %d were produced to its partitions: want at least 80%%", len(delivered), produced)
+	}
+
+	// After the heal z learns it was removed: its commits of the old generation are refused.
+	waitFor(t, 30*time.Second, "a stable group of 2 again", func() bool { return groupStable(both, 4) && len(z.c.Assignment()) == 2 })
+	var refused int
+	for _, r := range recordsAfter(col, "z", timeline.Commit, from) {
+		if r.MemberID != oldID {
+			continue
+		}
+		if r.Result != timeline.CommitRejected || r.Generation == nil || *r.Generation != oldGen {
+			t.Errorf("z's commit of member %s after the stall began: %+v, want rejected with generation %d", oldID, r, oldGen)
+		}
+		if r.Err == "UNKNOWN_MEMBER_ID" {
+			refused++
+		}
+	}
+	if refused == 0 {
+		t.Errorf("no commit of z's old member %s was refused with UNKNOWN_MEMBER_ID", oldID)
+	}
+	if calls, _ := z.snapshot(); !containsString(calls, fmt.Sprint("lost ", owned)) {
+		t.Errorf("z's listener calls %v: no OnPartitionsLost(%v)", calls, owned)
+	}
 }

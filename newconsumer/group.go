@@ -40,42 +40,117 @@ func isFatal(err error) bool {
 	return errors.As(err, &f)
 }
 
-// ensureCoordinator returns the coordinator connection, finding the coordinator (FindCoordinator on
-// any broker connection) and dialling it with the coordinator dialer when unknown
-// (AbstractCoordinator.ensureCoordinatorReady). Errors are retriable unless errFatal.
-func (c *Consumer) ensureCoordinator(ctx context.Context) (*brokerConn, error) {
-	if conn := c.coordinator(); conn != nil {
-		return conn, nil
-	}
-	c.discoverMu.Lock()
-	defer c.discoverMu.Unlock()
-	if conn := c.coordinator(); conn != nil {
-		return conn, nil
-	}
-	node, addr, err := c.findCoordinator(ctx)
-	if err != nil {
-		return nil, err
-	}
-	conn, err := dialBroker(ctx, c.cfg.CoordinatorDialer, addr, c.clientID, c.cfg.RequestTimeout)
-	if err != nil {
-		return nil, fmt.Errorf("newconsumer: connect to coordinator %d at %s: %w", node, addr, err)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		_ = conn.Close()
-		return nil, ErrClosed
-	}
-	c.coord = conn
-	c.hb.resetSession(time.Now())
-	c.log.WithField("coordinator", addr).Info("discovered group coordinator")
-	return conn, nil
+// coordLookup is one coordinator lookup: FindCoordinator on a broker connection, then dialling the
+// coordinator with the coordinator dialer. At most one runs at a time, on a goroutine of its own
+// (AbstractCoordinator.lookupCoordinator and its findCoordinatorFuture), so that nothing but the
+// callers that need the coordinator waits for it: Poll does not, and goes on fetching.
+type coordLookup struct {
+	done    chan struct{} // closed when the lookup ends
+	err     error         // why it failed (errFatal: give up); nil: it set the coordinator
+	retryAt time.Time     // after a failure, no new lookup before retry.backoff.ms
 }
 
-func (c *Consumer) coordinator() *brokerConn {
+// lookupCoordinatorLocked returns the lookup in progress, or the last failed one while its backoff
+// runs, or else starts a new one. Caller holds c.mu and has checked that the coordinator is unknown
+// and the consumer not closed.
+func (c *Consumer) lookupCoordinatorLocked() *coordLookup {
+	if l := c.lookup; l != nil {
+		select {
+		case <-l.done:
+			if l.err != nil && time.Now().Before(l.retryAt) {
+				return l
+			}
+		default:
+			return l
+		}
+	}
+	l := &coordLookup{done: make(chan struct{})}
+	c.lookup = l
+	c.wg.Add(1) // under mu, with closed checked: shutdown's wg.Wait cannot have started
+	go c.runLookup(l)
+	return l
+}
+
+// runLookup finds and dials the coordinator, then wakes the heartbeat goroutine and Poll.
+func (c *Consumer) runLookup(l *coordLookup) {
+	defer c.wg.Done()
+	node, addr, err := c.findCoordinator(c.ctx)
+	var conn *brokerConn
+	if err == nil {
+		conn, err = dialBroker(c.ctx, c.cfg.CoordinatorDialer, addr, c.clientID, c.cfg.RequestTimeout)
+		if err != nil {
+			err = fmt.Errorf("newconsumer: connect to coordinator %d at %s: %w", node, addr, err)
+		}
+	}
+	c.mu.Lock()
+	switch {
+	case err == nil && c.closed:
+		err = ErrClosed
+	case err == nil:
+		c.coord, conn = conn, nil
+		c.hb.resetSession(time.Now())
+		c.log.WithField("coordinator", addr).Info("discovered group coordinator")
+	default:
+		l.retryAt = time.Now().Add(c.cfg.RetryBackoff)
+	}
+	l.err = err
+	close(l.done)
+	c.mu.Unlock()
+	if conn != nil {
+		_ = conn.Close()
+	}
+	c.signal()
+}
+
+// ensureCoordinator returns the coordinator connection, waiting (until ctx ends) for a lookup when
+// the coordinator is unknown (AbstractCoordinator.ensureCoordinatorReady). For the heartbeat
+// goroutine, the join round and commits; Poll uses coordinatorReady. Errors are retriable unless
+// errFatal.
+func (c *Consumer) ensureCoordinator(ctx context.Context) (*brokerConn, error) {
+	for {
+		c.mu.Lock()
+		if c.coord != nil {
+			conn := c.coord
+			c.mu.Unlock()
+			return conn, nil
+		}
+		if c.closed {
+			c.mu.Unlock()
+			return nil, ErrClosed
+		}
+		l := c.lookupCoordinatorLocked()
+		c.mu.Unlock()
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if l.err != nil {
+			return nil, l.err
+		}
+	}
+}
+
+// coordinatorReady returns the coordinator connection if the coordinator is known; else it starts a
+// lookup (unless one runs or the last one's backoff does) and returns nil with the last lookup's
+// error, without waiting: an unreachable coordinator does not stop Poll from fetching, as Kafka's
+// poll bounds ensureCoordinatorReady by its own timer and then fetches.
+func (c *Consumer) coordinatorReady() (*brokerConn, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.coord
+	if c.coord != nil {
+		return c.coord, nil
+	}
+	if c.closed {
+		return nil, ErrClosed
+	}
+	l := c.lookupCoordinatorLocked()
+	select {
+	case <-l.done:
+		return nil, l.err
+	default:
+		return nil, nil
+	}
 }
 
 // markCoordinatorUnknown forgets the coordinator if it is still conn (nil: whichever it is) and
@@ -205,29 +280,38 @@ func (c *Consumer) runJoin(ctx context.Context, req *kmsg.JoinGroupRequest, sent
 	if timeout < c.cfg.RequestTimeout {
 		timeout = c.cfg.RequestTimeout
 	}
-	r, err := conn.request(ctx, req, timeout)
-	if err != nil {
-		c.recordGroup(kmsg.JoinGroup, 0, err)
+	var (
+		o    outcome
+		resp *kmsg.JoinGroupResponse
+		gen  generation
+	)
+	c.coordRequest(ctx, conn, req, timeout, sent, func(r kmsg.Response, err error) {
+		if err != nil {
+			c.recordGroup(kmsg.JoinGroup, 0, err)
+			c.mu.Lock()
+			o = c.m.onJoinTransportError(err)
+			c.markCoordinatorUnknownLocked(conn, "JoinGroup failed: "+err.Error())
+			c.mu.Unlock()
+			return
+		}
+		resp = r.(*kmsg.JoinGroupResponse)
+		c.recordGroup(kmsg.JoinGroup, resp.ErrorCode, nil)
 		c.mu.Lock()
-		o := c.m.onJoinTransportError(err)
-		c.markCoordinatorUnknownLocked(conn, "JoinGroup failed: "+err.Error())
-		c.mu.Unlock()
-		return joinResult{outcome: o}
-	}
-	resp := r.(*kmsg.JoinGroupResponse)
-	c.recordGroup(kmsg.JoinGroup, resp.ErrorCode, nil)
-	c.mu.Lock()
-	o := c.m.onJoinGroupResponse(sent, joinResponse{code: resp.ErrorCode, generation: resp.Generation, memberID: resp.MemberID,
-		protocolType: resp.ProtocolType, protocol: resp.Protocol})
-	if o.coordinatorLost {
-		c.markCoordinatorUnknownLocked(conn, "JoinGroup: "+o.err.Error())
-	}
-	gen := c.m.gen
-	if o.err == nil {
-		c.hb.resetTimeouts(time.Now()) // the heartbeat thread is enabled from here
-		c.logLocked().Info("joined the group")
-	}
-	c.mu.Unlock()
+		defer c.mu.Unlock()
+		o = c.m.onJoinGroupResponse(sent, joinResponse{code: resp.ErrorCode, generation: resp.Generation, memberID: resp.MemberID,
+			protocolType: resp.ProtocolType, protocol: resp.Protocol})
+		if o.coordinatorLost {
+			c.markCoordinatorUnknownLocked(conn, "JoinGroup: "+o.err.Error())
+		}
+		if o.discarded {
+			c.discardedLocked(kmsg.JoinGroup, resp.Generation, o.err)
+		}
+		gen = c.m.gen
+		if o.err == nil {
+			c.hb.resetTimeouts(time.Now()) // the heartbeat thread is enabled from here
+			c.logLocked().Info("joined the group")
+		}
+	})
 	if o.err != nil {
 		return joinResult{outcome: o}
 	}
@@ -257,25 +341,42 @@ func (c *Consumer) runJoin(ctx context.Context, req *kmsg.JoinGroupRequest, sent
 		sync.GroupAssignment = assignments
 		res.snapshot = snapshot
 	}
-	r, err = conn.request(ctx, sync, c.cfg.RequestTimeout)
-	if err != nil {
-		c.recordGroup(kmsg.SyncGroup, 0, err)
+	c.coordRequest(ctx, conn, sync, c.cfg.RequestTimeout, gen, func(r kmsg.Response, err error) {
+		if err != nil {
+			c.recordGroup(kmsg.SyncGroup, 0, err)
+			c.mu.Lock()
+			res.outcome = c.m.onJoinTransportError(err)
+			c.markCoordinatorUnknownLocked(conn, "SyncGroup failed: "+err.Error())
+			c.mu.Unlock()
+			return
+		}
+		sresp := r.(*kmsg.SyncGroupResponse)
+		c.recordGroup(kmsg.SyncGroup, sresp.ErrorCode, nil)
 		c.mu.Lock()
-		o := c.m.onJoinTransportError(err)
-		c.markCoordinatorUnknownLocked(conn, "SyncGroup failed: "+err.Error())
-		c.mu.Unlock()
-		return joinResult{outcome: o}
+		defer c.mu.Unlock()
+		res.outcome = c.m.onSyncGroupResponse(gen, syncResponse{code: sresp.ErrorCode, protocolType: sresp.ProtocolType, protocol: sresp.Protocol})
+		if res.outcome.coordinatorLost {
+			c.markCoordinatorUnknownLocked(conn, "SyncGroup: "+res.outcome.err.Error())
+		}
+		if res.outcome.discarded {
+			c.discardedLocked(kmsg.SyncGroup, gen.id, res.outcome.err)
+		}
+		res.assignment = sresp.MemberAssignment
+	})
+	if res.outcome.err != nil {
+		res.assignment = nil
 	}
-	sresp := r.(*kmsg.SyncGroupResponse)
-	c.recordGroup(kmsg.SyncGroup, sresp.ErrorCode, nil)
-	c.mu.Lock()
-	res.outcome = c.m.onSyncGroupResponse(gen, syncResponse{code: sresp.ErrorCode, protocolType: sresp.ProtocolType, protocol: sresp.Protocol})
-	if res.outcome.coordinatorLost {
-		c.markCoordinatorUnknownLocked(conn, "SyncGroup: "+res.outcome.err.Error())
-	}
-	c.mu.Unlock()
-	res.assignment = sresp.MemberAssignment
 	return res
+}
+
+// discardedLocked counts a successful JoinGroup/SyncGroup answer of generation gen that the member
+// threw away because its state had moved on meanwhile (reset by another answer, or left), and writes
+// an error record saying so: a round the group completed and this member lost. Caller holds c.mu.
+func (c *Consumer) discardedLocked(key kmsg.Key, gen int32, why error) {
+	c.discarded++
+	text := fmt.Sprintf("discarded the %s result of generation %d: %v", key.Name(), gen, why)
+	c.logLocked().Warn(text)
+	c.emit(timeline.Record{Kind: timeline.Error, Text: text})
 }
 
 // assignAsLeader computes the group's assignment (ConsumerCoordinator.onLeaderElected): the
@@ -306,8 +407,26 @@ func (c *Consumer) assignAsLeader(ctx context.Context, protocol string, members 
 	return assignments, counts, nil
 }
 
-// sendHeartbeat sends one Heartbeat with the given generation; deadline bounds it (the session's end).
-func (c *Consumer) sendHeartbeat(ctx context.Context, conn *brokerConn, gen generation, timeout time.Duration) (int16, error) {
+// coordRequest sends one group request on the coordinator connection conn, bounded by timeout,
+// and applies its answer (or transport error) with apply in wire order (brokerConn.ordered): every
+// answer that arrived before it on conn has been applied first, so an answer is judged against the
+// member's state as of its own arrival, as AbstractCoordinator's response handlers are. sent is the
+// generation (and member id) the request carries; apply compares it with the member's current one
+// to recognise a stale answer. The steps go to Config.coordHook.
+func (c *Consumer) coordRequest(ctx context.Context, conn *brokerConn, req kmsg.Request, timeout time.Duration, sent generation, apply func(kmsg.Response, error)) {
+	key := kmsg.Key(req.Key())
+	c.hook(stepSend, key, sent)
+	conn.ordered(ctx, req, timeout, func(r kmsg.Response, err error) {
+		c.hook(stepAnswered, key, sent)
+		apply(r, err)
+		c.hook(stepApplied, key, sent)
+	}, func() { c.hook(stepQueued, key, sent) })
+}
+
+// heartbeat sends one Heartbeat with gen and applies its answer (HeartbeatResponseHandler plus the
+// heartbeat thread's bookkeeping); timeout bounds it (the session's end). It reports whether the
+// member must look at its state again (a failed heartbeat: Poll may have to rejoin).
+func (c *Consumer) heartbeat(ctx context.Context, conn *brokerConn, gen generation, timeout time.Duration) (failed bool) {
 	req := kmsg.NewPtrHeartbeatRequest()
 	req.Group = c.cfg.GroupID
 	req.Generation = gen.id
@@ -315,14 +434,36 @@ func (c *Consumer) sendHeartbeat(ctx context.Context, conn *brokerConn, gen gene
 	if c.m.static {
 		req.InstanceID = kmsg.StringPtr(c.cfg.GroupInstanceID)
 	}
-	r, err := conn.request(ctx, req, timeout)
-	if err != nil {
-		c.recordGroup(kmsg.Heartbeat, 0, err)
-		return 0, err
-	}
-	code := r.(*kmsg.HeartbeatResponse).ErrorCode
-	c.recordGroup(kmsg.Heartbeat, code, nil)
-	return code, nil
+	c.coordRequest(ctx, conn, req, timeout, gen, func(r kmsg.Response, err error) {
+		var code int16
+		if err == nil {
+			code = r.(*kmsg.HeartbeatResponse).ErrorCode
+		}
+		c.recordGroup(kmsg.Heartbeat, code, err)
+		if ctx.Err() != nil {
+			return // the consumer is stopping
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		o := c.m.onHeartbeatResponse(gen, code, err)
+		switch {
+		case o.heartbeatReceived:
+			c.hb.received(time.Now())
+		case o.err != nil:
+			c.hb.failed(time.Now())
+		}
+		if o.coordinatorLost {
+			c.markCoordinatorUnknownLocked(conn, "heartbeat: "+o.err.Error())
+		}
+		if o.heartbeatFatal && c.fatal == nil {
+			c.fatal = o.err
+		}
+		if o.err != nil {
+			c.logLocked().WithError(o.err).Info("heartbeat failed")
+			failed = true
+		}
+	})
+	return failed
 }
 
 // sendLeave sends LeaveGroup for memberID (a minimal effort, not retried: maybeLeaveGroup).
@@ -339,23 +480,26 @@ func (c *Consumer) sendLeave(ctx context.Context, memberID, reason string) {
 		reason = reason[:255]
 	}
 	req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: memberID, Reason: kmsg.StringPtr(reason)}}
-	r, err := conn.request(ctx, req, c.cfg.RequestTimeout)
-	if err != nil {
-		c.recordGroup(kmsg.LeaveGroup, 0, err)
-		c.markCoordinatorUnknown(conn, "LeaveGroup failed: "+err.Error())
-		return
-	}
-	resp := r.(*kmsg.LeaveGroupResponse)
-	code := resp.ErrorCode
-	if code == 0 && len(resp.Members) == 1 {
-		code = resp.Members[0].ErrorCode
-	}
-	c.recordGroup(kmsg.LeaveGroup, code, nil)
-	if code != 0 {
-		c.log.WithField("reason", reason).Warnf("LeaveGroup: %s", errName(code))
-		return
-	}
-	c.log.WithField("reason", reason).Info("left the group")
+	left := generation{id: noGeneration.id, memberID: memberID}
+	c.coordRequest(ctx, conn, req, c.cfg.RequestTimeout, left, func(r kmsg.Response, err error) {
+		if err != nil {
+			c.recordGroup(kmsg.LeaveGroup, 0, err)
+			c.markCoordinatorUnknown(conn, "LeaveGroup failed: "+err.Error())
+			return
+		}
+		resp := r.(*kmsg.LeaveGroupResponse)
+		code := resp.ErrorCode
+		if code == 0 && len(resp.Members) == 1 {
+			code = resp.Members[0].ErrorCode
+		}
+		c.recordGroup(kmsg.LeaveGroup, code, nil)
+		if code != 0 {
+			// Nothing to undo: the member reset its state before it sent the request.
+			c.log.WithField("reason", reason).Warnf("LeaveGroup of %s: %s", memberID, errName(code))
+			return
+		}
+		c.log.WithField("reason", reason).Info("left the group")
+	})
 }
 
 // commitOnce sends one OffsetCommit of offsets (next offsets to consume) with the stable
@@ -409,43 +553,47 @@ func (c *Consumer) commitOnce(ctx context.Context, offsets map[TopicPartition]in
 			Partition: tp.Partition, Offset: offsets[tp], LeaderEpoch: -1,
 		})
 	}
-	r, err := conn.request(ctx, req, c.cfg.RequestTimeout)
-	if err != nil {
-		c.recordGroup(kmsg.OffsetCommit, 0, err)
-		c.emit(timeline.Record{Kind: timeline.Error, Text: "OffsetCommit got no response: " + err.Error()})
-		c.markCoordinatorUnknown(conn, "OffsetCommit failed: "+err.Error())
-		return errRetriable{err}
-	}
-	resp := r.(*kmsg.OffsetCommitResponse)
-	var firstCode int16
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			rec := timeline.Record{Kind: timeline.Commit, Topic: t.Topic, Partition: timeline.I32(p.Partition),
-				Offset: timeline.I64(offsets[TopicPartition{Topic: t.Topic, Partition: p.Partition}]), Generation: timeline.I32(gen.id),
-				Result: timeline.CommitApplied, MemberID: gen.memberID}
-			if p.ErrorCode != 0 {
-				rec.Result, rec.Err = timeline.CommitRejected, errName(p.ErrorCode)
-				if firstCode == 0 {
-					firstCode = p.ErrorCode
-				}
-			}
-			c.emit(rec)
+	var result error
+	c.coordRequest(ctx, conn, req, c.cfg.RequestTimeout, gen, func(r kmsg.Response, err error) {
+		if err != nil {
+			c.recordGroup(kmsg.OffsetCommit, 0, err)
+			c.emit(timeline.Record{Kind: timeline.Error, Text: "OffsetCommit got no response: " + err.Error()})
+			c.markCoordinatorUnknown(conn, "OffsetCommit failed: "+err.Error())
+			result = errRetriable{err}
+			return
 		}
-	}
-	c.recordGroup(kmsg.OffsetCommit, firstCode, nil)
-	if firstCode == 0 {
-		return nil
-	}
-	c.mu.Lock()
-	o := c.m.onCommitError(gen, firstCode)
-	if o.coordinatorLost {
-		c.markCoordinatorUnknownLocked(conn, "OffsetCommit: "+o.err.Error())
-	}
-	c.mu.Unlock()
-	if o.retry == retryBackoff {
-		return errRetriable{o.err}
-	}
-	return o.err
+		resp := r.(*kmsg.OffsetCommitResponse)
+		var firstCode int16
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				rec := timeline.Record{Kind: timeline.Commit, Topic: t.Topic, Partition: timeline.I32(p.Partition),
+					Offset: timeline.I64(offsets[TopicPartition{Topic: t.Topic, Partition: p.Partition}]), Generation: timeline.I32(gen.id),
+					Result: timeline.CommitApplied, MemberID: gen.memberID}
+				if p.ErrorCode != 0 {
+					rec.Result, rec.Err = timeline.CommitRejected, errName(p.ErrorCode)
+					if firstCode == 0 {
+						firstCode = p.ErrorCode
+					}
+				}
+				c.emit(rec)
+			}
+		}
+		c.recordGroup(kmsg.OffsetCommit, firstCode, nil)
+		if firstCode == 0 {
+			return
+		}
+		c.mu.Lock()
+		o := c.m.onCommitError(gen, firstCode)
+		if o.coordinatorLost {
+			c.markCoordinatorUnknownLocked(conn, "OffsetCommit: "+o.err.Error())
+		}
+		c.mu.Unlock()
+		result = o.err
+		if o.retry == retryBackoff {
+			result = errRetriable{o.err}
+		}
+	})
+	return result
 }
 
 // errRetriable wraps an error CommitSync and the offset fetch retry after a backoff.
@@ -459,14 +607,17 @@ func isRetriable(err error) bool {
 }
 
 // fetchCommitted returns the committed offsets of parts (OffsetFetch with require_stable; absent:
-// no committed offset), as ConsumerCoordinator.fetchCommittedOffsets. Retriable errors are errRetriable.
+// no committed offset), as ConsumerCoordinator.fetchCommittedOffsets. Retriable errors are errRetriable,
+// among them an unknown coordinator: it does not wait for the lookup (Poll calls it).
 func (c *Consumer) fetchCommitted(ctx context.Context, parts []TopicPartition) (map[TopicPartition]int64, error) {
-	conn, err := c.ensureCoordinator(ctx)
-	if err != nil {
-		if isFatal(err) {
-			return nil, err
-		}
+	conn, err := c.coordinatorReady() // from Poll: not waited for
+	switch {
+	case err != nil && isFatal(err):
+		return nil, err
+	case err != nil:
 		return nil, errRetriable{err}
+	case conn == nil:
+		return nil, errRetriable{errors.New("newconsumer: group coordinator unknown (lookup in progress)")}
 	}
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Group = c.cfg.GroupID
@@ -486,10 +637,15 @@ func (c *Consumer) fetchCommitted(ctx context.Context, parts []TopicPartition) (
 		g.Topics = append(g.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 	}
 	req.Groups = []kmsg.OffsetFetchRequestGroup{g} // v8+
-	r, err := conn.request(ctx, req, c.cfg.RequestTimeout)
+	var r kmsg.Response
+	c.coordRequest(ctx, conn, req, c.cfg.RequestTimeout, noGeneration, func(resp kmsg.Response, e error) {
+		r, err = resp, e
+		if err != nil {
+			c.recordGroup(kmsg.OffsetFetch, 0, err)
+			c.markCoordinatorUnknown(conn, "OffsetFetch failed: "+err.Error())
+		}
+	})
 	if err != nil {
-		c.recordGroup(kmsg.OffsetFetch, 0, err)
-		c.markCoordinatorUnknown(conn, "OffsetFetch failed: "+err.Error())
 		return nil, errRetriable{err}
 	}
 	resp := r.(*kmsg.OffsetFetchResponse)

@@ -68,6 +68,7 @@ type outcome struct {
 	coordinatorLost   bool // markCoordinatorUnknown: forget the coordinator, close its connection
 	heartbeatFatal    bool // the heartbeat thread fails (FencedInstanceIdException): Poll returns err
 	heartbeatReceived bool // Heartbeat.receiveHeartbeat (else failHeartbeat, when err != nil)
+	discarded         bool // a successful JoinGroup/SyncGroup answer thrown away: the member's state moved on meanwhile
 }
 
 // membership is AbstractCoordinator's state. Not safe for concurrent use: the Consumer locks it.
@@ -150,7 +151,9 @@ func (m *membership) onJoinGroupResponse(sent generation, r joinResponse) outcom
 		}
 		if m.state != preparingRebalance {
 			// Woken or left meanwhile (UnjoinedGroupException, retriable).
-			return m.joinFailed(fmt.Errorf("newconsumer: the consumer left the group before the JoinGroup response"), retryBackoff)
+			o := m.joinFailed(fmt.Errorf("newconsumer: the consumer left the group before the JoinGroup response"), retryBackoff)
+			o.discarded = true
+			return o
 		}
 		m.state = completingRebalance
 		proto := ""
@@ -217,7 +220,9 @@ func (m *membership) onSyncGroupResponse(sent generation, r syncResponse) outcom
 		}
 		if m.gen.reset() || m.state != completingRebalance {
 			// The heartbeat thread reset the generation meanwhile: retry at once (as ILLEGAL_GENERATION).
-			return m.joinFailed(codeErr(kerr.IllegalGeneration.Code), retryNow)
+			o := m.joinFailed(codeErr(kerr.IllegalGeneration.Code), retryNow)
+			o.discarded = true
+			return o
 		}
 		if r.protocol != nil && *r.protocol != m.gen.protocol {
 			return m.joinFailed(codeErr(kerr.InconsistentGroupProtocol.Code), fatal)
@@ -276,7 +281,8 @@ func (m *membership) onHeartbeatResponse(sent generation, code int16, transport 
 }
 
 // onCommitError is OffsetCommitResponseHandler for a partition error code (code != 0). sent is the
-// generation the commit carried. The returned outcome's err is what CommitSync reports; retryBackoff
+// generation the commit carried; an UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION of a generation the
+// member has left since is stale and changes nothing. The returned outcome's err is what CommitSync reports; retryBackoff
 // means CommitSync tries again after retry.backoff.ms (while its deadline allows).
 func (m *membership) onCommitError(sent generation, code int16) outcome {
 	switch code {
@@ -299,8 +305,16 @@ func (m *membership) onCommitError(sent generation, code int16) outcome {
 		m.requestRejoin("offset commit failed since group is already rebalancing")
 		return outcome{err: ErrRebalanceInProgress, retry: fatal}
 	case kerr.UnknownMemberID.Code, kerr.IllegalGeneration.Code:
-		if m.gen != sent && m.state == preparingRebalance {
-			return outcome{err: ErrRebalanceInProgress, retry: fatal}
+		if m.gen != sent {
+			// The member's generation changed after the commit was sent: the error is of the old
+			// one and must not reset the new one. Java resets unless PREPARING_REBALANCE, since its
+			// commits are sent by the thread that joins and so never cross a JoinGroup on the wire;
+			// this consumer's asynchronous auto-commit can, and its error arrives after the
+			// JoinGroup/SyncGroup answers that moved the member on.
+			if m.rebalanceInProgress() {
+				return outcome{err: fmt.Errorf("%w (%s for generation %d)", ErrRebalanceInProgress, errName(code), sent.id), retry: fatal}
+			}
+			return outcome{err: fmt.Errorf("%w (%s for generation %d)", ErrCommitFailed, errName(code), sent.id), retry: fatal}
 		}
 		m.resetStateAndRejoin(fmt.Sprintf("encountered %s from OFFSET_COMMIT response", errName(code)),
 			code == kerr.IllegalGeneration.Code)

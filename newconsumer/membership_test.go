@@ -240,6 +240,23 @@ func TestCommitErrors(t *testing.T) {
 			t.Fatalf("outcome %+v gen %+v", o, m.gen)
 		}
 	})
+	t.Run("stale generation after the JoinGroup answer: RebalanceInProgress, no reset", func(t *testing.T) {
+		m, g := joined(false)
+		m.startJoin()
+		m.state, m.gen = completingRebalance, generation{id: 6, memberID: "m", protocol: "range"}
+		o := m.onCommitError(g, kerr.IllegalGeneration.Code)
+		if !errors.Is(o.err, ErrRebalanceInProgress) || m.state != completingRebalance || m.gen.id != 6 || m.needsJoinPrepare {
+			t.Fatalf("outcome %+v state %s gen %+v", o, m.state, m.gen)
+		}
+	})
+	t.Run("stale generation once stable in the next: CommitFailed, no reset", func(t *testing.T) {
+		m, g := joined(false)
+		m.gen = generation{id: 6, memberID: "m", protocol: "range"}
+		o := m.onCommitError(g, kerr.UnknownMemberID.Code)
+		if !errors.Is(o.err, ErrCommitFailed) || m.state != stable || m.gen.id != 6 || m.rejoinNeeded {
+			t.Fatalf("outcome %+v state %s gen %+v rejoin %v", o, m.state, m.gen, m.rejoinNeeded)
+		}
+	})
 	t.Run("REBALANCE_IN_PROGRESS: rejoin", func(t *testing.T) {
 		m, g := joined(false)
 		o := m.onCommitError(g, kerr.RebalanceInProgress.Code)

@@ -6,14 +6,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"time"
 
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
-	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/recordbatch"
 )
 
 // Record is one message handed to the application.
@@ -26,69 +26,50 @@ type Record struct {
 	Timestamp time.Time
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// parseBatches decodes a fetched partition's v2 record batches (DefaultRecordBatch): checks each
-// batch's CRC-32C (check.crcs), decompresses (gzip, snappy, lz4, zstd), skips control batches and
-// records before from. It returns the records and the offset after the last complete batch (where
-// the next fetch starts; at least from). A truncated last batch (the fetch's size limit) is not an
-// error; a corrupt one stops the parse with an error, keeping what came before.
+// parseBatches decodes a fetched partition's v2 record batches (DefaultRecordBatch, with package
+// recordbatch): checks each batch's CRC-32C (check.crcs), decompresses (gzip, snappy, lz4, zstd),
+// skips control batches and records before from. It returns the records and the offset after the
+// last complete batch (where the next fetch starts; at least from). A truncated last batch (the
+// fetch's size limit) is not an error; a corrupt one stops the parse with an error, keeping what
+// came before.
 func parseBatches(tp TopicPartition, data []byte, from int64) ([]Record, int64, error) {
 	var out []Record
 	next := from
-	for len(data) >= 17 {
-		length := int32(binary.BigEndian.Uint32(data[8:12]))
-		total := 12 + int(length)
-		if length < 49 || total > len(data) {
-			if length < 49 {
-				return out, next, fmt.Errorf("batch length %d is too short", length)
-			}
+	for len(data) > 0 {
+		b, err := recordbatch.Read(data)
+		if errors.Is(err, recordbatch.ErrTruncated) {
 			break // partial batch at the end of the response
 		}
-		raw := data[:total]
-		data = data[total:]
-		if magic := raw[16]; magic != 2 {
-			return out, next, fmt.Errorf("record batch magic %d: only v2 batches are supported", magic)
+		if err != nil {
+			return out, next, fmt.Errorf("record batch at offset %d: %w", b.BaseOffset, err)
 		}
-		var b kmsg.RecordBatch
-		if err := b.ReadFrom(raw); err != nil {
-			return out, next, fmt.Errorf("record batch: %w", err)
-		}
-		if crc32.Checksum(raw[21:], castagnoli) != uint32(b.CRC) {
-			return out, next, fmt.Errorf("record batch at offset %d: CRC mismatch", b.FirstOffset)
-		}
-		last := b.FirstOffset + int64(b.LastOffsetDelta)
-		if b.Attributes&0x20 != 0 { // control batch (transaction marker)
+		data = data[b.Size():]
+		last := b.LastOffset()
+		if b.IsControl() { // transaction marker
 			if last+1 > next {
 				next = last + 1
 			}
 			continue
 		}
-		recs, err := decompress(b.Attributes&0x07, b.Records)
+		recs, err := decompress(int16(b.Compression()), b.Records)
 		if err != nil {
-			return out, next, fmt.Errorf("record batch at offset %d: %w", b.FirstOffset, err)
+			return out, next, fmt.Errorf("record batch at offset %d: %w", b.BaseOffset, err)
 		}
-		logAppendTime := b.Attributes&0x08 != 0
-		for i := int32(0); i < b.NumRecords; i++ {
-			l, n := binary.Varint(recs)
-			if n <= 0 || l < 0 || int(l) > len(recs)-n {
-				return out, next, fmt.Errorf("record batch at offset %d: record %d is truncated", b.FirstOffset, i)
-			}
-			var r kmsg.Record
-			if err := r.ReadFrom(recs[:n+int(l)]); err != nil {
-				return out, next, fmt.Errorf("record batch at offset %d: record %d: %w", b.FirstOffset, i, err)
-			}
-			recs = recs[n+int(l):]
-			off := b.FirstOffset + int64(r.OffsetDelta)
+		err = recordbatch.ReadRecords(recs, b.NumRecords, func(r recordbatch.Record) error {
+			off := b.BaseOffset + int64(r.OffsetDelta)
 			if off < from {
-				continue
+				return nil
 			}
-			ts := b.FirstTimestamp + r.TimestampDelta64
-			if logAppendTime {
+			ts := b.BaseTimestamp + r.TimestampDelta
+			if b.LogAppendTime() {
 				ts = b.MaxTimestamp
 			}
 			out = append(out, Record{Topic: tp.Topic, Partition: tp.Partition, Offset: off, Key: r.Key, Value: r.Value,
 				Timestamp: time.UnixMilli(ts)})
+			return nil
+		})
+		if err != nil {
+			return out, next, fmt.Errorf("record batch at offset %d: %w", b.BaseOffset, err)
 		}
 		if last+1 > next {
 			next = last + 1

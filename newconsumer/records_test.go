@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
-	"hash/crc32"
 	"reflect"
 	"strconv"
 	"strings"
@@ -14,6 +13,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/recordbatch"
 )
 
 // record encodes one v2 record with its varint length (kmsg.Record, length computed first).
@@ -70,7 +71,7 @@ func batch(t *testing.T, base int64, codec int16, control bool, values ...string
 		NumRecords: int32(len(values)), Records: compress(t, codec, recs)}
 	raw := b.AppendTo(nil)
 	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
-	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], castagnoli))
+	binary.BigEndian.PutUint32(raw[17:], recordbatch.Checksum(raw))
 	return raw
 }
 
@@ -103,7 +104,7 @@ func TestParseBatchesCodecs(t *testing.T) {
 	b := kmsg.RecordBatch{FirstOffset: 0, Magic: 2, Attributes: 2, NumRecords: 1, ProducerID: -1, Records: snappy.Encode(nil, recs)}
 	raw := b.AppendTo(nil)
 	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
-	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], castagnoli))
+	binary.BigEndian.PutUint32(raw[17:], recordbatch.Checksum(raw))
 	if got, _, err := parseBatches(tp, raw, 0); err != nil || !reflect.DeepEqual(values(got), []string{"kx=x@0"}) {
 		t.Fatalf("raw snappy: %v %v", values(got), err)
 	}

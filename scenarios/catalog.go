@@ -46,8 +46,13 @@ type Scenario struct {
 	MemberProps func(era string, t Timing) map[string]string
 	// Script builds the scripted events; pure (seeded by rng).
 	Script func(p Params, t Timing, r *scriptRand) []Step
-	// Relations the figures must show.
+	// Relations the figures must show. Every scenario also gets invariantRelations: each of Kafka's
+	// consumer invariants holds (its figure is 0) on every era, except those listed in ByDesign.
 	Relations []Relation
+	// ByDesign: era → the invariant figures (InvariantNames) this scenario breaks on that era because the
+	// era's architecture does (the zk split brain, the coordinator era's zombie window): there the count
+	// is the measurement, not a failure.
+	ByDesign map[string][]string
 	// Extra computes scenario-specific counters from the era's timeline (reported in the JSON).
 	Extra func(e *EraRun) map[string]int64
 }
@@ -95,7 +100,11 @@ func (r Relation) appliesTo(era string) bool {
 // Catalog returns every scenario, by name.
 func Catalog() []*Scenario {
 	out := []*Scenario{herdEffect(), consumerCrash(), splitBrainZombie(), splitBrainDivergentViews(),
-		rollingRestart(), zkQuorumLoss(), storm()}
+		rollingRestart(), zkQuorumLoss(), storm(),
+		// Kafka's own consumer system tests (systemtests.go).
+		consumerBounce(true, "all"), consumerBounce(true, "rolling"), consumerBounce(false, "all"),
+		consumerBounce(false, "rolling"), staticMemberBounce(), staticFencing(), consumerFailure(true),
+		consumerFailure(false)}
 	return out
 }
 
@@ -141,8 +150,19 @@ func (s *Scenario) params(p Params) (Params, error) {
 		return p, fmt.Errorf("--consumers %d: at most %d members run in one process", p.Consumers, maxN)
 	case p.Partitions < 1 || p.Partitions > 1000:
 		return p, fmt.Errorf("--partitions %d: want 1..1000", p.Partitions)
+	case p.DownMs < 0 || p.DownMs > 3_600_000:
+		return p, fmt.Errorf("--down-ms %d: want 0 (half the session timeout) to 3600000", p.DownMs)
 	}
 	return p, nil
+}
+
+// allEras maps every era to figs (Scenario.ByDesign).
+func allEras(figs ...string) map[string][]string {
+	m := map[string][]string{}
+	for _, era := range Eras {
+		m[era] = figs
+	}
+	return m
 }
 
 // coordinator eras: the members talk to a group coordinator.
@@ -150,7 +170,15 @@ var coordinatorEras = []string{"classic", "cooperative", "static"}
 
 // ---- relation helpers ----
 
-func fig(name string, f Figures) int64 { v, _ := f.Get(name); return v }
+// fig returns the figure named name; a name that is no figure is an error, never a 0 that would let a
+// relation on a misspelt figure hold.
+func fig(name string, f Figures) (int64, error) {
+	v, ok := f.Get(name)
+	if !ok {
+		return 0, fmt.Errorf("unknown figure %q", name)
+	}
+	return v, nil
+}
 
 // eventNamed returns the first event whose trigger is name.
 func (e *EraRun) eventNamed(name string) (Event, bool) {
@@ -179,9 +207,10 @@ const (
 	eq cmp = iota
 	ge
 	lt
+	le
 )
 
-func (c cmp) String() string { return [...]string{"==", ">=", "<"}[c] }
+func (c cmp) String() string { return [...]string{"==", ">=", "<", "<="}[c] }
 
 func (c cmp) holds(a, b int64) bool {
 	switch c {
@@ -189,6 +218,8 @@ func (c cmp) holds(a, b int64) bool {
 		return a == b
 	case ge:
 		return a >= b
+	case le:
+		return a <= b
 	}
 	return a < b
 }
@@ -201,7 +232,11 @@ func eventFig(eras []string, trigger, name string, c cmp, wantText string, want 
 			if !ok {
 				return false, "no " + trigger + " event", false
 			}
-			got, w := fig(name, ev.Figures), want(x)
+			got, err := fig(name, ev.Figures)
+			if err != nil {
+				return false, err.Error(), false
+			}
+			w := want(x)
 			return c.holds(got, w), fmt.Sprintf("%d (want %s %d)", got, c, w), false
 		}}
 }
@@ -210,7 +245,10 @@ func eventFig(eras []string, trigger, name string, c cmp, wantText string, want 
 func totalFig(eras []string, name string, c cmp, want int64) Relation {
 	return Relation{Eras: eras, Text: fmt.Sprintf("%s %s %d", name, c, want),
 		check: func(x checkCtx) (bool, string, bool) {
-			got := fig(name, x.era.Result.Totals)
+			got, err := fig(name, x.era.Result.Totals)
+			if err != nil {
+				return false, err.Error(), false
+			}
 			return c.holds(got, want), fmt.Sprintf("%d", got), false
 		}}
 }
@@ -360,6 +398,9 @@ func splitBrainZombie() *Scenario {
 			s.link(2*t.maxSession()+1000, ActHeal, z, CoordinationLink).settle()
 			return s.steps
 		},
+		// The zombie delivers partitions that a later claim (zk) or generation gave to another member,
+		// some of them behind that member's commits: the split brain this scenario measures.
+		ByDesign: allEras(FigInvConsumedUnowned, FigInvConsumedBehindCommitted),
 		Extra: func(e *EraRun) map[string]int64 {
 			return map[string]int64{"commits_applied_for_others_partitions": e.commitsForOthers(timeline.CommitApplied),
 				"commits_rejected_for_others_partitions": e.commitsForOthers(timeline.CommitRejected)}
@@ -374,6 +415,7 @@ func splitBrainZombie() *Scenario {
 			totalFig(coordinatorEras, FigStaleCommitsApplied, eq, 0),
 			totalFig(coordinatorEras, FigStaleCommitsRejected, ge, 1),
 			totalFig(nil, FigLost, eq, 0),
+			totalFig(nil, FigInvConsumedUnowned, ge, 1),
 		},
 	}
 }
@@ -447,7 +489,7 @@ func splitBrainDivergentViews() *Scenario {
 func rollingRestart() *Scenario {
 	return &Scenario{
 		Name:         "rolling-restart",
-		Description:  "each member is stopped and started again in turn, as in a deployment",
+		Description:  "each member is stopped, kept down (--down-ms, default half the session timeout) and started again in turn, as in a deployment",
 		Defaults:     Params{Consumers: 4, Partitions: 8},
 		MinConsumers: 2,
 		ZKNodes:      1,
@@ -456,7 +498,9 @@ func rollingRestart() *Scenario {
 			s.startAll(p.Consumers)
 			for _, i := range r.Perm(p.Consumers) {
 				m := memberName(i + 1)
-				s.trigger("restart-"+m).member(0, ActStop, m).member(0, ActStart, m).settle()
+				// Two windows per restart: the leave (from the stop) and the rejoin (from the start).
+				s.trigger("restart-"+m).member(0, ActStop, m).
+					add(Step{DelayMs: p.downMs(t), Action: ActTrigger, Name: "rejoin-" + m}).member(0, ActStart, m).settle()
 			}
 			return s.steps
 		},
@@ -464,15 +508,19 @@ func rollingRestart() *Scenario {
 			return map[string]int64{"restart_revocations_of_others": e.restartRevocationsOfOthers()}
 		},
 		Relations: []Relation{
-			{Eras: []string{"zk", "classic"}, Text: "each restart: rebalance_participants == N (a rebalance of all members)",
+			{Eras: []string{"zk", "classic"}, Text: "each restart rebalances the whole group twice: rebalance_participants == N-1 on the leave, N on the rejoin",
 				check: func(x checkCtx) (bool, string, bool) {
-					evs := x.era.eventsPrefixed("restart-")
 					var got []string
-					ok := len(evs) == x.p.Consumers
-					for _, ev := range evs {
-						got = append(got, fmt.Sprintf("%s:%d", ev.Trigger, ev.Figures.RebalanceParticipants))
-						ok = ok && ev.Figures.RebalanceParticipants == int64(x.p.Consumers)
+					ok := true
+					for prefix, want := range map[string]int{"restart-": x.p.Consumers - 1, "rejoin-": x.p.Consumers} {
+						evs := x.era.eventsPrefixed(prefix)
+						ok = ok && len(evs) == x.p.Consumers
+						for _, ev := range evs {
+							got = append(got, fmt.Sprintf("%s:%d", ev.Trigger, ev.Figures.RebalanceParticipants))
+							ok = ok && ev.Figures.RebalanceParticipants == int64(want)
+						}
 					}
+					sort.Strings(got)
 					return ok, strings.Join(got, " "), false
 				}},
 			extraFig([]string{"static"}, "restart_revocations_of_others", eq, 0,
@@ -484,13 +532,39 @@ func rollingRestart() *Scenario {
 						return false, "classic did not run", true
 					}
 					sum := func(e *EraRun) (n int64) {
-						for _, ev := range e.eventsPrefixed("restart-") {
+						for _, ev := range append(e.eventsPrefixed("restart-"), e.eventsPrefixed("rejoin-")...) {
 							n += ev.Figures.Revocations
 						}
 						return n
 					}
 					co, cl := sum(x.era), sum(classic)
 					return co < cl, fmt.Sprintf("cooperative %d, classic %d", co, cl), false
+				}},
+			{Eras: []string{"classic"}, Text: "each leave and rejoin: every other member pauses (revokes everything it held)",
+				check: func(x checkCtx) (bool, string, bool) {
+					got := x.era.restartPausedOthers()
+					ok := len(got) == 2*x.p.Consumers
+					var parts []string
+					for _, w := range got {
+						ok = ok && w.paused == x.p.Consumers-1
+						parts = append(parts, fmt.Sprintf("%s:%d", w.trigger, w.paused))
+					}
+					return ok, strings.Join(parts, " "), false
+				}},
+			{Eras: []string{"static"}, Text: "each restart: no member pauses, and the restarted member's partitions wait about the down time",
+				check: func(x checkCtx) (bool, string, bool) {
+					evs := x.era.eventsPrefixed("restart-") // from the stop to the start
+					ok := len(evs) == x.p.Consumers
+					down := x.p.downMs(x.t)
+					// Each member owns P/N partitions (range); each waits from the stop to the rejoin.
+					lo := down * int64(x.p.Partitions/x.p.Consumers) * 8 / 10
+					var parts []string
+					for _, ev := range evs {
+						ok = ok && ev.Figures.PausedMemberMs == 0 && ev.Figures.UnownedPartitionMs >= lo
+						parts = append(parts, fmt.Sprintf("%s: paused %d ms, unowned %d partition-ms", ev.Trigger,
+							ev.Figures.PausedMemberMs, ev.Figures.UnownedPartitionMs))
+					}
+					return ok, fmt.Sprintf("%s (want paused 0, unowned >= %d)", strings.Join(parts, "; "), lo), false
 				}},
 		},
 	}

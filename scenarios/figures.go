@@ -17,6 +17,7 @@ const (
 	FigRebalanceParticipants = "rebalance_participants"
 	FigZKReads               = "zk_reads"
 	FigZKWrites              = "zk_writes"
+	FigZKOffsetWrites        = "zk_offset_writes"
 	FigZKWatchEvents         = "zk_watch_events"
 	FigGroupRequests         = "group_requests"
 	FigRebalanceAttempts     = "rebalance_attempts"
@@ -25,6 +26,7 @@ const (
 	FigOwnershipConflicts    = "ownership_conflicts"
 	FigMaxConcurrentOwners   = "max_concurrent_owners"
 	FigUnownedPartitionMs    = "unowned_partition_ms"
+	FigPausedMemberMs        = "paused_member_ms"
 	FigDuplicates            = "duplicates"
 	FigLost                  = "lost"
 	FigStaleCommitsApplied   = "stale_commits_applied"
@@ -33,10 +35,12 @@ const (
 
 // FigureNames lists every figure in DESIGN.md's order (the rows of RenderTable).
 var FigureNames = []string{
-	FigTimeToStableMs, FigRebalanceParticipants, FigZKReads, FigZKWrites, FigZKWatchEvents,
+	FigTimeToStableMs, FigRebalanceParticipants, FigZKReads, FigZKWrites, FigZKOffsetWrites, FigZKWatchEvents,
 	FigGroupRequests, FigRebalanceAttempts, FigRebalanceFailures, FigRevocations, FigOwnershipConflicts,
-	FigMaxConcurrentOwners, FigUnownedPartitionMs, FigDuplicates, FigLost, FigStaleCommitsApplied,
-	FigStaleCommitsRejected,
+	FigMaxConcurrentOwners, FigUnownedPartitionMs, FigPausedMemberMs, FigDuplicates, FigLost,
+	FigStaleCommitsApplied, FigStaleCommitsRejected,
+	FigInvConsumedNotMember, FigInvConsumedUnowned, FigInvOffsetsNotContiguous,
+	FigInvCommitAheadOfPosition, FigInvConsumedBehindCommitted, FigInvRevokedUnowned,
 }
 
 // ZKOwnerConflict is timeline.ZKOwnerConflict, re-exported for readers of this package.
@@ -62,18 +66,28 @@ type Figures struct {
 	RebalanceParticipants int64 `json:"rebalance_participants"` // distinct members with a rebalance_begin
 	ZKReads               int64 `json:"zk_reads"`               // zk_op op=read
 	ZKWrites              int64 `json:"zk_writes"`              // zk_op op=write
-	ZKWatchEvents         int64 `json:"zk_watch_events"`        // zk_watch
-	GroupRequests         int64 `json:"group_requests"`         // group_request of the counted APIs
-	RebalanceAttempts     int64 `json:"rebalance_attempts"`     // rebalance_end records (one per attempt)
-	RebalanceFailures     int64 `json:"rebalance_failures"`     // rebalances given up (see Compute)
-	Revocations           int64 `json:"revocations"`            // owned partitions listed in revoked
-	OwnershipConflicts    int64 `json:"ownership_conflicts"`    // zk_op write result=conflict
+	// ZKOffsetWrites: the zk_writes that store offsets — zk_op op=write of /consumers/<g>/offsets or a
+	// path below it (the offset znodes and their parents). 0.8.2 commits there with
+	// offsets.storage=zookeeper, or with offsets.storage=kafka and dual.commit.enabled; 0 with
+	// offsets.storage=kafka alone: the ZooKeeper write load Kafka-stored offsets took away.
+	ZKOffsetWrites     int64 `json:"zk_offset_writes"`
+	ZKWatchEvents      int64 `json:"zk_watch_events"`     // zk_watch
+	GroupRequests      int64 `json:"group_requests"`      // group_request of the counted APIs
+	RebalanceAttempts  int64 `json:"rebalance_attempts"`  // rebalance_end records (one per attempt)
+	RebalanceFailures  int64 `json:"rebalance_failures"`  // rebalances given up (see Compute)
+	Revocations        int64 `json:"revocations"`         // owned partitions listed in revoked
+	OwnershipConflicts int64 `json:"ownership_conflicts"` // zk_op write result=conflict
 	// MaxConcurrentOwners: most members delivering one partition at once. A member delivers a partition
 	// from its first deliver of it until it loses it (revoked, assigned without it, member_stop).
 	MaxConcurrentOwners int64 `json:"max_concurrent_owners"`
 	// UnownedPartitionMs: Σ over partitions of ms during which the partition had produced-but-not-yet-
 	// delivered offsets and no live member owned it.
 	UnownedPartitionMs int64 `json:"unowned_partition_ms"`
+	// PausedMemberMs: Σ over live members of ms during which the member, which held partitions when
+	// its rebalance began, holds none while that rebalance runs: the stop-the-world pause of an eager
+	// rebalance (every member gives everything up and waits), which a cooperative member that keeps
+	// partitions, and a static group that does not rebalance, avoid.
+	PausedMemberMs int64 `json:"paused_member_ms"`
 	// Duplicates: deliveries of a (topic, partition, offset) already delivered by anyone. In Events, a
 	// duplicate counts in the latest trigger's event even after that window ended at stable: re-deliveries
 	// from the last committed offset happen after the new owner starts, i.e. after the group is stable.
@@ -83,13 +97,23 @@ type Figures struct {
 	Lost                 int64 `json:"lost"`
 	StaleCommitsApplied  int64 `json:"stale_commits_applied"`  // commit result=applied by a non-owner of record
 	StaleCommitsRejected int64 `json:"stale_commits_rejected"` // commit result=rejected by a non-owner of record
+
+	// Kafka's consumer invariants, violations counted (invariants.go has each one's definition).
+	InvConsumedNotMember       int64 `json:"invariant_consumed_not_member"`
+	InvConsumedUnowned         int64 `json:"invariant_consumed_unowned"`
+	InvOffsetsNotContiguous    int64 `json:"invariant_offsets_not_contiguous"`
+	InvCommitAheadOfPosition   int64 `json:"invariant_commit_ahead_of_position"`
+	InvConsumedBehindCommitted int64 `json:"invariant_consumed_behind_committed"`
+	InvRevokedUnowned          int64 `json:"invariant_revoked_unowned"`
 }
 
 func (f *Figures) fields() []*int64 {
-	return []*int64{&f.TimeToStableMs, &f.RebalanceParticipants, &f.ZKReads, &f.ZKWrites, &f.ZKWatchEvents,
+	return []*int64{&f.TimeToStableMs, &f.RebalanceParticipants, &f.ZKReads, &f.ZKWrites, &f.ZKOffsetWrites, &f.ZKWatchEvents,
 		&f.GroupRequests, &f.RebalanceAttempts, &f.RebalanceFailures, &f.Revocations, &f.OwnershipConflicts,
-		&f.MaxConcurrentOwners, &f.UnownedPartitionMs, &f.Duplicates, &f.Lost, &f.StaleCommitsApplied,
-		&f.StaleCommitsRejected}
+		&f.MaxConcurrentOwners, &f.UnownedPartitionMs, &f.PausedMemberMs, &f.Duplicates, &f.Lost,
+		&f.StaleCommitsApplied, &f.StaleCommitsRejected,
+		&f.InvConsumedNotMember, &f.InvConsumedUnowned, &f.InvOffsetsNotContiguous,
+		&f.InvCommitAheadOfPosition, &f.InvConsumedBehindCommitted, &f.InvRevokedUnowned}
 }
 
 // Get returns the figure named by its JSON key; ok=false for an unknown name.
@@ -110,6 +134,17 @@ func (f *Figures) set(name string, v int64) {
 	}
 }
 
+// inc adds 1 to the figure named name (one of FigureNames).
+func (f *Figures) inc(name string) {
+	for i, p := range f.fields() {
+		if FigureNames[i] == name {
+			*p++
+			return
+		}
+	}
+	panic("scenarios: unknown figure " + name)
+}
+
 // Event is one trigger's window: from the trigger record until stable, the next trigger, or the end.
 type Event struct {
 	Trigger string  `json:"trigger"` // the trigger's name
@@ -122,8 +157,12 @@ type Event struct {
 // Result is one era's figures.
 type Result struct {
 	Era    string  `json:"era"`
-	Totals Figures `json:"totals"` // the whole timeline; time_to_stable_ms: see Compute
+	Totals Figures `json:"totals"` // the run after the group's formation; time_to_stable_ms: see Compute
 	Events []Event `json:"events"`
+	// Start is the group's formation: from the first record until the group is first stable or the
+	// first trigger, whichever comes first (nil when the timeline starts with a trigger or is empty).
+	// Its costs are not in Totals.
+	Start *Event `json:"start,omitempty"`
 	// NotApplicable names the figures this era cannot produce (see NotApplicable); they are 0 here and
 	// are no evidence of anything.
 	NotApplicable []string `json:"not_applicable"`
@@ -131,8 +170,24 @@ type Result struct {
 	// string), to the live member(s) owning it at the end: one name, "" for none, comma-joined sorted
 	// names when several members still claim it.
 	FinalOwners map[string]string `json:"final_owners"`
+	// Faults are the faults' windows, from their fault{phase:"begin"} and fault{phase:"end"} records
+	// (when each really took effect — at the member's proxies for a link fault — not when the script
+	// asked for it), in order of beginning.
+	Faults []FaultWindow `json:"faults"`
 	// Warnings describe records that were skipped or inconsistent (missing fields, other eras, unsorted input).
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// FaultWindow is one fault from its begin record to its end record (ms after the timeline's first
+// record). A fault without an end record (still in force at the end) has Open set and EndMs at the last
+// record.
+type FaultWindow struct {
+	Action     string `json:"action"` // stall, cut, "latency <d>ms", zk-stop, broker-stop
+	Target     string `json:"target"` // "<member>/<link>", "zookeeper/<i>", "broker/<id>"
+	StartMs    int64  `json:"start_ms"`
+	EndMs      int64  `json:"end_ms"`
+	DurationMs int64  `json:"duration_ms"`
+	Open       bool   `json:"open,omitempty"`
 }
 
 // FigureOptions tunes Compute.
@@ -151,7 +206,7 @@ var knownEras = map[string]bool{"zk": true, "classic": true, "cooperative": true
 //   - zk: group_requests (the 0.8 connector never talks to a group coordinator; its group is ZooKeeper) and
 //     stale_commits_rejected (offsets are an unconditional setData of /consumers/<g>/offsets/<t>/<p>:
 //     nothing can refuse a stale commit, so only stale_commits_applied exists).
-//   - classic, cooperative, static, kip848: zk_reads, zk_writes, zk_watch_events (the members never talk to
+//   - classic, cooperative, static, kip848: zk_reads, zk_writes, zk_offset_writes, zk_watch_events (the members never talk to
 //     ZooKeeper; the broker's own ZooKeeper traffic is not a member's) and ownership_conflicts (the leader,
 //     or the coordinator for kip848, computes one assignment; nobody claims partitions).
 //
@@ -161,7 +216,7 @@ func NotApplicable(era string) []string {
 	case "zk":
 		return []string{FigGroupRequests, FigStaleCommitsRejected}
 	case "classic", "cooperative", "static", "kip848":
-		return []string{FigZKReads, FigZKWrites, FigZKWatchEvents, FigOwnershipConflicts}
+		return []string{FigZKReads, FigZKWrites, FigZKOffsetWrites, FigZKWatchEvents, FigOwnershipConflicts}
 	}
 	return nil
 }
@@ -175,9 +230,12 @@ var groupAPIs = map[string]bool{
 // Records whose era is neither era nor "" are skipped (the runner's and producer's records may carry "").
 //
 // Events: one per `trigger` record, in order, with that window's figures (see Figures for each figure and
-// Event for the window). Totals: the figures over the whole timeline, except time_to_stable_ms, which is
-// the worst event's (NeverStable if any event never became stable), or, in a timeline without triggers,
-// the time from the first record until the group first became stable (the group's formation).
+// Event for the window). Start: the group's formation, from the first record until the group is first
+// stable or the first trigger. Totals: the figures from the first trigger to the end — the formation's
+// costs are in Start, not in Totals — except time_to_stable_ms, which is the worst event's (NeverStable
+// if any event never became stable). A timeline without triggers is all formation: its Totals cover it
+// all, time_to_stable_ms being the formation's. duplicates, lost and the invariant figures count the
+// whole timeline in Totals whatever the phase: they are correctness, not cost.
 //
 // Compute never fails: malformed records (a deliver without partition or offset, a commit without
 // partition, ...) are skipped and described in Result.Warnings.
@@ -251,11 +309,17 @@ type memberState struct {
 	live        bool
 	joining     bool // member_start seen, no assigned since
 	rebalancing bool // a rebalance is running
+	heldAtBegin bool // the member owned partitions when its running rebalance began
 	owned       map[tp]bool
 	delivering  map[tp]bool
 }
 
 func (m *memberState) busy() bool { return m.live && (m.joining || m.rebalancing) }
+
+// paused: a member that was consuming holds nothing while its rebalance runs (PausedMemberMs).
+func (m *memberState) paused() bool {
+	return m.live && m.rebalancing && m.heldAtBegin && len(m.owned) == 0
+}
 
 // window accumulates one event's figures.
 type window struct {
@@ -263,7 +327,7 @@ type window struct {
 	startTs, endTs   int64
 	trigger          string
 	end              string
-	implicit         bool // the formation window of a timeline without triggers: not reported
+	implicit         bool // the formation window: reported as Result.Start, not as an event
 	open             bool
 	seenUnstable     bool
 	stableAt         int64
@@ -309,6 +373,7 @@ type replay struct {
 	touched  map[tp]bool   // deliv increased in the current ms
 	bad      int           // known partitions with claim != 1
 	busy     int           // live members busy
+	paused   int           // live members paused
 	unowned  int           // known partitions with pending > 0 and claim == 0
 	totals   Figures
 	partsAll map[string]bool
@@ -319,6 +384,11 @@ type replay struct {
 	tr       *trace
 	openSeg  map[tp]map[string]int // index into tr.segments[tp] of an open segment
 	busyFrom int64
+	inv      *invariantChecker
+	forming  bool // before the first trigger of a timeline that has one: the group's formation
+
+	faults    []FaultWindow
+	openFault map[string]int // action+target → index into faults of a fault not yet ended
 }
 
 const maxWarnings = 20
@@ -404,8 +474,10 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 		claim: map[tp]int{}, latest: map[tp]string{}, pending: map[tp]int{}, produced: map[tpo]int{},
 		delivs: map[tpo]int{}, deliv: map[tp]int{}, touched: map[tp]bool{}, partsAll: map[string]bool{},
 		warn: warn, tr: &trace{segments: map[tp][]segment{}}, openSeg: map[tp]map[string]int{},
+		inv: newInvariantChecker(), openFault: map[string]int{},
 	}
-	res := Result{Era: era, NotApplicable: NotApplicable(era), Events: []Event{}, FinalOwners: map[string]string{}}
+	res := Result{Era: era, NotApplicable: NotApplicable(era), Events: []Event{}, FinalOwners: map[string]string{},
+		Faults: []FaultWindow{}}
 	if len(recs) == 0 {
 		res.Warnings = append(r.warn, "no records")
 		if res.NotApplicable == nil {
@@ -427,9 +499,10 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 	}
 	first := recs[0].TsMs
 	r.tr.firstTs, r.tr.lastTs = first, recs[len(recs)-1].TsMs
-	if !hasTrigger {
-		r.openWindow(0, first, "", true)
+	if recs[0].Kind != timeline.Trigger {
+		r.openWindow(0, first, "start", true)
 	}
+	r.forming = hasTrigger // until the first trigger, costs go to the formation window only
 
 	prevTs := first
 	for i := 0; i < len(recs); {
@@ -440,6 +513,12 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 			if recs[j].Kind == timeline.Trigger {
 				if r.cur != nil {
 					r.closeWindow(j-1, ts, EndNextTrigger)
+				}
+				if r.forming { // the totals start here, with the concurrency the formation left
+					r.forming = false
+					for _, n := range r.deliv {
+						r.totals.MaxConcurrentOwners = max(r.totals.MaxConcurrentOwners, int64(n))
+					}
 				}
 				r.openWindow(j, ts, recs[j].Name, false)
 			}
@@ -478,7 +557,12 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 			tts = NeverStable
 		}
 		if w.implicit {
-			totalTTS = tts
+			if !hasTrigger {
+				totalTTS = tts
+			}
+			w.f.TimeToStableMs = tts
+			w.f.RebalanceParticipants = int64(len(w.participants))
+			res.Start = &Event{Trigger: w.trigger, AtMs: 0, EndMs: w.endTs - first, End: w.end, Figures: w.f}
 			continue
 		}
 		w.f.TimeToStableMs = tts
@@ -492,10 +576,14 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 	r.totals.TimeToStableMs = totalTTS
 	r.totals.RebalanceParticipants = int64(len(r.partsAll))
 	res.Totals = r.totals
+	res.Faults = append(res.Faults, r.faults...)
 	for _, name := range res.NotApplicable {
 		res.Totals.set(name, 0)
 		for i := range res.Events {
 			res.Events[i].Figures.set(name, 0)
+		}
+		if res.Start != nil {
+			res.Start.Figures.set(name, 0)
 		}
 	}
 	if res.NotApplicable == nil {
@@ -526,9 +614,11 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 	return res, r.tr
 }
 
-// each applies fn to the totals and, when a window is open, to its figures.
+// each applies fn to the totals (after the formation) and, when a window is open, to its figures.
 func (r *replay) each(fn func(f *Figures)) {
-	fn(&r.totals)
+	if !r.forming {
+		fn(&r.totals)
+	}
 	if r.cur != nil {
 		fn(&r.cur.f)
 	}
@@ -559,11 +649,17 @@ func (r *replay) closeWindow(idx int, ts int64, why string) {
 
 // integrate adds [from, to) of the current state to the time-based figures.
 func (r *replay) integrate(from, to int64) {
-	if to <= from || r.unowned == 0 {
+	if to <= from {
 		return
 	}
-	d := int64(r.unowned) * (to - from)
-	r.each(func(f *Figures) { f.UnownedPartitionMs += d })
+	if r.unowned > 0 {
+		d := int64(r.unowned) * (to - from)
+		r.each(func(f *Figures) { f.UnownedPartitionMs += d })
+	}
+	if r.paused > 0 {
+		d := int64(r.paused) * (to - from)
+		r.each(func(f *Figures) { f.PausedMemberMs += d })
+	}
 }
 
 // msEnd evaluates the state after every record of millisecond ts (last index idx).
@@ -630,11 +726,12 @@ func (r *replay) member(name string) *memberState {
 	return m
 }
 
-// mutate runs fn on a member, keeping the busy count and the rebalance shading exact.
+// mutate runs fn on a member, keeping the busy and paused counts and the rebalance shading exact.
 func (r *replay) mutate(name string, ts int64, fn func(m *memberState)) {
 	m := r.member(name)
-	was := m.busy()
+	was, wasPaused := m.busy(), m.paused()
 	fn(m)
+	r.paused += b2i(m.paused()) - b2i(wasPaused)
 	now := m.busy()
 	if was == now {
 		return
@@ -704,6 +801,16 @@ func parts(rec timeline.Record) []tp {
 	return out
 }
 
+// ownerOfRecord is the group's owner of record of t now: the member whose latest assigned listed t,
+// while it still owns t; "" for none.
+func (r *replay) ownerOfRecord(t tp) string {
+	name := r.latest[t]
+	if m := r.members[name]; name == "" || m == nil || !m.live || !m.owned[t] {
+		return ""
+	}
+	return name
+}
+
 // apply replays record i.
 func (r *replay) apply(i int) {
 	rec := r.recs[i]
@@ -722,6 +829,14 @@ func (r *replay) apply(i int) {
 			return true
 		}
 		return false
+	}
+	// Like duplicates, a violation counts in the latest trigger's event even after that window ended
+	// at stable: what a change sets off (a zombie's deliveries) may come after the group looks stable.
+	for _, name := range r.inv.observe(rec, r.ownerOfRecord) {
+		r.totals.inc(name)
+		if r.lastEv != nil {
+			r.lastEv.f.inc(name)
+		}
 	}
 	switch rec.Kind {
 	case timeline.MemberStart:
@@ -742,14 +857,21 @@ func (r *replay) apply(i int) {
 			m.live, m.joining, m.rebalancing = false, false, false
 		})
 	case timeline.RebalanceBegin:
-		r.partsAll[rec.Member] = true
+		if !r.forming {
+			r.partsAll[rec.Member] = true
+		}
 		if r.cur != nil {
 			r.cur.participants[rec.Member] = true
 		}
 		if stoppedSkip() {
 			return
 		}
-		r.mutate(rec.Member, ts, func(m *memberState) { m.rebalancing = true })
+		r.mutate(rec.Member, ts, func(m *memberState) {
+			if !m.rebalancing {
+				m.heldAtBegin = len(m.owned) > 0
+			}
+			m.rebalancing = true
+		})
 	case timeline.RebalanceEnd:
 		r.each(func(f *Figures) { f.RebalanceAttempts++ })
 		if rec.OK == nil {
@@ -791,14 +913,15 @@ func (r *replay) apply(i int) {
 			m.joining = false
 		})
 	case timeline.Revoked:
-		m := r.member(rec.Member)
-		for _, t := range parts(rec) {
-			r.know(t)
-			if m.owned[t] {
-				r.each(func(f *Figures) { f.Revocations++ })
+		r.mutate(rec.Member, ts, func(m *memberState) {
+			for _, t := range parts(rec) {
+				r.know(t)
+				if m.owned[t] {
+					r.each(func(f *Figures) { f.Revocations++ })
+				}
+				r.lose(rec.Member, m, t, ts)
 			}
-			r.lose(rec.Member, m, t, ts)
-		}
+		})
 	case timeline.Deliver:
 		t, ok := needTP()
 		if !ok {
@@ -864,6 +987,9 @@ func (r *replay) apply(i int) {
 			r.each(func(f *Figures) { f.ZKReads++ })
 		case "write":
 			r.each(func(f *Figures) { f.ZKWrites++ })
+			if isOffsetPath(rec.Path) {
+				r.each(func(f *Figures) { f.ZKOffsetWrites++ })
+			}
 			if rec.Result == ZKOwnerConflict {
 				r.each(func(f *Figures) { f.OwnershipConflicts++ })
 			}
@@ -879,17 +1005,55 @@ func (r *replay) apply(i int) {
 	case timeline.Fault, timeline.Trigger:
 		text := rec.Name
 		if rec.Kind == timeline.Fault {
-			text = strings.TrimSpace(rec.Action + " " + rec.Target)
+			text = strings.TrimSpace(rec.Action + " " + rec.Target + " " + rec.Phase)
+			r.faultPhase(rec, ts, where)
 		}
 		r.tr.marks = append(r.tr.marks, mark{ts: ts, kind: rec.Kind, text: text})
-	case timeline.Error:
+	case timeline.Error, timeline.SessionExpired:
 	default:
 		r.warnf("%s: unknown kind, skipped", where())
 	}
 }
 
+// faultPhase opens a fault window at a begin record and closes it at the matching end record.
+func (r *replay) faultPhase(rec timeline.Record, ts int64, where func() string) {
+	key := rec.Action + "\x00" + rec.Target
+	switch rec.Phase {
+	case "":
+	case timeline.FaultBegin:
+		if _, ok := r.openFault[key]; ok {
+			r.warnf("%s: %s %s begins again before it ended", where(), rec.Action, rec.Target)
+			return
+		}
+		r.openFault[key] = len(r.faults)
+		r.faults = append(r.faults, FaultWindow{Action: rec.Action, Target: rec.Target, StartMs: ts - r.tr.firstTs, Open: true})
+	case timeline.FaultEnd:
+		i, ok := r.openFault[key]
+		if !ok {
+			r.warnf("%s: %s %s ends without a begin", where(), rec.Action, rec.Target)
+			return
+		}
+		delete(r.openFault, key)
+		w := &r.faults[i]
+		w.EndMs, w.DurationMs, w.Open = ts-r.tr.firstTs, ts-r.tr.firstTs-w.StartMs, false
+	default:
+		r.warnf("%s: fault phase %q is neither begin nor end", where(), rec.Phase)
+	}
+}
+
+// isOffsetPath: path is /consumers/<group>/offsets or below it (ZkUtils' ZKGroupTopicDirs.consumerOffsetDir).
+func isOffsetPath(path string) bool {
+	parts := strings.SplitN(path, "/", 5) // "", consumers, <group>, offsets, rest
+	return len(parts) >= 4 && parts[0] == "" && parts[1] == "consumers" && parts[2] != "" && parts[3] == "offsets"
+}
+
 // finish closes the report's open intervals at the last record.
 func (r *replay) finish(last int64) {
+	for _, i := range r.openFault {
+		w := &r.faults[i]
+		w.EndMs = last - r.tr.firstTs
+		w.DurationMs = w.EndMs - w.StartMs
+	}
 	for t, open := range r.openSeg {
 		for _, i := range open {
 			r.tr.segments[t][i].end = last

@@ -84,6 +84,10 @@ func (b *tlb) fault(ms int64, action, target string) *tlb {
 	return b.add(ms, "runner", timeline.Fault, func(r *timeline.Record) { r.Action, r.Target = action, target })
 }
 
+func (b *tlb) faultPhase(ms int64, action, target, phase string) *tlb {
+	return b.add(ms, "runner", timeline.Fault, func(r *timeline.Record) { r.Action, r.Target, r.Phase = action, target, phase })
+}
+
 // joined is the usual stable start: m joins and gets p at ms.
 func (b *tlb) joined(ms int64, m string, p ...int32) *tlb {
 	return b.start(ms, m).begin(ms, m).assign(ms, m, p...).end(ms, m, true, 1)
@@ -147,9 +151,16 @@ func TestFiguresEagerJoin(t *testing.T) {
 		FigDuplicates:         1,       // after the window's stable end, still this event's
 		FigLost:               0, FigStaleCommitsApplied: 0, FigStaleCommitsRejected: 0,
 	})
+	// The totals leave the group's formation (before the first trigger) to its own window, Start.
 	want(t, "totals", res.Totals, map[string]int64{
-		FigTimeToStableMs: 100, FigDuplicates: 1, FigRebalanceParticipants: 2, FigGroupRequests: 9, FigRebalanceAttempts: 3,
+		FigTimeToStableMs: 100, FigDuplicates: 1, FigRebalanceParticipants: 2, FigGroupRequests: 7, FigRebalanceAttempts: 2,
 		FigRevocations: 2, FigMaxConcurrentOwners: 1, FigUnownedPartitionMs: 130,
+	})
+	if st := res.Start; st == nil || st.Trigger != "start" || st.AtMs != 0 || st.EndMs != 20 || st.End != EndStable {
+		t.Fatalf("start = %+v", st)
+	}
+	want(t, "start", res.Start.Figures, map[string]int64{
+		FigTimeToStableMs: 20, FigRebalanceParticipants: 1, FigGroupRequests: 2, FigRebalanceAttempts: 1,
 	})
 	if !reflect.DeepEqual(res.FinalOwners, map[string]string{"t-0": "m1", "t-1": "m2"}) {
 		t.Errorf("final owners = %v", res.FinalOwners)
@@ -404,12 +415,12 @@ func TestFiguresNotApplicable(t *testing.T) {
 		{"zk", []string{"group_requests", "stale_commits_rejected"}, map[string]int64{
 			FigZKReads: 1, FigZKWrites: 1, FigZKWatchEvents: 1, FigOwnershipConflicts: 1, FigGroupRequests: 0,
 			FigStaleCommitsApplied: 1, FigStaleCommitsRejected: 0}},
-		{"classic", []string{"zk_reads", "zk_writes", "zk_watch_events", "ownership_conflicts"}, map[string]int64{
+		{"classic", []string{"zk_reads", "zk_writes", "zk_offset_writes", "zk_watch_events", "ownership_conflicts"}, map[string]int64{
 			FigZKReads: 0, FigZKWrites: 0, FigZKWatchEvents: 0, FigOwnershipConflicts: 0, FigGroupRequests: 1,
 			FigStaleCommitsApplied: 1, FigStaleCommitsRejected: 1}},
-		{"cooperative", []string{"zk_reads", "zk_writes", "zk_watch_events", "ownership_conflicts"}, nil},
-		{"static", []string{"zk_reads", "zk_writes", "zk_watch_events", "ownership_conflicts"}, nil},
-		{"kip848", []string{"zk_reads", "zk_writes", "zk_watch_events", "ownership_conflicts"}, nil},
+		{"cooperative", []string{"zk_reads", "zk_writes", "zk_offset_writes", "zk_watch_events", "ownership_conflicts"}, nil},
+		{"static", []string{"zk_reads", "zk_writes", "zk_offset_writes", "zk_watch_events", "ownership_conflicts"}, nil},
+		{"kip848", []string{"zk_reads", "zk_writes", "zk_offset_writes", "zk_watch_events", "ownership_conflicts"}, nil},
 	} {
 		res := Compute(zkLike.recs, tc.era, FigureOptions{})
 		if !reflect.DeepEqual(res.NotApplicable, tc.na) || !reflect.DeepEqual(NotApplicable(tc.era), tc.na) {
@@ -488,4 +499,83 @@ func sortedCopy(recs []timeline.Record) []timeline.Record {
 	out := append([]timeline.Record(nil), recs...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].TsMs < out[j].TsMs })
 	return out
+}
+
+// TestPausedMemberMs: in an eager rebalance every member that was consuming holds nothing until its
+// new assignment (the stop-the-world pause); in a cooperative one a member that keeps a partition is
+// not paused; a joiner that held nothing is never paused.
+func TestPausedMemberMs(t *testing.T) {
+	eager := newTL("classic")
+	eager.joined(0, "m1", 0).joined(0, "m2", 1).trigger(10, "join").start(100, "m3").begin(100, "m3")
+	eager.begin(100, "m1").revoke(100, "m1", 0).begin(120, "m2").revoke(120, "m2", 1)
+	eager.assign(300, "m1", 0).end(300, "m1", true, 1).assign(350, "m2", 1).end(350, "m2", true, 1)
+	eager.assign(350, "m3").end(350, "m3", true, 1)
+	res := eager.compute(t, FigureOptions{})
+	want(t, "eager", res.Events[0].Figures, map[string]int64{FigPausedMemberMs: (300 - 100) + (350 - 120)})
+
+	coop := newTL("cooperative")
+	coop.joined(0, "m1", 0, 1).joined(0, "m2", 2).trigger(10, "join").start(100, "m3").begin(100, "m3")
+	coop.begin(100, "m1").begin(100, "m2")
+	coop.revoke(200, "m1", 1).assign(200, "m1", 0).end(200, "m1", true, 1) // keeps 0: not paused
+	coop.revoke(200, "m2", 2).assign(260, "m2", 2).end(260, "m2", true, 1) // gave up all it had: paused 60 ms
+	coop.assign(300, "m3", 1).end(300, "m3", true, 1)
+	res = coop.compute(t, FigureOptions{})
+	want(t, "cooperative", res.Events[0].Figures, map[string]int64{FigPausedMemberMs: 60})
+}
+
+// TestFIDStallTimeWindowsFromRecords: the fault windows are read from the fault records' begin and end
+// (when the faults really took effect), whatever the script said: a stall of m1's ZooKeeper link and a
+// latency of m2's coordinator link that overlap, a cut still in force at the end (open), instants
+// (crash, no phase) that are no window, and an end without a begin (warned, no window).
+func TestFIDStallTimeWindowsFromRecords(t *testing.T) {
+	b := newTL("zk").joined(0, "m1", 0).
+		faultPhase(100, "stall", "m1/zookeeper", timeline.FaultBegin).
+		faultPhase(150, "latency 300ms", "m2/coordinator", timeline.FaultBegin).
+		fault(200, "crash", "m3").
+		faultPhase(5102, "stall", "m1/zookeeper", timeline.FaultEnd).
+		faultPhase(6150, "latency 300ms", "m2/coordinator", timeline.FaultEnd).
+		faultPhase(7000, "cut", "m1/fetch", timeline.FaultBegin).
+		deliver(8000, "m1", 0, 0)
+	res := b.compute(t, FigureOptions{})
+	want := []FaultWindow{
+		{Action: "stall", Target: "m1/zookeeper", StartMs: 100, EndMs: 5102, DurationMs: 5002},
+		{Action: "latency 300ms", Target: "m2/coordinator", StartMs: 150, EndMs: 6150, DurationMs: 6000},
+		{Action: "cut", Target: "m1/fetch", StartMs: 7000, EndMs: 8000, DurationMs: 1000, Open: true},
+	}
+	if !reflect.DeepEqual(res.Faults, want) {
+		t.Errorf("fault windows\n%+v\nwant\n%+v", res.Faults, want)
+	}
+
+	orphan := newTL("zk").joined(0, "m1", 0).faultPhase(10, "stall", "m1/zookeeper", timeline.FaultEnd)
+	got := Compute(orphan.recs, "zk", FigureOptions{})
+	if len(got.Faults) != 0 || len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], "ends without a begin") {
+		t.Errorf("an end without a begin: windows %+v, warnings %q", got.Faults, got.Warnings)
+	}
+}
+
+// zk_offset_writes counts the zk_op writes of /consumers/<g>/offsets and below (offset znodes and their
+// parents), per window like zk_writes; reads there, and writes elsewhere (owners, ids, a group named
+// "offsets"), are not offset writes. For coordinator eras the figure is n/a.
+func TestFIDOffsetsStorageFigureZKOffsetWrites(t *testing.T) {
+	b := newTL("zk").
+		zk(0, "m1", "write", "/consumers/g/offsets/t/0", "").
+		zk(0, "m1", "write", "/consumers/g/offsets/t", "").
+		zk(0, "m1", "write", "/consumers/g/offsets", "").
+		zk(0, "m1", "read", "/consumers/g/offsets/t/0", "").
+		zk(0, "m1", "write", "/consumers/g/owners/t/0", "").
+		zk(0, "m1", "write", "/consumers/offsets/ids/c", "").
+		trigger(100, "join").
+		zk(150, "m2", "write", "/consumers/g/offsets/t/1", "").
+		zk(150, "m2", "write", "/consumers/g/offsetsx/t/1", "")
+	res := b.compute(t, FigureOptions{})
+	// Before the trigger is the group's formation (Start); the totals begin at the trigger.
+	want(t, "start", res.Start.Figures, map[string]int64{FigZKOffsetWrites: 3, FigZKWrites: 5, FigZKReads: 1})
+	want(t, "totals", res.Totals, map[string]int64{FigZKOffsetWrites: 1, FigZKWrites: 2, FigZKReads: 0})
+	if len(res.Events) != 1 {
+		t.Fatalf("%d events, want 1", len(res.Events))
+	}
+	want(t, "join", res.Events[0].Figures, map[string]int64{FigZKOffsetWrites: 1, FigZKWrites: 2})
+	if v, ok := res.Totals.Get(FigZKOffsetWrites); !ok || v != 1 {
+		t.Fatalf("Get(zk_offset_writes) = %d, %v", v, ok)
+	}
 }

@@ -91,6 +91,9 @@ type zkMember struct {
 	cfg   zkconsumer.Config
 	topic string
 	log   *logrus.Entry
+	// commitEach: auto.commit.enable=false, so the application commits after every message it takes
+	// (commitOffsets), as an at-least-once application of the 0.8 high-level consumer does.
+	commitEach bool
 
 	mu       sync.Mutex
 	c        *zkconsumer.Connector
@@ -127,6 +130,11 @@ func (z *zkMember) run(ctx context.Context) error {
 		return fmt.Errorf("createMessageStreams: %w", err)
 	}
 	for range streams[z.topic][0] { // the connector records each delivery as the application takes it
+		if z.commitEach {
+			if err := c.CommitOffsets(); err != nil {
+				z.log.WithError(err).Warn("commitOffsets failed")
+			}
+		}
 	}
 	return nil
 }
@@ -163,6 +171,10 @@ func (z *zkMember) zkSession() int64 {
 type coordMember struct {
 	c     *newconsumer.Consumer
 	topic string
+	log   *logrus.Entry
+	// commitEach: enable.auto.commit=false, so the application commits the position after every
+	// non-empty poll (commitSync()), as Kafka's VerifiableConsumer does without --enable-autocommit.
+	commitEach bool
 }
 
 func (m *coordMember) run(ctx context.Context) error {
@@ -171,11 +183,18 @@ func (m *coordMember) run(ctx context.Context) error {
 	}
 	for {
 		// Records are recorded as delivered when Poll hands them out; the application only loops.
-		if _, err := m.c.Poll(ctx); err != nil {
+		recs, err := m.c.Poll(ctx)
+		if err != nil {
 			if errors.Is(err, newconsumer.ErrClosed) || ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("poll: %w", err)
+		}
+		if m.commitEach && len(recs) > 0 {
+			if err := m.c.CommitSync(ctx, nil); err != nil && ctx.Err() == nil && !errors.Is(err, newconsumer.ErrClosed) {
+				// VerifiableConsumer logs a failed commit and goes on polling; a fatal error shows in Poll.
+				m.log.WithError(err).Warn("commitSync failed")
+			}
 		}
 	}
 }
@@ -239,7 +258,7 @@ func newConsumer(era, topic string, props map[string]string, links *lab.MemberLi
 		cfg.BrokerDialer = links.Dialer(lab.LinkFetch)
 		cfg.Recorder = rec
 		cfg.Log = log
-		return &zkMember{cfg: cfg, topic: topic, log: log}, nil
+		return &zkMember{cfg: cfg, topic: topic, log: log, commitEach: !cfg.AutoCommitEnable}, nil
 	}
 	cfg, err := newconsumer.FromProperties(props)
 	if err != nil {
@@ -253,5 +272,5 @@ func newConsumer(era, topic string, props map[string]string, links *lab.MemberLi
 	if err != nil {
 		return nil, err
 	}
-	return &coordMember{c: c, topic: topic}, nil
+	return &coordMember{c: c, topic: topic, log: log, commitEach: !cfg.EnableAutoCommit}, nil
 }

@@ -150,6 +150,7 @@ type eraPage struct {
 	Columns       []string // "totals", then each event
 	Rows          []figRow // figures × (totals, events)
 	Events        []Event
+	Faults        []FaultWindow
 	Warnings      []string
 }
 
@@ -194,7 +195,7 @@ func colour(i int) string {
 }
 
 func eraView(er EraReport, res Result, tr *trace) eraPage {
-	p := eraPage{Era: er.Era, Timeline: er.Timeline, Events: res.Events, Warnings: res.Warnings}
+	p := eraPage{Era: er.Era, Timeline: er.Timeline, Events: res.Events, Faults: res.Faults, Warnings: res.Warnings}
 	span := tr.lastTs - tr.firstTs
 	p.DurationMs = span
 	if span <= 0 {
@@ -340,6 +341,9 @@ td.na { color: #999; text-align: right; }
 {{end}}</div>
 {{if .Marks}}<table class="marks"><tr><th>at ms</th><th>kind</th><th>what</th></tr>
 {{range .Marks}}<tr><td class="num">{{.AtMs}}</td><td>{{.Kind}}</td><td>{{.Text}}</td></tr>
+{{end}}</table>{{end}}
+{{if .Faults}}<table class="faults"><tr><th>fault</th><th>target</th><th>from ms</th><th>to ms</th><th>lasted ms</th></tr>
+{{range .Faults}}<tr><td>{{.Action}}</td><td>{{.Target}}</td><td class="num">{{.StartMs}}</td><td class="num">{{.EndMs}}{{if .Open}} (still in force){{end}}</td><td class="num">{{.DurationMs}}</td></tr>
 {{end}}</table>{{end}}
 {{if .Events}}<table class="events"><tr><th>trigger</th><th>at ms</th><th>end ms</th><th>window ended by</th></tr>
 {{range .Events}}<tr><td>{{.Trigger}}</td><td class="num">{{.AtMs}}</td><td class="num">{{.EndMs}}</td><td>{{.End}}</td></tr>

@@ -215,6 +215,7 @@ func TestRenderTable(t *testing.T) {
 		"rebalance_participants    2        1",
 		"zk_reads                  0      n/a",
 		"zk_writes                 0      n/a",
+		"zk_offset_writes          0      n/a",
 		"zk_watch_events           0      n/a",
 		"group_requests          n/a        0",
 		"rebalance_attempts        3        1",

@@ -20,6 +20,7 @@ type RunResult struct {
 	Params        Params
 	Timing        Timing
 	KafkaDefaults bool
+	ZKConfig      map[string]string // Options.ZKConfig: the zk members' extra 0.8.2 properties
 	Versions      map[string]string // "rebalancelab", "zookeeper"
 	Script        []Step
 	Eras          []*EraRun
@@ -91,7 +92,7 @@ func (r *RunResult) checkRelations(sc *Scenario) {
 			continue
 		}
 		e.Relations = nil
-		for _, rel := range sc.Relations {
+		for _, rel := range append(append([]Relation(nil), sc.Relations...), invariantRelations(sc)...) {
 			if !rel.appliesTo(e.Era) {
 				continue
 			}
@@ -145,8 +146,8 @@ func (e *EraRun) countBetween(from, to string, pred func(timeline.Record) bool) 
 	return n
 }
 
-// restartRevocationsOfOthers: partitions revoked, during the restart-<m> windows (from the trigger to
-// the next trigger or the end of the script), by members other than <m>.
+// restartRevocationsOfOthers: partitions revoked, during the restart-<m> and rejoin-<m> windows (from
+// the trigger to the next trigger or the end of the script), by members other than <m>.
 func (e *EraRun) restartRevocationsOfOthers() int64 {
 	type win struct {
 		member     string
@@ -159,7 +160,7 @@ func (e *EraRun) restartRevocationsOfOthers() int64 {
 			if len(wins) > 0 && wins[len(wins)-1].end == 0 {
 				wins[len(wins)-1].end = r.TsMs
 			}
-			if m, ok := strings.CutPrefix(r.Name, "restart-"); ok {
+			if m, ok := restartMember(r.Name); ok {
 				wins = append(wins, win{member: m, start: r.TsMs})
 			}
 		}
@@ -182,6 +183,68 @@ func (e *EraRun) restartRevocationsOfOthers() int64 {
 		}
 	}
 	return n
+}
+
+// restartWindow is one restart-<member> or rejoin-<member> window of rolling-restart.
+type restartWindow struct {
+	trigger, member string
+	paused          int // other members that revoked everything they held in the window
+}
+
+// restartMember returns <m> of a restart-<m> or rejoin-<m> trigger.
+func restartMember(trigger string) (string, bool) {
+	if m, ok := strings.CutPrefix(trigger, "restart-"); ok {
+		return m, true
+	}
+	return strings.CutPrefix(trigger, "rejoin-")
+}
+
+// restartPausedOthers returns, per restart-<m> and rejoin-<m> window (from its trigger to the next
+// trigger or the end of the script), how many members other than <m> gave up every partition they
+// held: an eager rebalance's stop-the-world pause.
+func (e *EraRun) restartPausedOthers() []restartWindow {
+	var out []restartWindow
+	owned := map[string]map[string]bool{} // member -> "<topic>-<p>"
+	var cur *restartWindow
+	pausedIn := map[string]bool{}
+	closeWin := func() {
+		if cur != nil {
+			cur.paused = len(pausedIn)
+			out = append(out, *cur)
+			cur, pausedIn = nil, map[string]bool{}
+		}
+	}
+	for _, r := range e.Records {
+		switch r.Kind {
+		case timeline.Trigger:
+			closeWin()
+			if m, ok := restartMember(r.Name); ok {
+				cur = &restartWindow{trigger: r.Name, member: m}
+			}
+		case timeline.MemberStart, timeline.MemberStop:
+			owned[r.Member] = map[string]bool{}
+		case timeline.Assigned:
+			set := map[string]bool{}
+			for topic, ps := range r.Partitions {
+				for _, p := range ps {
+					set[fmt.Sprintf("%s-%d", topic, p)] = true
+				}
+			}
+			owned[r.Member] = set
+		case timeline.Revoked:
+			held := len(owned[r.Member])
+			for topic, ps := range r.Partitions {
+				for _, p := range ps {
+					delete(owned[r.Member], fmt.Sprintf("%s-%d", topic, p))
+				}
+			}
+			if cur != nil && r.Member != cur.member && held > 0 && len(owned[r.Member]) == 0 {
+				pausedIn[r.Member] = true
+			}
+		}
+	}
+	closeWin()
+	return out
 }
 
 // commitsForOthers counts commit records with the given result made by a member for a partition whose
@@ -254,6 +317,7 @@ type jsonEra struct {
 	Topic         string            `json:"topic,omitempty"`
 	Totals        *Figures          `json:"totals,omitempty"`
 	Events        []Event           `json:"events"`
+	Faults        []FaultWindow     `json:"faults,omitempty"`
 	NotApplicable []string          `json:"not_applicable"`
 	Timeline      string            `json:"timeline"`
 	FiguresCover  string            `json:"figures_cover,omitempty"`
@@ -266,14 +330,18 @@ type jsonEra struct {
 	Warnings      []string          `json:"warnings,omitempty"`
 }
 
-// ParamsMap is the "params" object of the JSON and of the HTML page.
+// ParamsMap is the "params" object of the JSON and of the HTML page; "zk_config" only when given.
 func (r *RunResult) ParamsMap() map[string]any {
-	return map[string]any{
+	m := map[string]any{
 		"consumers": r.Params.Consumers, "partitions": r.Params.Partitions, "kafka_defaults": r.KafkaDefaults,
 		"zookeeper.session.timeout.ms": r.Timing.ZKSessionTimeoutMs, "rebalance.backoff.ms": r.Timing.RebalanceBackoffMs,
 		"session.timeout.ms": r.Timing.SessionTimeoutMs, "heartbeat.interval.ms": r.Timing.HeartbeatIntervalMs,
 		"produce_interval_ms": r.Timing.ProduceIntervalMs,
 	}
+	if len(r.ZKConfig) > 0 {
+		m["zk_config"] = r.ZKConfig
+	}
+	return m
 }
 
 // WriteJSON writes the result JSON (DESIGN.md's shape: scenario, seed, params, versions, eras with
@@ -284,7 +352,7 @@ func (r *RunResult) WriteJSON(w io.Writer) error {
 		Versions: r.Versions, Passed: r.Passed(), Script: r.Script}
 	for _, e := range r.Eras {
 		je := jsonEra{Era: e.Era, Applies: e.Applies, Reason: e.Reason, Group: e.Group, Topic: e.Topic,
-			Events: e.Result.Events, NotApplicable: e.Result.NotApplicable, Timeline: e.Timeline,
+			Events: e.Result.Events, Faults: e.Result.Faults, NotApplicable: e.Result.NotApplicable, Timeline: e.Timeline,
 			EndOwners: e.EndOwners, Drained: e.Drained, Extra: e.Extra, ZKCrosscheck: e.ZKCrosscheck,
 			Relations: e.Relations, Errors: e.Errors, Warnings: e.Result.Warnings}
 		if e.Applies {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
+	"github.com/rebalancelab/rebalancelab/zkconsumer"
 )
 
 // Options configures Run.
@@ -31,7 +32,11 @@ type Options struct {
 	Eras          []string
 	Params        Params // zero fields: the scenario's defaults
 	KafkaDefaults bool   // Kafka's own timing instead of the lab's (KafkaTiming)
-	ExternalZK    string // a running ZooKeeper ("host:port,..."); "" = the lab starts one
+	// ZKConfig are 0.8.2 consumer properties given to every zk-era member over the runner's and the
+	// scenario's own (e.g. offsets.storage=kafka, dual.commit.enabled=false). Checked before anything
+	// starts; group.id, zookeeper.connect and consumer.id are the runner's and refused here.
+	ZKConfig   map[string]string
+	ExternalZK string // a running ZooKeeper ("host:port,..."); "" = the lab starts one
 	// ReportDir gets index.html (RenderHTML) and the timelines; OutputDir only the timelines (used when
 	// ReportDir is ""). Neither: the timelines stay in memory.
 	ReportDir string
@@ -106,6 +111,23 @@ func ResolveEras(names []string) ([]string, error) {
 	return out, nil
 }
 
+// checkZKConfig refuses Options.ZKConfig that no zk member could start with (zkconsumer.FromProperties'
+// errors: unknown key, a number outside its type or range, a bad value) and the keys the runner sets.
+func checkZKConfig(props map[string]string) error {
+	check := map[string]string{"group.id": "g", "zookeeper.connect": "127.0.0.1:2181"}
+	for k, v := range props {
+		switch k {
+		case "group.id", "zookeeper.connect", "consumer.id":
+			return fmt.Errorf("zk config %s: set by the scenario runner (each member's group, ZooKeeper and name)", k)
+		}
+		check[k] = v
+	}
+	if _, err := zkconsumer.FromProperties(check); err != nil {
+		return fmt.Errorf("zk config: %w", err)
+	}
+	return nil
+}
+
 // Run runs a scenario on every requested era and returns the figures and relations. With ctx cancelled
 // (Ctrl-C) the members, the producer and the lab are stopped and the error is ctx's; the result then
 // holds what was measured so far. Other errors: an unknown scenario or era, bad params, a lab that does
@@ -126,6 +148,9 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkZKConfig(o.ZKConfig); err != nil {
+		return nil, err
+	}
 	t := LabTiming()
 	if o.KafkaDefaults {
 		t = KafkaTiming()
@@ -140,7 +165,7 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 		o.LabLog = logrus.NewEntry(l)
 	}
 	res := &RunResult{Scenario: sc.Name, Description: sc.Description, Seed: p.Seed, Params: p, Timing: t,
-		KafkaDefaults: o.KafkaDefaults, Versions: map[string]string{"rebalancelab": o.Version},
+		KafkaDefaults: o.KafkaDefaults, ZKConfig: o.ZKConfig, Versions: map[string]string{"rebalancelab": o.Version},
 		Script: sc.Script(p, t, newRandSource(p.Seed, sc.Name))}
 	var toRun []*EraRun
 	for _, era := range eras {
@@ -241,6 +266,9 @@ type eraRunner struct {
 	mu      sync.Mutex
 	members map[string]*member // current incarnation by name
 	links   map[string]*lab.MemberLinks
+	// retired are the links of crashed incarnations: cut for good (the zombie must not reach anything);
+	// a restart gets new links, as a new process gets new connections. Closed with the others.
+	retired []*lab.MemberLinks
 	zombies sync.WaitGroup // crashed members' stops
 }
 
@@ -404,7 +432,8 @@ func (r *eraRunner) produce(ctx context.Context) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(r.lab.Bootstrap(), ",")...),
 		kgo.DefaultProduceTopic(r.e.Topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(), kgo.ProducerLinger(0),
-		kgo.MaxProduceRequestsInflightPerBroker(1))
+		kgo.MaxProduceRequestsInflightPerBroker(1),
+		kgo.ProducerBatchCompression(kgo.NoCompression())) // Kafka's compression.type default (franz-go's is snappy)
 	if err != nil {
 		r.errorf("producer: %v", err)
 		return
@@ -443,9 +472,25 @@ func (r *eraRunner) linksOf(name string) *lab.MemberLinks {
 	l := r.links[name]
 	if l == nil {
 		l = lab.NewMemberLinks(r.e.Era + "/" + name)
+		l.OnFault(func(ev lab.FaultEvent) { r.linkFault(name, ev) })
 		r.links[name] = l
 	}
 	return l
+}
+
+// linkFault records a link fault's actual begin or end, as the member's proxies report it:
+// fault{action, target: "<member>/<link>", phase} stamped with the time it took effect there.
+func (r *eraRunner) linkFault(member string, ev lab.FaultEvent) {
+	action := ev.Fault
+	if ev.Fault == lab.FaultLatency {
+		action = fmt.Sprintf("latency %dms", ev.Latency.Milliseconds())
+	}
+	phase := timeline.FaultEnd
+	if ev.Begin {
+		phase = timeline.FaultBegin
+	}
+	r.rec.Emit(timeline.Record{TsMs: ev.At.UnixMilli(), Kind: timeline.Fault, Action: action,
+		Target: member + "/" + string(ev.Link), Phase: phase})
 }
 
 func (r *eraRunner) current(name string) *member {
@@ -469,6 +514,17 @@ func (r *eraRunner) fault(action, target string) {
 	r.rec.Emit(timeline.Record{Kind: timeline.Fault, Action: action, Target: target})
 }
 
+// nodeFault records a stopped node as a fault: fault{action: zk-stop|broker-stop, target, phase: begin}
+// when its stop has completed, and the same with phase end when its restart has completed (it serves
+// again), so that the window is the time the node was really down.
+func (r *eraRunner) nodeFault(stopped bool, action, target string) {
+	phase := timeline.FaultEnd
+	if stopped {
+		phase = timeline.FaultBegin
+	}
+	r.rec.Emit(timeline.Record{Kind: timeline.Fault, Action: action, Target: target, Phase: phase})
+}
+
 // onStep calls Options.OnStep, if any.
 func (r *eraRunner) onStep(ctx context.Context, i int, st Step, done, settled bool) {
 	if r.o.OnStep == nil {
@@ -489,7 +545,7 @@ func (r *eraRunner) do(ctx context.Context, st Step) bool {
 	case ActTrigger:
 		r.rec.Emit(timeline.Record{Kind: timeline.Trigger, Name: st.Name})
 	case ActStart:
-		r.startMember(st.Member)
+		r.startMember(st.Member, st.As)
 	case ActStop:
 		r.stopMember(st.Member)
 	case ActCrash:
@@ -508,11 +564,7 @@ func (r *eraRunner) do(ctx context.Context, st Step) bool {
 		case ActHeal:
 			err = links.Heal(link)
 		}
-		action := string(st.Action)
-		if st.Action == ActLatency {
-			action = fmt.Sprintf("latency %dms", st.LatencyMs)
-		}
-		r.fault(action, st.Member+"/"+string(link))
+		// The fault's records (linkFault) come from the proxies, when it took effect.
 		if err != nil {
 			r.errorf("%s: %v", st, err)
 		}
@@ -522,36 +574,38 @@ func (r *eraRunner) do(ctx context.Context, st Step) bool {
 			r.errorf("%s: no such lab ZooKeeper node", st)
 			return true
 		}
-		r.fault(string(st.Action), fmt.Sprintf("zookeeper/%d", st.Node))
 		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
 		var err error
 		if st.Action == ActZKStop {
-			err = z.Nodes()[st.Node].Stop(sctx)
+			err = z.Nodes()[st.Node].Stop(sctx) // returns once the process has exited
 		} else {
-			err = z.Nodes()[st.Node].Start(sctx)
+			err = z.Nodes()[st.Node].Start(sctx) // returns once the node serves
 		}
 		if err != nil {
 			r.errorf("%s: %v", st, err)
+			return true
 		}
+		r.nodeFault(st.Action == ActZKStop, string(ActZKStop), fmt.Sprintf("zookeeper/%d", st.Node))
 	case ActBrokerStop, ActBrokerStart:
 		bs := r.lab.Brokers()
 		if st.Node >= len(bs) {
 			r.errorf("%s: no such broker", st)
 			return true
 		}
-		r.fault(string(st.Action), fmt.Sprintf("broker/%d", bs[st.Node].ID()))
 		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
 		var err error
 		if st.Action == ActBrokerStop {
-			err = bs[st.Node].Stop(sctx)
+			err = bs[st.Node].Stop(sctx) // returns once the broker has stopped
 		} else {
-			err = bs[st.Node].Start(sctx)
+			err = bs[st.Node].Start(sctx) // returns once it is registered and serving
 		}
 		if err != nil {
 			r.errorf("%s: %v", st, err)
+			return true
 		}
+		r.nodeFault(st.Action == ActBrokerStop, string(ActBrokerStop), fmt.Sprintf("broker/%d", bs[st.Node].ID()))
 	case ActSettle:
 		start := time.Now()
 		if r.settle(ctx, time.Duration(st.QuietMs)*time.Millisecond, time.Duration(st.TimeoutMs)*time.Millisecond) {
@@ -568,8 +622,9 @@ func (r *eraRunner) do(ctx context.Context, st Step) bool {
 	return true
 }
 
-// startMember records member_start and runs a new incarnation of the member in the background.
-func (r *eraRunner) startMember(name string) {
+// startMember records member_start and runs a new incarnation of the member in the background, under
+// the identity of member as when as is not "" (ActStart).
+func (r *eraRunner) startMember(name, as string) {
 	if m := r.current(name); m != nil && !m.isEnded() {
 		r.errorf("start %s: already running", name)
 		return
@@ -584,7 +639,16 @@ func (r *eraRunner) startMember(name string) {
 	if r.sc.MemberProps != nil {
 		extra = r.sc.MemberProps(r.e.Era, r.t)
 	}
-	props := memberProps(r.e.Era, name, r.e.Group, connect, r.t, r.o.KafkaDefaults, extra)
+	identity := name
+	if as != "" {
+		identity = as
+	}
+	props := memberProps(r.e.Era, identity, r.e.Group, connect, r.t, r.o.KafkaDefaults, extra)
+	if r.e.Era == "zk" {
+		for k, v := range r.o.ZKConfig {
+			props[k] = v
+		}
+	}
 	impl, err := newConsumer(r.e.Era, r.e.Topic, props, r.linksOf(name), m.rec, r.o.LabLog.WithField("member", name))
 	if err != nil {
 		r.errorf("start %s: %v", name, err)
@@ -633,12 +697,17 @@ func (r *eraRunner) crashMember(name string) {
 		return
 	}
 	links := r.linksOf(name)
+	links.OnFault(nil) // these cuts are the crash, recorded as one instant below; the links are retired
 	for _, l := range []lab.Link{lab.LinkZooKeeper, lab.LinkCoordinator, lab.LinkFetch} {
 		if err := links.Cut(l); err != nil {
 			r.errorf("crash %s: cut %s: %v", name, l, err)
 		}
 	}
 	r.fault("crash", name)
+	r.mu.Lock()
+	r.retired = append(r.retired, links)
+	delete(r.links, name)
+	r.mu.Unlock()
 	m.end("crash")
 	m.gate.close()
 	r.zombies.Add(1)
@@ -698,6 +767,9 @@ func (r *eraRunner) closeLinks() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, l := range r.links {
+		_ = l.Close()
+	}
+	for _, l := range r.retired {
 		_ = l.Close()
 	}
 }

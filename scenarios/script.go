@@ -23,6 +23,8 @@ const (
 	// ActStart starts a member: member_start, then the consumer is created and subscribes (in the
 	// background: a zk connector's initial rebalance, or a coordinator member's first poll). A member
 	// that was stopped before starts again under the same name (and group.instance.id in the static era).
+	// With As, the member takes As's identity instead of its own (static era: group.instance.id = As;
+	// zk era: consumer.id = As), as a second process started with the same configuration would.
 	ActStart Action = "start"
 	// ActStop stops a member gracefully (zk: Shutdown, which commits and closes the session; coordinator
 	// eras: Close, which commits and sends LeaveGroup unless static) and then records member_stop{graceful}.
@@ -57,6 +59,7 @@ type Step struct {
 	Action    Action `json:"action"`
 	Name      string `json:"name,omitempty"`       // trigger name
 	Member    string `json:"member,omitempty"`     // member steps
+	As        string `json:"as,omitempty"`         // start: the identity the member takes (see ActStart)
 	Link      string `json:"link,omitempty"`       // stall, latency, cut, heal
 	Node      int    `json:"node,omitempty"`       // zk-* and broker-* steps: node index
 	LatencyMs int64  `json:"latency_ms,omitempty"` // latency
@@ -69,6 +72,9 @@ func (s Step) String() string {
 	case ActTrigger:
 		return fmt.Sprintf("trigger %s", s.Name)
 	case ActStart, ActStop, ActCrash:
+		if s.As != "" {
+			return fmt.Sprintf("%s %s as %s", s.Action, s.Member, s.As)
+		}
 		return fmt.Sprintf("%s %s", s.Action, s.Member)
 	case ActStall, ActCut, ActHeal:
 		return fmt.Sprintf("%s %s/%s", s.Action, s.Member, s.Link)
@@ -133,6 +139,11 @@ func (t Timing) settleTimeout() int64 { return 6*t.maxSession() + 8*t.RebalanceB
 // heartbeats, so that a rebalance that is about to start has started.
 func (t Timing) quiet() int64 { return max(2*t.RebalanceBackoffMs, 2*t.HeartbeatIntervalMs) + 200 }
 
+// downTime is how long a bounced member stays down: half the shorter session timeout, so that a static
+// member is back before its session expires in every era (Kafka's static bounce test keeps it below the
+// session timeout).
+func (t Timing) downTime() int64 { return min(t.ZKSessionTimeoutMs, t.SessionTimeoutMs) / 2 }
+
 // QuietMs is how long the scenarios' settle steps want the group stable (ms), for scripts built
 // outside this package.
 func (t Timing) QuietMs() int64 { return t.quiet() }
@@ -142,6 +153,17 @@ type Params struct {
 	Consumers  int   `json:"consumers"`
 	Partitions int   `json:"partitions"`
 	Seed       int64 `json:"seed"`
+	// DownMs is how long a restarted member stays down (rolling-restart, static-member-bounce), in ms;
+	// 0 takes half the shorter session timeout of the run's timing (Timing.downTime).
+	DownMs int64 `json:"down_ms,omitempty"`
+}
+
+// downMs is p.DownMs, or t's default down time.
+func (p Params) downMs(t Timing) int64 {
+	if p.DownMs > 0 {
+		return p.DownMs
+	}
+	return t.downTime()
 }
 
 // newRandSource returns the scenario's random source for seed: PCG (its sequence is fixed by Go's

@@ -166,8 +166,15 @@ func TestScriptShapes(t *testing.T) {
 	if stall.Link != CoordinationLink || heal.Member != stall.Member || heal.DelayMs <= LabTiming().maxSession() {
 		t.Errorf("split-brain-zombie: stall %+v heal %+v: want the coordination link healed after more than a session", stall, heal)
 	}
-	if s := get("rolling-restart", 4); count(s, ActStop) != 4 || count(s, ActStart) != 8 || count(s, ActTrigger) != 4 {
-		t.Errorf("rolling-restart: %d stops, %d starts, %d triggers", count(s, ActStop), count(s, ActStart), count(s, ActTrigger))
+	rr := get("rolling-restart", 4)
+	if count(rr, ActStop) != 4 || count(rr, ActStart) != 8 || count(rr, ActTrigger) != 8 {
+		t.Errorf("rolling-restart: %d stops, %d starts, %d triggers", count(rr, ActStop), count(rr, ActStart), count(rr, ActTrigger))
+	}
+	// Each restarted member stays down half the session timeout (the rejoin trigger waits it out).
+	for i, s := range rr {
+		if s.Action == ActStop && (rr[i+1].Action != ActTrigger || rr[i+1].DelayMs != LabTiming().SessionTimeoutMs/2) {
+			t.Errorf("rolling-restart: after %s comes %+v, want the rejoin trigger %d ms later", s, rr[i+1], LabTiming().SessionTimeoutMs/2)
+		}
 	}
 	q := get("zk-quorum-loss", 3)
 	if count(q, ActZKStop) != 2 || count(q, ActZKStart) != 2 {

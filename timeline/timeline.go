@@ -27,15 +27,29 @@ const (
 	ZKWatch        Kind = "zk_watch"        // Path, Type
 	GroupRequest   Kind = "group_request"   // API, Error
 	Produce        Kind = "produce"         // Topic, Partition, Offset
-	Fault          Kind = "fault"           // Action, Target
+	Fault          Kind = "fault"           // Action, Target, Phase
 	Trigger        Kind = "trigger"         // Name
 	Error          Kind = "error"           // Text
+	// SessionExpired: the member's ZooKeeper session expired (zk era), so its ephemeral znodes (the ids
+	// znode, its owner znodes) are gone: it is out of the group until it registers again and claims.
+	SessionExpired Kind = "session_expired"
 )
 
 // Commit results.
 const (
 	CommitApplied  = "applied"
 	CommitRejected = "rejected"
+)
+
+// Fault phases: a fault that lasts has a `fault{phase:"begin"}` record stamped when it really came into
+// force and a `fault{phase:"end"}` record (same action and target) stamped when it really ended; the
+// figures' fault windows are computed from these. Link faults (stall, cut, "latency <d>ms"; target
+// "<member>/<link>") are stamped by the member's proxies; a stopped node (zk-stop "zookeeper/<i>",
+// broker-stop "broker/<id>") begins when its stop completed and ends when its restart completed.
+// A fault without a phase (crash) is an instant.
+const (
+	FaultBegin = "begin"
+	FaultEnd   = "end"
 )
 
 // ZKOwnerConflict is the Result of a zk_op write record for a failed owner-znode claim (the node
@@ -67,6 +81,7 @@ type Record struct {
 	API        string             `json:"api,omitempty"`
 	Action     string             `json:"action,omitempty"`
 	Target     string             `json:"target,omitempty"`
+	Phase      string             `json:"phase,omitempty"`
 	Name       string             `json:"name,omitempty"`
 	Text       string             `json:"text,omitempty"`
 

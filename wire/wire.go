@@ -6,7 +6,8 @@
 // Like the Java client's NetworkClient, a connection pipelines: a request is written as soon as it
 // is made, without waiting for the answers to earlier ones, and the broker answers in order (Kafka
 // processes one connection's requests in order). So a heartbeat is not held up behind a slow offset
-// commit on the same coordinator connection.
+// commit on the same coordinator connection. Ordered requests also have their answers handled in
+// that order, as NetworkClient completes them, whichever waiting goroutine wakes first.
 package wire
 
 import (
@@ -43,14 +44,21 @@ type Conn struct {
 	mu      sync.Mutex
 	pending []*call // written, awaiting their response, in wire order
 	err     error   // why the connection closed; nil while open
+	turns   uint64  // Ordered requests written so far (under writeMu and mu): the next one's turn
+
+	turnMu  sync.Mutex
+	turn    *sync.Cond // signalled when handled grows
+	handled uint64     // Ordered requests whose answer has been handled
 
 	readerDone chan struct{}
 }
 
 type call struct {
-	corr int32
-	req  kmsg.Request
-	done chan result // buffered: the reader never blocks on a caller that gave up
+	corr    int32
+	req     kmsg.Request
+	done    chan result // buffered: the reader never blocks on a caller that gave up
+	ordered bool
+	turn    uint64 // an Ordered call's place among the connection's Ordered calls, in wire order
 }
 
 type result struct {
@@ -71,6 +79,7 @@ func Dial(ctx context.Context, dial DialFunc, addr, clientID string) (*Conn, err
 	}
 	c := &Conn{addr: addr, conn: nc, readerDone: make(chan struct{}),
 		fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID))}
+	c.turn = sync.NewCond(&c.turnMu)
 	go c.readLoop()
 	return c, nil
 }
@@ -85,14 +94,58 @@ func (c *Conn) Addr() string { return c.addr }
 // ctx.Err() is returned; every other request in flight fails too, and later calls get an error
 // wrapping ErrClosed that says why. An I/O error or an undecodable response closes it likewise.
 func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	_, resp, err := c.roundTrip(ctx, req, false)
+	return resp, err
+}
+
+// Ordered is Request for answers that change shared state, as a group member's coordinator answers
+// do: handle is called with the answer (or the error Request would return) on the caller's
+// goroutine, and only once the handle of every Ordered request written earlier on this connection
+// has returned. Since the broker answers a connection's requests in order, handles run in wire
+// order, as the Java client's NetworkClient completes requests — whichever waiting goroutine wakes
+// first. queued, if not nil, is called first when the answer is in but an earlier one's handle has
+// not returned yet. A request that was never written (ctx already done, connection closed) is handled
+// at once. handle must not wait for another request on this connection; requests made with Request
+// are not ordered.
+func (c *Conn) Ordered(ctx context.Context, req kmsg.Request, handle func(kmsg.Response, error), queued func()) {
+	cl, resp, err := c.roundTrip(ctx, req, true)
+	if cl == nil { // not written: no place in the order
+		handle(resp, err)
+		return
+	}
+	c.turnMu.Lock()
+	if c.handled != cl.turn && queued != nil {
+		c.turnMu.Unlock()
+		queued()
+		c.turnMu.Lock()
+	}
+	for c.handled != cl.turn {
+		c.turn.Wait()
+	}
+	c.turnMu.Unlock()
+	defer func() {
+		c.turnMu.Lock()
+		c.handled++
+		c.turn.Broadcast()
+		c.turnMu.Unlock()
+	}()
+	handle(resp, err)
+}
+
+// roundTrip writes req and waits for its answer. It returns the call once req is queued for the
+// wire (nil when it never was).
+func (c *Conn) roundTrip(ctx context.Context, req kmsg.Request, ordered bool) (*call, kmsg.Response, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	noResponse := false
 	if p, ok := req.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
 		noResponse = true
 	}
-	cl := &call{req: req, done: make(chan result, 1)}
+	if noResponse && ordered {
+		return nil, nil, fmt.Errorf("wire: %s to %s: a request without a response cannot be ordered", kmsg.NameForKey(req.Key()), c.addr)
+	}
+	cl := &call{req: req, done: make(chan result, 1), ordered: ordered}
 	stop := context.AfterFunc(ctx, func() { c.fail(ctx.Err()) })
 	defer stop()
 
@@ -102,10 +155,14 @@ func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 		err := c.err
 		c.mu.Unlock()
 		c.writeMu.Unlock()
-		return nil, c.closedErr(ctx, err)
+		return nil, nil, c.closedErr(ctx, err)
 	}
 	c.corrID++
 	cl.corr = c.corrID
+	if ordered {
+		cl.turn = c.turns
+		c.turns++
+	}
 	if !noResponse {
 		c.pending = append(c.pending, cl)
 	}
@@ -114,16 +171,20 @@ func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 	c.writeMu.Unlock()
 	if err != nil {
 		c.fail(fmt.Errorf("wire: write %s to %s: %w", kmsg.NameForKey(req.Key()), c.addr, err))
-		return nil, c.closedErr(ctx, err)
+		if noResponse {
+			return nil, nil, c.closedErr(ctx, err)
+		}
+		<-cl.done // failed by fail: the call is resolved before its turn is taken
+		return cl, nil, c.closedErr(ctx, err)
 	}
 	if noResponse {
-		return nil, nil
+		return nil, nil, nil
 	}
 	r := <-cl.done
 	if r.err != nil {
-		return nil, c.closedErr(ctx, r.err)
+		return cl, nil, c.closedErr(ctx, r.err)
 	}
-	return r.resp, nil
+	return cl, r.resp, nil
 }
 
 // closedErr prefers the caller's own context error, so a timeout reads as one.

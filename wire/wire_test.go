@@ -209,3 +209,75 @@ func TestPipelining(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// Ordered requests have their answers handled in wire order: the second request's answer, in while
+// the first's handle still runs, waits (queued is called) and is handled after it; a request on a
+// closed connection is handled at once with the error, and the order goes on past failed ones.
+func TestOrderedHandlesInWireOrder(t *testing.T) {
+	c := newCluster(t)
+	conn, err := Dial(context.Background(), nil, c.ListenAddrs()[0], "wire-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	md := func(v int16) *kmsg.MetadataRequest {
+		r := kmsg.NewPtrMetadataRequest()
+		r.SetVersion(v)
+		return r
+	}
+	var mu sync.Mutex
+	var order []int16
+	handled := func(v int16) {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, v)
+	}
+	inFirst, releaseFirst, secondQueued := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	done := make(chan struct{}, 2)
+	go func() {
+		conn.Ordered(context.Background(), md(1), func(r kmsg.Response, err error) {
+			close(inFirst)
+			<-releaseFirst
+			if err != nil || r.GetVersion() != 1 {
+				t.Errorf("first: %v, %v", r, err)
+			}
+			handled(1)
+		}, nil)
+		done <- struct{}{}
+	}()
+	<-inFirst
+	go func() {
+		conn.Ordered(context.Background(), md(2), func(r kmsg.Response, err error) {
+			if err != nil || r.GetVersion() != 2 {
+				t.Errorf("second: %v, %v", r, err)
+			}
+			handled(2)
+		}, func() { close(secondQueued) })
+		done <- struct{}{}
+	}()
+	select {
+	case <-secondQueued:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second answer did not wait for the first's handle")
+	}
+	close(releaseFirst)
+	<-done
+	<-done
+	if len(order) != 2 || order[0] != 1 || order[1] != 2 {
+		t.Fatalf("handled in order %v, want [1 2]", order)
+	}
+
+	// A request whose context is done, or on a closed connection, is never written: handled at once.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var got error
+	conn.Ordered(ctx, md(1), func(_ kmsg.Response, err error) { got = err }, nil)
+	if !errors.Is(got, context.Canceled) {
+		t.Fatalf("Ordered with a done context: %v, want context.Canceled", got)
+	}
+	_ = conn.Close()
+	conn.Ordered(context.Background(), md(1), func(_ kmsg.Response, err error) { got = err }, nil)
+	if !errors.Is(got, ErrClosed) {
+		t.Fatalf("Ordered on a closed connection: %v, want ErrClosed", got)
+	}
+}

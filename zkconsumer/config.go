@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/sirupsen/logrus"
 
+	"github.com/rebalancelab/rebalancelab/kconfig"
 	"github.com/rebalancelab/rebalancelab/timeline"
 	"github.com/rebalancelab/rebalancelab/wire"
 )
@@ -44,6 +45,17 @@ type Config struct {
 	PartitionAssignmentStrategy string // partition.assignment.strategy, default "range" (or "roundrobin")
 	ExcludeInternalTopics       bool   // exclude.internal.topics, default true: wildcards skip __consumer_offsets
 
+	// Offset storage (0.8.2, KAFKA-1012): where CommitOffsets writes and rebalances read offsets.
+	OffsetsStorage string // offsets.storage, default "zookeeper"; "kafka": OffsetCommit/OffsetFetch v1 to the offset manager
+	// DualCommitEnabled is dual.commit.enabled, default true exactly when offsets.storage=kafka
+	// (FromProperties applies that default; a Config built in code sets it): each partition the
+	// offset manager accepted is also written to ZooKeeper, and a rebalance takes the larger of the
+	// two offsets (the migration setting). Ignored with offsets.storage=zookeeper.
+	DualCommitEnabled             bool
+	OffsetsChannelBackoffMs       int // offsets.channel.backoff.ms, default 1000: pause before re-locating the offset manager or retrying
+	OffsetsChannelSocketTimeoutMs int // offsets.channel.socket.timeout.ms, default 10000: bound on one ConsumerMetadata/OffsetCommit/OffsetFetch
+	OffsetsCommitMaxRetries       int // offsets.commit.max.retries, default 5: retries of a failed Kafka commit at shutdown only
+
 	// Not Kafka settings: how the lab reaches ZooKeeper and brokers, and where the connector reports.
 	ZKDialer     zk.Dialer          // nil: net.DialTimeout; the lab passes a member's ZooKeeper proxy dialer
 	BrokerDialer wire.DialFunc      // nil: net.Dialer; the lab passes a member's fetch-link dialer
@@ -55,24 +67,28 @@ type Config struct {
 // DefaultConfig returns Kafka 0.8.2's defaults with the given group.id and zookeeper.connect.
 func DefaultConfig(groupID, zkConnect string) Config {
 	return Config{
-		GroupID:                      groupID,
-		ZooKeeperConnect:             zkConnect,
-		ZooKeeperSessionTimeoutMs:    6000,
-		ZooKeeperConnectionTimeoutMs: 6000,
-		ZooKeeperSyncTimeMs:          2000,
-		RebalanceMaxRetries:          4,
-		RebalanceBackoffMs:           2000,
-		AutoCommitEnable:             true,
-		AutoCommitIntervalMs:         60000,
-		AutoOffsetReset:              OffsetResetLargest,
-		FetchMessageMaxBytes:         1024 * 1024,
-		FetchWaitMaxMs:               100,
-		FetchMinBytes:                1,
-		QueuedMaxMessageChunks:       2,
-		RefreshLeaderBackoffMs:       200,
-		SocketTimeoutMs:              30000,
-		PartitionAssignmentStrategy:  StrategyRange,
-		ExcludeInternalTopics:        true,
+		GroupID:                       groupID,
+		ZooKeeperConnect:              zkConnect,
+		ZooKeeperSessionTimeoutMs:     6000,
+		ZooKeeperConnectionTimeoutMs:  6000,
+		ZooKeeperSyncTimeMs:           2000,
+		RebalanceMaxRetries:           4,
+		RebalanceBackoffMs:            2000,
+		AutoCommitEnable:              true,
+		AutoCommitIntervalMs:          60000,
+		AutoOffsetReset:               OffsetResetLargest,
+		FetchMessageMaxBytes:          1024 * 1024,
+		FetchWaitMaxMs:                100,
+		FetchMinBytes:                 1,
+		QueuedMaxMessageChunks:        2,
+		RefreshLeaderBackoffMs:        200,
+		SocketTimeoutMs:               30000,
+		PartitionAssignmentStrategy:   StrategyRange,
+		ExcludeInternalTopics:         true,
+		OffsetsStorage:                OffsetsStorageZooKeeper,
+		OffsetsChannelBackoffMs:       1000,
+		OffsetsChannelSocketTimeoutMs: 10000,
+		OffsetsCommitMaxRetries:       5,
 	}
 }
 
@@ -82,7 +98,48 @@ const (
 	OffsetResetSmallest = "smallest"
 	StrategyRange       = "range"
 	StrategyRoundRobin  = "roundrobin"
+
+	// offsets.storage values.
+	OffsetsStorageZooKeeper = "zookeeper"
+	OffsetsStorageKafka     = "kafka"
 )
+
+// intKey is one numeric 0.8.2 consumer key: VerifiableProperties.getInt reads a Java int (kconfig.Int),
+// and the range is what the connector can run with (0.8.2 has no validators: a 0 or negative value
+// there fails later, or spins). FromProperties parses with it, Validate checks a Config with it.
+type intKey struct {
+	key   string
+	r     kconfig.Range
+	field func(*Config) *int
+}
+
+var intKeys = []intKey{
+	{"zookeeper.session.timeout.ms", kconfig.AtLeast(1), func(c *Config) *int { return &c.ZooKeeperSessionTimeoutMs }},
+	{"zookeeper.connection.timeout.ms", kconfig.AtLeast(1), func(c *Config) *int { return &c.ZooKeeperConnectionTimeoutMs }},
+	{"zookeeper.sync.time.ms", kconfig.AtLeast(0), func(c *Config) *int { return &c.ZooKeeperSyncTimeMs }},
+	{"rebalance.max.retries", kconfig.AtLeast(1), func(c *Config) *int { return &c.RebalanceMaxRetries }},
+	{"rebalance.backoff.ms", kconfig.AtLeast(0), func(c *Config) *int { return &c.RebalanceBackoffMs }},
+	{"auto.commit.interval.ms", kconfig.AtLeast(1), func(c *Config) *int { return &c.AutoCommitIntervalMs }},
+	{"queued.max.message.chunks", kconfig.AtLeast(1), func(c *Config) *int { return &c.QueuedMaxMessageChunks }},
+	{"refresh.leader.backoff.ms", kconfig.AtLeast(0), func(c *Config) *int { return &c.RefreshLeaderBackoffMs }},
+	{"socket.timeout.ms", kconfig.AtLeast(1), func(c *Config) *int { return &c.SocketTimeoutMs }},
+	{"offsets.channel.backoff.ms", kconfig.AtLeast(0), func(c *Config) *int { return &c.OffsetsChannelBackoffMs }},
+	{"offsets.channel.socket.timeout.ms", kconfig.AtLeast(1), func(c *Config) *int { return &c.OffsetsChannelSocketTimeoutMs }},
+	{"offsets.commit.max.retries", kconfig.AtLeast(0), func(c *Config) *int { return &c.OffsetsCommitMaxRetries }},
+}
+
+// int32Key is an intKey whose field is an int32 (sizes and waits sent in Fetch requests).
+type int32Key struct {
+	key   string
+	r     kconfig.Range
+	field func(*Config) *int32
+}
+
+var int32Keys = []int32Key{
+	{"fetch.message.max.bytes", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.FetchMessageMaxBytes }},
+	{"fetch.wait.max.ms", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.FetchWaitMaxMs }},
+	{"fetch.min.bytes", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.FetchMinBytes }},
+}
 
 // LabProperties are the lab's documented short settings (DESIGN.md "Lab timing"), applied by the
 // scenario runner unless --kafka-defaults: sessions expire in 2 s instead of 6 s and failed
@@ -95,9 +152,10 @@ func LabProperties() map[string]string {
 }
 
 // FromProperties builds a Config from Kafka consumer properties (0.8.2 keys) over DefaultConfig.
-// rebalance.backoff.ms defaults to the given zookeeper.sync.time.ms as in Kafka. Errors name the
-// key: an unknown key, a value that does not parse, or one Validate refuses. offsets.storage is
-// accepted only as "zookeeper" (the ZooKeeper era's storage).
+// rebalance.backoff.ms defaults to the given zookeeper.sync.time.ms and dual.commit.enabled to
+// offsets.storage=kafka, as in Kafka. Errors name the key: an unknown key, a number that is no Java
+// int or is outside the key's range (kconfig's message: key, type, allowed range), another value that
+// does not parse, or one Validate refuses.
 func FromProperties(props map[string]string) (Config, error) {
 	c := DefaultConfig(props["group.id"], props["zookeeper.connect"])
 	keys := make([]string, 0, len(props))
@@ -105,9 +163,26 @@ func FromProperties(props map[string]string) (Config, error) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys) // deterministic first error
-	backoffSet := false
+	backoffSet, dualSet := false, false
 	for _, k := range keys {
 		v := strings.TrimSpace(props[k])
+		if f := intField(k); f != nil {
+			n, err := kconfig.ParseInt(k, v, f.r)
+			if err != nil {
+				return Config{}, fmt.Errorf("zkconsumer: %w", err)
+			}
+			*f.field(&c) = int(n)
+			backoffSet = backoffSet || k == "rebalance.backoff.ms"
+			continue
+		}
+		if f := int32Field(k); f != nil {
+			n, err := kconfig.ParseInt(k, v, f.r)
+			if err != nil {
+				return Config{}, fmt.Errorf("zkconsumer: %w", err)
+			}
+			*f.field(&c) = n
+			continue
+		}
 		var err error
 		switch k {
 		case "group.id", "zookeeper.connect":
@@ -115,43 +190,19 @@ func FromProperties(props map[string]string) (Config, error) {
 			c.ConsumerID = v
 		case "client.id":
 			c.ClientID = v
-		case "zookeeper.session.timeout.ms":
-			c.ZooKeeperSessionTimeoutMs, err = strconv.Atoi(v)
-		case "zookeeper.connection.timeout.ms":
-			c.ZooKeeperConnectionTimeoutMs, err = strconv.Atoi(v)
-		case "zookeeper.sync.time.ms":
-			c.ZooKeeperSyncTimeMs, err = strconv.Atoi(v)
-		case "rebalance.max.retries":
-			c.RebalanceMaxRetries, err = strconv.Atoi(v)
-		case "rebalance.backoff.ms":
-			c.RebalanceBackoffMs, err = strconv.Atoi(v)
-			backoffSet = true
 		case "auto.commit.enable":
 			c.AutoCommitEnable, err = strconv.ParseBool(v)
-		case "auto.commit.interval.ms":
-			c.AutoCommitIntervalMs, err = strconv.Atoi(v)
 		case "auto.offset.reset":
 			c.AutoOffsetReset = v
-		case "fetch.message.max.bytes":
-			c.FetchMessageMaxBytes, err = atoi32(v)
-		case "fetch.wait.max.ms":
-			c.FetchWaitMaxMs, err = atoi32(v)
-		case "fetch.min.bytes":
-			c.FetchMinBytes, err = atoi32(v)
-		case "queued.max.message.chunks":
-			c.QueuedMaxMessageChunks, err = strconv.Atoi(v)
-		case "refresh.leader.backoff.ms":
-			c.RefreshLeaderBackoffMs, err = strconv.Atoi(v)
-		case "socket.timeout.ms":
-			c.SocketTimeoutMs, err = strconv.Atoi(v)
 		case "partition.assignment.strategy":
 			c.PartitionAssignmentStrategy = v
 		case "exclude.internal.topics":
 			c.ExcludeInternalTopics, err = strconv.ParseBool(v)
 		case "offsets.storage":
-			if v != "zookeeper" {
-				return Config{}, fmt.Errorf("zkconsumer: offsets.storage=%q: only \"zookeeper\" is modelled (offsets live in /consumers/<group>/offsets)", v)
-			}
+			c.OffsetsStorage = strings.ToLower(v) // ConsumerConfig lower-cases it
+		case "dual.commit.enabled":
+			c.DualCommitEnabled, err = strconv.ParseBool(v)
+			dualSet = true
 		default:
 			return Config{}, fmt.Errorf("zkconsumer: unknown consumer property %q (supported: %s)", k, strings.Join(supportedKeys, ", "))
 		}
@@ -162,7 +213,28 @@ func FromProperties(props map[string]string) (Config, error) {
 	if !backoffSet {
 		c.RebalanceBackoffMs = c.ZooKeeperSyncTimeMs
 	}
+	if !dualSet {
+		c.DualCommitEnabled = c.OffsetsStorage == OffsetsStorageKafka
+	}
 	return c, c.Validate()
+}
+
+func intField(key string) *intKey {
+	for i := range intKeys {
+		if intKeys[i].key == key {
+			return &intKeys[i]
+		}
+	}
+	return nil
+}
+
+func int32Field(key string) *int32Key {
+	for i := range int32Keys {
+		if int32Keys[i].key == key {
+			return &int32Keys[i]
+		}
+	}
+	return nil
 }
 
 var supportedKeys = []string{
@@ -171,12 +243,8 @@ var supportedKeys = []string{
 	"rebalance.backoff.ms", "auto.commit.enable", "auto.commit.interval.ms", "auto.offset.reset",
 	"fetch.message.max.bytes", "fetch.wait.max.ms", "fetch.min.bytes", "queued.max.message.chunks",
 	"refresh.leader.backoff.ms", "socket.timeout.ms", "partition.assignment.strategy",
-	"exclude.internal.topics", "offsets.storage",
-}
-
-func atoi32(s string) (int32, error) {
-	n, err := strconv.ParseInt(s, 10, 32)
-	return int32(n), err
+	"exclude.internal.topics", "offsets.storage", "dual.commit.enabled", "offsets.channel.backoff.ms",
+	"offsets.channel.socket.timeout.ms", "offsets.commit.max.retries",
 }
 
 // legalChars is Kafka's rule for group and topic names (ConsumerConfig.validateChars, Topic.legalChars).
@@ -207,10 +275,21 @@ func validChroot(connect string) bool {
 	return chroot != "/" && !strings.HasSuffix(chroot, "/") && !strings.Contains(chroot, "//")
 }
 
-// Validate reports the first invalid setting, naming its key.
+// Validate reports the first invalid setting, naming its key. Numeric settings are checked against
+// the same type and range as FromProperties parses them with (kconfig's message).
 func (c Config) Validate() error {
 	bad := func(key string, v any, want string) error {
 		return fmt.Errorf("zkconsumer: %s=%v: %s", key, v, want)
+	}
+	for _, f := range intKeys {
+		if err := kconfig.Check(f.key, int64(*f.field(&c)), kconfig.Int, f.r); err != nil {
+			return fmt.Errorf("zkconsumer: %w", err)
+		}
+	}
+	for _, f := range int32Keys {
+		if err := kconfig.Check(f.key, int64(*f.field(&c)), kconfig.Int, f.r); err != nil {
+			return fmt.Errorf("zkconsumer: %w", err)
+		}
 	}
 	switch {
 	case !legalChars.MatchString(c.GroupID):
@@ -221,34 +300,16 @@ func (c Config) Validate() error {
 		return bad("zookeeper.connect", `""`, "required (host:port[,host:port...])")
 	case !validChroot(c.ZooKeeperConnect):
 		return bad("zookeeper.connect", c.ZooKeeperConnect, "want host:port[,host:port...][/chroot] with a chroot like /a/b")
-	case c.ZooKeeperSessionTimeoutMs <= 0:
-		return bad("zookeeper.session.timeout.ms", c.ZooKeeperSessionTimeoutMs, "must be > 0")
-	case c.ZooKeeperConnectionTimeoutMs <= 0:
-		return bad("zookeeper.connection.timeout.ms", c.ZooKeeperConnectionTimeoutMs, "must be > 0")
-	case c.ZooKeeperSyncTimeMs < 0:
-		return bad("zookeeper.sync.time.ms", c.ZooKeeperSyncTimeMs, "must be >= 0")
-	case c.RebalanceMaxRetries <= 0:
-		return bad("rebalance.max.retries", c.RebalanceMaxRetries, "must be > 0")
-	case c.RebalanceBackoffMs < 0:
-		return bad("rebalance.backoff.ms", c.RebalanceBackoffMs, "must be >= 0")
-	case c.AutoCommitEnable && c.AutoCommitIntervalMs <= 0:
-		return bad("auto.commit.interval.ms", c.AutoCommitIntervalMs, "must be > 0")
 	case c.AutoOffsetReset != OffsetResetLargest && c.AutoOffsetReset != OffsetResetSmallest:
 		return bad("auto.offset.reset", strconv.Quote(c.AutoOffsetReset), `want "largest" or "smallest"`)
-	case c.FetchMessageMaxBytes <= 0:
-		return bad("fetch.message.max.bytes", c.FetchMessageMaxBytes, "must be > 0")
-	case c.FetchWaitMaxMs < 0:
-		return bad("fetch.wait.max.ms", c.FetchWaitMaxMs, "must be >= 0")
-	case c.FetchMinBytes < 0:
-		return bad("fetch.min.bytes", c.FetchMinBytes, "must be >= 0")
-	case c.QueuedMaxMessageChunks <= 0:
-		return bad("queued.max.message.chunks", c.QueuedMaxMessageChunks, "must be > 0")
-	case c.RefreshLeaderBackoffMs < 0:
-		return bad("refresh.leader.backoff.ms", c.RefreshLeaderBackoffMs, "must be >= 0")
-	case c.SocketTimeoutMs <= 0:
-		return bad("socket.timeout.ms", c.SocketTimeoutMs, "must be > 0")
 	case c.PartitionAssignmentStrategy != StrategyRange && c.PartitionAssignmentStrategy != StrategyRoundRobin:
 		return bad("partition.assignment.strategy", strconv.Quote(c.PartitionAssignmentStrategy), `want "range" or "roundrobin"`)
+	case c.OffsetsStorage != OffsetsStorageZooKeeper && c.OffsetsStorage != OffsetsStorageKafka:
+		// ConsumerConfig.validateOffsetsStorage
+		return bad("offsets.storage", strconv.Quote(c.OffsetsStorage), `want "zookeeper" or "kafka"`)
+	case int(c.FetchWaitMaxMs) > c.SocketTimeoutMs:
+		// ConsumerConfig: require(fetchWaitMaxMs <= socketTimeoutMs)
+		return bad("socket.timeout.ms", c.SocketTimeoutMs, fmt.Sprintf("must be at least fetch.wait.max.ms (%d)", c.FetchWaitMaxMs))
 	}
 	return nil
 }

@@ -1,7 +1,9 @@
 package zkconsumer
 
 import (
+	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -60,10 +62,10 @@ func TestFromPropertiesErrors(t *testing.T) {
 	}{
 		{base("no.such.key", "1"), `unknown consumer property "no.such.key"`},
 		{base("rebalance.max.retries", "x"), "rebalance.max.retries"},
-		{base("rebalance.max.retries", "0"), "rebalance.max.retries=0"},
+		{base("rebalance.max.retries", "0"), "Invalid value 0 for configuration rebalance.max.retries"},
 		{base("auto.offset.reset", "earliest"), "auto.offset.reset"},
 		{base("partition.assignment.strategy", "sticky"), "partition.assignment.strategy"},
-		{base("offsets.storage", "kafka"), "offsets.storage"},
+		{base("offsets.storage", "cassandra"), `offsets.storage="cassandra": want "zookeeper" or "kafka"`},
 		{base("auto.commit.enable", "maybe"), "auto.commit.enable"},
 		{base("fetch.message.max.bytes", "99999999999"), "fetch.message.max.bytes"},
 		{base("group.id", "a/b"), "group.id"},
@@ -76,5 +78,47 @@ func TestFromPropertiesErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("FromProperties(%v) = %v, want an error naming %q", c.props, err, c.want)
 		}
+	}
+}
+
+// Every numeric 0.8.2 consumer key is read as Kafka reads it (VerifiableProperties.getInt: a Java
+// int) and checked against its range, with one message naming the key, the type and the range: a
+// value past int32 (zookeeper.session.timeout.ms=3000000000 used to be taken and overflowed into a
+// negative timeout) and a value below the range are both refused by FromProperties.
+func TestCLIBadInputZKConsumerConfigRanges(t *testing.T) {
+	for _, c := range []struct {
+		key string
+		lo  int64 // the range's lower end; the upper is int32's
+	}{
+		{"zookeeper.session.timeout.ms", 1}, {"zookeeper.connection.timeout.ms", 1}, {"zookeeper.sync.time.ms", 0},
+		{"rebalance.max.retries", 1}, {"rebalance.backoff.ms", 0}, {"auto.commit.interval.ms", 1},
+		{"fetch.message.max.bytes", 1}, {"fetch.wait.max.ms", 0}, {"fetch.min.bytes", 0},
+		{"queued.max.message.chunks", 1}, {"refresh.leader.backoff.ms", 0}, {"socket.timeout.ms", 1},
+		{"offsets.channel.backoff.ms", 0}, {"offsets.channel.socket.timeout.ms", 1}, {"offsets.commit.max.retries", 0},
+	} {
+		props := func(v string) map[string]string {
+			return map[string]string{"group.id": "g", "zookeeper.connect": "h:1", c.key: v}
+		}
+		_, err := FromProperties(props("3000000000"))
+		want := fmt.Sprintf("zkconsumer: Invalid value 3000000000 for configuration %s: not a number of type INT (32-bit signed integer); allowed range [%d, 2147483647]", c.key, c.lo)
+		if err == nil || err.Error() != want {
+			t.Errorf("%s=3000000000: error %v\nwant %s", c.key, err, want)
+		}
+		below := strconv.FormatInt(c.lo-1, 10)
+		_, err = FromProperties(props(below))
+		want = fmt.Sprintf("zkconsumer: Invalid value %s for configuration %s: type INT, allowed range [%d, 2147483647]", below, c.key, c.lo)
+		if err == nil || err.Error() != want {
+			t.Errorf("%s=%s: error %v\nwant %s", c.key, below, err, want)
+		}
+		if _, err := FromProperties(props("2147483647")); err != nil && strings.Contains(err.Error(), "Invalid value") {
+			t.Errorf("%s=2147483647 (int32's largest) refused: %v", c.key, err)
+		}
+	}
+	// A Config built in code is checked against the same ranges by Validate (New calls it).
+	cfg := DefaultConfig("g", "h:1")
+	cfg.ZooKeeperSessionTimeoutMs = 3000000000
+	want := "zkconsumer: Invalid value 3000000000 for configuration zookeeper.session.timeout.ms: type INT, allowed range [1, 2147483647]"
+	if err := cfg.Validate(); err == nil || err.Error() != want {
+		t.Errorf("Validate: %v\nwant %s", err, want)
 	}
 }

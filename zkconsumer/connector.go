@@ -32,8 +32,12 @@
 // rebalance goroutine was busy; and a rebalance attempt during which the session changed fails,
 // deleting the claims it made in the new session (releaseStaleClaims).
 //
-// Deliberate differences: offsets live in ZooKeeper only (offsets.storage=kafka is refused);
-// streams are Go channels (no consumer.timeout.ms); Fetch uses v4+ record batches, versions
+// Offsets live in ZooKeeper by default; offsets.storage=kafka commits them to the group's offset
+// manager (OffsetCommit v1, unfenced) and dual.commit.enabled also to ZooKeeper (offsetmanager.go).
+// The offset manager is located on first use, not in New (0.8.2's constructor blocks until it finds
+// one), and the shutdown commit gives up after its attempts rather than waiting for one forever.
+//
+// Deliberate differences: streams are Go channels (no consumer.timeout.ms); Fetch uses v4+ record batches, versions
 // negotiated with ApiVersions; round-robin breaks equal hash codes by topic then partition (Kafka's
 // order there is a hash map's); wildcard thread i always feeds stream i.
 package zkconsumer
@@ -57,6 +61,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/sirupsen/logrus"
 
+	"github.com/rebalancelab/rebalancelab/kconfig"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -101,6 +106,7 @@ type Connector struct {
 
 	zk      *zkConn
 	fetcher *fetcherManager
+	offsets *offsetsChannel // offsets.storage=kafka: the channel to the offset manager
 
 	ctx      context.Context // ends the background goroutines
 	cancel   context.CancelFunc
@@ -133,7 +139,7 @@ type Connector struct {
 	mu            sync.Mutex // guards what follows
 	topicRegistry map[TopicPartition]*partitionInfo
 	checkpointed  map[TopicPartition]int64 // checkpointedZkOffsets
-	delivering    []TopicPartition         // partitions handed to the fetchers
+	delivering    []TopicPartition         // partitions recorded as assigned, handed to the fetchers
 
 	commitMu sync.Mutex
 }
@@ -178,6 +184,7 @@ func New(cfg Config) (*Connector, error) {
 	c.log = cfg.Log.WithFields(logrus.Fields{"group": cfg.GroupID, "member": c.consumerID})
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.fetcher = newFetcherManager(c)
+	c.offsets = &offsetsChannel{c: c}
 
 	servers, chroot := splitConnect(cfg.ZooKeeperConnect)
 	dialer := cfg.ZKDialer
@@ -733,17 +740,17 @@ func (c *Connector) rebalance() (done bool, err error) {
 	mine := global.mine(c.consumerID)
 	tps := mine.sortedPartitions()
 
+	offsets, err := c.fetchOffsets(tps)
+	if err != nil {
+		return false, err
+	}
 	registry := map[TopicPartition]*partitionInfo{}
 	for _, tp := range tps {
-		offset, err := c.fetchOffset(tp)
-		if err != nil {
-			return false, err
-		}
 		q, err := c.queueFor(tp.Topic, mine[tp])
 		if err != nil {
 			return false, err
 		}
-		registry[tp] = newPartitionInfo(tp, q, offset)
+		registry[tp] = newPartitionInfo(tp, q, offsets[tp])
 	}
 	if c.closing.Load() {
 		return false, nil
@@ -754,17 +761,23 @@ func (c *Connector) rebalance() (done bool, err error) {
 	if now := c.zk.conn.SessionID(); now != session {
 		return false, c.releaseStaleClaims(tps, session, now)
 	}
+	// The partitions are this member's from here (its owner znodes exist): recorded as assigned
+	// before any commit can include them (commitMu orders this against a concurrent commit's
+	// records; a Kafka commit sends every owned partition).
+	c.commitMu.Lock()
 	c.mu.Lock()
 	c.topicRegistry = registry
+	c.delivering = keys(registry) // a failed listener call below still ends in a revoked record
 	for tp, pi := range registry {
 		c.checkpointed[tp] = pi.consumed.Load()
 	}
 	c.mu.Unlock()
+	c.emit(timeline.Record{Kind: timeline.Assigned, Partitions: partitionsByTopic(tps)})
+	c.commitMu.Unlock()
 	if err := c.callListener(func(l RebalanceListener) { l.BeforeStartingFetchers(c.consumerID, global.byTopic()) }); err != nil {
 		return false, err
 	}
 	c.updateFetcher(registry)
-	c.emit(timeline.Record{Kind: timeline.Assigned, Partitions: partitionsByTopic(tps)})
 	c.log.WithField("partitions", partitionsByTopic(tps)).Info("selected partitions")
 	return true, nil
 }
@@ -926,6 +939,27 @@ func (c *Connector) ownerPath(tp TopicPartition) string {
 	return fmt.Sprintf("/consumers/%s/owners/%s/%d", c.cfg.GroupID, tp.Topic, tp.Partition)
 }
 
+// fetchOffsets is fetchOffsets: each partition's committed next offset, or -1 (none), from ZooKeeper
+// (offsets.storage=zookeeper: one read per partition) or from the offset manager (kafka; with dual
+// commit the larger of both).
+func (c *Connector) fetchOffsets(tps []TopicPartition) (map[TopicPartition]int64, error) {
+	out := map[TopicPartition]int64{}
+	if len(tps) == 0 {
+		return out, nil
+	}
+	if c.cfg.OffsetsStorage == OffsetsStorageKafka {
+		return c.fetchOffsetsFromKafka(c.ctx, tps)
+	}
+	for _, tp := range tps {
+		offset, err := c.fetchOffset(tp)
+		if err != nil {
+			return nil, err
+		}
+		out[tp] = offset
+	}
+	return out, nil
+}
+
 // fetchOffset is fetchOffsetFromZooKeeper: the committed next offset, or -1 (none: the fetcher
 // resets it per auto.offset.reset).
 func (c *Connector) fetchOffset(tp TopicPartition) (int64, error) {
@@ -1047,9 +1081,6 @@ func (c *Connector) updateFetcher(registry map[TopicPartition]*partitionInfo) {
 	for _, pi := range registry {
 		infos = append(infos, pi)
 	}
-	c.mu.Lock()
-	c.delivering = keys(registry)
-	c.mu.Unlock()
 	c.fetcher.start(infos)
 }
 
@@ -1083,40 +1114,61 @@ func (c *Connector) emitRevoked() {
 	}
 }
 
-// CommitOffsets writes the consumed offset (next offset to read, decimal) of every owned
-// partition whose offset changed since its last commit to /consumers/<group>/offsets/<t>/<p>
-// (commitOffsets / commitOffsetToZooKeeper, ZkUtils.updatePersistentPath). ZooKeeper checks no
-// ownership: a stale commit lands. Each write is recorded as commit{result: applied|rejected}.
-// Returns the ZooKeeper errors, joined.
-func (c *Connector) CommitOffsets() error {
+// CommitOffsets commits the consumed offset (next offset to read) of the owned partitions
+// (commitOffsets), once. offsets.storage=zookeeper: every partition whose offset changed since its
+// last commit is written, in decimal, to /consumers/<group>/offsets/<t>/<p> (commitOffsetToZooKeeper,
+// ZkUtils.updatePersistentPath); ZooKeeper checks no ownership, so a stale commit lands.
+// offsets.storage=kafka: every owned partition goes to the offset manager in one OffsetCommit v1
+// (commitToKafka), then, with dual.commit.enabled, each accepted one to ZooKeeper too. Each
+// partition is recorded as commit{result: applied|rejected}. Returns the errors, joined.
+func (c *Connector) CommitOffsets() error { return c.commitOffsets(c.ctx, 1) }
+
+// commitOffsets makes up to attempts attempts of a Kafka commit (1 + offsets.commit.max.retries at
+// shutdown, else 1, as 0.8.2), offsets.channel.backoff.ms apart; a ZooKeeper commit is one attempt.
+func (c *Connector) commitOffsets(ctx context.Context, attempts int) error {
 	c.commitMu.Lock()
 	defer c.commitMu.Unlock()
-	type todo struct {
-		tp     TopicPartition
-		offset int64
+	if c.cfg.OffsetsStorage == OffsetsStorageKafka {
+		for attempt := 1; ; attempt++ {
+			c.mu.Lock()
+			var work []committed
+			for _, tp := range keys(c.topicRegistry) {
+				work = append(work, committed{tp, c.topicRegistry[tp].consumed.Load()})
+			}
+			c.mu.Unlock()
+			if len(work) == 0 {
+				return nil
+			}
+			sort.Slice(work, func(i, j int) bool {
+				a, b := work[i].tp, work[j].tp
+				return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+			})
+			done, err := c.commitToKafka(ctx, work)
+			if done || attempt >= attempts || ctx.Err() != nil {
+				return err
+			}
+			c.log.WithError(err).Debugf("retrying the offset commit in %d ms", c.cfg.OffsetsChannelBackoffMs)
+			if c.offsetsBackoff(ctx) != nil {
+				return err
+			}
+		}
 	}
-	var work []todo
+	var work []committed
 	c.mu.Lock()
 	for _, tp := range keys(c.topicRegistry) {
 		off := c.topicRegistry[tp].consumed.Load()
 		if last, ok := c.checkpointed[tp]; !ok || last != off {
-			work = append(work, todo{tp, off})
+			work = append(work, committed{tp, off})
 		}
 	}
 	c.mu.Unlock()
 	var errs []error
 	for _, w := range work {
-		err := c.zk.updatePersistent(c.offsetPath(w.tp), []byte(strconv.FormatInt(w.offset, 10)))
-		r := timeline.Record{Kind: timeline.Commit, Topic: w.tp.Topic, Partition: timeline.I32(w.tp.Partition), Offset: timeline.I64(w.offset), Result: timeline.CommitApplied}
+		err := c.commitOffsetToZooKeeper(w)
 		if err != nil {
-			r.Result, r.Err = timeline.CommitRejected, err.Error()
 			errs = append(errs, fmt.Errorf("committing %s: %w", c.offsetPath(w.tp), err))
-		} else {
-			c.mu.Lock()
-			c.checkpointed[w.tp] = w.offset
-			c.mu.Unlock()
 		}
-		c.emit(r)
+		c.emit(commitRecord(w, err))
 	}
 	return errors.Join(errs...)
 }
@@ -1161,11 +1213,19 @@ func (c *Connector) stop(graceful bool) {
 			q.shutdown()
 		}
 		if graceful && c.cfg.AutoCommitEnable {
-			if err := c.CommitOffsets(); err != nil {
+			// 0.8.2 retries a failed Kafka commit at shutdown offsets.commit.max.retries times (and
+			// blocks until it finds the offset manager); here the shutdown commit gives up after
+			// its attempts' worth of socket timeouts and backoffs.
+			attempts := 1 + c.cfg.OffsetsCommitMaxRetries
+			bound := kconfig.Millis(int64(attempts) * int64(c.cfg.OffsetsChannelSocketTimeoutMs+c.cfg.OffsetsChannelBackoffMs))
+			ctx, cancel := context.WithTimeout(context.Background(), bound)
+			if err := c.commitOffsets(ctx, attempts); err != nil {
 				c.log.WithError(err).Warn("commit at shutdown failed")
 			}
+			cancel()
 		}
 		c.emitRevoked()
+		c.offsets.close()
 		c.zk.close()
 		close(c.errs)
 		c.log.WithField("graceful", graceful).Info("connector shut down")

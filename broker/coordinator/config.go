@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
+
+	"github.com/rebalancelab/rebalancelab/kconfig"
 )
 
 // Node is a broker as FindCoordinator names it (kafka.cluster.Node): id, advertised host and port.
@@ -93,34 +94,35 @@ var ConfigKeys = []string{
 // Set applies one server.properties key from ConfigKeys; an unknown key or a value that is not a
 // number in range is an error naming the key.
 func (c *Config) Set(key, value string) error {
-	parse32 := func() (int32, error) {
-		v, err := strconv.ParseInt(value, 10, 32)
+	// Kafka 3.9's types and validators (GroupCoordinatorConfig); kconfig's error names key, type, range.
+	parse32 := func(r kconfig.Range) (int32, error) {
+		v, err := kconfig.ParseInt(key, value, r)
 		if err != nil {
-			return 0, fmt.Errorf("coordinator config %s=%q: %w", key, value, err)
+			return 0, fmt.Errorf("coordinator config: %w", err)
 		}
-		return int32(v), nil
+		return v, nil
 	}
 	var err error
 	switch key {
 	case "group.min.session.timeout.ms":
-		c.GroupMinSessionTimeoutMs, err = parse32()
+		c.GroupMinSessionTimeoutMs, err = parse32(kconfig.Any)
 	case "group.max.session.timeout.ms":
-		c.GroupMaxSessionTimeoutMs, err = parse32()
+		c.GroupMaxSessionTimeoutMs, err = parse32(kconfig.Any)
 	case "group.initial.rebalance.delay.ms":
-		c.GroupInitialRebalanceDelayMs, err = parse32()
+		c.GroupInitialRebalanceDelayMs, err = parse32(kconfig.Any)
 	case "group.max.size":
-		c.GroupMaxSize, err = parse32()
+		c.GroupMaxSize, err = parse32(kconfig.AtLeast(1))
 	case "offsets.topic.num.partitions":
-		c.OffsetsTopicNumPartitions, err = parse32()
+		c.OffsetsTopicNumPartitions, err = parse32(kconfig.AtLeast(1))
 	case "offset.metadata.max.bytes":
-		c.OffsetMetadataMaxBytes, err = parse32()
+		c.OffsetMetadataMaxBytes, err = parse32(kconfig.Any)
 	case "offsets.retention.minutes":
-		c.OffsetsRetentionMinutes, err = parse32()
+		c.OffsetsRetentionMinutes, err = parse32(kconfig.AtLeast(1))
 	case "offsets.retention.check.interval.ms":
 		var v int64
-		v, err = strconv.ParseInt(value, 10, 64)
+		v, err = kconfig.ParseLong(key, value, kconfig.AtLeast(1))
 		if err != nil {
-			err = fmt.Errorf("coordinator config %s=%q: %w", key, value, err)
+			err = fmt.Errorf("coordinator config: %w", err)
 		}
 		c.OffsetsRetentionCheckIntervalMs = v
 	default:

@@ -376,18 +376,20 @@ func (c *Core) handleTimer(id TimerID) {
 	}
 }
 
-// cancelGroupTimers drops every timer of a group leaving the cache.
+// cancelGroupTimers drops every timer of a group leaving the cache: the members' heartbeat timers,
+// then the pending members', each in member id order (not map order: same inputs, same effects).
 func (c *Core) cancelGroupTimers(g *group) {
-	for k, id := range c.hb {
-		if k.group == g.id && k.epoch == g.epoch {
-			c.cancelTimer(id)
-			delete(c.hb, k)
+	for _, timers := range []map[memberKey]TimerID{c.hb, c.pendingHB} {
+		var keys []memberKey
+		for k := range timers {
+			if k.group == g.id && k.epoch == g.epoch {
+				keys = append(keys, k)
+			}
 		}
-	}
-	for k, id := range c.pendingHB {
-		if k.group == g.id && k.epoch == g.epoch {
-			c.cancelTimer(id)
-			delete(c.pendingHB, k)
+		sort.Slice(keys, func(i, j int) bool { return keys[i].member < keys[j].member })
+		for _, k := range keys {
+			c.cancelTimer(timers[k])
+			delete(timers, k)
 		}
 	}
 	if g.join != nil {
@@ -591,7 +593,12 @@ func (c *Core) CompleteLoad(now time.Time, p int32, records []KV) (effects []Eff
 		}
 		load(newGroup(id, Empty, 0, c.nowMs))
 	}
+	removed := make([]string, 0, len(removedGroups))
 	for id := range removedGroups {
+		removed = append(removed, id)
+	}
+	sort.Strings(removed)
+	for _, id := range removed {
 		if _, hasOffsets := offsetsByGroup[id]; c.groups[id] != nil && !hasOffsets {
 			errs = append(errs, fmt.Errorf("unexpected unload of active group %s while loading partition %d", id, p))
 		}

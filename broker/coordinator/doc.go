@@ -6,19 +6,24 @@
 //
 // It has two layers:
 //
-//   - Core (core.go, handlers.go, api.go, group.go, state.go) is a pure state machine in the style
-//     of etcd's raft: Step(now, event) with a decoded request, a timer firing or an append outcome,
-//     returning effects — responses (a JoinGroup's may come many steps later), timers to set or
-//     cancel, record batches to append to __consumer_offsets. No goroutines, sockets, clocks or
-//     unseeded randomness, so tests drive it with a fake clock. Group states and their legal
-//     predecessors are GroupState/transitionTo, as in GroupMetadata.
+//   - Core is a pure state machine in the style of etcd's raft: Step(now, event) with a decoded
+//     request, a timer firing or an append outcome, returning effects — responses (a JoinGroup's may
+//     come many steps later), timers to set or cancel, record batches to append to
+//     __consumer_offsets. No goroutines, sockets, clocks or unseeded randomness, so tests drive it
+//     with a fake clock, and the same events give the same effects in the same order. Group states
+//     and their legal predecessors are GroupState/transitionTo, as in GroupMetadata. Files: core.go
+//     (Step, timers, loading), api.go (requests decoded, responses encoded per version), handlers.go
+//     and rebalance.go (GroupCoordinator), metadata_manager.go (GroupMetadataManager's writes),
+//     group.go and state.go (GroupMetadata).
 //   - Coordinator (driver.go) runs a Core for the broker: it implements the broker's GroupHandler,
 //     Handle(ctx, kmsg.Request) (kmsg.Response, error), with real timers, logrus logging (fields
-//     group, member, generation) and an OffsetsLog the broker provides.
+//     group, member, generation) and an OffsetsLog the broker provides. It appends outside the lock
+//     every request takes (one goroutine per __consumer_offsets partition, appends in order), so a
+//     slow append holds up only the responses that wait for its record.
 //
 // Durability (records.go): offsets and group metadata are Kafka's own __consumer_offsets records
 // (OffsetCommitKey v1 / OffsetCommitValue v3, GroupMetadataKey v2 / GroupMetadataValue v3, null
-// values as tombstones) in v2 record batches, in partition abs(groupId.hashCode) %
+// values as tombstones) in v2 record batches (package recordbatch), in partition abs(groupId.hashCode) %
 // offsets.topic.num.partitions. An offset commit or a leader's assignment is acknowledged only once
 // its batch is appended. Start replays the log: groups come back Stable (with members) or Empty
 // with generation, protocol, leader, members and assignments; committed offsets come back.

@@ -17,8 +17,9 @@ import (
 // in here. Append must return only once batch (one v2 RecordBatch made by EncodeBatch) is in
 // partition's log: the coordinator acknowledges a commit only after that. ReadAll calls fn for every
 // record of partition in log order (DecodeBatches does the decoding for a log that stores batches as
-// received); a nil value is a tombstone. A missing partition reads as empty. Both may be called from
-// different goroutines, never concurrently for one partition.
+// received); a nil value is a tombstone. A missing partition reads as empty. Both are called without
+// the coordinator's lock, from different goroutines: concurrently for different partitions, never
+// concurrently for one partition, and one partition's appends in the order the core asked for them.
 type OffsetsLog interface {
 	Append(partition int32, batch []byte) error
 	ReadAll(partition int32, fn func(key, value []byte) error) error
@@ -43,9 +44,24 @@ type result struct {
 	err  error
 }
 
+// appendQueue holds one __consumer_offsets partition's appends that the core asked for and the log
+// has not finished, oldest first; one persist goroutine at a time works through it.
+type appendQueue struct {
+	pending []Append
+	running bool          // a persist goroutine owns the queue
+	idle    chan struct{} // closed when that goroutine stops (the queue is empty or the driver closed)
+}
+
 // Coordinator runs a Core for the broker: it implements the broker's GroupHandler
 // (Handle(ctx, kmsg.Request) (kmsg.Response, error)), turns the core's timers into real timers and
 // its appends into OffsetsLog appends, and answers each Handle call once the core has a response.
+//
+// One lock guards the core. Log appends run outside it, as etcd's raft persists a Ready's entries
+// outside the state machine: an Append effect is queued for its partition, a goroutine writes it
+// and then steps AppendCompleted into the core. So a slow append (a disk that stalls, an fsync per
+// append) holds up only what depends on it — the commit or SyncGroup waiting for that record and the
+// partition's later appends — never other groups' requests, as in Kafka, where an append holds only
+// its group's lock.
 type Coordinator struct {
 	mu      sync.Mutex
 	core    *Core
@@ -54,7 +70,11 @@ type Coordinator struct {
 	nextReq RequestID
 	waiting map[RequestID]chan result
 	timers  map[TimerID]*time.Timer
+	appends map[int32]*appendQueue
 	closed  bool
+	// wg counts the goroutines the driver started (persist goroutines, timer callbacks that were due
+	// when stopped); Close waits for them. Add is only called with mu held and closed false.
+	wg sync.WaitGroup
 
 	clientInfo func(context.Context) (string, string)
 }
@@ -86,6 +106,7 @@ func Start(ctx context.Context, cfg Config, olog OffsetsLog, log *logrus.Entry) 
 		log:        log,
 		waiting:    map[RequestID]chan result{},
 		timers:     map[TimerID]*time.Timer{},
+		appends:    map[int32]*appendQueue{},
 		clientInfo: cfg.ClientInfo,
 	}
 	c.mu.Lock()
@@ -131,21 +152,25 @@ func (c *Coordinator) BeginElection(p int32) (bool, error) {
 }
 
 // LoadPartition reads partition p (marked by BeginElection) and hands its groups and offsets to the
-// coordinator. If p was resigned meanwhile (OnResignation), what was read is dropped.
+// coordinator. Appends to p still under way from an earlier term are finished first. If p was
+// resigned meanwhile (OnResignation), what was read is dropped.
 func (c *Coordinator) LoadPartition(ctx context.Context, p int32) error {
 	start := time.Now()
 	var recs []KV
-	readErr := c.olog.ReadAll(p, func(key, value []byte) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		kv := KV{Key: append([]byte(nil), key...)}
-		if value != nil {
-			kv.Value = append([]byte{}, value...)
-		}
-		recs = append(recs, kv)
-		return nil
-	})
+	readErr := c.awaitAppends(ctx, p)
+	if readErr == nil {
+		readErr = c.olog.ReadAll(p, func(key, value []byte) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			kv := KV{Key: append([]byte(nil), key...)}
+			if value != nil {
+				kv.Value = append([]byte{}, value...)
+			}
+			recs = append(recs, kv)
+			return nil
+		})
+	}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -221,13 +246,13 @@ func (c *Coordinator) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respon
 	}
 }
 
-// apply carries out effects in order; the effects of an append's completion are carried out before
-// the rest, as Kafka runs the append callback inside the append. Called with c.mu held.
+// apply carries out effects in order. Responses and timers take effect at once; an Append is queued
+// for its partition and written by persist outside c.mu, which then steps AppendCompleted: the
+// responses that wait for the record (OffsetCommit, the SyncGroups of a generation) come from that
+// step, so they still leave only once the record is in the log. Called with c.mu held and c.closed
+// false.
 func (c *Coordinator) apply(effects []Effect) {
-	queue := effects
-	for len(queue) > 0 {
-		e := queue[0]
-		queue = queue[1:]
+	for _, e := range effects {
 		switch e := e.(type) {
 		case Respond:
 			if ch, ok := c.waiting[e.ID]; ok {
@@ -236,21 +261,77 @@ func (c *Coordinator) apply(effects []Effect) {
 			}
 		case SetTimer:
 			id := e.Timer
-			c.timers[id] = time.AfterFunc(e.After, func() { c.fire(id) })
+			c.wg.Add(1)
+			c.timers[id] = time.AfterFunc(e.After, func() {
+				defer c.wg.Done()
+				c.fire(id)
+			})
 		case CancelTimer:
 			if t, ok := c.timers[e.Timer]; ok {
-				t.Stop()
+				if t.Stop() {
+					c.wg.Done() // its callback will never run
+				}
 				delete(c.timers, e.Timer)
 			}
 		case Append:
-			err := c.olog.Append(e.Partition, e.Batch)
-			if err != nil {
-				c.log.WithError(err).WithField("partition", e.Partition).Errorf("append to %s failed", OffsetsTopic)
+			q := c.appends[e.Partition]
+			if q == nil {
+				q = &appendQueue{}
+				c.appends[e.Partition] = q
 			}
-			more := c.core.Step(time.Now(), AppendCompleted{ID: e.ID, Err: err})
-			queue = append(more, queue...)
+			q.pending = append(q.pending, e)
+			if !q.running {
+				q.running, q.idle = true, make(chan struct{})
+				c.wg.Add(1)
+				go c.persist(q)
+			}
 		}
 	}
+}
+
+// persist writes q's appends in order, each outside c.mu, and steps each one's AppendCompleted into
+// the core (whose effects may queue more appends). It stops when q is empty or the driver closed;
+// after Close, appends not yet started are dropped: nobody was told they were written.
+func (c *Coordinator) persist(q *appendQueue) {
+	defer c.wg.Done()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for !c.closed && len(q.pending) > 0 {
+		e := q.pending[0]
+		q.pending = q.pending[1:]
+		c.mu.Unlock()
+		err := c.olog.Append(e.Partition, e.Batch)
+		c.mu.Lock()
+		if err != nil {
+			c.log.WithError(err).WithField("partition", e.Partition).Errorf("append to %s failed", OffsetsTopic)
+		}
+		if c.closed {
+			break
+		}
+		c.apply(c.core.Step(time.Now(), AppendCompleted{ID: e.ID, Err: err}))
+	}
+	q.pending = nil
+	q.running = false
+	close(q.idle)
+}
+
+// awaitAppends waits until partition p has no append under way (the log is not read while it is
+// written); ctx.Err() if ctx ends first.
+func (c *Coordinator) awaitAppends(ctx context.Context, p int32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for q := c.appends[p]; q != nil && q.running; q = c.appends[p] {
+		idle := q.idle
+		c.mu.Unlock()
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			c.mu.Lock()
+			return ctx.Err()
+		}
+		c.mu.Lock()
+	}
+	return nil
 }
 
 func (c *Coordinator) fire(id TimerID) {
@@ -266,24 +347,30 @@ func (c *Coordinator) fire(id TimerID) {
 	c.apply(c.core.Step(time.Now(), TimerFired{Timer: id}))
 }
 
-// Close stops the coordinator: timers are stopped and requests still parked get ErrClosed. Nothing
-// is lost: commits were acknowledged only once appended.
+// Close stops the coordinator: timers are stopped, requests still parked get ErrClosed, and Close
+// returns once every goroutine the coordinator started has: an append under way is finished (an
+// OffsetsLog append cannot be interrupted), appends not yet started are dropped. Nothing
+// acknowledged is lost: commits were acknowledged only once appended.
 func (c *Coordinator) Close() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return nil
 	}
 	c.closed = true
 	c.core.Shutdown()
 	for id, t := range c.timers {
-		t.Stop()
+		if t.Stop() {
+			c.wg.Done()
+		}
 		delete(c.timers, id)
 	}
 	for id, ch := range c.waiting {
 		delete(c.waiting, id)
 		ch <- result{nil, ErrClosed}
 	}
+	c.mu.Unlock()
+	c.wg.Wait()
 	return nil
 }
 

@@ -77,6 +77,8 @@ type harness struct {
 	resps  map[RequestID]kmsg.Response
 	errs   map[RequestID]error
 	nextID RequestID
+	// effects is every effect the core produced, in the order the harness carried them out.
+	effects []Effect
 }
 
 func testConfig() Config {
@@ -130,6 +132,7 @@ func (h *harness) apply(effects []Effect) {
 	for len(queue) > 0 {
 		e := queue[0]
 		queue = queue[1:]
+		h.effects = append(h.effects, e)
 		switch e := e.(type) {
 		case Respond:
 			if _, dup := h.resps[e.ID]; dup {

@@ -2,13 +2,13 @@ package coordinator
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"hash/crc32"
 	"math"
 	"unicode/utf16"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/recordbatch"
 )
 
 // OffsetsTopic is the internal topic the coordinator writes to (Topic.GROUP_METADATA_TOPIC_NAME).
@@ -132,92 +132,61 @@ type KV struct {
 	Key, Value []byte
 }
 
-const batchHeaderLen = 61 // v2 RecordBatch header through NumRecords
-
 // EncodeBatch builds one uncompressed v2 RecordBatch (magic 2, CreateTime, no producer) holding recs
 // at offsets 0..n-1, all stamped timestampMs, as Kafka's MemoryRecords.builder does for the
 // coordinator. The log assigns the real base offset and leader epoch when it appends.
 func EncodeBatch(timestampMs int64, recs []KV) []byte {
 	var records []byte
 	for i, r := range recs {
-		rec := kmsg.Record{OffsetDelta: int32(i), Key: r.Key, Value: r.Value}
-		body := rec.AppendTo(nil)
-		rec.Length = int32(len(body) - 1) // Length 0 took one varint byte
-		records = rec.AppendTo(records)
+		records = recordbatch.AppendRecord(records, recordbatch.Record{OffsetDelta: int32(i), Key: r.Key, Value: r.Value})
 	}
-	b := kmsg.RecordBatch{
-		FirstOffset:          0,
+	return recordbatch.AppendBatch(nil, recordbatch.Header{
+		BaseOffset:           0,
 		PartitionLeaderEpoch: -1,
-		Magic:                2,
-		Attributes:           0,
 		LastOffsetDelta:      int32(len(recs) - 1),
-		FirstTimestamp:       timestampMs,
+		BaseTimestamp:        timestampMs,
 		MaxTimestamp:         timestampMs,
 		ProducerID:           -1,
 		ProducerEpoch:        -1,
-		FirstSequence:        -1,
+		BaseSequence:         -1,
 		NumRecords:           int32(len(recs)),
-		Records:              records,
-	}
-	b.Length = int32(batchHeaderLen - 12 + len(records))
-	out := b.AppendTo(nil)
-	crc := crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli))
-	binary.BigEndian.PutUint32(out[17:21], crc)
-	return out
+	}, records)
 }
 
-// ErrCorruptBatch is wrapped by DecodeBatches for data that is not a sequence of valid v2 batches.
-var ErrCorruptBatch = errors.New("corrupt record batch")
+// ErrCorruptBatch is wrapped by DecodeBatches for data that is not a sequence of valid v2 batches
+// (it is recordbatch.ErrCorrupt).
+var ErrCorruptBatch = recordbatch.ErrCorrupt
 
 // DecodeBatches walks v2 RecordBatches (as OffsetsLog.Append received them, or as a log reads them
 // back) and calls fn for every record of every data batch; control batches are skipped. Compressed
 // or pre-v2 batches, a bad CRC or a truncated batch give an error wrapping ErrCorruptBatch. fn's
 // error stops the walk and is returned.
 func DecodeBatches(data []byte, fn func(key, value []byte) error) error {
-	castagnoli := crc32.MakeTable(crc32.Castagnoli)
 	for len(data) > 0 {
-		if len(data) < 12 {
-			return fmt.Errorf("%w: %d trailing bytes", ErrCorruptBatch, len(data))
+		b, err := recordbatch.Read(data)
+		if err != nil {
+			return err
 		}
-		length := int32(binary.BigEndian.Uint32(data[8:12]))
-		if length < batchHeaderLen-12 || int(length) > len(data)-12 {
-			return fmt.Errorf("%w: batch length %d with %d bytes left", ErrCorruptBatch, length, len(data)-12)
-		}
-		raw := data[:12+int(length)]
-		data = data[12+int(length):]
-		var b kmsg.RecordBatch
-		if err := b.ReadFrom(raw); err != nil {
-			return fmt.Errorf("%w: %v", ErrCorruptBatch, err)
-		}
-		if b.Magic != 2 {
-			return fmt.Errorf("%w: magic %d (only v2 batches are supported)", ErrCorruptBatch, b.Magic)
-		}
-		if uint32(b.CRC) != crc32.Checksum(raw[21:], castagnoli) {
-			return fmt.Errorf("%w: CRC mismatch", ErrCorruptBatch)
-		}
-		if b.Attributes&0x07 != 0 {
-			return fmt.Errorf("%w: compressed batches are not supported (attributes %#x)", ErrCorruptBatch, b.Attributes)
-		}
-		if b.Attributes&0x20 != 0 { // control batch (transaction markers): no offsets or groups
-			continue
-		}
-		recs := b.Records
-		for i := int32(0); i < b.NumRecords; i++ {
-			l, n := binary.Varint(recs)
-			if n <= 0 || l < 0 || int64(len(recs)-n) < l {
-				return fmt.Errorf("%w: bad record %d", ErrCorruptBatch, i)
-			}
-			var r kmsg.Record
-			if err := r.ReadFrom(recs[:n+int(l)]); err != nil {
-				return fmt.Errorf("%w: record %d: %v", ErrCorruptBatch, i, err)
-			}
-			recs = recs[n+int(l):]
-			if err := fn(r.Key, r.Value); err != nil {
-				return err
-			}
+		data = data[b.Size():]
+		if err := decodeBatch(b, fn); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// decodeBatch calls fn for every record of b, unless b is a control batch (transaction markers:
+// no offsets or groups).
+func decodeBatch(b recordbatch.Batch, fn func(key, value []byte) error) error {
+	if b.Compression() != 0 {
+		return fmt.Errorf("%w: compressed batches are not supported (attributes %#x)", ErrCorruptBatch, b.Attributes)
+	}
+	if b.IsControl() {
+		return nil
+	}
+	return recordbatch.ReadRecords(b.Records, b.NumRecords, func(r recordbatch.Record) error {
+		return fn(r.Key, r.Value)
+	})
 }
 
 // recordKey is a decoded __consumer_offsets key (GroupMetadataManager.readMessageKey).
@@ -366,20 +335,15 @@ func ReadPartition(r PartitionReader, fn func(key, value []byte) error) error {
 		}
 		next := off
 		for rest := data; len(rest) > 0; {
-			if len(rest) < batchHeaderLen {
-				return fmt.Errorf("%w: %d trailing bytes at offset %d", ErrCorruptBatch, len(rest), next)
+			b, err := recordbatch.Read(rest)
+			if err != nil {
+				return fmt.Errorf("at offset %d: %w", next, err)
 			}
-			n := 12 + int(int32(binary.BigEndian.Uint32(rest[8:12])))
-			if n < batchHeaderLen || n > len(rest) {
-				return fmt.Errorf("%w: batch of %d bytes with %d left at offset %d", ErrCorruptBatch, n, len(rest), next)
-			}
-			base := int64(binary.BigEndian.Uint64(rest[0:8]))
-			lastDelta := int32(binary.BigEndian.Uint32(rest[23:27]))
-			if err := DecodeBatches(rest[:n], fn); err != nil {
+			if err := decodeBatch(b, fn); err != nil {
 				return err
 			}
-			next = base + int64(lastDelta) + 1
-			rest = rest[n:]
+			next = b.LastOffset() + 1
+			rest = rest[b.Size():]
 		}
 		if next <= off {
 			return fmt.Errorf("%w: no progress reading offset %d", ErrCorruptBatch, off)

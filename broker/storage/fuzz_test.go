@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"testing"
+
+	"github.com/rebalancelab/rebalancelab/recordbatch"
 )
 
 // FuzzAppend: any bytes either append (and then read back exactly, offsets
@@ -87,7 +88,7 @@ func withFixedCRCs(data []byte) []byte {
 		if size < batchOverhead || size > len(b) {
 			break
 		}
-		binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:size], castagnoli))
+		binary.BigEndian.PutUint32(b[offCRC:], recordbatch.Checksum(b[:size]))
 		b = b[size:]
 	}
 	return data

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,13 +46,9 @@ In the zk era the join cell checks zk_watch_events >= N against the server's own
 and wchp. The table goes to stdout, a progress bar to stderr. Exit status 1 when a check fails.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var ns []int
-			for _, s := range strings.Split(consumers, ",") {
-				n, err := strconv.Atoi(strings.TrimSpace(s))
-				if err != nil || n < 1 {
-					return fmt.Errorf("--consumers: %q is not a member count >= 1", s)
-				}
-				ns = append(ns, n)
+			ns, err := parseSizes("--consumers", consumers)
+			if err != nil {
+				return err
 			}
 			if deadline <= 0 {
 				return fmt.Errorf("--deadline %s: want a positive duration (e.g. 120s)", deadline)

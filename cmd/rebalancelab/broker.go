@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
@@ -46,16 +45,16 @@ the broker gracefully (ZooKeeper session closed, logs flushed).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			given, err := parseConfigs("config", configs)
+			if err != nil {
+				return err
+			}
 			props := map[string]string{}
 			for k, v := range brokerCLIDefaults {
 				props[k] = v
 			}
-			for _, kv := range configs {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || strings.TrimSpace(k) == "" {
-					return fmt.Errorf("--config %q: want key=value", kv)
-				}
-				props[strings.TrimSpace(k)] = v
+			for k, v := range given {
+				props[k] = v
 			}
 			if cmd.Flags().Changed("id") || props["broker.id"] == "" {
 				props["broker.id"] = strconv.Itoa(int(id))
@@ -73,6 +72,16 @@ the broker gracefully (ZooKeeper session closed, logs flushed).`,
 				props["zookeeper.connect"] = zkAddrs
 			}
 			if props["zookeeper.connect"] == "" {
+				// Bad settings are refused before a ZooKeeper is started for them.
+				check := map[string]string{"zookeeper.connect": "127.0.0.1:2181"}
+				for k, v := range props {
+					if k != "zookeeper.connect" {
+						check[k] = v
+					}
+				}
+				if _, err := broker.ConfigFromProperties(check); err != nil {
+					return err
+				}
 				z, err := lab.StartZooKeeper(ctx, lab.ZKOptions{Log: logrus.WithField("component", "zookeeper")})
 				if err != nil {
 					if ctx.Err() != nil {

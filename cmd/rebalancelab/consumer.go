@@ -43,13 +43,23 @@ auto-commit), onPartitionsRevoked, LeaveGroup (not for a static member).`,
 			if bootstrap == "" || group == "" || len(topics) == 0 {
 				return errors.New("--bootstrap, --group and --topic are required")
 			}
-			props := map[string]string{}
-			for _, kv := range configs {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || strings.TrimSpace(k) == "" {
-					return fmt.Errorf("--config %q: want key=value", kv)
+			props, err := parseConfigs("config", configs)
+			if err != nil {
+				return err
+			}
+			var subscribe []string
+			seen := map[string]bool{}
+			for _, t := range topics {
+				for _, name := range strings.Split(t, ",") {
+					if name = strings.TrimSpace(name); name == "" {
+						return fmt.Errorf("--topic %q: empty topic name", t)
+					}
+					if seen[name] {
+						return fmt.Errorf("--topic %s: topic %s is already given; give each topic once", t, name)
+					}
+					seen[name] = true
+					subscribe = append(subscribe, name)
 				}
-				props[strings.TrimSpace(k)] = v
 			}
 			props["bootstrap.servers"] = bootstrap
 			props["group.id"] = group
@@ -73,10 +83,6 @@ auto-commit), onPartitionsRevoked, LeaveGroup (not for a static member).`,
 			c, err := newconsumer.New(cfg)
 			if err != nil {
 				return err
-			}
-			var subscribe []string
-			for _, t := range topics {
-				subscribe = append(subscribe, strings.Split(t, ",")...)
 			}
 			if err := c.Subscribe(subscribe...); err != nil {
 				return err

@@ -58,6 +58,12 @@ func produceValue(i int64, size int) []byte {
 	return []byte(fmt.Sprintf("%d", i))
 }
 
+// compressionCodecs maps Kafka's compression.type values to franz-go's codecs.
+var compressionCodecs = map[string]kgo.CompressionCodec{
+	"none": kgo.NoCompression(), "gzip": kgo.GzipCompression(), "snappy": kgo.SnappyCompression(),
+	"lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression(),
+}
+
 func init() {
 	var (
 		bootstrap string
@@ -65,14 +71,16 @@ func init() {
 		count     int64
 		size      int
 		timeout   time.Duration
+		codec     string
 	)
 	cmd := &cobra.Command{
-		Use:   "produce --bootstrap ADDR --topic T --count N [--size BYTES]",
+		Use:   "produce --bootstrap ADDR --topic T --count N [--size BYTES] [--compression none|gzip|snappy|lz4|zstd]",
 		Short: "Produce N records whose values are their sequence numbers 0..N-1 (acks=all), then print a summary",
 		Long: `Produces records without keys, dealt round-robin over the topic's partitions (record i goes to
 partition i mod P), with acks=all and one request in flight per broker, so that each partition receives
 its records in sequence order. Values are the decimal sequence number, left-padded with zeros to --size
-bytes when --size is larger. The summary gives the count per partition and the offset range each got.`,
+bytes when --size is larger. Batches are uncompressed unless --compression names one of Kafka's codecs
+(compression.type: none, the default as in Kafka's producer, gzip, snappy, lz4, zstd). The summary gives the count per partition and the offset range each got.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if count < 1 {
@@ -84,6 +92,10 @@ bytes when --size is larger. The summary gives the count per partition and the o
 			if timeout < 0 {
 				return fmt.Errorf("--timeout %v: must not be negative (0: no limit)", timeout)
 			}
+			compression, ok := compressionCodecs[codec]
+			if !ok {
+				return fmt.Errorf("--compression %s: want none, gzip, snappy, lz4 or zstd (Kafka's compression.type)", codec)
+			}
 			opts := []kgo.Opt{
 				kgo.SeedBrokers(strings.Split(bootstrap, ",")...),
 				kgo.DefaultProduceTopic(topic),
@@ -93,6 +105,9 @@ bytes when --size is larger. The summary gives the count per partition and the o
 				kgo.MaxProduceRequestsInflightPerBroker(1),
 				kgo.AllowAutoTopicCreation(),
 				kgo.ProducerBatchMaxBytes(max(1<<20, int32(size)+512)),
+				// franz-go's default is snappy then none; Kafka's producer default is none, and
+				// clients without a snappy codec cannot read snappy batches.
+				kgo.ProducerBatchCompression(compression),
 			}
 			if timeout > 0 {
 				// Java's delivery.timeout.ms: a record not acknowledged in time fails with kgo's last
@@ -169,6 +184,7 @@ bytes when --size is larger. The summary gives the count per partition and the o
 	cmd.Flags().StringVar(&topic, "topic", "", "topic to produce to, auto-created by the broker if allowed (required)")
 	cmd.Flags().Int64Var(&count, "count", 0, "number of records, at least 1 (required)")
 	cmd.Flags().IntVar(&size, "size", 0, "value size in bytes (the sequence number is zero-padded to it)")
+	cmd.Flags().StringVar(&codec, "compression", "none", "compression.type of the batches: none, gzip, snappy, lz4 or zstd")
 	cmd.Flags().DurationVar(&timeout, "timeout", defaultProduceTimeout, "give up when no broker answers, or a record is not acknowledged, within this long (Java's delivery.timeout.ms; 0: no limit)")
 	for _, f := range []string{"bootstrap", "topic", "count"} {
 		_ = cmd.MarkFlagRequired(f)

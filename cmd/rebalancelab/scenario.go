@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"text/tabwriter"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
@@ -30,7 +31,7 @@ func init() {
 
 	var (
 		eras          []string
-		consumers     int
+		consumers     string
 		partitions    int
 		jsonFile      string
 		reportDir     string
@@ -38,25 +39,52 @@ func init() {
 		zkAddrs       string
 		kafkaDefaults bool
 		membersAs     string
+		downMs        int64
+		plotFile      string
+		repeat        int
+		deadline      time.Duration
+		budget        time.Duration
+		untilCross    bool
+		zkConfigs     []string
 	)
 	run := &cobra.Command{
-		Use:   "run NAME [--era all] [--consumers N] [--partitions P] [--json FILE] [--report DIR] [--seed S] [--zk ADDRS]",
+		Use:   "run NAME [--era all] [--consumers N|N1,N2,...] [--partitions P] [--json FILE] [--report DIR] [--plot FILE.svg] [--seed S] [--zk ADDRS] [--zk-config k=v ...]",
 		Short: "Run a scenario on one or more eras and print the figures side by side",
 		Long: `Starts a lab (a real ZooKeeper — three nodes for zk-quorum-loss — and one broker), then for each era a
 topic, a producer (one record every 20 ms, acks=all) and the scenario's members, running as goroutines of
 this process, each behind its own fault proxies. The scripted events are fixed by --seed. At the end the
 producer stops, the members deliver what was produced and stop gracefully, and the figures are computed
 from the timeline. The table goes to stdout with the relations the scenario expects (ok/FAIL); progress
-goes to stderr. --json writes the result JSON, --report DIR an HTML page with the timelines beside it.
-Exit status 1 on errors and when a relation does not hold (the table and JSON are written first).`,
+goes to stderr. --zk-config k=v gives every zk-era member a Kafka 0.8.2 consumer property (e.g.
+offsets.storage=kafka, dual.commit.enabled=false), checked before anything starts. --json writes the
+result JSON, --report DIR an HTML page with the timelines beside it.
+Exit status 1 on errors and when a relation does not hold (the table and JSON are written first).
+
+With a list of sizes (--consumers 4,16,64,256) the scenario runs at each size (--repeat times, medians
+reported), every era on the same axes: a table of the measured event's figures against N, the zk era's
+ZooKeeper reads fitted to a·N² + b·N + c beside the algorithm's own count, the size from which every
+coordinator era stabilises faster (the crossover), --plot FILE.svg the log-log plots, --json FILE the
+single-size results as a list under "runs". A size that does not finish within --deadline stops the
+sweep and says why.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if membersAs != "goroutines" {
 				return fmt.Errorf("--members-as %q: only \"goroutines\" is implemented (members as processes are not yet)", membersAs)
 			}
+			sizes := []int{0} // 0: the scenario's default
+			if consumers != "" {
+				var err error
+				if sizes, err = parseSizes("--consumers", consumers); err != nil {
+					return err
+				}
+			}
+			zkConfig, err := parseConfigs("zk-config", zkConfigs)
+			if err != nil {
+				return err
+			}
 			o := scenarios.Options{
-				Scenario: args[0], Eras: eras, KafkaDefaults: kafkaDefaults, ExternalZK: zkAddrs,
-				Params:    scenarios.Params{Consumers: consumers, Partitions: partitions, Seed: seed},
+				Scenario: args[0], Eras: eras, KafkaDefaults: kafkaDefaults, ExternalZK: zkAddrs, ZKConfig: zkConfig,
+				Params:    scenarios.Params{Consumers: sizes[0], Partitions: partitions, Seed: seed, DownMs: downMs},
 				ReportDir: reportDir, Version: version, Progress: cmd.ErrOrStderr(),
 				Log: logrus.NewEntry(logrus.StandardLogger()),
 			}
@@ -65,6 +93,10 @@ Exit status 1 on errors and when a relation does not hold (the table and JSON ar
 			}
 			if logrus.GetLevel() >= logrus.DebugLevel {
 				o.LabLog = logrus.NewEntry(logrus.StandardLogger())
+			}
+			if len(sizes) > 1 || plotFile != "" || repeat > 1 {
+				return runSweep(cmd, scenarios.SweepOptions{Options: o, Sizes: sizes, Repeat: repeat, Deadline: deadline,
+					Budget: budget, UntilCrossover: untilCross}, jsonFile, plotFile)
 			}
 			res, err := scenarios.Run(cmd.Context(), o)
 			if res != nil && len(res.Eras) > 0 && (err == nil || cmd.Context().Err() != nil) {
@@ -99,15 +131,63 @@ Exit status 1 on errors and when a relation does not hold (the table and JSON ar
 	}
 	f := run.Flags()
 	f.StringSliceVar(&eras, "era", []string{"all"}, "eras to run: zk, classic, cooperative, static, or all (comma-separated or repeated)")
-	f.IntVar(&consumers, "consumers", 0, "members N (0: the scenario's default)")
+	f.StringVar(&consumers, "consumers", "", "members N, or a comma-separated list of sizes to sweep (default: the scenario's)")
 	f.IntVar(&partitions, "partitions", 0, "partitions P of the topic (0: the scenario's default)")
 	f.StringVar(&jsonFile, "json", "", "write the result JSON to FILE (timelines next to it unless --report)")
 	f.StringVar(&reportDir, "report", "", "write DIR/index.html and DIR/timeline-<era>.jsonl")
 	f.Int64Var(&seed, "seed", 1, "seed of the scripted events (same seed, same script)")
 	f.StringVar(&zkAddrs, "zk", "", "use this running ZooKeeper (host:port,...) instead of starting one")
 	f.BoolVar(&kafkaDefaults, "kafka-defaults", false, "Kafka's own timing (45 s sessions...) instead of the lab's short settings")
+	f.StringArrayVar(&zkConfigs, "zk-config", nil, "Kafka 0.8.2 consumer property key=value for every zk-era member (repeatable), e.g. offsets.storage=kafka")
 	f.StringVar(&membersAs, "members-as", "goroutines", `how members run: "goroutines" (processes: not implemented yet)`)
+	f.StringVar(&plotFile, "plot", "", "sweep: write the log-log plots of the figures against N to FILE.svg")
+	f.IntVar(&repeat, "repeat", 1, "sweep: runs per size (medians are reported)")
+	f.DurationVar(&deadline, "deadline", 10*time.Minute, "sweep: bound on each run; a size that does not finish stops the sweep")
+	f.DurationVar(&budget, "budget", 0, "sweep: no size starts after this much time (0: no bound)")
+	f.BoolVar(&untilCross, "until-crossover", false, "sweep: stop after the first size where every coordinator era stabilises faster than the zk era")
+	f.Int64Var(&downMs, "down-ms", 0, "how long a restarted member stays down, in ms (rolling-restart, static-member-bounce; 0: half the session timeout)")
 
 	scenarioCmd.AddCommand(list, run)
 	rootCmd.AddCommand(scenarioCmd)
+}
+
+// runSweep runs a sweep and writes its table (stdout), JSON and plot.
+func runSweep(cmd *cobra.Command, o scenarios.SweepOptions, jsonFile, plotFile string) error {
+	if o.Repeat < 1 || o.Repeat > 100 {
+		return fmt.Errorf("--repeat %d: want 1..100", o.Repeat)
+	}
+	if o.Sizes[0] == 0 {
+		return fmt.Errorf("--plot and --repeat sweep sizes: give them with --consumers N1,N2,...")
+	}
+	o.ReportDir, o.OutputDir = "", "" // a sweep keeps its timelines in memory
+	res, err := scenarios.RunSweep(cmd.Context(), o)
+	if res == nil {
+		return err
+	}
+	if werr := res.WriteTable(cmd.OutOrStdout()); werr != nil {
+		return werr
+	}
+	for name, write := range map[string]func(f *os.File) error{
+		jsonFile: func(f *os.File) error { return res.WriteJSON(f) },
+		plotFile: func(f *os.File) error { return res.WriteSVG(f) },
+	} {
+		if name == "" {
+			continue
+		}
+		f, ferr := os.Create(name)
+		if ferr != nil {
+			return ferr
+		}
+		if werr := write(f); werr != nil {
+			f.Close()
+			return werr
+		}
+		if cerr := f.Close(); cerr != nil {
+			return cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("scenario %s: %w", o.Scenario, err)
+	}
+	return nil
 }

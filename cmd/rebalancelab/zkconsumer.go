@@ -32,14 +32,17 @@ func init() {
 		Use:   "zkconsumer --zk ADDRS --group G (--topic T[:threads] | --whitelist REGEX) [--consumer-id ID] [--config k=v ...] [--print]",
 		Short: "Run a ZooKeeper-era consumer (Kafka 0.8.2's ZookeeperConsumerConnector) until interrupted",
 		Long: `Runs one ZooKeeper-era consumer connector in group G: it registers in /consumers/G/ids, rebalances
-with the other members through ZooKeeper (range or roundrobin, owner znodes, offsets in ZooKeeper) and
-fetches from the brokers registered there. --topic T[:threads] (repeatable; 1 thread by default) is a
-static subscription, --whitelist REGEX a wildcard one with --threads streams. --config takes Kafka 0.8.2
-consumer properties (rebalance.max.retries, auto.commit.enable, auto.offset.reset, ...; unknown keys
-are an error); --consumer-id sets consumer.id. --print writes one line per delivered message:
-"topic partition offset value". Without --zk a ZooKeeper server is started (and removed at exit).
-SIGINT/SIGTERM shut down gracefully: commit (with auto-commit), close the session (its registration
-and owner znodes go with it).`,
+with the other members through ZooKeeper (range or roundrobin, owner znodes) and fetches from the
+brokers registered there. Offsets live in ZooKeeper, or with --config offsets.storage=kafka at the
+group's offset manager (and with dual.commit.enabled, its default then, in ZooKeeper too).
+--topic T[:threads] (repeatable, each topic once; 1 thread by default) is a static subscription,
+--whitelist REGEX a wildcard one with --threads streams. --config takes Kafka 0.8.2 consumer
+properties (rebalance.max.retries, auto.commit.enable, auto.offset.reset, ...); an unknown key, a key
+given twice or a number outside its type and range is an error before anything starts or connects.
+--consumer-id sets consumer.id. --print writes one line per delivered message: "topic partition
+offset value". Without --zk a ZooKeeper server is started (and removed at exit). SIGINT/SIGTERM shut
+down gracefully: commit (with auto-commit), close the session (its registration and owner znodes go
+with it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -50,24 +53,34 @@ and owner znodes go with it).`,
 				return errors.New("give either --topic T[:threads] (repeatable) or --whitelist REGEX")
 			}
 			topicCount := map[string]int{}
+			givenAs := map[string]string{}
 			for _, t := range topics {
 				name, n, err := parseTopicThreads(t)
 				if err != nil {
 					return err
 				}
-				topicCount[name] += n
-			}
-			props := map[string]string{}
-			for _, kv := range configs {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || strings.TrimSpace(k) == "" {
-					return fmt.Errorf("--config %q: want key=value", kv)
+				if prev, dup := givenAs[name]; dup { // TopicCount is a map: one thread count per topic
+					return fmt.Errorf("--topic %s: topic %s is already given (--topic %s); give each topic once, with all its threads (T:threads)", t, name, prev)
 				}
-				props[strings.TrimSpace(k)] = v
+				givenAs[name] = t
+				topicCount[name] = n
+			}
+			props, err := parseConfigs("config", configs)
+			if err != nil {
+				return err
 			}
 			props["group.id"] = group
 			if consumerID != "" {
 				props["consumer.id"] = consumerID
+			}
+			// Bad settings are refused before anything starts or connects (zookeeper.connect is
+			// checked below, once known).
+			check := map[string]string{"zookeeper.connect": "127.0.0.1:2181"}
+			for k, v := range props {
+				check[k] = v
+			}
+			if _, err := zkconsumer.FromProperties(check); err != nil {
+				return err
 			}
 			log := logrus.WithField("component", "zkconsumer")
 			if zkAddrs == "" {

@@ -155,8 +155,8 @@ func (g *generator) ch3Fencing() error {
 	return nil
 }
 
-// zombieOf returns the stalled member of a split-brain-zombie run and the times of its stall and
-// heal fault records.
+// zombieOf returns the stalled member of a split-brain-zombie run and the times its stall began and
+// ended (its fault records, stamped by the member's proxies).
 func zombieOf(res *scenarios.RunResult, e *scenarios.EraRun) (member string, stallAt, healAt int64) {
 	for _, st := range res.Script {
 		if st.Action == scenarios.ActStall {
@@ -168,12 +168,13 @@ func zombieOf(res *scenarios.RunResult, e *scenarios.EraRun) (member string, sta
 		if r.Kind != timeline.Fault || !strings.HasPrefix(r.Target, member+"/") {
 			continue
 		}
-		switch r.Action {
-		case "stall":
-			if stallAt == 0 {
-				stallAt = r.TsMs
-			}
-		case "heal":
+		if r.Action != "stall" {
+			continue
+		}
+		switch {
+		case r.Phase == timeline.FaultBegin && stallAt == 0:
+			stallAt = r.TsMs
+		case r.Phase == timeline.FaultEnd && healAt == 0:
 			healAt = r.TsMs
 		}
 	}

@@ -117,7 +117,11 @@ func excerpt(recs []timeline.Record, fromMs, toMs int64, maxLines int, detail ma
 		case timeline.Trigger:
 			show(r, fmt.Sprintf("trigger %q", r.Name))
 		case timeline.Fault:
-			show(r, fmt.Sprintf("fault: %s %s", r.Action, r.Target))
+			if r.Phase == timeline.FaultEnd {
+				show(r, fmt.Sprintf("fault over: %s %s", r.Action, r.Target))
+			} else {
+				show(r, fmt.Sprintf("fault: %s %s", r.Action, r.Target))
+			}
 		case timeline.MemberStart:
 			show(r, "starts")
 		case timeline.MemberStop:

@@ -287,7 +287,9 @@ func TestExcerptMarksTheZombie(t *testing.T) {
 	recs := []timeline.Record{
 		rec(0, "m1", timeline.Assigned, parts(2, 0)),
 		rec(0, "m2", timeline.Assigned, parts(2, 1)),
-		rec(1000, "runner", timeline.Fault, func(r *timeline.Record) { r.Action, r.Target = "stall", "m1/coordinator" }),
+		rec(1000, "runner", timeline.Fault, func(r *timeline.Record) {
+			r.Action, r.Target, r.Phase = "stall", "m1/coordinator", timeline.FaultBegin
+		}),
 		d(1100, "m1", 0, 10),
 		d(1200, "m1", 0, 11),
 		d(1250, "m2", 1, 5), // not in detail: left out
@@ -298,7 +300,10 @@ func TestExcerptMarksTheZombie(t *testing.T) {
 		c(1750, "m2", 1, 6, timeline.CommitApplied, ""), // another member's ordinary commit: left out
 		c(1800, "m1", 0, 13, timeline.CommitRejected, "UNKNOWN_MEMBER_ID"),
 		rec(1900, "m1", timeline.GroupRequest, gr("Heartbeat", "")), // successful: left out
-		rec(9000, "m1", timeline.Deliver, nil),                      // after toMs
+		rec(1950, "runner", timeline.Fault, func(r *timeline.Record) {
+			r.Action, r.Target, r.Phase = "stall", "m1/coordinator", timeline.FaultEnd
+		}),
+		rec(9000, "m1", timeline.Deliver, nil), // after toMs
 	}
 	got := excerpt(recs, 1000, 2000, 0, map[string]bool{"m1": true})
 	want := []string{
@@ -309,11 +314,12 @@ func TestExcerptMarksTheZombie(t *testing.T) {
 		"   +700 ms  m1       delivered 1: p0 12..12 (m2's)",
 		"   +700 ms  m1       commit p0 offset 13 (generation 2): applied   <- p0 is m2's now",
 		"   +800 ms  m1       commit p0 offset 13 (generation 2): REJECTED UNKNOWN_MEMBER_ID   <- p0 is m2's now",
+		"   +950 ms  runner   fault over: stall m1/coordinator",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("excerpt:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if cut := excerpt(recs, 1000, 2000, 3, map[string]bool{"m1": true}); len(cut) != 4 || cut[3] != "... 4 more lines in the timeline file" {
+	if cut := excerpt(recs, 1000, 2000, 3, map[string]bool{"m1": true}); len(cut) != 4 || cut[3] != "... 5 more lines in the timeline file" {
 		t.Errorf("maxLines 3: %q", cut)
 	}
 }

@@ -147,7 +147,14 @@ func relationsSentence(res *scenarios.RunResult) string {
 	return fmt.Sprintf("%d of the %d relations the scenario expects held in this run; these did not: %s.", n-len(failed), n, strings.Join(failed, "; "))
 }
 
-func fig(ev scenarios.Event, name string) int64 { v, _ := ev.Figures.Get(name); return v }
+// fig returns ev's figure name; a name that is no figure is a bug in the generator, not a 0.
+func fig(ev scenarios.Event, name string) int64 {
+	v, ok := ev.Figures.Get(name)
+	if !ok {
+		panic(fmt.Sprintf("docs/gen: unknown figure %q", name))
+	}
+	return v
+}
 
 // ---- chapter 4: the herd effect ----
 

@@ -1,0 +1,37 @@
+package scenarios
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRelationOnUnknownFigureFails: a relation that names no figure (a misspelling) fails with the
+// name in its text; it never reads a 0 that could make "== 0" hold.
+func TestRelationOnUnknownFigureFails(t *testing.T) {
+	era := &EraRun{Era: "classic", Result: Result{
+		Totals: Figures{StaleCommitsApplied: 0},
+		Events: []Event{{Trigger: "join"}},
+	}}
+	x := checkCtx{era: era}
+	for _, r := range []Relation{
+		totalFig(nil, "stale_commit_applied", eq, 0),
+		eventFig(nil, "join", "rebalance_participant", eq, "0", func(checkCtx) int64 { return 0 }),
+	} {
+		ok, got, skip := r.check(x)
+		if ok || skip {
+			t.Errorf("%s: ok=%v skip=%v, want a failure", r.Text, ok, skip)
+		}
+		if !strings.Contains(got, "unknown figure") {
+			t.Errorf("%s: got %q, want it to name the unknown figure", r.Text, got)
+		}
+	}
+	// The same relations on real names hold.
+	for _, r := range []Relation{
+		totalFig(nil, FigStaleCommitsApplied, eq, 0),
+		eventFig(nil, "join", FigRebalanceParticipants, eq, "0", func(checkCtx) int64 { return 0 }),
+	} {
+		if ok, got, _ := r.check(x); !ok {
+			t.Errorf("%s: failed with %q", r.Text, got)
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package scenarios
+
+import (
+	"testing"
+
+	"github.com/rebalancelab/rebalancelab/timeline"
+)
+
+// TestInvariantsEachBrokenOnce feeds hand-written timelines that each break one of Kafka's consumer
+// invariants exactly once and checks that its figure is 1 and every other invariant figure 0, in the
+// totals and in the event window where it happened.
+func TestInvariantsEachBrokenOnce(t *testing.T) {
+	cases := []struct {
+		name  string
+		era   string
+		build func(b *tlb)
+	}{
+		{FigInvConsumedNotMember, "zk", func(b *tlb) {
+			// The zk member keeps delivering after its session expired (its ids znode is gone).
+			b.joined(0, "m1", 0).produce(1, 0, 0, 1).trigger(2, "x").deliver(3, "m1", 0, 0)
+			b.add(4, "m1", timeline.SessionExpired, nil).deliver(5, "m1", 0, 1)
+		}},
+		{FigInvConsumedUnowned, "classic", func(b *tlb) {
+			// m2's generation owns p0; m1 (a zombie that has not learnt it) delivers it.
+			b.joined(0, "m1", 0).produce(1, 0, 0).trigger(2, "x").joined(3, "m2", 0).deliver(4, "m1", 0, 0)
+		}},
+		{FigInvOffsetsNotContiguous, "classic", func(b *tlb) {
+			b.joined(0, "m1", 0).produce(1, 0, 0, 1, 2, 3).trigger(2, "x").deliver(3, "m1", 0, 0, 2).deliver(4, "m1", 0, 3)
+		}},
+		{FigInvCommitAheadOfPosition, "cooperative", func(b *tlb) {
+			b.joined(0, "m1", 0).produce(1, 0, 0, 1).trigger(2, "x").deliver(3, "m1", 0, 0, 1).
+				commit(4, "m1", 0, 2, 1, timeline.CommitApplied).commit(5, "m1", 0, 5, 1, timeline.CommitApplied)
+		}},
+		{FigInvConsumedBehindCommitted, "zk", func(b *tlb) {
+			// m1 commits 3 and hands p0 over; m2 starts from 2, behind the commit.
+			b.joined(0, "m1", 0).produce(1, 0, 0, 1, 2).trigger(2, "x").deliver(3, "m1", 0, 0, 1, 2).
+				commit(4, "m1", 0, 3, 1, timeline.CommitApplied).revoke(5, "m1", 0).joined(6, "m2", 0).deliver(7, "m2", 0, 2)
+		}},
+		{FigInvRevokedUnowned, "cooperative", func(b *tlb) {
+			b.joined(0, "m1", 0).trigger(2, "x").revoke(3, "m1", 0, 1).assign(4, "m1")
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newTL(tc.era)
+			tc.build(b)
+			res := b.compute(t, FigureOptions{})
+			if len(res.Events) != 1 {
+				t.Fatalf("events: %d, want 1", len(res.Events))
+			}
+			exp := map[string]int64{}
+			for _, name := range InvariantNames {
+				exp[name] = 0
+			}
+			exp[tc.name] = 1
+			want(t, "totals", res.Totals, exp)
+			want(t, "event", res.Events[0].Figures, exp)
+		})
+	}
+}
+
+// TestInvariantsHoldOnACleanHandover: an eager handover with a commit before the revoke, the new owner
+// resuming at the committed offset and committing its own position, and a cooperative move of one
+// partition while another is kept: no invariant figure moves.
+func TestInvariantsHoldOnACleanHandover(t *testing.T) {
+	b := newTL("cooperative")
+	b.joined(0, "m1", 0, 1).produce(1, 0, 0, 1, 2, 3).produce(1, 1, 0, 1).trigger(2, "join")
+	b.deliver(3, "m1", 0, 0, 1).deliver(3, "m1", 1, 0)
+	b.commit(4, "m1", 0, 2, 1, timeline.CommitApplied).commit(4, "m1", 1, 1, 1, timeline.CommitApplied)
+	b.start(5, "m2").begin(5, "m2").begin(5, "m1")
+	b.revoke(6, "m1", 1).assign(6, "m1", 0).end(6, "m1", true, 1)
+	b.deliver(7, "m1", 0, 2) // p0 kept: the same assignment goes on at 2
+	b.assign(8, "m2", 1).end(8, "m2", true, 1)
+	b.commit(9, "m2", 1, 1, 2, timeline.CommitApplied) // its position before any delivery: the commit
+	b.deliver(10, "m2", 1, 1).commit(11, "m2", 1, 2, 2, timeline.CommitApplied).deliver(12, "m1", 0, 3)
+	res := b.compute(t, FigureOptions{})
+	exp := map[string]int64{}
+	for _, name := range InvariantNames {
+		exp[name] = 0
+	}
+	want(t, "totals", res.Totals, exp)
+	want(t, "totals", res.Totals, map[string]int64{FigDuplicates: 0, FigLost: 0, FigRevocations: 1})
+}
+
+// TestInvariantRelations: every scenario asserts each invariant at 0 on every era, except what it
+// lists in ByDesign, and a violation fails the relation.
+func TestInvariantRelations(t *testing.T) {
+	sc := &Scenario{ByDesign: map[string][]string{"zk": {FigInvConsumedUnowned}}}
+	rels := invariantRelations(sc)
+	if len(rels) != len(InvariantNames) {
+		t.Fatalf("relations: %d, want %d", len(rels), len(InvariantNames))
+	}
+	for _, r := range rels {
+		byDesign := r.Text == FigInvConsumedUnowned+" == 0"
+		if got := r.appliesTo("zk"); got == byDesign {
+			t.Errorf("%q applies to zk: %v", r.Text, got)
+		}
+		if !r.appliesTo("classic") {
+			t.Errorf("%q does not apply to classic", r.Text)
+		}
+	}
+	bad := &EraRun{Era: "classic", Result: Result{Totals: Figures{InvConsumedUnowned: 3}}}
+	for _, r := range rels {
+		ok, got, _ := r.check(checkCtx{era: bad})
+		if want := r.Text != FigInvConsumedUnowned+" == 0"; ok != want {
+			t.Errorf("%q on a run with 3 unowned deliveries: ok=%v (%s), want %v", r.Text, ok, got, want)
+		}
+	}
+}
+
+// TestInvariantCommitBeforeDelivery: a new owner may commit the position it was handed before it
+// delivers anything (Kafka's commitSync() commits every owned position; the 0.8 connector commits its
+// fetched offset): it is checked against the group's position, which a commit the timeline missed (a
+// crashed member's last one) cannot push below what was consumed.
+func TestInvariantCommitBeforeDelivery(t *testing.T) {
+	b := newTL("zk")
+	b.joined(0, "m1", 0).produce(1, 0, 0, 1, 2, 3).trigger(2, "crash")
+	b.deliver(3, "m1", 0, 0, 1).commit(3, "m1", 0, 1, 1, timeline.CommitApplied).stop(4, "m1", "crash")
+	// m1's commit of 2 reached ZooKeeper but not the timeline; m2 starts at 2 and commits it.
+	b.joined(5, "m2", 0).commit(6, "m2", 0, 2, 1, timeline.CommitApplied).deliver(7, "m2", 0, 2, 3)
+	b.commit(8, "m2", 0, 4, 1, timeline.CommitApplied)
+	res := b.compute(t, FigureOptions{})
+	want(t, "totals", res.Totals, map[string]int64{FigInvCommitAheadOfPosition: 0})
+	// Ahead of anything anyone consumed is a violation.
+	b.commit(9, "m2", 0, 9, 1, timeline.CommitApplied)
+	res = b.compute(t, FigureOptions{})
+	want(t, "totals", res.Totals, map[string]int64{FigInvCommitAheadOfPosition: 1})
+}

@@ -1,0 +1,415 @@
+package scenarios
+
+// Sweeps: one scenario run at several sizes N (and, for medians, several times per size), its measured
+// event's figures drawn against N for every era on the same axes (package sweep), the zk era's
+// ZooKeeper reads fitted to a·N² + b·N + c beside the algorithm's own count.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rebalancelab/rebalancelab/sweep"
+)
+
+// SweepOptions configures RunSweep.
+type SweepOptions struct {
+	Options       // the run of each size (Params.Consumers is set per size)
+	Sizes   []int // N of each size, ascending
+	Repeat  int   // runs per size (medians are plotted); 0 or 1: one
+	// Deadline bounds each run; a size whose run does not finish by then stops the sweep with
+	// SweepSize.Stopped saying why (larger sizes would not finish either). 0: no bound.
+	Deadline time.Duration
+	// UntilCrossover stops the sweep after the first size at which the crossover is reached.
+	UntilCrossover bool
+	// Budget bounds the whole sweep: no size starts after it is spent (SweepResult.BudgetSpent). 0:
+	// no bound.
+	Budget time.Duration
+}
+
+// SweepSize is one size of a sweep.
+type SweepSize struct {
+	N       int
+	Runs    []*RunResult // Repeat runs, in order; a stopped size keeps what finished
+	Stopped string       // why the size did not complete ("" when it did)
+}
+
+// SweepResult is a whole sweep.
+type SweepResult struct {
+	Scenario string
+	Trigger  string // the measured event: the scenario's first trigger
+	Sizes    []*SweepSize
+	// BudgetSpent: the sweep ended because SweepOptions.Budget was spent before the next size.
+	BudgetSpent bool
+}
+
+// sweepFigures are the figures a sweep plots and tabulates, of the measured event.
+var sweepFigures = []string{FigZKReads, FigZKWatchEvents, FigGroupRequests, FigTimeToStableMs,
+	FigRebalanceParticipants, FigPausedMemberMs, FigUnownedPartitionMs}
+
+// RunSweep runs o's scenario at each of o.Sizes, o.Repeat times, and stops at the first size that
+// fails or misses the deadline (recorded in its Stopped). Errors: a bad size list or scenario, or ctx's.
+func RunSweep(ctx context.Context, o SweepOptions) (*SweepResult, error) {
+	if len(o.Sizes) == 0 {
+		return nil, errors.New("sweep: no sizes")
+	}
+	sizes := append([]int(nil), o.Sizes...)
+	sort.Ints(sizes)
+	for i := 1; i < len(sizes); i++ {
+		if sizes[i] == sizes[i-1] {
+			return nil, fmt.Errorf("sweep: size %d given twice", sizes[i])
+		}
+	}
+	sc := o.Definition
+	if sc == nil {
+		var err error
+		if sc, err = Lookup(o.Scenario); err != nil {
+			return nil, err
+		}
+	}
+	steps, err := sc.ScriptFor(Params{Consumers: sizes[0], Partitions: o.Params.Partitions, Seed: o.Params.Seed}, LabTiming())
+	if err != nil {
+		return nil, err
+	}
+	res := &SweepResult{Scenario: sc.Name}
+	for _, st := range steps {
+		if st.Action == ActTrigger {
+			res.Trigger = st.Name
+			break
+		}
+	}
+	repeat := max(o.Repeat, 1)
+	start := time.Now()
+	for _, n := range sizes {
+		if _, ok := res.Crossover(); ok && o.UntilCrossover {
+			break
+		}
+		if o.Budget > 0 && time.Since(start) >= o.Budget {
+			res.BudgetSpent = true
+			break
+		}
+		size := &SweepSize{N: n}
+		res.Sizes = append(res.Sizes, size)
+		for i := 0; i < repeat; i++ {
+			ro := o.Options
+			ro.Progress = nil // the sweep's own line per run below is the progress
+			ro.Params.Consumers = n
+			ro.Params.Seed = o.Params.Seed + int64(i)
+			rctx, cancel := ctx, context.CancelFunc(func() {})
+			if o.Deadline > 0 {
+				rctx, cancel = context.WithTimeout(ctx, o.Deadline)
+			}
+			if o.Progress != nil {
+				fmt.Fprintf(o.Progress, "sweep %s: N=%d, run %d of %d\n", sc.Name, n, i+1, repeat)
+			}
+			r, err := Run(rctx, ro)
+			deadline := rctx.Err() != nil && ctx.Err() == nil
+			cancel()
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+			if r != nil && !deadline && err == nil {
+				size.Runs = append(size.Runs, r)
+				continue
+			}
+			switch {
+			case deadline:
+				size.Stopped = fmt.Sprintf("N=%d did not finish within the %s deadline on this machine", n, o.Deadline)
+			case err != nil:
+				size.Stopped = fmt.Sprintf("N=%d: %v", n, err)
+			}
+			return res, nil
+		}
+	}
+	return res, nil
+}
+
+// eras returns the eras that ran (applied) in the sweep, in table order.
+func (s *SweepResult) eras() []string {
+	seen := map[string]bool{}
+	for _, z := range s.Sizes {
+		for _, r := range z.Runs {
+			for _, e := range r.Eras {
+				if e.Applies {
+					seen[e.Era] = true
+				}
+			}
+		}
+	}
+	var out []string
+	for _, e := range Eras {
+		if seen[e] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Median returns the median over size z's runs of era's figure fig in the measured event; ok=false when
+// no run has it, or when the figure does not apply to the era.
+func (s *SweepResult) Median(z *SweepSize, era, fig string) (float64, bool) {
+	var vals []float64
+	for _, r := range z.Runs {
+		e := r.era(era)
+		if e == nil || !e.Applies {
+			continue
+		}
+		for _, na := range e.Result.NotApplicable {
+			if na == fig {
+				return 0, false
+			}
+		}
+		ev, ok := e.eventNamed(s.Trigger)
+		if !ok {
+			continue
+		}
+		v, ok := ev.Figures.Get(fig)
+		if !ok {
+			continue
+		}
+		vals = append(vals, float64(v))
+	}
+	if len(vals) == 0 {
+		return 0, false
+	}
+	sort.Float64s(vals)
+	m := len(vals) / 2
+	if len(vals)%2 == 1 {
+		return vals[m], true
+	}
+	return (vals[m-1] + vals[m]) / 2, true
+}
+
+// points returns era's (N, median) points of fig over the completed sizes.
+func (s *SweepResult) points(era, fig string) []sweep.Point {
+	var out []sweep.Point
+	for _, z := range s.Sizes {
+		if z.Stopped != "" && len(z.Runs) == 0 {
+			continue
+		}
+		if v, ok := s.Median(z, era, fig); ok {
+			out = append(out, sweep.Point{X: float64(z.N), Y: v})
+		}
+	}
+	return out
+}
+
+// ZKReadsFit is the zk era's ZooKeeper reads of the measured event fitted over N.
+type ZKReadsFit struct {
+	A, B, C float64 // zk_reads ≈ A·N² + B·N + C (0, 0, 0 with fewer than three sizes)
+	// Exponent is the growth exponent where the sweep ends: the power-law exponent e of
+	// zk_reads ≈ k·N^e fitted to the two largest sizes (2: quadratic, 1: linear). Over the whole range
+	// a power law understates it, since each member's own reads (a linear term) weigh most at small N.
+	Exponent float64
+	Points   []sweep.Point
+}
+
+// FitZKReads fits the zk era's zk_reads (medians) over N; ok=false with fewer than two sizes.
+func (s *SweepResult) FitZKReads() (ZKReadsFit, bool) {
+	pts := s.points("zk", FigZKReads)
+	f := ZKReadsFit{Points: pts}
+	if len(pts) < 2 {
+		return f, false
+	}
+	_, e, err := sweep.FitPowerLaw(pts[len(pts)-2:])
+	if err != nil {
+		return f, false
+	}
+	f.Exponent = e
+	if c, err := sweep.FitPolynomial(pts, 2); err == nil {
+		f.C, f.B, f.A = c[0], c[1], c[2]
+	}
+	return f, true
+}
+
+// AlgorithmZKReads is the 0.8 connector's own lower bound for the ZooKeeper reads of a join into a
+// group of n members: each of the n+1 woken members lists the ids children once and reads every
+// registration (n+1 of them): (n+1)·(n+2).
+func AlgorithmZKReads(n int) int64 { return int64(n+1) * int64(n+2) }
+
+// Crossover returns the smallest size at which every coordinator era that ran has a lower median
+// time_to_stable_ms than the zk era; ok=false when none has (up to the largest completed size).
+func (s *SweepResult) Crossover() (n int, ok bool) {
+	for _, z := range s.Sizes {
+		if len(z.Runs) == 0 {
+			continue
+		}
+		zk, okz := s.Median(z, "zk", FigTimeToStableMs)
+		if !okz {
+			continue
+		}
+		if zk < 0 { // never stable: every era that did stabilise wins
+			zk = math.Inf(1)
+		}
+		all, some := true, false
+		for _, era := range coordinatorEras {
+			v, ok := s.Median(z, era, FigTimeToStableMs)
+			if !ok {
+				continue
+			}
+			some = true
+			all = all && v >= 0 && v < zk
+		}
+		if some && all {
+			return z.N, true
+		}
+	}
+	return 0, false
+}
+
+// WriteTable prints, per figure of the measured event, one row per era with its median at each size,
+// then the zk reads fit and the crossover.
+func (s *SweepResult) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	head := []string{"figure (" + s.Trigger + ")", "era"}
+	for _, z := range s.Sizes {
+		head = append(head, fmt.Sprintf("N=%d", z.N))
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	for _, fig := range sweepFigures {
+		for _, era := range s.eras() {
+			row := []string{fig, era}
+			na := false
+			for _, z := range s.Sizes {
+				v, ok := s.Median(z, era, fig)
+				switch {
+				case ok:
+					row = append(row, fmt.Sprintf("%.0f", v))
+				case len(z.Runs) == 0:
+					row = append(row, "stopped")
+				default:
+					row = append(row, "n/a")
+					na = true
+				}
+			}
+			if na && fig != FigTimeToStableMs && allNA(row[2:]) {
+				continue // a figure that does not apply to this era at any size: no row
+			}
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, z := range s.Sizes {
+		if z.Stopped != "" {
+			fmt.Fprintf(w, "stopped: %s\n", z.Stopped)
+		}
+	}
+	if f, ok := s.FitZKReads(); ok {
+		last := f.Points[len(f.Points)-2:]
+		fmt.Fprintf(w, "zk reads per %s ≈ %.2f·N² + %.1f·N + %.0f; growth exponent %.2f between N=%g and N=%g (2: quadratic); the algorithm's own count, (N+1)(N+2):",
+			s.Trigger, f.A, f.B, f.C, f.Exponent, last[0].X, last[1].X)
+		for _, p := range f.Points {
+			fmt.Fprintf(w, " N=%g: %d (measured %.0f)", p.X, AlgorithmZKReads(int(p.X)), p.Y)
+		}
+		fmt.Fprintln(w)
+	}
+	if n, ok := s.Crossover(); ok {
+		fmt.Fprintf(w, "crossover: from N=%d every coordinator era stabilises faster than the zk era (medians above)\n", n)
+	} else if len(s.Sizes) > 0 {
+		last := s.Sizes[len(s.Sizes)-1].N
+		for i := len(s.Sizes) - 1; i >= 0; i-- {
+			if len(s.Sizes[i].Runs) > 0 {
+				last = s.Sizes[i].N
+				break
+			}
+		}
+		why := ""
+		if s.BudgetSpent {
+			why = " (the time budget ended the sweep)"
+		}
+		fmt.Fprintf(w, "no crossover up to N=%d%s: at no size did every coordinator era stabilise faster than the zk era\n", last, why)
+	}
+	return nil
+}
+
+func allNA(cells []string) bool {
+	for _, c := range cells {
+		if c != "n/a" {
+			return false
+		}
+	}
+	return true
+}
+
+// WriteSVG draws the sweep: one log-log panel per plotted figure with every era on the same axes; the
+// coordination panel puts the zk era's ZooKeeper reads and watch events beside the coordinator eras'
+// group requests, with the fitted curve of the zk reads dashed.
+func (s *SweepResult) WriteSVG(w io.Writer) error {
+	eras := s.eras()
+	ch := sweep.Chart{Title: fmt.Sprintf("rebalancelab %s: the %q event's figures against N (log-log, medians)", s.Scenario, s.Trigger),
+		Columns: 2}
+	for i, era := range eras {
+		ch.Legend = append(ch.Legend, sweep.Series{Label: era, Colour: EraColour(era, i)})
+	}
+	coord := sweep.Panel{Title: "zk reads, zk watch events (dotted) / group requests per " + s.Trigger,
+		Attrs: map[string]string{"figure": "coordination"}}
+	for i, era := range eras {
+		if pts := s.points(era, FigZKReads); len(pts) > 0 {
+			coord.Series = append(coord.Series, sweep.Series{Label: era + " zk_reads", Colour: EraColour(era, i), Points: pts,
+				Attrs: map[string]string{"era": era, "figure": FigZKReads}})
+		}
+		if pts := s.points(era, FigZKWatchEvents); len(pts) > 0 {
+			coord.Series = append(coord.Series, sweep.Series{Label: era + " zk_watch_events", Colour: EraColour(era, i), Points: pts,
+				Dotted: true, Attrs: map[string]string{"era": era, "figure": FigZKWatchEvents}})
+		}
+		if pts := s.points(era, FigGroupRequests); len(pts) > 0 {
+			coord.Series = append(coord.Series, sweep.Series{Label: era + " group_requests", Colour: EraColour(era, i), Points: pts,
+				Attrs: map[string]string{"era": era, "figure": FigGroupRequests}})
+		}
+	}
+	if f, ok := s.FitZKReads(); ok && f.A != 0 && len(f.Points) > 0 {
+		lo, hi := f.Points[0].X, f.Points[len(f.Points)-1].X
+		coord.Series = append(coord.Series, sweep.Series{Label: "zk_reads fit", Colour: EraColour("zk", 0), Dashed: true,
+			Points: sweep.Curve([]float64{f.C, f.B, f.A}, lo, hi, 24), Attrs: map[string]string{"era": "zk", "fit": "quadratic"}})
+		coord.Notes = append(coord.Notes, fmt.Sprintf("dashed: zk reads ≈ %.2f·N² + %.1f·N + %.0f", f.A, f.B, f.C),
+			fmt.Sprintf("growth exponent %.2f at the largest N (2: quadratic)", f.Exponent))
+	}
+	ch.Panels = append(ch.Panels, coord)
+	for _, fig := range []string{FigTimeToStableMs, FigRebalanceParticipants, FigPausedMemberMs, FigUnownedPartitionMs} {
+		p := sweep.Panel{Title: fig + " per " + s.Trigger, Attrs: map[string]string{"figure": fig}}
+		for i, era := range eras {
+			p.Series = append(p.Series, sweep.Series{Label: era, Colour: EraColour(era, i), Points: s.points(era, fig),
+				Attrs: map[string]string{"era": era, "figure": fig}})
+		}
+		ch.Panels = append(ch.Panels, p)
+	}
+	return ch.WriteSVG(w)
+}
+
+// WriteJSON writes {"runs": [<the result JSON of every run, as a single-size run writes it>, ...]},
+// each run carrying its params.consumers, with "stopped" naming the sizes that did not complete.
+func (s *SweepResult) WriteJSON(w io.Writer) error {
+	var runs []json.RawMessage
+	var stopped []string
+	for _, z := range s.Sizes {
+		for _, r := range z.Runs {
+			var b bytes.Buffer
+			if err := r.WriteJSON(&b); err != nil {
+				return err
+			}
+			runs = append(runs, json.RawMessage(bytes.TrimSpace(b.Bytes())))
+		}
+		if z.Stopped != "" {
+			stopped = append(stopped, z.Stopped)
+		}
+	}
+	doc := struct {
+		Scenario string            `json:"scenario"`
+		Trigger  string            `json:"trigger"`
+		Runs     []json.RawMessage `json:"runs"`
+		Stopped  []string          `json:"stopped,omitempty"`
+	}{s.Scenario, s.Trigger, runs, stopped}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
