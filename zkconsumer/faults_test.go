@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -348,12 +350,12 @@ func crashReturns(t *testing.T, m *member, d time.Duration) {
 }
 
 // The crash procedure (cut the member's links, then Crash) while the connector's goroutines are
-// busy with ZooKeeper behind the cut link: Crash returns within seconds, and nothing written after
-// the cut reaches ZooKeeper. (go-zookeeper queues a request while disconnected, but fails the queue
+// blocked on ZooKeeper behind the cut link: Crash returns within seconds, and nothing written after
+// the cut reaches ZooKeeper. (go-zookeeper queues a request while disconnected and fails the queue
 // with ErrNoServer each time it has tried every server — about once a second when connections are
-// refused — so no goroutine waits on ZooKeeper for long.) The goroutines: the leader finder,
-// looking up leaders again after the fetch link was cut, and the auto-committer with an offset to
-// write.
+// refused; the connector then waits for a session to send it again, as ZkClient's
+// retryUntilConnected does, until Crash ends the wait.) The goroutines: the leader finder, looking
+// up leaders again after the fetch link was cut, and the auto-committer with an offset to write.
 func TestCrashWhileBlockedOnZooKeeper(t *testing.T) {
 	t.Run("leader finder", func(t *testing.T) {
 		l := startLab(t, 1)
@@ -369,17 +371,21 @@ func TestCrashWhileBlockedOnZooKeeper(t *testing.T) {
 		if err := links.Cut(lab.LinkFetch); err != nil {
 			t.Fatal(err)
 		}
-		// The fetcher fails, the partitions go back to the leader finder, which reads /brokers/ids
-		// again every refresh.leader.backoff.ms (200) and cannot reach the broker.
+		// The fetcher fails, the partitions go back to the leader finder, which reads /brokers/ids and
+		// /brokers/ids/1 again every refresh.leader.backoff.ms (200) and cannot reach the broker.
 		brokerReads := func(from int) int {
-			return m.count(from, timeline.ZKOp, func(r timeline.Record) bool { return r.Path == brokerIdsPath })
+			return m.count(from, timeline.ZKOp, func(r timeline.Record) bool { return strings.HasPrefix(r.Path, brokerIdsPath) })
 		}
-		waitFor(t, 20*time.Second, "the leader finder looking again", func() bool { return brokerReads(mark) >= 2 })
+		waitFor(t, 20*time.Second, "the leader finder looking again, twice", func() bool { return brokerReads(mark) >= 4 })
+		cut := len(m.rec.Records()) // before the cut: the read that fails as the link goes counts
 		if err := links.Cut(lab.LinkZooKeeper); err != nil {
 			t.Fatal(err)
 		}
-		cut := len(m.rec.Records())
-		waitFor(t, 20*time.Second, "leader-finder reads sent behind the cut link", func() bool { return brokerReads(cut) >= 2 })
+		// A read since the cut, and the client knows it has no connection: the leader finder waits on
+		// ZooKeeper behind the cut link (or will at its next read, 200 ms on).
+		waitFor(t, 20*time.Second, "a leader-finder read as the link is cut", func() bool {
+			return brokerReads(cut) >= 1 && m.zk.conn.State() != zk.StateHasSession
+		})
 		crashReturns(t, m, 10*time.Second)
 	})
 	t.Run("auto-commit", func(t *testing.T) {
@@ -398,10 +404,15 @@ func TestCrashWhileBlockedOnZooKeeper(t *testing.T) {
 		// The fetch link is up: a new record is delivered, so the auto-committer has an offset to write.
 		off := produce(t, cl, "t", 0, "x")[0]
 		waitFor(t, 20*time.Second, "the record delivered", func() bool { return m.delivered("t", 0, off) })
-		waitFor(t, 20*time.Second, "an auto-commit of it sent behind the cut link", func() bool {
-			return m.count(0, timeline.Commit, func(r timeline.Record) bool { return *r.Offset == off+1 }) >= 1
+		delivered := len(m.rec.Records())
+		waitFor(t, 20*time.Second, "an auto-commit of it failed behind the cut link", func() bool {
+			return m.count(delivered, timeline.ZKOp, func(r timeline.Record) bool { return isWrite(r) && r.Path == "/consumers/g/offsets/t/0" }) >= 1
 		})
 		crashReturns(t, m, 10*time.Second)
+		// The commit waited for a session until Crash ended the wait: one record, rejected.
+		if got := m.count(0, timeline.Commit, func(r timeline.Record) bool { return *r.Offset == off+1 }); got != 1 {
+			t.Fatalf("%d commit records of offset %d, want 1 (the commit blocked behind the cut link)", got, off+1)
+		}
 		if n := m.count(0, timeline.Commit, func(r timeline.Record) bool { return *r.Offset == off+1 && r.Result != timeline.CommitRejected }); n != 0 {
 			t.Fatalf("%d commits of offset %d recorded as applied behind a cut link", n, off+1)
 		}
