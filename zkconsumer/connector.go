@@ -487,7 +487,11 @@ func (c *Connector) onZKEvent(ev zk.Event) {
 	c.zk.sessionStateChanged()
 	switch ev.State {
 	case zk.StateExpired:
-		c.expired.Store(true)
+		// The session's ephemeral znodes (the ids znode, the owner znodes) are gone: out of the group
+		// until it registers again and claims (the invariant figures read this record).
+		if !c.expired.Swap(true) {
+			c.emit(timeline.Record{Kind: timeline.SessionExpired})
+		}
 	case zk.StateHasSession:
 		c.connectOnce.Do(func() { close(c.connected) })
 		if c.expired.Swap(false) {
