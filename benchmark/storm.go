@@ -7,7 +7,7 @@ package benchmark
 //	join:  one member joins that stable group of N;
 //	leave: one of the N original members (chosen by the seed) leaves the group of N+1.
 //
-// Each cell's figures are DESIGN.md's, computed from the timeline window of its trigger (scenarios.
+// Each cell's figures are docs/design.md's, computed from the timeline window of its trigger (scenarios.
 // Compute), plus process resources sampled during the cell. A cell that cannot become stable within
 // the per-cell deadline, or whose step blocks past it, stops the run of its (era, N) and says where
 // and why; the cells after it are not run. In the classic and cooperative eras franz-go's kgo runs the
@@ -49,7 +49,7 @@ const (
 // StormCases lists the cases in run order.
 var StormCases = []string{CaseStorm, CaseJoin, CaseLeave}
 
-// Resource figures added to DESIGN.md's in every cell.
+// Resource figures added to docs/design.md's in every cell.
 const (
 	// FigPeakRSSBytes: the highest VmRSS (/proc/self/status) sampled during the cell, bytes. Members,
 	// the broker and the proxies all run in this process, so it is process-wide; VmHWM cannot be
@@ -115,7 +115,7 @@ type StormProgress struct {
 	Note        string
 }
 
-// StormResult is DESIGN.md's bench JSON: {"params": {...}, "cells": [...]}.
+// StormResult is docs/design.md's bench JSON: {"params": {...}, "cells": [...]}.
 type StormResult struct {
 	Params map[string]any `json:"params"`
 	Cells  []*StormCell   `json:"cells"`

@@ -1,7 +1,7 @@
 // Package broker is a Kafka broker on the real wire protocol (requests decoded and responses encoded by
 // franz-go's kmsg): a listener with one goroutine per connection (kafka.network.SocketServer), request
 // dispatch (kafka.server.KafkaApis), partition logs (broker/storage), and ZooKeeper registration and a
-// controller laid out as Kafka 0.8.2's ZkUtils (DESIGN.md "ZooKeeper layout").
+// controller laid out as Kafka 0.8.2's ZkUtils (docs/design.md "ZooKeeper layout").
 //
 // Differences from Kafka, on purpose: replication factor 1 only (no followers, no LeaderAndIsr or
 // UpdateMetadata RPCs between brokers: every broker learns topics, leaders and live brokers by watching

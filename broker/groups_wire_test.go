@@ -1,7 +1,7 @@
 package broker_test
 
 // The group coordinator through the real broker (started by the lab on a real ZooKeeper), driven
-// on the wire with kmsg requests: the CO-* field cases of /work/shared/cases/README.md at the
+// on the wire with kmsg requests: the CO-* field cases (problems Kafka users reported, each named after its report) at the
 // request versions clients send, and bad input answered with Kafka 3.9's error codes — never a
 // crash, and the group and other connections keep working.
 

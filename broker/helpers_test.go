@@ -110,7 +110,7 @@ type testBroker struct {
 	b     *broker.Broker
 }
 
-// labProps are the lab's short settings (DESIGN.md "Lab timing") next to Kafka's defaults.
+// labProps are the lab's short settings (docs/design.md "Lab timing") next to Kafka's defaults.
 func labProps(id int32, zkConnect, dir string) map[string]string {
 	return map[string]string{
 		"broker.id":                        strconv.Itoa(int(id)),

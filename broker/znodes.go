@@ -10,7 +10,7 @@ import (
 	"github.com/rebalancelab/rebalancelab/zkdata"
 )
 
-// ZooKeeper paths and znode values, exactly as Kafka 0.8.2's ZkUtils.scala writes them (DESIGN.md
+// ZooKeeper paths and znode values, exactly as Kafka 0.8.2's ZkUtils.scala writes them (docs/design.md
 // "ZooKeeper layout"; key order is free, parsed fields and types must match):
 //
 //	/brokers/ids/<id>                              ephemeral  {"version":1,"host":H,"port":P,"jmx_port":-1,"timestamp":"<ms>"}

@@ -23,7 +23,7 @@ import (
 )
 
 // ShortTimings are the broker settings (server.properties keys) the lab passes by default so that runs
-// take seconds, not minutes (DESIGN.md "Lab timing"). Options.BrokerConfig overrides any of them;
+// take seconds, not minutes (docs/design.md "Lab timing"). Options.BrokerConfig overrides any of them;
 // Options.KafkaDefaults leaves them out (Kafka 3.9's own defaults, in brackets, apply).
 var ShortTimings = map[string]string{
 	// [18000] The broker's ZooKeeper session; the lab's ZooKeeper (tickTime 200 ms) accepts it unclamped.

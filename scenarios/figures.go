@@ -1,6 +1,6 @@
 package scenarios
 
-// Figures from a merged timeline (DESIGN.md "Scenarios, timeline and figures"), pure functions of the
+// Figures from a merged timeline (docs/design.md "Scenarios, timeline and figures"), pure functions of the
 // records: no clock, no I/O. The rules a member must follow when emitting are in Compute's doc.
 
 import (
@@ -11,7 +11,7 @@ import (
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
-// Figure names, the JSON keys of Figures, in DESIGN.md's order.
+// Figure names, the JSON keys of Figures, in docs/design.md's order.
 const (
 	FigTimeToStableMs        = "time_to_stable_ms"
 	FigRebalanceParticipants = "rebalance_participants"
@@ -33,7 +33,7 @@ const (
 	FigStaleCommitsRejected  = "stale_commits_rejected"
 )
 
-// FigureNames lists every figure in DESIGN.md's order (the rows of RenderTable).
+// FigureNames lists every figure in docs/design.md's order (the rows of RenderTable).
 var FigureNames = []string{
 	FigTimeToStableMs, FigRebalanceParticipants, FigZKReads, FigZKWrites, FigZKOffsetWrites, FigZKWatchEvents,
 	FigGroupRequests, FigRebalanceAttempts, FigRebalanceFailures, FigRevocations, FigOwnershipConflicts,
@@ -56,7 +56,7 @@ const (
 	EndOfRun       = "end_of_run"   // the timeline ended first
 )
 
-// Figures are one window's figures (DESIGN.md's table); every value is an integer count or ms.
+// Figures are one window's figures (docs/design.md's table); every value is an integer count or ms.
 type Figures struct {
 	// TimeToStableMs: ms from the trigger to the first moment, after the group was seen unstable in the
 	// window, at which every known partition is owned by exactly one live member and no live member is
@@ -199,7 +199,7 @@ type FigureOptions struct {
 	Partitions map[string][]int32
 }
 
-// Eras the figures know about (DESIGN.md "Eras").
+// Eras the figures know about (docs/design.md "Eras").
 var knownEras = map[string]bool{"zk": true, "classic": true, "cooperative": true, "static": true, "kip848": true}
 
 // NotApplicable returns the figures an era cannot produce, and why:

@@ -1,6 +1,6 @@
 package scenarios
 
-// Members: one consumer of the era run as goroutines in the runner's process (the default of DESIGN.md;
+// Members: one consumer of the era run as goroutines in the runner's process (the default;
 // `--members-as processes` is not implemented yet). Each member gets its own lab.MemberLinks, so a fault
 // on one member's link leaves the others alone.
 

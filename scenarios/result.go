@@ -298,7 +298,7 @@ const scriptEndTrigger = "shutdown"
 
 // ---- output ----
 
-// jsonRun is DESIGN.md's result JSON, plus the script and the relations.
+// jsonRun is docs/design.md's result JSON, plus the script and the relations.
 type jsonRun struct {
 	Scenario    string            `json:"scenario"`
 	Description string            `json:"description"`
@@ -346,7 +346,7 @@ func (r *RunResult) ParamsMap() map[string]any {
 	return m
 }
 
-// WriteJSON writes the result JSON (DESIGN.md's shape: scenario, seed, params, versions, eras with
+// WriteJSON writes the result JSON (docs/design.md's shape: scenario, seed, params, versions, eras with
 // era, totals, events, not_applicable, timeline; plus the script, each era's relations, end owners,
 // extra counters and the ZooKeeper cross-check).
 func (r *RunResult) WriteJSON(w io.Writer) error {

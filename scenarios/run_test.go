@@ -99,7 +99,7 @@ func runScenarioOn(t *testing.T, broker, name string, p Params) *RunResult {
 
 func TestHerdEffect(t *testing.T) {
 	res := runScenario(t, "herd-effect", Params{Consumers: 2, Partitions: 4, Seed: 1})
-	// The JSON has DESIGN.md's shape and the run's script.
+	// The JSON has docs/design.md's shape and the run's script.
 	var buf bytes.Buffer
 	if err := res.WriteJSON(&buf); err != nil {
 		t.Fatal(err)

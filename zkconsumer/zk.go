@@ -13,7 +13,7 @@ import (
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
-// zkConn is the one thin wrapper around *zk.Conn (STYLE.md, go-zookeeper): one method per
+// zkConn is the one thin wrapper around *zk.Conn (as go-zookeeper is): one method per
 // ZooKeeper request, each one round trip, counted and recorded as a timeline zk_op{op, path}.
 //
 // It also plays the part of ZkClient 0.3 (org.I0Itec.zkclient.ZkClient, which 0.8.2 uses), since

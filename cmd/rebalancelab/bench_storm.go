@@ -36,7 +36,7 @@ func init() {
   storm  N members start at once, until the group is stable;
   join   one member joins the stable group of N;
   leave  one of the N members leaves (the group had N+1).
-Each cell gets DESIGN.md's figures from its timeline window plus peak_rss_bytes and goroutines_peak
+Each cell gets docs/design.md's figures from its timeline window plus peak_rss_bytes and goroutines_peak
 (sampled in this process, which runs the members, the broker and the proxies; not the ZooKeeper JVM)
 and cpu_ms (getrusage). A cell must be stable within --deadline; one that is not (or whose steps block:
 ZooKeeper refusing sessions, file descriptors) records where and why it stopped in stopped_reason, and

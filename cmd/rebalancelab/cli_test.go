@@ -263,7 +263,7 @@ func TestCLI(t *testing.T) {
 		}
 	})
 
-	// DESIGN.md's contract is --zk-nodes 1|3.
+	// docs/design.md's contract is --zk-nodes 1|3.
 	t.Run("LabUpZKNodesOneOrThree", func(t *testing.T) {
 		for _, n := range []string{"0", "2", "5"} {
 			tmp := t.TempDir()

@@ -11,7 +11,7 @@ import (
 	"github.com/rebalancelab/rebalancelab/lab"
 )
 
-// labUpLine is the first stdout line of `lab up` (DESIGN.md CLI contract); field order is fixed.
+// labUpLine is the first stdout line of `lab up` (docs/design.md's CLI contract); field order is fixed.
 type labUpLine struct {
 	ZooKeeper string   `json:"zookeeper"`
 	Brokers   []string `json:"brokers"`
