@@ -189,7 +189,6 @@ var plotTitles = map[string]string{
 	FigCPUMs:                        "cpu_ms",
 }
 
-
 // plotValue is the value a completed cell plots for fig; ok=false for cells that stopped and figures
 // the cell lacks.
 func (c *StormCell) plotValue(fig string) (int64, bool) {
