@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -27,23 +28,23 @@ func TestSessionExpirySplitBrain(t *testing.T) {
 	sA := drain(allStreams(createStreams(t, mA, map[string]int{"t": 1}))...)
 	mB := newMember(t, z.Connect(), "g", "c2", props)
 	sB := drain(allStreams(createStreams(t, mB, map[string]int{"t": 1}))...)
-	waitFor(t, 20*time.Second, "A owns 0, B owns 1", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "A owns 0, B owns 1", func() bool {
 		return reflect.DeepEqual(a.owners("g", "t"), map[int32]string{0: "g_c1-0", 1: "g_c2-0"}) && mA.rebalanceIdle() && mB.rebalanceIdle()
 	})
 	produce(t, cl, "t", 0, "x0")
-	waitFor(t, 10*time.Second, "A delivers x0", func() bool { return sA.len() == 1 })
+	testutil.WaitFor(t, 10*time.Second, "A delivers x0", func() bool { return sA.len() == 1 })
 
 	stalledAt := len(mA.rec.Records())
 	if err := links.Stall(lab.LinkZooKeeper); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "B owning both after A's session expired", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "B owning both after A's session expired", func() bool {
 		return reflect.DeepEqual(a.owners("g", "t"), map[int32]string{0: "g_c2-0", 1: "g_c2-0"}) && mB.rebalanceIdle()
 	})
 	// B starts partition 0 from the beginning (nothing committed): x0 again.
-	waitFor(t, 10*time.Second, "B delivers x0", func() bool { return sB.len() == 1 })
+	testutil.WaitFor(t, 10*time.Second, "B delivers x0", func() bool { return sB.len() == 1 })
 	produce(t, cl, "t", 0, "x1")
-	waitFor(t, 10*time.Second, "x1 at both", func() bool { return sA.len() == 2 && sB.len() == 2 })
+	testutil.WaitFor(t, 10*time.Second, "x1 at both", func() bool { return sA.len() == 2 && sB.len() == 2 })
 	if got, want := sA.got(), msgs("t", 0, 0, "x0", "x1"); !reflect.DeepEqual(got, want) {
 		t.Fatalf("A delivered %v, want %v", got, want)
 	}
@@ -58,7 +59,7 @@ func TestSessionExpirySplitBrain(t *testing.T) {
 	if err := links.Heal(lab.LinkZooKeeper); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the group settled again", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the group settled again", func() bool {
 		return reflect.DeepEqual(a.owners("g", "t"), map[int32]string{0: "g_c1-0", 1: "g_c2-0"}) && mA.rebalanceIdle() && mB.rebalanceIdle()
 	})
 	// A: the expiry, then a rebalance whose first act is to stop its fetchers (revoked t:[0]).
@@ -74,10 +75,14 @@ func TestSessionExpirySplitBrain(t *testing.T) {
 	}
 	produce(t, cl, "t", 0, "x2")
 	produce(t, cl, "t", 1, "y0")
-	waitFor(t, 10*time.Second, "x2 at A, y0 at B", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "x2 at A, y0 at B", func() bool {
 		return contains(sA.got(), "t/0@2=x2") && contains(sB.got(), "t/1@0=y0")
 	})
-	time.Sleep(300 * time.Millisecond)
+	// B's settled rebalance stopped its fetcher of partition 0 (x2 was produced after it): B now
+	// fetches partition 1 alone, so it cannot deliver x2.
+	if got, want := mB.fetchPlaces(), map[string]string{"t/1": "broker 1"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("B fetches %v after settling, want %v", got, want)
+	}
 	if contains(sB.got(), "t/0@2=x2") {
 		t.Fatalf("B still delivers partition 0 after settling: %v", sB.got())
 	}
@@ -114,7 +119,7 @@ func TestCrashLeavesZnodesUntilExpiry(t *testing.T) {
 	if got := a.owners("g", "t"); !reflect.DeepEqual(got, map[int32]string{0: "g_c1-0", 1: "g_c1-0"}) {
 		t.Fatalf("owners right after the crash = %v", got)
 	}
-	waitFor(t, 20*time.Second, "the session to expire", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the session to expire", func() bool {
 		ok, _, _ := a.conn.Exists("/consumers/g/ids/g_c1")
 		return !ok && len(a.owners("g", "t")) == 0
 	})
