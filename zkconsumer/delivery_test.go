@@ -230,7 +230,7 @@ func TestDeliverAndCommit(t *testing.T) {
 	m := newMember(t, z.Connect(), "g", "c1", props)
 	s := drain(allStreams(createStreams(t, m, map[string]int{"t": 2}))...)
 	want := sorted(msgs("t", 0, 0, "a0", "a1", "a2"), msgs("t", 1, 0, "b0", "b1"))
-	testutil.WaitFor(t, 20*time.Second, "5 messages", func() bool { return s.len() >= 5 })
+	testutil.WaitFor(t, 20*time.Second, "5 messages", func() bool { return consumed(m, s, 5) })
 	if got := s.got(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("delivered %v, want %v", got, want)
 	}
@@ -288,7 +288,7 @@ func TestZK_NO_AUTOCOMMIT(t *testing.T) {
 	m1 := newMember(t, z.Connect(), "g", "c1", props)
 	s1 := drain(allStreams(createStreams(t, m1, map[string]int{"t": 1}))...)
 	first := sorted(msgs("t", 0, 0, "a0", "a1", "a2"), msgs("t", 1, 0, "b0", "b1", "b2"))
-	testutil.WaitFor(t, 20*time.Second, "6 messages", func() bool { return s1.len() >= 6 })
+	testutil.WaitFor(t, 20*time.Second, "6 messages", func() bool { return consumed(m1, s1, 6) })
 	if got := s1.got(); !reflect.DeepEqual(got, first) {
 		t.Fatalf("c1 delivered %v", got)
 	}
@@ -332,7 +332,7 @@ func TestAutoCommitBeforeRelease(t *testing.T) {
 
 	m1 := newMember(t, z.Connect(), "g", "c1", props)
 	s1 := drain(allStreams(createStreams(t, m1, map[string]int{"t": 1}))...)
-	testutil.WaitFor(t, 20*time.Second, "4 messages", func() bool { return s1.len() >= 4 })
+	testutil.WaitFor(t, 20*time.Second, "4 messages", func() bool { return consumed(m1, s1, 4) })
 	m2 := newMember(t, z.Connect(), "g", "c2", props)
 	s2 := drain(allStreams(createStreams(t, m2, map[string]int{"t": 1}))...)
 	testutil.WaitFor(t, 20*time.Second, "the commit before release", func() bool {
@@ -545,6 +545,9 @@ func TestZK_FAILED_ATTEMPT_RELEASES_Fetching(t *testing.T) {
 	if got := sorted(s1.got(), s2.got()); !reflect.DeepEqual(got, sorted(msgs("t", 0, 0, "v0"), msgs("t", 1, 0, "v1"), msgs("t", 2, 0, "v2"), msgs("t", 3, 0, "v3"), bars)) {
 		t.Fatalf("delivered %v", got)
 	}
+	testutil.WaitFor(t, 10*time.Second, "the barriers' deliver records", func() bool {
+		return ms[0].delivered("t", 0, 1) && ms[0].delivered("t", 1, 1) && ms[1].delivered("t", 2, 1) && ms[1].delivered("t", 3, 1)
+	})
 	if got := delivered(ms[0]); !reflect.DeepEqual(got, map[int32]int{0: 2, 1: 2}) {
 		t.Fatalf("c1 delivered partitions %v, want 0 and 1 twice each (the record, then the barrier)", got)
 	}

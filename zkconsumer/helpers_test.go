@@ -237,6 +237,14 @@ func (m *member) givenUp() int {
 	return n
 }
 
+// consumed reports whether s holds n messages and m has recorded n deliveries. The iterator moves
+// a partition's consumed offset and records the delivery just after the application took the
+// message, so s can hold it a moment before: a commit, or a count of deliver records, after
+// consumed sees all n.
+func consumed(m *member, s *sink, n int) bool {
+	return s.len() >= n && m.count(0, timeline.Deliver, nil) >= n
+}
+
 // fetchPlaces says where m's fetcher manager has each partition now ("t/0" → "broker 1" for a
 // broker's fetcher, "no leader" for the leader finder): what m can deliver from next, a condition
 // where a pause could only hope that something stopped (or never started) coming.

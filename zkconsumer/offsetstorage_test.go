@@ -111,7 +111,7 @@ func TestFIDOffsetsStorageKafkaCommitAndResume(t *testing.T) {
 
 	m := newMember(t, z.Connect(), "g", "c1", props)
 	s := drain(allStreams(createStreams(t, m, map[string]int{"t": 1}))...)
-	testutil.WaitFor(t, 20*time.Second, "5 messages", func() bool { return s.len() >= 5 })
+	testutil.WaitFor(t, 20*time.Second, "5 messages", func() bool { return consumed(m, s, 5) })
 	mark := len(m.rec.Records())
 	if err := m.CommitOffsets(); err != nil {
 		t.Fatal(err)
@@ -164,7 +164,7 @@ func TestFIDOffsetsStorageDualCommitTakesMax(t *testing.T) {
 
 	m := newMember(t, z.Connect(), "g", "c1", props)
 	s := drain(allStreams(createStreams(t, m, map[string]int{"t": 1}))...)
-	testutil.WaitFor(t, 20*time.Second, "5 messages", func() bool { return s.len() >= 5 })
+	testutil.WaitFor(t, 20*time.Second, "5 messages", func() bool { return consumed(m, s, 5) })
 	if err := m.CommitOffsets(); err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestFIDOffsetsStorageRejectedCommitRecorded(t *testing.T) {
 		"offsets.storage": "kafka", "offsets.channel.backoff.ms": "100"}
 	m := newMember(t, z.Connect(), "g", "c1", props)
 	s := drain(allStreams(createStreams(t, m, map[string]int{"t": 1}))...)
-	testutil.WaitFor(t, 20*time.Second, "2 messages", func() bool { return s.len() >= 2 })
+	testutil.WaitFor(t, 20*time.Second, "2 messages", func() bool { return consumed(m, s, 2) })
 	mark := len(m.rec.Records())
 	err = m.CommitOffsets()
 	if err == nil || !strings.Contains(err.Error(), "UNKNOWN_MEMBER_ID") {
@@ -344,7 +344,7 @@ func TestFIDOffsetsStorageChannelRelocatedAfterBreak(t *testing.T) {
 		"offsets.channel.backoff.ms": "100", "offsets.channel.socket.timeout.ms": "3000"}
 	m, links := linkedMember(t, z.Connect(), "g", "c1", props)
 	s := drain(allStreams(createStreams(t, m, map[string]int{"t": 1}))...)
-	testutil.WaitFor(t, 20*time.Second, "2 messages", func() bool { return s.len() >= 2 })
+	testutil.WaitFor(t, 20*time.Second, "2 messages", func() bool { return consumed(m, s, 2) })
 	if err := m.CommitOffsets(); err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +358,7 @@ func TestFIDOffsetsStorageChannelRelocatedAfterBreak(t *testing.T) {
 		t.Fatal(err)
 	}
 	produce(t, cl, "t", 0, "a2")
-	testutil.WaitFor(t, 20*time.Second, "the third message", func() bool { return s.len() >= 3 })
+	testutil.WaitFor(t, 20*time.Second, "the third message", func() bool { return consumed(m, s, 3) })
 	if err := m.CommitOffsets(); err != nil {
 		t.Fatalf("commit after the link healed: %v", err)
 	}
