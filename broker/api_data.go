@@ -179,6 +179,7 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.R
 	defer func() {
 		if timer != nil {
 			timer.Stop()
+			b.metrics.purgatory.WithLabelValues("Fetch").Dec()
 		}
 	}()
 	for {
@@ -200,6 +201,7 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.R
 		}
 		if timer == nil {
 			timer = time.NewTimer(remaining)
+			b.metrics.purgatory.WithLabelValues("Fetch").Inc() // parked until it answers (Dec with the timer's Stop)
 		}
 		select {
 		case <-wake:

@@ -295,7 +295,8 @@ func (b *Broker) Registered() bool {
 }
 
 // Metrics is the broker's private Prometheus registry (requests by api and error, bytes in/out,
-// connections closed by reason); serve it with promhttp.HandlerFor.
+// connections closed by reason, requests parked now by delayed operation); serve it with
+// promhttp.HandlerFor.
 func (b *Broker) Metrics() *prometheus.Registry { return b.metrics.reg }
 
 // SetGroupHandler routes the group APIs to h and advertises them in ApiVersions (the versions of

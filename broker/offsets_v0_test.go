@@ -6,6 +6,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 // TestOffsetCommitFetchV0InZooKeeper: OffsetCommit v0 writes the offset as decimal text to
@@ -75,7 +77,7 @@ func TestOffsetCommitFetchV0InZooKeeper(t *testing.T) {
 	find := kmsg.NewPtrFindCoordinatorRequest()
 	find.CoordinatorKey = "old"
 	request[*kmsg.FindCoordinatorResponse](t, c, find, 0)
-	waitFor(t, 20*time.Second, "the group coordinator", func() bool { return answered(fetchResp(1)) })
+	testutil.WaitFor(t, 20*time.Second, "the group coordinator", func() bool { return answered(fetchResp(1)) })
 	for _, p := range fetch(1) {
 		if p.Offset != -1 || p.ErrorCode != 0 {
 			t.Fatalf("OffsetFetch v1 (the coordinator) partition %d = offset %d error %d; want -1, 0", p.Partition, p.Offset, p.ErrorCode)

@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 // TestEveryAdvertisedVersion sends every version of every API the broker advertises and checks the
@@ -165,7 +167,7 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 		t.Fatalf("acks=0 produce: %v %v", resp, err)
 	}
 	next++
-	waitFor(t, 5*time.Second, "the acks=0 batch appended", func() bool { return batch.HighWatermark() == next })
+	testutil.WaitFor(t, 5*time.Second, "the acks=0 batch appended", func() bool { return batch.HighWatermark() == next })
 	if m := metadata(t, c, "sweep"); m.Topics[0].ErrorCode != 0 {
 		t.Fatalf("metadata after acks=0: %v", kerr.ErrorForCode(m.Topics[0].ErrorCode))
 	}

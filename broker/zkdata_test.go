@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 // TestReadsKafka39Registrations: another broker's registration written as Kafka 3.9 writes it (JSON
@@ -33,7 +35,7 @@ func TestReadsKafka39Registrations(t *testing.T) {
 		}
 		return out
 	}
-	waitFor(t, 20*time.Second, "broker 7 in Metadata", func() bool { return brokers()[7] != "" })
+	testutil.WaitFor(t, 20*time.Second, "broker 7 in Metadata", func() bool { return brokers()[7] != "" })
 	got := brokers()
 	if len(got) != 2 || got[7] != "127.0.0.7:9094" || got[1] != b1.addr() {
 		t.Fatalf("Metadata brokers = %v; want 1 at %s and 7 at 127.0.0.7:9094 (8 has no PLAINTEXT listener)", got, b1.addr())

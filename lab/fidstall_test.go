@@ -15,6 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/wire"
 )
 
@@ -215,7 +216,7 @@ func fidFault(t *testing.T, k fidLink, action string) {
 	}()
 	defer func() { stopTraffic(); wg.Wait() }()
 	// The link carries the traffic before the fault: its proxy exists and answers.
-	waitFor(t, 20*time.Second, "the traffic's proxy", func() bool { return links.Proxy(k.link, k.upstream) != nil })
+	testutil.WaitFor(t, 20*time.Second, "the traffic's proxy", func() bool { return links.Proxy(k.link, k.upstream) != nil })
 	k.probe(t, dial)(10 * time.Second)
 
 	tol := fidTolerance(fidFaultLen)
@@ -317,7 +318,7 @@ func fidFault(t *testing.T, k fidLink, action string) {
 			t.Fatal(err)
 		}
 		var ended time.Time
-		waitFor(t, 30*time.Second, "the healed link to answer", func() bool {
+		testutil.WaitFor(t, 30*time.Second, "the healed link to answer", func() bool {
 			nc, err := dial()
 			if err != nil {
 				return false

@@ -280,16 +280,11 @@ func TestReportDir(t *testing.T) {
 // TestCancel: a cancelled context stops the run promptly and cleans up (goleak checks the rest).
 func TestCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	var progress syncBuffer
-	go func() {
-		for !strings.Contains(progress.String(), "step 2/") {
-			time.Sleep(20 * time.Millisecond)
-		}
-		cancel()
-	}()
+	defer cancel()
+	progress := &cancelAt{at: "step 2/", cancel: cancel}
 	start := time.Now()
 	_, err := Run(ctx, Options{Scenario: "herd-effect", Eras: []string{"zk"}, Params: Params{Consumers: 2, Partitions: 2},
-		Log: quietLog(), LabLog: quietLog(), Progress: &progress})
+		Log: quietLog(), LabLog: quietLog(), Progress: progress})
 	if err != context.Canceled {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -298,22 +293,23 @@ func TestCancel(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// cancelAt is a progress writer that cancels the run as the line containing at is written: the
+// cancellation lands at that step, with nothing polling the output.
+type cancelAt struct {
+	at     string
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	b      bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+func (c *cancelAt) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, err := c.b.Write(p)
+	if strings.Contains(c.b.String(), c.at) {
+		c.cancel()
+	}
+	return n, err
 }
 
 // TestFIDStallTimeSplitBrainZombie: in split-brain-zombie the zombie's coordination-link stall lasts

@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 )
 
@@ -101,5 +102,5 @@ func TestZKConsumerOnKafka39(t *testing.T) {
 		want = append(want, msgs(topic, r.partition, r.offset, r.value)...)
 	}
 	slices.Sort(want)
-	waitFor(t, 60*time.Second, fmt.Sprintf("delivery of %v", want), func() bool { return slices.Equal(s.got(), want) })
+	testutil.WaitFor(t, 60*time.Second, fmt.Sprintf("delivery of %v", want), func() bool { return slices.Equal(s.got(), want) })
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -38,23 +39,23 @@ func TestSessionExpirySplitBrain(t *testing.T) {
 	sA := drain(allStreams(createStreams(t, mA, map[string]int{"t": 1}))...)
 	mB := newMember(t, z.Connect(), "g", "c2", props)
 	sB := drain(allStreams(createStreams(t, mB, map[string]int{"t": 1}))...)
-	waitFor(t, 20*time.Second, "A owns 0, B owns 1", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "A owns 0, B owns 1", func() bool {
 		return reflect.DeepEqual(a.owners("g", "t"), map[int32]string{0: "g_c1-0", 1: "g_c2-0"}) && mA.rebalanceIdle() && mB.rebalanceIdle()
 	})
 	produce(t, cl, "t", 0, "x0")
-	waitFor(t, 10*time.Second, "A delivers x0", func() bool { return sA.len() == 1 })
+	testutil.WaitFor(t, 10*time.Second, "A delivers x0", func() bool { return sA.len() == 1 })
 
 	stalledAt := len(mA.rec.Records())
 	if err := links.Stall(lab.LinkZooKeeper); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "B owning both after A's session expired", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "B owning both after A's session expired", func() bool {
 		return reflect.DeepEqual(a.owners("g", "t"), map[int32]string{0: "g_c2-0", 1: "g_c2-0"}) && mB.rebalanceIdle()
 	})
 	// B starts partition 0 from the beginning (nothing committed): x0 again.
-	waitFor(t, 10*time.Second, "B delivers x0", func() bool { return sB.len() == 1 })
+	testutil.WaitFor(t, 10*time.Second, "B delivers x0", func() bool { return sB.len() == 1 })
 	produce(t, cl, "t", 0, "x1")
-	waitFor(t, 10*time.Second, "x1 at both", func() bool { return sA.len() == 2 && sB.len() == 2 })
+	testutil.WaitFor(t, 10*time.Second, "x1 at both", func() bool { return sA.len() == 2 && sB.len() == 2 })
 	if got, want := sA.got(), msgs("t", 0, 0, "x0", "x1"); !reflect.DeepEqual(got, want) {
 		t.Fatalf("A delivered %v, want %v", got, want)
 	}
@@ -69,7 +70,7 @@ func TestSessionExpirySplitBrain(t *testing.T) {
 	if err := links.Heal(lab.LinkZooKeeper); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the group settled again", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the group settled again", func() bool {
 		return reflect.DeepEqual(a.owners("g", "t"), map[int32]string{0: "g_c1-0", 1: "g_c2-0"}) && mA.rebalanceIdle() && mB.rebalanceIdle()
 	})
 	// A: the expiry, then a rebalance whose first act is to stop its fetchers (revoked t:[0]).
@@ -85,10 +86,14 @@ func TestSessionExpirySplitBrain(t *testing.T) {
 	}
 	produce(t, cl, "t", 0, "x2")
 	produce(t, cl, "t", 1, "y0")
-	waitFor(t, 10*time.Second, "x2 at A, y0 at B", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "x2 at A, y0 at B", func() bool {
 		return contains(sA.got(), "t/0@2=x2") && contains(sB.got(), "t/1@0=y0")
 	})
-	time.Sleep(300 * time.Millisecond)
+	// B's settled rebalance stopped its fetcher of partition 0 (x2 was produced after it): B now
+	// fetches partition 1 alone, so it cannot deliver x2.
+	if got, want := mB.fetchPlaces(), map[string]string{"t/1": "broker 1"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("B fetches %v after settling, want %v", got, want)
+	}
 	if contains(sB.got(), "t/0@2=x2") {
 		t.Fatalf("B still delivers partition 0 after settling: %v", sB.got())
 	}
@@ -125,7 +130,7 @@ func TestCrashLeavesZnodesUntilExpiry(t *testing.T) {
 	if got := a.owners("g", "t"); !reflect.DeepEqual(got, map[int32]string{0: "g_c1-0", 1: "g_c1-0"}) {
 		t.Fatalf("owners right after the crash = %v", got)
 	}
-	waitFor(t, 20*time.Second, "the session to expire", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the session to expire", func() bool {
 		ok, _, _ := a.conn.Exists("/consumers/g/ids/g_c1")
 		return !ok && len(a.owners("g", "t")) == 0
 	})
@@ -291,7 +296,7 @@ func expire(t *testing.T, z *lab.ZooKeeper, d *sessionDialer, m *member) int64 {
 		t.Fatal(err)
 	}
 	var now int64
-	waitFor(t, 20*time.Second, fmt.Sprintf("a new session after %#x", old), func() bool {
+	testutil.WaitFor(t, 20*time.Second, fmt.Sprintf("a new session after %#x", old), func() bool {
 		now = m.SessionID()
 		return now != 0 && now != old
 	})
@@ -409,7 +414,7 @@ func waitFetchingOwners(t *testing.T, a *admin, group, topic string, ms ...*memb
 			t.Log(last)
 		}
 	}()
-	waitFor(t, 20*time.Second, "fetchers = owner znodes", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "fetchers = owner znodes", func() bool {
 		last = fetchingOwnersDiff(a, group, topic, ms...)
 		return last == ""
 	})
@@ -458,11 +463,11 @@ func TestFIDZKSession_ExpiriesDuringSlowRebalance(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Its id goes to 0 when the server answers that session 2 expired; session 3 follows a second later.
-	waitFor(t, 20*time.Second, "c1's client to learn that session 2 expired", func() bool { return c1.SessionID() != s2 })
+	testutil.WaitFor(t, 20*time.Second, "c1's client to learn that session 2 expired", func() bool { return c1.SessionID() != s2 })
 	slow.releaseAll()
 
 	want := map[int32]string{0: "g_c1-0", 1: "g_c1-0", 2: "g_c2-0", 3: "g_c2-0"}
-	waitFor(t, 40*time.Second, "the group settled on a third session", func() bool {
+	testutil.WaitFor(t, 40*time.Second, "the group settled on a third session", func() bool {
 		s := c1.SessionID()
 		owner, ok := a.ephemeralOwner("/consumers/g/ids/g_c1")
 		return s != 0 && s != s1 && s != s2 && ok && owner == s && c1.rebalanceIdle() && c2.rebalanceIdle() &&
@@ -486,7 +491,7 @@ func TestFIDZKSession_ExpiriesDuringSlowRebalance(t *testing.T) {
 	waitFetchingOwners(t, a, "g", "t", c1, c2)
 	for _, r := range produceEach(t, cl, "t", 4, "after") {
 		m := []*member{c1, c1, c2, c2}[r.partition]
-		waitFor(t, 20*time.Second, fmt.Sprintf("%s delivers %s", m.ConsumerID(), r.value), func() bool { return m.delivered("t", r.partition, r.offset) })
+		testutil.WaitFor(t, 20*time.Second, fmt.Sprintf("%s delivers %s", m.ConsumerID(), r.value), func() bool { return m.delivered("t", r.partition, r.offset) })
 	}
 
 	c2.Shutdown()
@@ -538,7 +543,7 @@ func TestFIDZKSession_CutDuringReregistration(t *testing.T) {
 	armed.Store(true)
 	s1 := expire(t, z, dialer, c1)
 	var cut time.Time
-	waitFor(t, 20*time.Second, "the cut as c1 re-registers", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the cut as c1 re-registers", func() bool {
 		cutMu.Lock()
 		defer cutMu.Unlock()
 		cut = cutAt
@@ -552,7 +557,7 @@ func TestFIDZKSession_CutDuringReregistration(t *testing.T) {
 	}
 	// 1 s, and until a dial was refused (go-zookeeper fails the requests queued in the meantime
 	// with ErrNoServer then), so that the re-registration request has failed behind the cut.
-	waitFor(t, 20*time.Second, "1 s of cut and a refused dial", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "1 s of cut and a refused dial", func() bool {
 		return time.Since(cut) >= time.Second && dialer.failedSince(cut) >= 1
 	})
 	if err := links.Heal(lab.LinkZooKeeper); err != nil {
@@ -594,7 +599,7 @@ func TestFIDZKSession_RegistrationOwnedByAnotherSession(t *testing.T) {
 		_, err := m.CreateMessageStreams(context.Background(), map[string]int{"t": 1})
 		done <- err
 	}()
-	waitFor(t, 20*time.Second, "a back-off", func() bool { return m.count(0, timeline.Error, isExistsBackoff) == 1 })
+	testutil.WaitFor(t, 20*time.Second, "a back-off", func() bool { return m.count(0, timeline.Error, isExistsBackoff) == 1 })
 	r, _ := firstRecord(m, 0, func(r timeline.Record) bool { return r.Kind == timeline.Error && isExistsBackoff(r) })
 	if want := fmt.Sprintf("registration node exists: /consumers/g/ids/g_c1 is owned by session %#x; backing off 6000 ms", squatter.conn.SessionID()); r.Text != want {
 		t.Fatalf("back-off record %q, want %q", r.Text, want)
