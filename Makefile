@@ -6,7 +6,7 @@ VERSION   := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 TESTFLAGS ?= -race -count=1 -timeout 20m
 FUZZTIME  ?= 15s
 
-.PHONY: all build deps test fuzz demo vet clean
+.PHONY: all build deps test fuzz demo vet clean difftest
 
 all: build
 
@@ -27,6 +27,7 @@ test: deps build vet
 # Bounded fuzzing of the parsers that face the network and the disk.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME) ./broker
+	$(GO) test -run '^$$' -fuzz '^FuzzMessageSet$$' -fuzztime $(FUZZTIME) ./broker
 	$(GO) test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(FUZZTIME) ./broker/storage
 
 # Long runs, outside `make test`: FID-ORDER's stress test with 300 membership changes per rebalance
@@ -34,6 +35,11 @@ fuzz:
 .PHONY: soak
 soak: deps
 	$(GO) test -race -count=1 -timeout 90m -run '^TestFIDOrderStress$$' -v ./newconsumer/ -args -fidorder.changes=300
+
+# The differential test alone, verbose, every difference found (listed in README's table or not) written
+# to difftest-out.txt. `make test` runs it too.
+difftest: deps
+	DIFFTEST_OUT=$(CURDIR)/difftest-out.txt $(GO) test -count=1 -v -run TestDifferential ./difftest/
 
 demo: deps build
 	@scripts/demo.sh $(BIN)

@@ -7,7 +7,7 @@ package benchmark
 //	join:  one member joins that stable group of N;
 //	leave: one of the N original members (chosen by the seed) leaves the group of N+1.
 //
-// Each cell's figures are DESIGN.md's, computed from the timeline window of its trigger (scenarios.
+// Each cell's figures are docs/design.md's, computed from the timeline window of its trigger (scenarios.
 // Compute), plus process resources sampled during the cell. A cell that cannot become stable within
 // the per-cell deadline, or whose step blocks past it, stops the run of its (era, N) and says where
 // and why; the cells after it are not run. In the classic and cooperative eras franz-go's kgo runs the
@@ -49,7 +49,7 @@ const (
 // StormCases lists the cases in run order.
 var StormCases = []string{CaseStorm, CaseJoin, CaseLeave}
 
-// Resource figures added to DESIGN.md's in every cell.
+// Resource figures added to docs/design.md's in every cell.
 const (
 	// FigPeakRSSBytes: the highest VmRSS (/proc/self/status) sampled during the cell, bytes. Members,
 	// the broker and the proxies all run in this process, so it is process-wide; VmHWM cannot be
@@ -89,6 +89,9 @@ type StormOptions struct {
 	Seed     int64
 	// Peer runs franz-go kgo storms beside ours in the classic and cooperative eras.
 	Peer bool
+	// Broker is the lab's broker implementation (scenarios.Options.Broker): "" or "rebalancelab", or
+	// "kafka" (a real Kafka 3.9 JVM; its resources are not in this process's figures).
+	Broker string
 	// SampleEvery: resource sampling period, 0: 50 ms. PollEvery: the broker-side DescribeGroups poll
 	// period, 0: 20 ms.
 	SampleEvery time.Duration
@@ -112,7 +115,7 @@ type StormProgress struct {
 	Note        string
 }
 
-// StormResult is DESIGN.md's bench JSON: {"params": {...}, "cells": [...]}.
+// StormResult is docs/design.md's bench JSON: {"params": {...}, "cells": [...]}.
 type StormResult struct {
 	Params map[string]any `json:"params"`
 	Cells  []*StormCell   `json:"cells"`
@@ -233,7 +236,7 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 		"session.timeout.ms": t.SessionTimeoutMs, "heartbeat.interval.ms": t.HeartbeatIntervalMs,
 		"produce_interval_ms": t.ProduceIntervalMs, "sample_every_ms": o.SampleEvery.Milliseconds(),
 		"describe_groups_every_ms": o.PollEvery.Milliseconds(), "peer": peerParam(o.Peer),
-		"rebalancelab": o.Version, "go": runtime.Version(), "cpus": runtime.NumCPU(),
+		"rebalancelab": o.Version, "go": runtime.Version(), "cpus": runtime.NumCPU(), "broker": brokerParam(o.Broker),
 		"resources": "peak_rss_bytes, goroutines_peak: sampled in this process (members, broker, proxies) every sample_every_ms; cpu_ms: getrusage delta; the ZooKeeper JVM excluded",
 		"cases":     "storm: N members start at once; join: one joins the stable group of N; leave: one of the N leaves the group of N+1",
 	}}
@@ -333,6 +336,7 @@ func runStormGroup(ctx context.Context, o StormOptions, era string, n int, progr
 		Definition: g.scenario(), Eras: []string{era},
 		Params:  scenarios.Params{Consumers: n, Partitions: p, Seed: o.Seed},
 		Version: o.Version, Log: o.LabLog, LabLog: o.LabLog, Progress: o.RunnerProgress, OnStep: g.onStep,
+		Broker: o.Broker,
 	})
 	g.finish(runCtx, ctx, res, err)
 	return g.cells[:]
@@ -999,4 +1003,12 @@ func (g *stormGroup) runPeer(ctx context.Context, s scenarios.StepInfo) *PeerSto
 		_ = l.Close()
 	}
 	return ps
+}
+
+// brokerParam is the bench JSON's "broker": the implementation the lab ran.
+func brokerParam(b string) string {
+	if b == "" {
+		return "rebalancelab"
+	}
+	return b
 }

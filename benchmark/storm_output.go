@@ -1,6 +1,6 @@
 package benchmark
 
-// Output of a storm benchmark: DESIGN.md's bench JSON, a text or Markdown table, and an SVG plot.
+// Output of a storm benchmark: docs/design.md's bench JSON, a text or Markdown table, and an SVG plot.
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 	"github.com/rebalancelab/rebalancelab/sweep"
 )
 
-// WriteJSON writes r as DESIGN.md's bench JSON: {"params": {...}, "cells": [{"era", "n", "case",
+// WriteJSON writes r as docs/design.md's bench JSON: {"params": {...}, "cells": [{"era", "n", "case",
 // "figures": {...}, "stopped_reason", ...}]}, indented.
 func (r *StormResult) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
@@ -188,7 +188,6 @@ var plotTitles = map[string]string{
 	FigGoroutinesPeak:               "goroutines_peak",
 	FigCPUMs:                        "cpu_ms",
 }
-
 
 // plotValue is the value a completed cell plots for fig; ok=false for cells that stopped and figures
 // the cell lacks.

@@ -131,7 +131,7 @@ func TestStormSmallEveryEra(t *testing.T) {
 		t.Errorf("zk join: cross-check %+v, checks %v", cc, join.Checks)
 	}
 
-	// The JSON has DESIGN.md's shape.
+	// The JSON has docs/design.md's shape.
 	var buf bytes.Buffer
 	if err := res.WriteJSON(&buf); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/broker"
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 // groupStub stands in for the coordinator: it answers FindCoordinator with this broker and records
@@ -62,7 +63,7 @@ func TestGroupHandlerRouting(t *testing.T) {
 		}
 		return m
 	}
-	want := map[int16][2]int16{0: {3, 9}, 1: {4, 12}, 2: {0, 6}, 3: {0, 12}, 18: {0, 3}, 19: {0, 7}, 20: {0, 6}, 37: {0, 3}}
+	want := map[int16][2]int16{0: {0, 9}, 1: {0, 12}, 2: {0, 9}, 3: {0, 12}, 18: {0, 4}, 19: {0, 7}, 20: {0, 6}, 37: {0, 3}, 68: {0, 0}, 69: {0, 0}}
 	// Every broker starts with its group coordinator: Kafka 3.9's classic group API ranges.
 	withCoordinator := maps.Clone(want)
 	for k, r := range map[int16][2]int16{8: {0, 9}, 9: {0, 9}, 10: {0, 6}, 11: {0, 9}, 12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 5}, 16: {0, 5}, 42: {0, 2}} {
@@ -149,7 +150,7 @@ func TestOffsetsTopicForCoordinator(t *testing.T) {
 	if n, ok := tb.b.Partitions(broker.OffsetsTopic); !ok || n != 3 {
 		t.Fatalf("partitions %d %v", n, ok)
 	}
-	waitFor(t, 5*time.Second, "leadership of 3 offsets partitions", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "leadership of 3 offsets partitions", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(led) == 3
@@ -231,7 +232,7 @@ func TestTopicAdmin(t *testing.T) {
 	if got := request[*kmsg.MetadataResponse](t, c, mr, 9).Topics[0].ErrorCode; got != kerr.LeaderNotAvailable.Code {
 		t.Fatalf("auto-creating metadata: %v", kerr.ErrorForCode(got))
 	}
-	waitFor(t, 10*time.Second, "auto-created topic with 2 led partitions", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "auto-created topic with 2 led partitions", func() bool {
 		m := metadata(t, c, "auto")
 		return m.Topics[0].ErrorCode == 0 && len(m.Topics[0].Partitions) == 2 && m.Topics[0].Partitions[1].ErrorCode == 0
 	})
@@ -293,7 +294,7 @@ func TestTopicAdmin(t *testing.T) {
 	if ok, _, _ := zc.Exists("/brokers/topics/auto"); ok {
 		t.Fatal("/brokers/topics/auto still exists")
 	}
-	waitFor(t, 5*time.Second, "log directories of the deleted topic removed", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "log directories of the deleted topic removed", func() bool {
 		entries, _ := os.ReadDir(dir)
 		var names []string
 		for _, e := range entries {

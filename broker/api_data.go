@@ -71,14 +71,21 @@ func (b *Broker) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) 
 			rp.Partition = p.Partition
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 			var msg string
-			switch req.Acks {
-			case -1, 0, 1:
-				rp.ErrorCode, msg = b.produceOne(t.Topic, p.Partition, p.Records, &rp)
+			records := p.Records
+			if req.Version < 3 && req.Acks >= -1 && req.Acks <= 1 { // message formats 0 and 1, converted on append
+				records, rp.ErrorCode, msg = messageSetToBatch(records)
+			}
+			switch {
+			case rp.ErrorCode != 0:
+			case req.Acks == -1 || req.Acks == 0 || req.Acks == 1:
+				rp.ErrorCode, msg = b.produceOne(t.Topic, p.Partition, records, &rp)
 			default:
 				rp.ErrorCode, msg = kerr.InvalidRequiredAcks.Code, fmt.Sprintf("acks %d: must be -1, 0 or 1", req.Acks)
 			}
 			if rp.ErrorCode != 0 {
-				if msg != "" {
+				// Kafka answers a message only with per-record errors (INVALID_RECORD, KIP-467); the
+				// others (INVALID_REQUIRED_ACKS, CORRUPT_MESSAGE, ...) go without one, logged here.
+				if msg != "" && rp.ErrorCode == kerr.InvalidRecord.Code {
 					rp.ErrorMessage = kmsg.StringPtr(msg)
 				}
 				if firstErr == 0 {
@@ -172,6 +179,7 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.R
 	defer func() {
 		if timer != nil {
 			timer.Stop()
+			b.metrics.purgatory.WithLabelValues("Fetch").Dec()
 		}
 	}()
 	for {
@@ -193,6 +201,7 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.R
 		}
 		if timer == nil {
 			timer = time.NewTimer(remaining)
+			b.metrics.purgatory.WithLabelValues("Fetch").Inc() // parked until it answers (Dec with the timer's Stop)
 		}
 		select {
 		case <-wake:
@@ -237,6 +246,13 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, targets []fetchTarget, maxByt
 		}
 		if rp.ErrorCode != 0 {
 			anyErr = true
+			// As Kafka: offsets unknown (UnifiedLog.UnknownOffset) on any error; a partition KafkaApis
+			// itself refuses (unknown topic or partition: FetchResponse.partitionResponse) carries the
+			// generated default of an empty aborted-transactions list, one ReplicaManager refuses null.
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+			if rp.ErrorCode == kerr.UnknownTopicOrPartition.Code {
+				rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+			}
 		}
 		total += int64(len(rp.RecordBatches))
 		rt.Partitions = append(rt.Partitions, rp)
@@ -271,8 +287,28 @@ func (b *Broker) fetchPartition(req *kmsg.FetchRequest, t fetchTarget, budget in
 	if err != nil {
 		return errCode(err)
 	}
-	if int64(len(data)) > limit && !first {
-		return 0 // only the first partition may exceed its limit (KIP-74); this one waits for the next fetch
+	if int64(len(data)) > limit && !(first && req.Version >= 3) {
+		if req.Version >= 3 {
+			return 0 // only the first partition may exceed its limit (KIP-74); this one waits for the next fetch
+		}
+		// Before v3 the limit is hard (hardMaxBytesLimit): the read is cut there, a partial batch at
+		// its end, as FileRecords.slice cuts it; the client fetches again with a larger size.
+		data = data[:max(limit, 0)]
+	}
+	if req.Version <= 3 { // KafkaApis: v0–v1 read message format 0, v2–v3 format 1
+		toMagic := int8(1)
+		if req.Version <= 1 {
+			toMagic = 0
+		}
+		converted, err := downConvert(data, toMagic, off)
+		if err != nil {
+			b.log.WithError(err).WithFields(logFields(t.topic, t.req.Partition)).Warn("fetch: down-conversion")
+			if errors.Is(err, errUnsupportedCodec) {
+				return kerr.UnsupportedCompressionType.Code
+			}
+			return kerr.CorruptMessage.Code
+		}
+		data = fitDownConverted(converted, len(data))
 	}
 	rp.RecordBatches = data
 	return 0
@@ -322,8 +358,18 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, p kmsg.L
 		if err != nil {
 			return errCode(err)
 		}
-	case p.Timestamp == -3:
-		return kerr.UnsupportedVersion.Code // max timestamp needs ListOffsets v7 (KIP-734)
+	case p.Timestamp == -3: // MAX_TIMESTAMP (KIP-734, v7+)
+		if req.Version < 7 {
+			return kerr.UnsupportedVersion.Code
+		}
+		off, ts, err = maxTimestampOffset(part)
+		if err != nil {
+			return errCode(err)
+		}
+	case p.Timestamp == -4 && req.Version >= 8: // EARLIEST_LOCAL_TIMESTAMP (KIP-405): no remote log, the log start
+		off = part.log.LogStartOffset()
+	case p.Timestamp == -5 && req.Version >= 9: // LATEST_TIERED_TIMESTAMP (KIP-1005): no remote log, none
+		rp.LeaderEpoch = -1
 	default:
 		return kerr.InvalidRequest.Code
 	}
@@ -386,4 +432,61 @@ func offsetForTimestamp(part *partition, ts int64) (int64, int64, error) {
 		}
 	}
 	return -1, -1, nil
+}
+
+// maxTimestampOffset is UnifiedLog.fetchOffsetByTimestamp for MAX_TIMESTAMP (KIP-734): the first batch
+// holding the log's largest timestamp, and in it the first record with that timestamp (the batch's
+// base offset when it is compressed); (-1, -1) for an empty log.
+func maxTimestampOffset(part *partition) (int64, int64, error) {
+	bestTS, bestOff := int64(-1), int64(-1)
+	off, hwm := part.log.LogStartOffset(), part.log.HighWatermark()
+	for off < hwm {
+		data, err := part.log.Read(off, 1<<20)
+		if err != nil {
+			return -1, -1, err
+		}
+		if len(data) == 0 {
+			break
+		}
+		for len(data) >= 61 {
+			size := 12 + int(int32(binary.BigEndian.Uint32(data[8:12])))
+			if size < 61 || size > len(data) {
+				return -1, -1, kerr.CorruptMessage
+			}
+			var rb kmsg.RecordBatch
+			if err := rb.ReadFrom(data[:size]); err != nil {
+				return -1, -1, kerr.CorruptMessage
+			}
+			data = data[size:]
+			last := rb.FirstOffset + int64(rb.LastOffsetDelta)
+			if last < off {
+				continue
+			}
+			off = last + 1
+			if rb.MaxTimestamp <= bestTS {
+				continue
+			}
+			bestTS, bestOff = rb.MaxTimestamp, rb.FirstOffset
+			if rb.Attributes&0x07 != 0 || rb.Attributes&0x08 != 0 { // compressed or LogAppendTime: the batch
+				continue
+			}
+			recs := rb.Records
+			for i := int32(0); i < rb.NumRecords && len(recs) > 0; i++ {
+				l, k := binary.Varint(recs)
+				if k <= 0 || l < 0 || int(l) > len(recs)-k {
+					return -1, -1, kerr.CorruptMessage
+				}
+				var r kmsg.Record
+				if err := r.ReadFrom(recs[:k+int(l)]); err != nil {
+					return -1, -1, kerr.CorruptMessage
+				}
+				recs = recs[k+int(l):]
+				if rb.FirstTimestamp+r.TimestampDelta64 == rb.MaxTimestamp {
+					bestOff = rb.FirstOffset + int64(r.OffsetDelta)
+					break
+				}
+			}
+		}
+	}
+	return bestOff, bestTS, nil
 }

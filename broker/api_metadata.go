@@ -18,6 +18,7 @@ func (b *Broker) handleApiVersions(req *kmsg.ApiVersionsRequest) kmsg.Response {
 		return resp
 	}
 	resp.ApiKeys = b.advertised()
+	resp.FinalizedFeaturesEpoch = b.featureEpoch.Load() - 1 // -1 until /feature was read
 	return resp
 }
 
@@ -68,6 +69,7 @@ func (b *Broker) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 		resp.Brokers = append(resp.Brokers, mb)
 	}
 	resp.ControllerID = v.controller
+	resp.ClusterID = b.clusterID.Load()
 
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	var names []string

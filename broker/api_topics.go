@@ -140,6 +140,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, req *kmsg.CreateTopicsR
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic
 		rt.NumPartitions, rt.ReplicationFactor = -1, -1
+		rt.Configs = []kmsg.CreateTopicsResponseTopicConfig{} // v5+: never null in Kafka (no topic configs here)
 		code, msg, partitions, rf, assignment := b.validateCreate(t, count[t.Topic] > 1)
 		if code == 0 && !req.ValidateOnly {
 			code, msg = b.createTopic(ctx, t.Topic, partitions, rf, assignment)
@@ -380,9 +381,11 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsR
 			code, msg = b.deleteTopic(*e.name)
 		}
 		rt.ErrorCode = code
-		if code != 0 {
+		switch {
+		case code == kerr.UnknownTopicOrPartition.Code: // Kafka answers it without a message
+		case code != 0:
 			rt.ErrorMessage = kmsg.StringPtr(msg)
-		} else {
+		default:
 			deleted = append(deleted, len(resp.Topics))
 		}
 		resp.Topics = append(resp.Topics, rt)

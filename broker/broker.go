@@ -1,13 +1,14 @@
 // Package broker is a Kafka broker on the real wire protocol (requests decoded and responses encoded by
 // franz-go's kmsg): a listener with one goroutine per connection (kafka.network.SocketServer), request
 // dispatch (kafka.server.KafkaApis), partition logs (broker/storage), and ZooKeeper registration and a
-// controller laid out as Kafka 0.8.2's ZkUtils (DESIGN.md "ZooKeeper layout").
+// controller laid out as Kafka 0.8.2's ZkUtils (docs/design.md "ZooKeeper layout").
 //
 // Differences from Kafka, on purpose: replication factor 1 only (no followers, no LeaderAndIsr or
 // UpdateMetadata RPCs between brokers: every broker learns topics, leaders and live brokers by watching
 // ZooKeeper); no transactions or idempotent producer state; no fetch sessions (KIP-227: the broker answers
-// session id 0, which every client handles with full fetches); record batches v2 only (Produce v3+,
-// Fetch v4+, as Kafka 4.0 after KIP-896). Group APIs are served by a GroupHandler (SetGroupHandler).
+// session id 0, which every client handles with full fetches); the log holds v2 record batches only
+// (Produce v0–v2 and Fetch v0–v3, message formats 0 and 1, are converted as Kafka 3.9 converts them:
+// oldformats.go). Group APIs are served by a GroupHandler (SetGroupHandler).
 package broker
 
 import (
@@ -76,8 +77,11 @@ type Broker struct {
 
 	ln   net.Listener
 	addr string // the bound listener address
-	host string // advertised host and port (registered in ZooKeeper)
-	port int
+
+	clusterID    atomic.Pointer[string] // /cluster/id, once read or created (clusterid.go)
+	featureEpoch atomic.Int64           // /feature's znode version + 1; 0 until read (clusterid.go)
+	host         string                 // advertised host and port (registered in ZooKeeper)
+	port         int
 
 	ctx    context.Context // the broker's lifetime; cancelled by Close
 	cancel context.CancelFunc
@@ -291,7 +295,8 @@ func (b *Broker) Registered() bool {
 }
 
 // Metrics is the broker's private Prometheus registry (requests by api and error, bytes in/out,
-// connections closed by reason); serve it with promhttp.HandlerFor.
+// connections closed by reason, requests parked now by delayed operation); serve it with
+// promhttp.HandlerFor.
 func (b *Broker) Metrics() *prometheus.Registry { return b.metrics.reg }
 
 // SetGroupHandler routes the group APIs to h and advertises them in ApiVersions (the versions of

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/broker"
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 // holdHook is a logrus hook that holds every goroutine logging one of its messages inside the log
@@ -130,7 +131,7 @@ func TestCloseWaitsForItsGoroutines(t *testing.T) {
 			return false
 		}
 	}
-	waitFor(t, 15*time.Second, "Close to return, or to wait for the goroutines it started", func() bool {
+	testutil.WaitFor(t, 15*time.Second, "Close to return, or to wait for the goroutines it started", func() bool {
 		return returned() || closeWaitsOnWaitGroup()
 	})
 	early := returned()

@@ -113,7 +113,7 @@ func TestHandleFrameHeader(t *testing.T) {
 	if err := resp.ReadFrom(out[8:]); err != nil {
 		t.Fatal(err)
 	}
-	if resp.ErrorCode != 35 || len(resp.ApiKeys) != 1 || resp.ApiKeys[0].ApiKey != 18 || resp.ApiKeys[0].MinVersion != 0 || resp.ApiKeys[0].MaxVersion != 3 {
+	if resp.ErrorCode != 35 || len(resp.ApiKeys) != 1 || resp.ApiKeys[0].ApiKey != 18 || resp.ApiKeys[0].MinVersion != 0 || resp.ApiKeys[0].MaxVersion != 4 {
 		t.Fatalf("ApiVersions v9 answer: %+v", resp)
 	}
 	// Unknown key, unsupported version, truncated body: errClose with the documented reason.
@@ -125,7 +125,7 @@ func TestHandleFrameHeader(t *testing.T) {
 		{"unknown key", []byte{0x27, 0x0f, 0, 0, 0, 0, 0, 1, 0xff, 0xff}, closeUnknownKey},
 		{"init producer id (not served)", body(frame(kmsg.NewPtrInitProducerIDRequest(), 0, 1)), closeUnknownKey},
 		{"metadata v13", body(frame(kmsg.NewPtrMetadataRequest(), 13, 1)), closeBadVersion},
-		{"produce v2", body(frame(kmsg.NewPtrProduceRequest(), 2, 1)), closeBadVersion},
+		{"produce v10", body(frame(kmsg.NewPtrProduceRequest(), 10, 1)), closeBadVersion},
 		{"truncated metadata", body(frame(&kmsg.MetadataRequest{Topics: []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("abc")}}}, 1, 1))[:15], closeMalformed},
 		{"short header", []byte{0, 3, 0}, closeMalformed},
 	} {

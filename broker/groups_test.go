@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 )
 
@@ -60,7 +61,7 @@ func TestGroupConsumeAndRestartKeepsOffsets(t *testing.T) {
 			}
 		}(m)
 	}
-	interopWaitFor(t, 30*time.Second, "both members assigned 2 partitions each", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "both members assigned 2 partitions each", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(assigned["a"][topic]) == 2 && len(assigned["b"][topic]) == 2
@@ -77,13 +78,13 @@ func TestGroupConsumeAndRestartKeepsOffsets(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	interopWaitFor(t, 30*time.Second, "every message consumed", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "every message consumed", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(seen) == n
 	})
 	adm := kadm.NewClient(prod)
-	interopWaitFor(t, 30*time.Second, "commits reach the high watermarks", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "commits reach the high watermarks", func() bool {
 		offs, err := adm.FetchOffsets(context.Background(), group)
 		if err != nil {
 			return false
@@ -127,7 +128,7 @@ func TestGroupConsumeAndRestartKeepsOffsets(t *testing.T) {
 	defer adm2cl.Close()
 	adm2 := kadm.NewClient(adm2cl)
 	var after kadm.OffsetResponses
-	interopWaitFor(t, 30*time.Second, "offsets fetched after restart", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "offsets fetched after restart", func() bool {
 		offs, err := adm2.FetchOffsets(context.Background(), group)
 		if err != nil || offs.Error() != nil {
 			return false

@@ -1,7 +1,7 @@
 package broker_test
 
 // The group coordinator through the real broker (started by the lab on a real ZooKeeper), driven
-// on the wire with kmsg requests: the CO-* field cases of /work/shared/cases/README.md at the
+// on the wire with kmsg requests: the CO-* field cases (problems Kafka users reported, each named after its report) at the
 // request versions clients send, and bad input answered with Kafka 3.9's error codes — never a
 // crash, and the group and other connections keep working.
 
@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/wire"
 )
@@ -137,7 +138,7 @@ func fetchWire(t *testing.T, c *wire.Conn, group string, partition int32) int64 
 func waitGroupReady(t *testing.T, c *wire.Conn, group string) {
 	t.Helper()
 	waitCoordinator(t, c, group)
-	interopWaitFor(t, 30*time.Second, "group "+group+" served by its coordinator", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "group "+group+" served by its coordinator", func() bool {
 		return describeWire(t, c, group).ErrorCode == 0
 	})
 }
@@ -244,7 +245,7 @@ func TestCO_COMMIT_DURING_REBALANCE_Wire(t *testing.T) {
 	}
 	waitState := func(state string) {
 		t.Helper()
-		interopWaitFor(t, 20*time.Second, "group g "+state, func() bool { return describeWire(t, c, "g").State == state })
+		testutil.WaitFor(t, 20*time.Second, "group g "+state, func() bool { return describeWire(t, c, "g").State == state })
 	}
 	// A alone, then B joins: A learns of it from its heartbeat and rejoins.
 	joinAll(a)
@@ -366,7 +367,7 @@ func TestCO_LATE_COMMIT_REWIND_Wire(t *testing.T) {
 	// B joins; A heartbeats (REBALANCE_IN_PROGRESS) but does not rejoin within the rebalance timeout.
 	bJoined := make(chan struct{})
 	go func() { defer close(bJoined); b.join(t) }()
-	interopWaitFor(t, 20*time.Second, "group g PreparingRebalance", func() bool { return describeWire(t, c, "g").State == "PreparingRebalance" })
+	testutil.WaitFor(t, 20*time.Second, "group g PreparingRebalance", func() bool { return describeWire(t, c, "g").State == "PreparingRebalance" })
 wait:
 	for {
 		select {
@@ -461,7 +462,7 @@ func TestGroupBadInputWire(t *testing.T) {
 		defer mu.Unlock()
 		return len(owned["t"]) == 2
 	}
-	interopWaitFor(t, 30*time.Second, "the consumer owning both partitions", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the consumer owning both partitions", func() bool {
 		return ownsBoth() && describeWire(t, c, "g").State == "Stable"
 	})
 	mu.Lock()
@@ -544,7 +545,7 @@ func TestGroupBadInputWire(t *testing.T) {
 		t.Fatalf("the older connection after the oversized request: %v", kerr.ErrorForCode(d.ErrorCode))
 	}
 	// The group finishes without x: x is expired after its 3 s session, the consumer owns both again.
-	interopWaitFor(t, 30*time.Second, "the consumer alone owning both partitions again", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the consumer alone owning both partitions again", func() bool {
 		d := describeWire(t, c, "g")
 		return d.State == "Stable" && len(d.Members) == 1 && d.Members[0].MemberID == before.Members[0].MemberID && ownsBoth()
 	})
@@ -560,7 +561,7 @@ func TestGroupBadInputWire(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	interopWaitFor(t, 30*time.Second, "the consumer consuming after the oversized request", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the consumer consuming after the oversized request", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return seen["a"] == 1 && seen["b"] == 1

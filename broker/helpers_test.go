@@ -28,18 +28,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"))
 }
 
-// waitFor polls cond every 20 ms until it holds or d passes (then the test fails naming what).
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // testLog collects a test's broker logs and prints them only if the test fails.
 type testLog struct {
 	mu  sync.Mutex
@@ -110,7 +98,7 @@ type testBroker struct {
 	b     *broker.Broker
 }
 
-// labProps are the lab's short settings (DESIGN.md "Lab timing") next to Kafka's defaults.
+// labProps are the lab's short settings (docs/design.md "Lab timing") next to Kafka's defaults.
 func labProps(id int32, zkConnect, dir string) map[string]string {
 	return map[string]string{
 		"broker.id":                        strconv.Itoa(int(id)),
@@ -206,6 +194,18 @@ func metadata(t *testing.T, c *wire.Conn, topics ...string) *kmsg.MetadataRespon
 // counterValue reads a counter of the broker's registry by name and labels (0 when absent).
 func counterValue(t *testing.T, b *broker.Broker, name string, labels map[string]string) float64 {
 	t.Helper()
+	return findMetric(t, b, name, labels).GetCounter().GetValue()
+}
+
+// gaugeValue reads a gauge of the broker's registry by name and labels (0 when absent).
+func gaugeValue(t *testing.T, b *broker.Broker, name string, labels map[string]string) float64 {
+	t.Helper()
+	return findMetric(t, b, name, labels).GetGauge().GetValue()
+}
+
+// findMetric is the first metric of the broker's registry with name and labels (nil when absent).
+func findMetric(t *testing.T, b *broker.Broker, name string, labels map[string]string) *dto.Metric {
+	t.Helper()
 	mfs, err := b.Metrics().Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -221,10 +221,10 @@ func counterValue(t *testing.T, b *broker.Broker, name string, labels map[string
 					continue metric
 				}
 			}
-			return m.GetCounter().GetValue()
+			return m
 		}
 	}
-	return 0
+	return nil
 }
 
 func hasLabel(m *dto.Metric, k, v string) bool {

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 )
 
@@ -247,7 +248,7 @@ func TestKill9UnderLoadKeepsAcknowledged(t *testing.T) {
 			})
 		}
 	}()
-	interopWaitFor(t, 30*time.Second, "1000 acknowledged records", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "1000 acknowledged records", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(acked) >= 1000
@@ -274,7 +275,7 @@ func TestKill9UnderLoadKeepsAcknowledged(t *testing.T) {
 	}
 	defer cons.Close()
 	found := map[string]bool{}
-	interopWaitFor(t, 60*time.Second, "every acknowledged record read back", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "every acknowledged record read back", func() bool {
 		pctx, pcancel := context.WithTimeout(context.Background(), time.Second)
 		defer pcancel()
 		cons.PollFetches(pctx).EachRecord(func(r *kgo.Record) { found[string(r.Value)] = true })
@@ -286,15 +287,4 @@ func TestKill9UnderLoadKeepsAcknowledged(t *testing.T) {
 		return true
 	})
 	t.Logf("%d records acknowledged before SIGKILL, all %d read back (%d read in all)", want, want, len(found))
-}
-
-func interopWaitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -149,8 +149,8 @@ func TestMalformedInput(t *testing.T) {
 		before := closed("unsupported_version")
 		for _, frame := range [][]byte{
 			frameOf(kmsg.NewPtrMetadataRequest(), 13, 1),
-			frameOf(kmsg.NewPtrProduceRequest(), 2, 2), // record batches v2 only: Produce v3+
-			frameOf(kmsg.NewPtrFetchRequest(), 3, 3),
+			frameOf(kmsg.NewPtrProduceRequest(), 10, 2), // v0-v9 served (KIP-951's v10+ not)
+			frameOf(kmsg.NewPtrFetchRequest(), 13, 3),   // v0-v12 served (topic ids from v13 not)
 		} {
 			c := rawConn(t, tb.addr())
 			c.Write(frame)
@@ -169,7 +169,7 @@ func TestMalformedInput(t *testing.T) {
 		if err := resp.ReadFrom(readResponse(t, c, 7)); err != nil {
 			t.Fatal(err)
 		}
-		if resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) != 1 || resp.ApiKeys[0].ApiKey != 18 || resp.ApiKeys[0].MinVersion != 0 || resp.ApiKeys[0].MaxVersion != 3 {
+		if resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) != 1 || resp.ApiKeys[0].ApiKey != 18 || resp.ApiKeys[0].MinVersion != 0 || resp.ApiKeys[0].MaxVersion != 4 {
 			t.Fatalf("ApiVersions v42: %+v", resp)
 		}
 		c.Write(frameOf(kmsg.NewPtrApiVersionsRequest(), 0, 8))
@@ -177,7 +177,7 @@ func TestMalformedInput(t *testing.T) {
 		if err := resp.ReadFrom(readResponse(t, c, 8)); err != nil {
 			t.Fatal(err)
 		}
-		if resp.ErrorCode != 0 || len(resp.ApiKeys) != 18 { // 8 data/admin APIs + 10 group APIs
+		if resp.ErrorCode != 0 || len(resp.ApiKeys) != 20 { // 10 data/admin APIs + 10 group APIs
 			t.Fatalf("ApiVersions v0 after the retry: error %d, %d keys", resp.ErrorCode, len(resp.ApiKeys))
 		}
 		metadataOK("unsupported version")

@@ -19,6 +19,9 @@ type metrics struct {
 	bytesOut prometheus.Counter
 	closed   *prometheus.CounterVec // reason
 	messages prometheus.Counter
+	// purgatory counts the requests parked now, by delayed operation ("Fetch": long polls waiting
+	// for MinBytes), as Kafka's DelayedOperationPurgatory PurgatorySize gauge.
+	purgatory *prometheus.GaugeVec
 }
 
 func newMetrics(id int32) *metrics {
@@ -41,8 +44,11 @@ func newMetrics(id int32) *metrics {
 		messages: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "kafka_server_messages_in_total", Help: "Records appended by Produce.", ConstLabels: labels,
 		}),
+		purgatory: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kafka_server_purgatory_size", Help: "Requests parked now, by delayed operation (Fetch: long polls waiting for data).", ConstLabels: labels,
+		}, []string{"delayed_operation"}),
 	}
-	m.reg.MustRegister(m.requests, m.bytesIn, m.bytesOut, m.closed, m.messages)
+	m.reg.MustRegister(m.requests, m.bytesIn, m.bytesOut, m.closed, m.messages, m.purgatory)
 	return m
 }
 

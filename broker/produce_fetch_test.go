@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 // TestProduceConsume100k: franz-go produces 100,000 records with acks=all to a 6-partition topic; a
@@ -203,7 +205,11 @@ func TestFetchLongPoll(t *testing.T) {
 		}
 		got <- result{resp.(*kmsg.FetchResponse), time.Now()}
 	}()
-	time.Sleep(300 * time.Millisecond) // let the fetch park (its answer would take 20 s otherwise)
+	// The fetch parks (its answer would take 20 s otherwise): the broker's fetch purgatory holds it.
+	parked := func() float64 {
+		return gaugeValue(t, tb.b, "kafka_server_purgatory_size", map[string]string{"delayed_operation": "Fetch"})
+	}
+	testutil.WaitFor(t, 10*time.Second, "the fetch parked in the broker's purgatory", func() bool { return parked() == 1 })
 	prod, err := kgo.NewClient(kgo.SeedBrokers(tb.addr()), kgo.RequiredAcks(kgo.AllISRAcks()))
 	if err != nil {
 		t.Fatal(err)
@@ -226,6 +232,9 @@ func TestFetchLongPoll(t *testing.T) {
 		p := res.r.Topics[0].Partitions[0]
 		if p.ErrorCode != 0 || p.HighWatermark != 1 || len(p.RecordBatches) == 0 {
 			t.Fatalf("woken fetch: error %v hwm %d bytes %d", kerr.ErrorForCode(p.ErrorCode), p.HighWatermark, len(p.RecordBatches))
+		}
+		if n := parked(); n != 0 {
+			t.Fatalf("%v fetches parked after the woken one answered, want 0", n)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("parked fetch not woken by the append")

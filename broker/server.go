@@ -22,18 +22,21 @@ import (
 type apiRange struct{ min, max int16 }
 
 // brokerAPIs are the APIs the broker implements itself, with the versions it advertises in ApiVersions.
-// Record batches are v2 only, so Produce starts at v3 and Fetch at v4 (the first versions whose
-// records are v2 batches, as Kafka 4.0 after KIP-896); topic ids are not kept (0.8.2's znode layout has
-// none), so Fetch stops at v12 and Metadata answers the null topic id from v10 on.
+// The log holds v2 record batches: Produce v0–v2 (message formats 0 and 1) are converted on append and
+// Fetch v0–v3 down-converted (oldformats.go), as Kafka 3.9 does; topic ids are not kept (0.8.2's znode
+// layout has none), so Fetch stops at v12 and Metadata answers the null topic id from v10 on.
 var brokerAPIs = map[int16]apiRange{
-	int16(kmsg.Produce):          {3, 9},
-	int16(kmsg.Fetch):            {4, 12},
-	int16(kmsg.ListOffsets):      {0, 6},
+	int16(kmsg.Produce):          {0, 9},
+	int16(kmsg.Fetch):            {0, 12},
+	int16(kmsg.ListOffsets):      {0, 9},
 	int16(kmsg.Metadata):         {0, 12},
-	int16(kmsg.ApiVersions):      {0, 3},
+	int16(kmsg.ApiVersions):      {0, 4}, // v4 is v3's format: KAFKA-17011 only lets a feature's minimum be 0
 	int16(kmsg.CreateTopics):     {0, 7},
 	int16(kmsg.DeleteTopics):     {0, 6},
 	int16(kmsg.CreatePartitions): {0, 3},
+	// KIP-848's APIs: UNSUPPORTED_VERSION, as a ZooKeeper-mode Kafka answers them (api_kip848.go).
+	int16(kmsg.ConsumerGroupHeartbeat): {0, 0},
+	int16(kmsg.ConsumerGroupDescribe):  {0, 0},
 }
 
 // groupAPIKeys are the APIs routed to the GroupHandler.
@@ -372,6 +375,18 @@ func (b *Broker) dispatch(ctx context.Context, req kmsg.Request) (resp kmsg.Resp
 		return b.handleCreatePartitions(ctx, r), nil
 	case *kmsg.DeleteTopicsRequest:
 		return b.handleDeleteTopics(ctx, r), nil
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		return b.handleConsumerGroupHeartbeat(r), nil
+	case *kmsg.ConsumerGroupDescribeRequest:
+		return b.handleConsumerGroupDescribe(r), nil
+	case *kmsg.OffsetCommitRequest:
+		if r.Version == 0 {
+			return b.handleOffsetCommitV0(r), nil
+		}
+	case *kmsg.OffsetFetchRequest:
+		if r.Version == 0 {
+			return b.handleOffsetFetchV0(r), nil
+		}
 	}
 	g := b.groups.Load()
 	if g == nil || !isGroupAPI(req.Key()) {

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rebalancelab/rebalancelab/broker"
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 // freeAddr returns a loopback address nothing listens on (a port the kernel just handed out).
@@ -158,7 +159,7 @@ func TestRecoveryTruncationLogged(t *testing.T) {
 	tb.stop()
 	hook := logtest.NewLocal(tb.log)
 	tb.start()
-	waitFor(t, 10*time.Second, "the recovery report of rec-0", func() bool { return len(recoveryEntries(hook)) > 0 })
+	testutil.WaitFor(t, 10*time.Second, "the recovery report of rec-0", func() bool { return len(recoveryEntries(hook)) > 0 })
 	if es := recoveryEntries(hook); len(es) != 1 || es[0].Level != logrus.DebugLevel || es[0].Data["truncated_bytes"] != int64(0) || es[0].Data["high_watermark"] != int64(3) {
 		t.Fatalf("clean reopen: recovery entries %+v, want one DEBUG with truncated_bytes 0, high_watermark 3", es)
 	}
@@ -176,7 +177,7 @@ func TestRecoveryTruncationLogged(t *testing.T) {
 	f.Close()
 	hook.Reset()
 	tb.start()
-	waitFor(t, 10*time.Second, "the recovery report of rec-0", func() bool { return len(recoveryEntries(hook)) > 0 })
+	testutil.WaitFor(t, 10*time.Second, "the recovery report of rec-0", func() bool { return len(recoveryEntries(hook)) > 0 })
 	es := recoveryEntries(hook)
 	if len(es) != 1 {
 		t.Fatalf("%d recovery entries, want 1: %+v", len(es), es)

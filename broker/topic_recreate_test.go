@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rebalancelab/rebalancelab/broker"
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 )
 
@@ -62,7 +63,7 @@ func fidTopicRecreate(t *testing.T, brokers int) {
 		alreadyExists := 0
 		// Kafka 3.9 answers TOPIC_ALREADY_EXISTS while the old topic's deletion is pending; a retry
 		// succeeds once it is done. Anything else (REQUEST_TIMED_OUT above all) is the bug.
-		waitFor(t, 10*time.Second, fmt.Sprintf("round %d: CreateTopics to succeed", round), func() bool {
+		testutil.WaitFor(t, 10*time.Second, fmt.Sprintf("round %d: CreateTopics to succeed", round), func() bool {
 			resp, err := adm.CreateTopics(ctx, fidRecreatePartitions, 1, nil, topic)
 			if err != nil {
 				t.Fatalf("round %d: CreateTopics: %v", round, err)
@@ -98,7 +99,8 @@ func fidTopicRecreate(t *testing.T, brokers int) {
 }
 
 // waitLed waits up to a second for every partition of topic to have a leader (leaderless), and
-// says what Metadata last showed if not.
+// says what Metadata last showed if not. The second is the bound under test (testutil.Within: not
+// stretched under the race detector).
 func waitLed(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, round int) {
 	t.Helper()
 	var missing string
@@ -107,7 +109,7 @@ func waitLed(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, 
 			t.Logf("round %d: last Metadata: %s", round, missing)
 		}
 	}()
-	waitFor(t, time.Second, fmt.Sprintf("round %d: a leader for each of the %d partitions", round, fidRecreatePartitions), func() bool {
+	testutil.Within(t, time.Second, fmt.Sprintf("round %d: a leader for each of the %d partitions", round, fidRecreatePartitions), func() bool {
 		missing = leaderless(ctx, adm, topic)
 		return missing == ""
 	})
@@ -191,7 +193,7 @@ func TestFIDTopicRecreateMissedDeletion(t *testing.T) {
 		return o.Offset
 	}
 	create()
-	waitFor(t, 10*time.Second, "partition 1 led by broker 2", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "partition 1 led by broker 2", func() bool {
 		md, err := adm.Metadata(ctx, topic)
 		return err == nil && md.Topics[topic].Partitions[1].Leader == 2
 	})
@@ -228,7 +230,7 @@ func TestFIDTopicRecreateMissedDeletion(t *testing.T) {
 	if err := links.Heal(lab.LinkZooKeeper); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "broker 2 to serve partition 1 of the re-created topic, empty", func() bool { return endOffset() == 0 })
+	testutil.WaitFor(t, 10*time.Second, "broker 2 to serve partition 1 of the re-created topic, empty", func() bool { return endOffset() == 0 })
 	if after := owner(); after != before {
 		t.Fatalf("broker 2's registration changed session (0x%x -> 0x%x): the stall was meant to be shorter than the session", before, after)
 	}
@@ -306,9 +308,9 @@ func TestFIDTopicRecreateWhileBrokerDown(t *testing.T) {
 	}
 	b2.props["zookeeper.connect"] = z.Connect()
 	b2.start() // registers once the old session has expired
-	waitFor(t, 20*time.Second, "broker 2 to lead partition 1 of the re-created topic", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "broker 2 to lead partition 1 of the re-created topic", func() bool {
 		md, err := adm.Metadata(ctx, topic)
 		return err == nil && len(md.Topics[topic].Partitions) == 2 && md.Topics[topic].Partitions[1].Leader == 2
 	})
-	waitFor(t, 10*time.Second, "broker 2 to serve partition 1 of the re-created topic, empty", func() bool { return endOffset() == 0 })
+	testutil.WaitFor(t, 10*time.Second, "broker 2 to serve partition 1 of the re-created topic, empty", func() bool { return endOffset() == 0 })
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/wire"
 )
 
@@ -15,7 +16,7 @@ import (
 // creates __consumer_offsets (COORDINATOR_NOT_AVAILABLE until it has a leader), as Kafka does.
 func waitCoordinator(t *testing.T, c *wire.Conn, group string) {
 	t.Helper()
-	interopWaitFor(t, 30*time.Second, "the group coordinator", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the group coordinator", func() bool {
 		r := kmsg.NewPtrFindCoordinatorRequest()
 		r.CoordinatorKey = group
 		r.SetVersion(0)

@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 // TestEveryAdvertisedVersion sends every version of every API the broker advertises and checks the
@@ -97,6 +99,19 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 				if resp := request[*kmsg.ApiVersionsResponse](t, c, r, v); resp.ErrorCode != 0 || len(resp.ApiKeys) != len(av.ApiKeys) {
 					t.Fatalf("%s: %+v", name, resp)
 				}
+			case 68: // ConsumerGroupHeartbeat (KIP-848): refused, as by a ZooKeeper-mode Kafka
+				r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+				r.Group, r.RebalanceTimeoutMillis = "sweep-848", 30000
+				if resp := request[*kmsg.ConsumerGroupHeartbeatResponse](t, c, r, v); resp.ErrorCode != kerr.UnsupportedVersion.Code {
+					t.Fatalf("%s: error %d, want UNSUPPORTED_VERSION", name, resp.ErrorCode)
+				}
+			case 69: // ConsumerGroupDescribe (KIP-848): every group refused
+				r := kmsg.NewPtrConsumerGroupDescribeRequest()
+				r.Groups = []string{"sweep-848", "sweep-g"}
+				resp := request[*kmsg.ConsumerGroupDescribeResponse](t, c, r, v)
+				if len(resp.Groups) != 2 || resp.Groups[0].ErrorCode != kerr.UnsupportedVersion.Code || resp.Groups[1].Group != "sweep-g" || resp.Groups[1].ErrorCode != kerr.UnsupportedVersion.Code {
+					t.Fatalf("%s: %+v", name, resp.Groups)
+				}
 			case 19, 20, 37: // CreateTopics, then CreatePartitions, then DeleteTopics, at version v each
 				if k.ApiKey != 19 {
 					continue // exercised below with the topic CreateTopics made
@@ -152,7 +167,7 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 		t.Fatalf("acks=0 produce: %v %v", resp, err)
 	}
 	next++
-	waitFor(t, 5*time.Second, "the acks=0 batch appended", func() bool { return batch.HighWatermark() == next })
+	testutil.WaitFor(t, 5*time.Second, "the acks=0 batch appended", func() bool { return batch.HighWatermark() == next })
 	if m := metadata(t, c, "sweep"); m.Topics[0].ErrorCode != 0 {
 		t.Fatalf("metadata after acks=0: %v", kerr.ErrorForCode(m.Topics[0].ErrorCode))
 	}

@@ -305,6 +305,12 @@ func (b *Broker) register(s *zkState) error {
 			return err
 		}
 	}
+	if err := b.ensureClusterID(); err != nil {
+		return err
+	}
+	if err := b.ensureFeatureZNode(); err != nil {
+		return err
+	}
 	path := b.zp(brokerPath(b.id))
 	data := encodeBroker(b.host, b.port, time.Now().UnixMilli())
 	_, err := b.zk.Create(path, data, zk.FlagEphemeral, b.acl())

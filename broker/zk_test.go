@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 )
 
@@ -246,7 +247,7 @@ func TestLeaderGoesAndComesBack(t *testing.T) {
 
 	c1 := dial(t, b1.addr())
 	b2.stop()
-	waitFor(t, 10*time.Second, "partition 1 leader -1", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "partition 1 leader -1", func() bool {
 		s := readState(t, zc, "failover", 1)
 		return s.Leader == -1
 	})
@@ -256,7 +257,7 @@ func TestLeaderGoesAndComesBack(t *testing.T) {
 	if s := readState(t, zc, "failover", 0); s.Leader != 1 || s.LeaderEpoch != 0 {
 		t.Fatalf("partition 0 changed: %+v", s)
 	}
-	waitFor(t, 10*time.Second, "Metadata on broker 1 to show partition 1 leaderless", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "Metadata on broker 1 to show partition 1 leaderless", func() bool {
 		m := metadata(t, c1, "failover")
 		return len(m.Brokers) == 1 && m.Topics[0].Partitions[1].ErrorCode == kerr.LeaderNotAvailable.Code
 	})
@@ -275,13 +276,13 @@ func TestLeaderGoesAndComesBack(t *testing.T) {
 	}
 
 	b2.start()
-	waitFor(t, 15*time.Second, "partition 1 led by broker 2 again", func() bool {
+	testutil.WaitFor(t, 15*time.Second, "partition 1 led by broker 2 again", func() bool {
 		return readState(t, zc, "failover", 1).Leader == 2
 	})
 	if s := readState(t, zc, "failover", 1); !reflect.DeepEqual(s, state{Version: 1, Leader: 2, LeaderEpoch: 2, ControllerEpoch: 1, ISR: []int32{2}}) {
 		t.Fatalf("partition 1 after broker 2 returned: %+v", s)
 	}
-	waitFor(t, 10*time.Second, "Metadata on broker 1 to show broker 2 leading partition 1", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "Metadata on broker 1 to show broker 2 leading partition 1", func() bool {
 		p := metadata(t, c1, "failover").Topics[0].Partitions[1]
 		return p.ErrorCode == 0 && p.Leader == 2 && p.LeaderEpoch == 2
 	})
@@ -322,7 +323,7 @@ func TestControllerFailover(t *testing.T) {
 		t.Fatalf("controller %d, want broker 1 (started first)", ctl.BrokerID)
 	}
 	b1.stop()
-	waitFor(t, 10*time.Second, "broker 2 to become controller", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "broker 2 to become controller", func() bool {
 		data, _, err := zc.Get("/controller")
 		if err != nil {
 			return false
@@ -332,18 +333,18 @@ func TestControllerFailover(t *testing.T) {
 	})
 	// The new controller writes /controller, then bumps /controller_epoch (0.8.2's
 	// KafkaController.onControllerFailover order): wait for the second write.
-	waitFor(t, 10*time.Second, "/controller_epoch = 2", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "/controller_epoch = 2", func() bool {
 		data, _, err := zc.Get("/controller_epoch")
 		return err == nil && string(data) == "2"
 	})
-	waitFor(t, 10*time.Second, "partition 0 (broker 1's) leaderless", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "partition 0 (broker 1's) leaderless", func() bool {
 		return readState(t, zc, "ctl", 0).Leader == -1
 	})
 	if s := readState(t, zc, "ctl", 0); !reflect.DeepEqual(s, state{Version: 1, Leader: -1, LeaderEpoch: 1, ControllerEpoch: 2, ISR: []int32{1}}) {
 		t.Fatalf("partition 0 state %+v", s)
 	}
 	c2 := dial(t, b2.addr())
-	waitFor(t, 10*time.Second, "Metadata controller id 2", func() bool { return metadata(t, c2).ControllerID == 2 })
+	testutil.WaitFor(t, 10*time.Second, "Metadata controller id 2", func() bool { return metadata(t, c2).ControllerID == 2 })
 }
 
 // TestZooKeeperUnreachable: while the broker's link to ZooKeeper is cut (a TCP proxy refuses it) the
@@ -377,7 +378,7 @@ func TestZooKeeperUnreachable(t *testing.T) {
 	if err := proxy.Cut(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Second, "ZooKeeper to expire the broker's session", func() bool {
+	testutil.WaitFor(t, 15*time.Second, "ZooKeeper to expire the broker's session", func() bool {
 		ok, _, err := zc.Exists("/brokers/ids/1")
 		return err == nil && !ok
 	})
@@ -399,11 +400,11 @@ func TestZooKeeperUnreachable(t *testing.T) {
 	if err := proxy.Heal(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "re-registration under a new session", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "re-registration under a new session", func() bool {
 		_, st, err := zc.Get("/brokers/ids/1")
 		return err == nil && st.EphemeralOwner != oldSession
 	})
-	waitFor(t, 10*time.Second, "/controller re-created", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "/controller re-created", func() bool {
 		ok, _, _ := zc.Exists("/controller")
 		return ok
 	})

@@ -6,9 +6,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/rebalancelab/rebalancelab/zkdata"
 )
 
-// ZooKeeper paths and znode values, exactly as Kafka 0.8.2's ZkUtils.scala writes them (DESIGN.md
+// ZooKeeper paths and znode values, exactly as Kafka 0.8.2's ZkUtils.scala writes them (docs/design.md
 // "ZooKeeper layout"; key order is free, parsed fields and types must match):
 //
 //	/brokers/ids/<id>                              ephemeral  {"version":1,"host":H,"port":P,"jmx_port":-1,"timestamp":"<ms>"}
@@ -102,15 +104,19 @@ func encodeState(s leaderAndISR) []byte {
 	return b
 }
 
+// decodeBroker reads another broker's registration, of any version Kafka writes (1–5: a real Kafka
+// 3.9 broker's too, zkdata.DecodeBroker), as its PLAINTEXT address, the only listener this broker
+// speaks to; one without a PLAINTEXT endpoint is an error.
 func decodeBroker(data []byte) (brokerZNode, error) {
-	var n brokerZNode
-	if err := json.Unmarshal(data, &n); err != nil {
-		return n, fmt.Errorf("broker znode %q: %w", data, err)
+	b, err := zkdata.DecodeBroker(data)
+	if err != nil {
+		return brokerZNode{}, err
 	}
-	if n.Host == "" || n.Port <= 0 || n.Port > 65535 {
-		return n, fmt.Errorf("broker znode %q: no host/port", data)
+	host, port, ok := b.Plaintext()
+	if !ok {
+		return brokerZNode{}, fmt.Errorf("broker znode %q: no PLAINTEXT endpoint", data)
 	}
-	return n, nil
+	return brokerZNode{Version: b.Version, Host: host, Port: port}, nil
 }
 
 func decodeController(data []byte) (int32, error) {
@@ -125,20 +131,10 @@ func decodeController(data []byte) (int32, error) {
 	return c.BrokerID, nil
 }
 
+// decodeAssignment reads /brokers/topics/<t> of any version Kafka writes (1–3,
+// zkdata.DecodeTopicAssignment): partition → replicas.
 func decodeAssignment(data []byte) (map[int32][]int32, error) {
-	var t topicZNode
-	if err := json.Unmarshal(data, &t); err != nil {
-		return nil, fmt.Errorf("topic znode %q: %w", data, err)
-	}
-	out := make(map[int32][]int32, len(t.Partitions))
-	for k, r := range t.Partitions {
-		p, err := strconv.ParseInt(k, 10, 32)
-		if err != nil || p < 0 {
-			return nil, fmt.Errorf("topic znode %q: bad partition %q", data, k)
-		}
-		out[int32(p)] = r
-	}
-	return out, nil
+	return zkdata.DecodeTopicAssignment(data)
 }
 
 func decodeState(data []byte) (leaderAndISR, error) {

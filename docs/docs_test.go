@@ -47,6 +47,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -508,20 +510,27 @@ func (s *session) run(c docCommand) bool {
 
 // firstLine waits for p's first stdout line.
 func firstLine(p *bgProc, limit time.Duration) (string, error) {
-	deadline := time.Now().Add(limit)
-	for {
-		if line, _, ok := strings.Cut(p.out.String(), "\n"); ok {
-			return line, nil
+	var line string
+	var exited bool
+	err := testutil.Await(context.Background(), limit, "a first output line", func() bool {
+		var ok bool
+		if line, _, ok = strings.Cut(p.out.String(), "\n"); ok {
+			return true
 		}
 		select {
 		case <-p.done:
-			return "", fmt.Errorf("exited (%v) before printing a line", p.werr)
-		case <-time.After(100 * time.Millisecond):
+			exited = true
+		default:
 		}
-		if time.Now().After(deadline) {
-			return "", fmt.Errorf("no output line within %s", limit)
-		}
+		return exited
+	})
+	switch {
+	case err != nil:
+		return "", err
+	case exited:
+		return "", fmt.Errorf("exited (%v) before printing a line", p.werr)
 	}
+	return line, nil
 }
 
 func (s *session) runScenario(c docCommand, args []string) bool {
@@ -656,26 +665,23 @@ func (s *session) finish() {
 			t.Errorf("group %s prints topic %s, to which the page produces nothing", k.group, k.topic)
 			continue
 		}
-		deadline := time.Now().Add(90 * time.Second)
-		for {
-			n, err := distinct(ps, k.topic)
-			if err != nil {
-				t.Error(err)
-				break
+		var n int
+		var badLine error
+		err := testutil.Await(context.Background(), 90*time.Second, fmt.Sprintf("group %s to print the %d records produced to %s", k.group, want, k.topic), func() bool {
+			n, badLine = distinct(ps, k.topic)
+			return badLine != nil || n == want
+		})
+		switch {
+		case badLine != nil:
+			t.Error(badLine)
+		case err != nil:
+			var errs []string
+			for _, p := range ps {
+				errs = append(errs, s.where(p.c)+":\n"+tail([]byte(p.err.String()), 15))
 			}
-			if n == want {
-				t.Logf("group %s printed each of the %d records produced to %s (%d consumers)", k.group, want, k.topic, len(ps))
-				break
-			}
-			if time.Now().After(deadline) {
-				var errs []string
-				for _, p := range ps {
-					errs = append(errs, s.where(p.c)+":\n"+tail([]byte(p.err.String()), 15))
-				}
-				t.Errorf("group %s printed %d distinct records of the %d produced to %s within 90 s\n%s", k.group, n, want, k.topic, strings.Join(errs, "\n"))
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
+			t.Errorf("%v: %d distinct printed\n%s", err, n, strings.Join(errs, "\n"))
+		default:
+			t.Logf("group %s printed each of the %d records produced to %s (%d consumers)", k.group, want, k.topic, len(ps))
 		}
 	}
 	var wg sync.WaitGroup

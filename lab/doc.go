@@ -41,5 +41,5 @@
 // # Timing
 //
 // ShortTimings (broker) and ShortConsumerTimings (consumers) are the lab's short settings, with Kafka's
-// defaults next to them (DESIGN.md "Lab timing").
+// defaults next to them (docs/design.md "Lab timing").
 package lab

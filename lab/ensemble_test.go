@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 func modes(t *testing.T, z *ZooKeeper) []string {
@@ -70,7 +72,7 @@ func TestEnsemble(t *testing.T) {
 	if victim.Running() || processAlive(pid) {
 		t.Fatalf("node %d still running after Kill (pid %d)", victim.ID(), pid)
 	}
-	waitFor(t, 30*time.Second, "a write after the leader's kill -9", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "a write after the leader's kill -9", func() bool {
 		_, err := all.Set("/ens", []byte("v2"), -1)
 		return err == nil
 	})
@@ -98,7 +100,7 @@ func TestEnsemble(t *testing.T) {
 		t.Fatalf("Stop: %v", err)
 	}
 	last := z.Nodes()[(leader+2)%3]
-	waitFor(t, 20*time.Second, "the last node to stop serving", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the last node to stop serving", func() bool {
 		out, err := FourLetter(ctx, last.Addr(), "srvr")
 		return err == nil && ParseSrvrMode(out) == ""
 	})
@@ -135,7 +137,7 @@ func TestEnsemble(t *testing.T) {
 		t.Fatalf("restarted node: addr %s, pid %d (old %d)", victim.Addr(), victim.PID(), pid)
 	}
 	after := zkConnect(t, z.Servers(), 4*time.Second, nil)
-	waitFor(t, 30*time.Second, "a write after the restart", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "a write after the restart", func() bool {
 		_, err := after.Create("/after-restart", []byte("ok"), 0, zk.WorldACL(zk.PermAll))
 		return err == nil || err == zk.ErrNodeExists
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/wire"
 )
 
@@ -215,12 +216,22 @@ func fidFault(t *testing.T, k fidLink, action string) {
 	}()
 	defer func() { stopTraffic(); wg.Wait() }()
 	// The link carries the traffic before the fault: its proxy exists and answers.
-	waitFor(t, 20*time.Second, "the traffic's proxy", func() bool { return links.Proxy(k.link, k.upstream) != nil })
+	testutil.WaitFor(t, 20*time.Second, "the traffic's proxy", func() bool { return links.Proxy(k.link, k.upstream) != nil })
 	k.probe(t, dial)(10 * time.Second)
 
 	tol := fidTolerance(fidFaultLen)
-	scriptedEnd := func(t0 time.Time) { <-time.After(time.Until(t0.Add(fidFaultLen))) }
+	// asked is the fault's length as the test asked for it: from its call to the Heal call. On a loaded
+	// machine the test's own timer may fire late; that lag is the caller's, not the link's, so each
+	// length the link achieved is compared with what was asked (the lag is logged).
 	var t0 time.Time
+	var asked time.Duration
+	scriptedEnd := func(t0 time.Time) {
+		<-time.After(time.Until(t0.Add(fidFaultLen)))
+		asked = time.Since(t0)
+		if lag := asked - fidFaultLen; lag > tol {
+			t.Logf("the test's timer fired %v late (a loaded machine); measuring against %v", lag, asked)
+		}
+	}
 	// The links' own account (what the runner records): one begin at the scripted start, one end at
 	// the scripted end, both within the tolerance.
 	defer func() {
@@ -233,8 +244,8 @@ func fidFault(t *testing.T, k fidLink, action string) {
 		if d := events[0].At.Sub(t0).Abs(); d > tol {
 			t.Errorf("%s reported in force %v after the script's start (> %v)", action, d, tol)
 		}
-		if d := (events[1].At.Sub(events[0].At) - fidFaultLen).Abs(); d > tol {
-			t.Errorf("%s reported lasting %v; scripted %v (|Δ| %v > %v)", action, events[1].At.Sub(events[0].At), fidFaultLen, d, tol)
+		if d := (events[1].At.Sub(events[0].At) - asked).Abs(); d > tol {
+			t.Errorf("%s reported lasting %v; asked %v (|Δ| %v > %v)", action, events[1].At.Sub(events[0].At), asked, d, tol)
 		}
 	}()
 	switch action {
@@ -253,7 +264,7 @@ func fidFault(t *testing.T, k fidLink, action string) {
 		healed := time.Now()
 		answered := await(30 * time.Second)
 		held := answered.Sub(sent)
-		want := t0.Add(fidFaultLen).Sub(sent)
+		want := t0.Add(asked).Sub(sent)
 		t.Logf("stall: probe sent %v after the stall, held %v (scripted %v); Heal took %v", sent.Sub(t0), held, want, healed.Sub(healCalled))
 		if d := (held - want).Abs(); d > tol {
 			t.Errorf("stall held the probe's bytes %v; scripted %v (|Δ| %v > %v)", held, want, d, tol)
@@ -280,8 +291,8 @@ func fidFault(t *testing.T, k fidLink, action string) {
 		began := first.Add(-fidLatency)
 		lasted := last.Sub(began)
 		t.Logf("latency: in force from %v to %v after the script's start", began.Sub(t0), last.Sub(t0))
-		if d := (lasted - fidFaultLen).Abs(); d > tol {
-			t.Errorf("latency lasted %v; scripted %v (|Δ| %v > %v)", lasted, fidFaultLen, d, tol)
+		if d := (lasted - asked).Abs(); d > tol {
+			t.Errorf("latency lasted %v; asked %v (|Δ| %v > %v)", lasted, asked, d, tol)
 		}
 	case FaultCut:
 		c, err := dial()
@@ -307,7 +318,7 @@ func fidFault(t *testing.T, k fidLink, action string) {
 			t.Fatal(err)
 		}
 		var ended time.Time
-		waitFor(t, 30*time.Second, "the healed link to answer", func() bool {
+		testutil.WaitFor(t, 30*time.Second, "the healed link to answer", func() bool {
 			nc, err := dial()
 			if err != nil {
 				return false
@@ -319,8 +330,8 @@ func fidFault(t *testing.T, k fidLink, action string) {
 		})
 		lasted := ended.Sub(began)
 		t.Logf("cut: refusing from %v to %v after the script's start", began.Sub(t0), ended.Sub(t0))
-		if d := (lasted - fidFaultLen).Abs(); d > tol {
-			t.Errorf("cut lasted %v; scripted %v (|Δ| %v > %v)", lasted, fidFaultLen, d, tol)
+		if d := (lasted - asked).Abs(); d > tol {
+			t.Errorf("cut lasted %v; asked %v (|Δ| %v > %v)", lasted, asked, d, tol)
 		}
 	}
 }

@@ -9,19 +9,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/sirupsen/logrus"
-)
 
-// waitFor polls cond every 20 ms until it holds or the deadline passes, then fails the test with what.
-func waitFor(t *testing.T, deadline time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(deadline)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out after %v waiting for %s", deadline, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
+)
 
 func testLog(t *testing.T) *logrus.Entry {
 	l := logrus.New()
@@ -61,7 +51,7 @@ func zkConnect(t *testing.T, servers []string, timeout time.Duration, dial zk.Di
 		t.Fatalf("zk.Connect(%v): %v", servers, err)
 	}
 	t.Cleanup(c.Close)
-	waitFor(t, 20*time.Second, "a ZooKeeper session", func() bool { return c.State() == zk.StateHasSession })
+	testutil.WaitFor(t, 20*time.Second, "a ZooKeeper session", func() bool { return c.State() == zk.StateHasSession })
 	return c
 }
 

@@ -23,7 +23,7 @@ import (
 )
 
 // ShortTimings are the broker settings (server.properties keys) the lab passes by default so that runs
-// take seconds, not minutes (DESIGN.md "Lab timing"). Options.BrokerConfig overrides any of them;
+// take seconds, not minutes (docs/design.md "Lab timing"). Options.BrokerConfig overrides any of them;
 // Options.KafkaDefaults leaves them out (Kafka 3.9's own defaults, in brackets, apply).
 var ShortTimings = map[string]string{
 	// [18000] The broker's ZooKeeper session; the lab's ZooKeeper (tickTime 200 ms) accepts it unclamped.
@@ -73,8 +73,13 @@ type Options struct {
 	KafkaDefaults bool   // leave ShortTimings out (Kafka's own defaults)
 	BrokersAs     string // BrokersInProcess (default) or BrokersProcess
 	BrokerBinary  string // the rebalancelab binary, for BrokersProcess
-	Dir           string // default: a temp dir removed by Close
-	Log           *logrus.Entry
+	// Broker is the broker implementation: BrokerRebalancelab (default) or BrokerKafka, real Kafka 3.9
+	// JVMs (always processes; BrokersAs and BrokerBinary are ignored) from KafkaClasspath, default
+	// FindKafkaClasspath's.
+	Broker         string
+	KafkaClasspath string
+	Dir            string // default: a temp dir removed by Close
+	Log            *logrus.Entry
 }
 
 // Lab is a running environment: a ZooKeeper (or an external one) and brokers.
@@ -86,6 +91,9 @@ type Lab struct {
 	connect string
 	brokers []*BrokerNode
 	log     *logrus.Entry
+
+	kafkaClasspath string // BrokerKafka: the jars' directory
+	kafkaVersion   string // BrokerKafka: "3.9.2"
 
 	closeOnce sync.Once
 	closeErr  error
@@ -105,11 +113,23 @@ func Start(ctx context.Context, o Options) (*Lab, error) {
 	if o.NoBrokers {
 		o.Brokers = 0
 	}
+	switch o.Broker {
+	case "":
+		o.Broker = BrokerRebalancelab
+	case BrokerRebalancelab:
+	case BrokerKafka:
+		o.BrokersAs = BrokersProcess
+	default:
+		return nil, fmt.Errorf("lab: unknown broker implementation %q (want one of %s)", o.Broker, strings.Join(BrokerImplementations, ", "))
+	}
 	switch o.BrokersAs {
 	case "":
 		o.BrokersAs = BrokersInProcess
 	case BrokersInProcess:
 	case BrokersProcess:
+		if o.Broker == BrokerKafka {
+			break
+		}
 		if o.BrokerBinary == "" {
 			return nil, fmt.Errorf("lab: BrokersAs %q needs BrokerBinary (a built rebalancelab binary: go build ./cmd/rebalancelab)", BrokersProcess)
 		}
@@ -128,6 +148,20 @@ func Start(ctx context.Context, o Options) (*Lab, error) {
 		o.Log = logrus.NewEntry(logrus.StandardLogger())
 	}
 	l := &Lab{opts: o, dir: o.Dir, log: o.Log.WithField("component", "lab")}
+	if o.Broker == BrokerKafka && o.Brokers > 0 {
+		cp := o.KafkaClasspath
+		if cp == "" {
+			var err error
+			if cp, err = FindKafkaClasspath(); err != nil {
+				return nil, err
+			}
+		}
+		v, err := KafkaVersionOf(cp)
+		if err != nil {
+			return nil, err
+		}
+		l.kafkaClasspath, l.kafkaVersion = cp, v
+	}
 	if l.dir == "" {
 		d, err := os.MkdirTemp("", "rebalancelab-lab-")
 		if err != nil {
@@ -170,7 +204,7 @@ func Start(ctx context.Context, o Options) (*Lab, error) {
 			return nil, err
 		}
 	}
-	l.log.WithFields(logrus.Fields{"zookeeper": l.connect, "bootstrap": l.Bootstrap(), "brokers_as": o.BrokersAs}).Info("lab up")
+	l.log.WithFields(logrus.Fields{"zookeeper": l.connect, "bootstrap": l.Bootstrap(), "broker": o.Broker, "brokers_as": o.BrokersAs}).Info("lab up")
 	return l, nil
 }
 
@@ -181,6 +215,9 @@ func (l *Lab) brokerProps(n *BrokerNode) map[string]string {
 	if !l.opts.KafkaDefaults {
 		maps.Copy(props, ShortTimings)
 	}
+	if l.opts.Broker == BrokerKafka {
+		l.kafkaProps(props)
+	}
 	maps.Copy(props, l.opts.BrokerConfig)
 	props["broker.id"] = strconv.Itoa(int(n.id))
 	props["listeners"] = "PLAINTEXT://" + n.Addr()
@@ -188,6 +225,12 @@ func (l *Lab) brokerProps(n *BrokerNode) map[string]string {
 	props["log.dirs"] = filepath.Join(n.dir, "data")
 	return props
 }
+
+// BrokerImpl is the brokers' implementation: BrokerRebalancelab or BrokerKafka.
+func (l *Lab) BrokerImpl() string { return l.opts.Broker }
+
+// KafkaVersion is the Kafka release the brokers run ("3.9.2") with BrokerKafka, else "".
+func (l *Lab) KafkaVersion() string { return l.kafkaVersion }
 
 // ZKConnect is the ZooKeeper connect string the brokers use.
 func (l *Lab) ZKConnect() string { return l.connect }
@@ -274,7 +317,7 @@ func (n *BrokerNode) PID() int {
 	return n.p.pid()
 }
 
-// LogPath is the broker process's stdout+stderr log (BrokersProcess).
+// LogPath is the broker process's stdout+stderr log (BrokersProcess, BrokerKafka).
 func (n *BrokerNode) LogPath() string { return filepath.Join(n.dir, "broker.log") }
 
 // Running reports whether the broker is running.
@@ -305,6 +348,9 @@ func (n *BrokerNode) Start(ctx context.Context) error {
 	}
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		return fmt.Errorf("lab: broker %d: %w", n.id, err)
+	}
+	if n.l.opts.Broker == BrokerKafka {
+		return n.startKafka(ctx)
 	}
 	if n.l.opts.BrokersAs == BrokersProcess {
 		return n.startProcess(ctx)
@@ -401,7 +447,8 @@ func (n *BrokerNode) Stop(ctx context.Context) error {
 	return nil
 }
 
-// ErrKillInProcess: an in-process broker cannot be killed like a process; use BrokersAs "process".
+// ErrKillInProcess: an in-process broker cannot be killed like a process; use BrokersAs "process"
+// (Kafka brokers are always processes).
 var ErrKillInProcess = errors.New(`lab: Kill needs BrokersAs "process" (an in-process broker shares this process; Stop closes it gracefully)`)
 
 // Kill kills the broker process with SIGKILL (no goodbye: its ZooKeeper session stays until it

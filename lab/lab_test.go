@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 func startLab(t *testing.T, o Options) *Lab {
@@ -108,7 +110,7 @@ func TestLabTwoBrokers(t *testing.T) {
 	if bs[0].Running() {
 		t.Fatal("Running() after Stop")
 	}
-	waitFor(t, 10*time.Second, "/brokers/ids/1 gone after Stop", func() bool { _, ok := registered(t, c, 1); return !ok })
+	testutil.WaitFor(t, 10*time.Second, "/brokers/ids/1 gone after Stop", func() bool { _, ok := registered(t, c, 1); return !ok })
 	if _, err := net.Dial("tcp", bs[0].Addr()); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("dial a stopped broker: %v", err)
 	}

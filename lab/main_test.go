@@ -63,6 +63,6 @@ func zooKeeperParent(dir string) {
 	}
 	fmt.Println("jvm", z.Nodes()[0].PID())
 	for {
-		time.Sleep(time.Hour)
+		time.Sleep(time.Hour) // not a synchronisation: this child process has nothing left to do until it is killed
 	}
 }

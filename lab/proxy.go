@@ -363,7 +363,7 @@ func (p *Proxy) usable() error {
 	return nil
 }
 
-// Link names one of a member's connections to the outside (DESIGN.md "per-member proxies").
+// Link names one of a member's connections to the outside (docs/design.md "per-member proxies").
 type Link string
 
 const (

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 // ruokVia sends ruok over conn and reads the answer with a read deadline.
@@ -37,7 +39,7 @@ func TestStallExpiresZooKeeperSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m1.Close()
-	waitFor(t, 10*time.Second, "m1's session", func() bool { return m1.State() == zk.StateHasSession })
+	testutil.WaitFor(t, 10*time.Second, "m1's session", func() bool { return m1.State() == zk.StateHasSession })
 	if p := links.Proxy(LinkZooKeeper, z.Nodes()[0].Addr()); p == nil {
 		t.Fatal("no proxy created for m1's ZooKeeper link")
 	}

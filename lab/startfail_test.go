@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 // TestZooKeeperHomeMustExist: a $ZOOKEEPER_HOME that is not a directory, or holds no server jar, is an
@@ -71,14 +73,20 @@ func TestZooKeeperStartInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logPath := filepath.Join(dir, "zk-1", "zookeeper.log")
+	watched := make(chan struct{})
+	defer func() { cancel(); <-watched }()
 	go func() {
-		// The log file is created just before the JVM is exec'd: it cannot be serving yet.
-		for ctx.Err() == nil {
-			if _, err := os.Stat(logPath); err == nil {
-				cancel()
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
+		defer close(watched)
+		// The log file is created just before the JVM is exec'd: it cannot be serving yet. Await
+		// returns early (ctx cancelled) if the start fails before; then the test's checks below fail.
+		if err := testutil.Await(ctx, time.Minute, "the ZooKeeper log file "+logPath, func() bool {
+			_, err := os.Stat(logPath)
+			return err == nil
+		}); err == nil {
+			cancel()
+		} else if !errors.Is(err, context.Canceled) {
+			t.Error(err)
+			cancel()
 		}
 	}()
 	z, err := StartZooKeeper(ctx, ZKOptions{Dir: dir, Log: testLog(t)})

@@ -15,7 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 )
 
-// ZooKeeper defaults used by the lab (DESIGN.md "Lab timing").
+// ZooKeeper defaults used by the lab (docs/design.md "Lab timing").
 const (
 	// DefaultTickTime is ZooKeeper's tickTime in the lab (ZooKeeper's own default: 2000 ms). The server
 	// clamps a client's requested session timeout to [2, 20] × tickTime unless min/maxSessionTimeout

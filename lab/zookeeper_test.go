@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 func TestStandaloneZooKeeper(t *testing.T) {
@@ -176,7 +178,7 @@ func TestKilledParentLeavesNoJVM(t *testing.T) {
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, fmt.Sprintf("JVM pid %d to die with its parent", pid), func() bool { return !processAlive(pid) })
+	testutil.WaitFor(t, 20*time.Second, fmt.Sprintf("JVM pid %d to die with its parent", pid), func() bool { return !processAlive(pid) })
 }
 
 // TestStartFailureCarriesLogTail: a server that cannot start (here: a broken zoo.cfg) gives an error

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
 	"github.com/rebalancelab/rebalancelab/wire"
@@ -84,8 +85,8 @@ func startKillLab(t *testing.T, ctx context.Context) *killLab {
 	k.m2 = startMember(t, "m2", k.bootstrap, "t", k.col, k.props)
 	both := []*member{k.m1, k.m2}
 	dumpOnFailure(t, k.col, both...)
-	waitFor(t, 30*time.Second, "a stable group of 2", func() bool { return groupStable(both, 6) && len(k.m1.c.Assignment()) == 3 })
-	waitFor(t, 30*time.Second, "both members at the end of their partitions", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "a stable group of 2", func() bool { return groupStable(both, 6) && len(k.m1.c.Assignment()) == 3 })
+	testutil.WaitFor(t, 30*time.Second, "both members at the end of their partitions", func() bool {
 		return groupStable(both, 6) && consumedTo(k.m1, k.committed) && consumedTo(k.m2, k.committed)
 	})
 	for _, m := range both {
@@ -171,7 +172,7 @@ func (k *killLab) checkNewRecordsOnce(t *testing.T, ctx context.Context, before 
 	for p := int32(0); p < 6; p++ {
 		want[fmt.Sprintf("%d/%d", p, 5+p)] = 1
 	}
-	waitFor(t, 30*time.Second, "the 6 records produced after the restart delivered", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the 6 records produced after the restart delivered", func() bool {
 		got := deliveriesSince(before, ms...)
 		for key := range want {
 			if got[key] == 0 {
@@ -230,7 +231,7 @@ func TestIntegrationBrokerKill9KeepsGroup(t *testing.T) {
 
 	killedAt := k.kill9AndRestart(t, ctx)
 	var got map[int32]int64
-	waitFor(t, 60*time.Second, "committed offsets readable after the restart", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "committed offsets readable after the restart", func() bool {
 		var err error
 		got, err = committedOffsets(t, k.adm, "g", "t")
 		return err == nil && len(got) > 0
@@ -265,7 +266,7 @@ func TestIntegrationBrokerKill9KeepsGroup(t *testing.T) {
 		t.Fatalf("Heartbeat at generation %d after the restart: %s, want ILLEGAL_GENERATION", gen+1, errName(e))
 	}
 	// Both members' heartbeat threads reconnect and heartbeat at G: no rebalance, no listener call.
-	waitFor(t, 60*time.Second, "both members heartbeating after the restart", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "both members heartbeating after the restart", func() bool {
 		for _, m := range both {
 			ok := false
 			for _, r := range groupRequestsAfter(k.col, m.name, "Heartbeat", killedAt) {
@@ -291,7 +292,7 @@ func TestIntegrationBrokerKill9KeepsGroup(t *testing.T) {
 	// A member joining: everyone rejoins into generation G+1 and resumes at the committed offsets.
 	m3 := startMember(t, "m3", k.bootstrap, "t", k.col, k.props)
 	all := []*member{m1, m2, m3}
-	waitFor(t, 60*time.Second, "a stable group of 3", func() bool { return groupStable(all, 6) && len(m3.c.Assignment()) == 2 })
+	testutil.WaitFor(t, 60*time.Second, "a stable group of 3", func() bool { return groupStable(all, 6) && len(m3.c.Assignment()) == 2 })
 	if g := m1.c.Generation(); g != gen+1 {
 		t.Fatalf("generation after a member joined: %d, want %d (G+1 from the reloaded G=%d)", g, gen+1, gen)
 	}
@@ -312,7 +313,7 @@ func TestIntegrationBrokerKill9MembersRunning(t *testing.T) {
 	both := []*member{k.m1, k.m2}
 	delivered := snapshotDeliveries(k.m1, k.m2)
 	killedAt := k.kill9AndRestart(t, ctx)
-	waitFor(t, 60*time.Second, "a stable group of 2 after the restart", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "a stable group of 2 after the restart", func() bool {
 		return groupStable(both, 6) && len(k.m1.c.Assignment()) == 3
 	})
 	if got, err := committedOffsets(t, k.adm, "g", "t"); err != nil || !reflect.DeepEqual(got, k.committed) {

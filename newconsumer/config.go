@@ -16,7 +16,7 @@ import (
 
 // Config is the consumer's configuration. Fields carry Kafka 3.9's consumer keys
 // (org.apache.kafka.clients.consumer.ConsumerConfig) and defaults; FromProperties reads those keys.
-// The lab runs with shorter settings (DESIGN.md "Lab timing": session.timeout.ms 2000,
+// The lab runs with shorter settings (docs/design.md "Lab timing": session.timeout.ms 2000,
 // heartbeat.interval.ms 500), passed as properties like any other.
 type Config struct {
 	GroupID          string   // group.id (required: this consumer only subscribes)

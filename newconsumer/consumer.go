@@ -11,7 +11,7 @@
 // session (AbstractCoordinator.HeartbeatThread); a join goroutine carries each JoinGroup/SyncGroup
 // round, so that under the cooperative protocol Poll keeps returning records of the partitions the
 // member keeps while the group rebalances. Every group request and rebalance step is written to
-// the timeline (DESIGN.md; the rules are scenarios.Compute's). member_start and member_stop are the
+// the timeline (docs/design.md; the rules are scenarios.Compute's). member_start and member_stop are the
 // runner's.
 //
 // Differences from the Java client, on purpose: no fetch sessions (KIP-227; every Fetch is a full

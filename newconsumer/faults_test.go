@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
 	"github.com/rebalancelab/rebalancelab/wire"
@@ -82,10 +83,10 @@ func TestIntegrationStaticRestartOthersSeeNoRebalance(t *testing.T) {
 	static := map[string]string{"partition.assignment.strategy": "range", "session.timeout.ms": "6000",
 		"heartbeat.interval.ms": "500", "group.instance.id": "s1"}
 	s := startMember(t, "s", bootstrap, "t", col, static)
-	waitFor(t, 30*time.Second, "s alone owning 6 partitions", func() bool { return groupStable([]*member{s}, 6) })
+	testutil.WaitFor(t, 30*time.Second, "s alone owning 6 partitions", func() bool { return groupStable([]*member{s}, 6) })
 	m1 := startMember(t, "m1", bootstrap, "t", col, map[string]string{"partition.assignment.strategy": "range",
 		"session.timeout.ms": "6000"})
-	waitFor(t, 30*time.Second, "a stable group of 2", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "a stable group of 2", func() bool {
 		return groupStable([]*member{s, m1}, 6) && len(m1.c.Assignment()) == 3
 	})
 	gen, owned, oldID, m1Owned := s.c.Generation(), s.c.Assignment(), s.c.MemberID(), m1.c.Assignment()
@@ -100,7 +101,7 @@ func TestIntegrationStaticRestartOthersSeeNoRebalance(t *testing.T) {
 		t.Fatal("the static member sent LeaveGroup on Close")
 	}
 	s2 := startMember(t, "s2", bootstrap, "t", col, static)
-	waitFor(t, 20*time.Second, "the restarted static member stable", func() bool { return groupStable([]*member{m1, s2}, 6) })
+	testutil.WaitFor(t, 20*time.Second, "the restarted static member stable", func() bool { return groupStable([]*member{m1, s2}, 6) })
 	if back := time.Since(closedAt); back >= 6*time.Second {
 		t.Fatalf("the restarted member took %v to come back, not within session.timeout.ms 6000: the test proves nothing", back)
 	}
@@ -117,7 +118,7 @@ func TestIntegrationStaticRestartOthersSeeNoRebalance(t *testing.T) {
 	// m1's heartbeats keep succeeding well past the old instance's session end (closedAt + 6 s):
 	// the replaced member id expires without a rebalance.
 	after := closedAt.Add(8 * time.Second).UnixMilli()
-	waitFor(t, 20*time.Second, "m1 heartbeating successfully 8 s after s closed", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "m1 heartbeating successfully 8 s after s closed", func() bool {
 		for _, r := range groupRequestsAfter(col, "m1", "Heartbeat", after) {
 			if r.Err == "" {
 				return true
@@ -229,10 +230,10 @@ func TestIntegrationStalledCoordinatorLateCommitRejected(t *testing.T) {
 	})
 	both := []*member{m1, m2}
 	dumpOnFailure(t, col, both...)
-	waitFor(t, 30*time.Second, "a stable group of 2", func() bool { return groupStable(both, 6) && len(m1.c.Assignment()) == 3 })
+	testutil.WaitFor(t, 30*time.Second, "a stable group of 2", func() bool { return groupStable(both, 6) && len(m1.c.Assignment()) == 3 })
 	owned, oldID, oldGen := m2.c.Assignment(), m2.c.MemberID(), m2.c.Generation()
 	ends := map[int32]int64{0: 5, 1: 5, 2: 5, 3: 5, 4: 5, 5: 5}
-	waitFor(t, 20*time.Second, "m2 consuming its partitions to the end", func() bool { return consumedTo(m2, ends) })
+	testutil.WaitFor(t, 20*time.Second, "m2 consuming its partitions to the end", func() bool { return consumedTo(m2, ends) })
 	// While m2 is a member, it commits 3 for each of its partitions.
 	commitAt := func(off int64) map[TopicPartition]int64 {
 		out := map[TopicPartition]int64{}
@@ -254,18 +255,18 @@ func TestIntegrationStalledCoordinatorLateCommitRejected(t *testing.T) {
 		t.Fatalf("committed offsets %v (%v), want %v", got, err, want)
 	}
 
-	m2.paused.Store(true) // the application polls no more: nothing but the heartbeat thread acts
+	m2.pause() // the application polls no more: nothing but the heartbeat thread acts
 	stalledAt := time.Now().UnixMilli()
 	if err := links.Stall(lab.LinkCoordinator); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "m1 owning all 6 partitions", func() bool { return groupStable([]*member{m1}, 6) })
+	testutil.WaitFor(t, 20*time.Second, "m1 owning all 6 partitions", func() bool { return groupStable([]*member{m1}, 6) })
 	if m1.c.Generation() <= oldGen {
 		t.Fatalf("m1's generation %d, want above %d", m1.c.Generation(), oldGen)
 	}
 	// m2's heartbeat thread has given up on the coordinator (no answer within the session) and is
 	// looking for it again: it holds the lookup, dialling through the stalled link.
-	waitFor(t, 20*time.Second, "m2 looking for the coordinator again", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "m2 looking for the coordinator again", func() bool {
 		failed := false
 		for _, r := range recordsAfter(col, "m2", timeline.GroupRequest, stalledAt) {
 			switch {
@@ -332,8 +333,8 @@ func TestIntegrationStalledCoordinatorLateCommitRejected(t *testing.T) {
 		t.Fatalf("committed offsets after the late commits: %v (%v), want %v unchanged", got, err, want)
 	}
 
-	m2.paused.Store(false)
-	waitFor(t, 30*time.Second, "a stable group of 2 again", func() bool { return groupStable(both, 6) && len(m2.c.Assignment()) == 3 })
+	m2.resume()
+	testutil.WaitFor(t, 30*time.Second, "a stable group of 2 again", func() bool { return groupStable(both, 6) && len(m2.c.Assignment()) == 3 })
 	if m2.c.MemberID() == oldID {
 		t.Fatalf("m2 kept member id %s after being removed", oldID)
 	}
@@ -401,7 +402,7 @@ func TestFIDZombieFetchStalledCoordinatorKeepsDelivering(t *testing.T) {
 	})
 	both := []*member{m1, z}
 	dumpOnFailure(t, col, both...)
-	waitFor(t, 30*time.Second, "a stable group of 2", func() bool { return groupStable(both, 4) && len(z.c.Assignment()) == 2 })
+	testutil.WaitFor(t, 30*time.Second, "a stable group of 2", func() bool { return groupStable(both, 4) && len(z.c.Assignment()) == 2 })
 	owned, oldID, oldGen := z.c.Assignment(), z.c.MemberID(), z.c.Generation()
 	zParts := map[int32]bool{}
 	for _, tp := range owned {
@@ -446,7 +447,7 @@ func TestFIDZombieFetchStalledCoordinatorKeepsDelivering(t *testing.T) {
 		}
 	}()
 	defer func() { close(stopProducing); <-producing }()
-	waitFor(t, 20*time.Second, "z delivering the new records", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "z delivering the new records", func() bool {
 		return len(recordsAfter(col, "z", timeline.Deliver, time.Now().Add(-time.Second).UnixMilli())) > 0
 	})
 
@@ -456,7 +457,7 @@ func TestFIDZombieFetchStalledCoordinatorKeepsDelivering(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The coordinator removes z and gives m1 every partition, while z is cut off.
-	waitFor(t, 20*time.Second, "m1 owning all 4 partitions", func() bool { return groupStable([]*member{m1}, 4) })
+	testutil.WaitFor(t, 20*time.Second, "m1 owning all 4 partitions", func() bool { return groupStable([]*member{m1}, 4) })
 	if d := time.Until(stalledAt.Add(stall)); d > 0 {
 		time.Sleep(d) // the stall's length is the fault itself, not a synchronisation
 	}
@@ -501,7 +502,7 @@ func TestFIDZombieFetchStalledCoordinatorKeepsDelivering(t *testing.T) {
 	}
 
 	// After the heal z learns it was removed: its commits of the old generation are refused.
-	waitFor(t, 30*time.Second, "a stable group of 2 again", func() bool { return groupStable(both, 4) && len(z.c.Assignment()) == 2 })
+	testutil.WaitFor(t, 30*time.Second, "a stable group of 2 again", func() bool { return groupStable(both, 4) && len(z.c.Assignment()) == 2 })
 	var refused int
 	for _, r := range recordsAfter(col, "z", timeline.Commit, from) {
 		if r.MemberID != oldID {

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/newconsumer/assignor"
 	"github.com/rebalancelab/rebalancelab/timeline"
@@ -31,18 +31,6 @@ func quietLog() *logrus.Entry {
 	l := logrus.New()
 	l.SetLevel(logrus.WarnLevel)
 	return logrus.NewEntry(l)
-}
-
-// waitFor polls cond every 20 ms until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // advertisesGroupAPIs reports whether the broker at addr answers JoinGroup.
@@ -119,9 +107,36 @@ type member struct {
 	revoked   []TopicPartition
 	delivered map[string]int // "partition/offset" -> times
 
-	paused atomic.Bool // the loop stops calling Poll (a stuck application)
-	stop   chan struct{}
-	done   chan struct{}
+	pauseMu sync.Mutex
+	resumed chan struct{} // non-nil while paused (the loop calls Poll no more: a stuck application); resume closes it
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// pause stops the member's loop from calling Poll (from its next turn) until resume.
+func (m *member) pause() {
+	m.pauseMu.Lock()
+	defer m.pauseMu.Unlock()
+	if m.resumed == nil {
+		m.resumed = make(chan struct{})
+	}
+}
+
+// resume lets a paused member's loop call Poll again.
+func (m *member) resume() {
+	m.pauseMu.Lock()
+	defer m.pauseMu.Unlock()
+	if m.resumed != nil {
+		close(m.resumed)
+		m.resumed = nil
+	}
+}
+
+// pausedUntil is the channel resume closes while m is paused, nil while it runs.
+func (m *member) pausedUntil() chan struct{} {
+	m.pauseMu.Lock()
+	defer m.pauseMu.Unlock()
+	return m.resumed
 }
 
 func (m *member) note(kind string, ps []TopicPartition) {
@@ -178,8 +193,12 @@ func startMember(t *testing.T, name, bootstrap, topic string, col *timeline.Coll
 				return
 			default:
 			}
-			if m.paused.Load() {
-				time.Sleep(20 * time.Millisecond)
+			if resumed := m.pausedUntil(); resumed != nil {
+				select {
+				case <-m.stop:
+					return
+				case <-resumed:
+				}
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -286,7 +305,7 @@ func TestIntegrationThreeMembers(t *testing.T) {
 				ms = append(ms, startMember(t, fmt.Sprintf("m%d", i), bootstrap, "t", col,
 					map[string]string{"partition.assignment.strategy": c.assignor}))
 			}
-			waitFor(t, 30*time.Second, "a stable group of 3", func() bool { return groupStable(ms, 6) })
+			testutil.WaitFor(t, 30*time.Second, "a stable group of 3", func() bool { return groupStable(ms, 6) })
 			want := map[string][]TopicPartition{}
 			for i, m := range byMemberID(ms) {
 				want[m.name] = partitionsOf("t", c.want[i]...)
@@ -297,7 +316,7 @@ func TestIntegrationThreeMembers(t *testing.T) {
 			if g := ms[0].c.Generation(); g != 1 {
 				t.Fatalf("generation %d, want 1 (all three joined the first rebalance)", g)
 			}
-			waitFor(t, 20*time.Second, "all 30 records delivered", func() bool {
+			testutil.WaitFor(t, 20*time.Second, "all 30 records delivered", func() bool {
 				n := 0
 				for _, m := range ms {
 					m.mu.Lock()
@@ -334,7 +353,7 @@ func TestIntegrationStickyMemberLeaves(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		ms = append(ms, startMember(t, fmt.Sprintf("m%d", i), bootstrap, "t", col, map[string]string{"partition.assignment.strategy": "sticky"}))
 	}
-	waitFor(t, 30*time.Second, "a stable group of 3", func() bool { return groupStable(ms, 6) })
+	testutil.WaitFor(t, 30*time.Second, "a stable group of 3", func() bool { return groupStable(ms, 6) })
 	sorted := byMemberID(ms)
 	a, b, leaver := sorted[0], sorted[1], sorted[2]
 	if got := [][]TopicPartition{a.c.Assignment(), b.c.Assignment(), leaver.c.Assignment()}; !reflect.DeepEqual(got,
@@ -344,7 +363,7 @@ func TestIntegrationStickyMemberLeaves(t *testing.T) {
 	gen := a.c.Generation()
 	leaver.close(t)
 	survivors := []*member{a, b}
-	waitFor(t, 30*time.Second, "a stable group of 2", func() bool { return groupStable(survivors, 6) && a.c.Generation() > gen })
+	testutil.WaitFor(t, 30*time.Second, "a stable group of 2", func() bool { return groupStable(survivors, 6) && a.c.Generation() > gen })
 	// Constrained sticky: both keep their two (under minQuota 3); t-2 and t-5 go round robin.
 	if got := assignments(survivors); !reflect.DeepEqual(got, map[string][]TopicPartition{
 		a.name: partitionsOf("t", 0, 2, 3), b.name: partitionsOf("t", 1, 4, 5)}) {
@@ -383,7 +402,7 @@ func TestIntegrationCooperativeJoinRevokesOnlyWhatMoves(t *testing.T) {
 	m1 := startMember(t, "m1", bootstrap, "t", col, props)
 	m2 := startMember(t, "m2", bootstrap, "t", col, props)
 	two := []*member{m1, m2}
-	waitFor(t, 30*time.Second, "a stable group of 2 with 3 partitions each", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "a stable group of 2 with 3 partitions each", func() bool {
 		return groupStable(two, 6) && len(m1.c.Assignment()) == 3
 	})
 	before := assignments(two)
@@ -393,7 +412,7 @@ func TestIntegrationCooperativeJoinRevokesOnlyWhatMoves(t *testing.T) {
 
 	m3 := startMember(t, "m3", bootstrap, "t", col, props)
 	three := []*member{m1, m2, m3}
-	waitFor(t, 30*time.Second, "a stable group of 3 with 2 partitions each", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "a stable group of 3 with 2 partitions each", func() bool {
 		if !groupStable(three, 6) {
 			return false
 		}
@@ -465,10 +484,10 @@ func TestIntegrationPollTimeoutLeavesGroup(t *testing.T) {
 	m1 := startMember(t, "m1", bootstrap, "t", col, props)
 	m2 := startMember(t, "m2", bootstrap, "t", col, props)
 	both := []*member{m1, m2}
-	waitFor(t, 30*time.Second, "a stable group of 2", func() bool { return groupStable(both, 6) && len(m1.c.Assignment()) == 3 })
+	testutil.WaitFor(t, 30*time.Second, "a stable group of 2", func() bool { return groupStable(both, 6) && len(m1.c.Assignment()) == 3 })
 	owned := m2.c.Assignment()
-	m2.paused.Store(true)
-	waitFor(t, 20*time.Second, "m1 owning all 6 partitions", func() bool { return groupStable([]*member{m1}, 6) })
+	m2.pause()
+	testutil.WaitFor(t, 20*time.Second, "m1 owning all 6 partitions", func() bool { return groupStable([]*member{m1}, 6) })
 	if !timelineHas(col, "m2", func(r timeline.Record) bool {
 		return r.Kind == timeline.GroupRequest && r.API == "LeaveGroup" && r.Err == ""
 	}) {
@@ -477,8 +496,8 @@ func TestIntegrationPollTimeoutLeavesGroup(t *testing.T) {
 	if m2.c.Generation() != -1 || m2.c.MemberID() != "" {
 		t.Fatalf("m2 kept generation %d member %q after leaving", m2.c.Generation(), m2.c.MemberID())
 	}
-	m2.paused.Store(false)
-	waitFor(t, 30*time.Second, "a stable group of 2 again", func() bool { return groupStable(both, 6) && len(m2.c.Assignment()) == 3 })
+	m2.resume()
+	testutil.WaitFor(t, 30*time.Second, "a stable group of 2 again", func() bool { return groupStable(both, 6) && len(m2.c.Assignment()) == 3 })
 	calls, _ := m2.snapshot()
 	lost := fmt.Sprint("lost ", owned)
 	if !reflect.DeepEqual(calls[len(calls)-2:], []string{lost, fmt.Sprint("assigned ", m2.c.Assignment())}) {
@@ -496,14 +515,14 @@ func TestIntegrationStaticMemberRestart(t *testing.T) {
 	static := map[string]string{"partition.assignment.strategy": "range", "session.timeout.ms": "6000", "group.instance.id": "s2"}
 	m2 := startMember(t, "m2", bootstrap, "t", col, static)
 	both := []*member{m1, m2}
-	waitFor(t, 30*time.Second, "a stable group of 2", func() bool { return groupStable(both, 6) && len(m1.c.Assignment()) == 3 })
+	testutil.WaitFor(t, 30*time.Second, "a stable group of 2", func() bool { return groupStable(both, 6) && len(m1.c.Assignment()) == 3 })
 	gen, owned := m1.c.Generation(), m2.c.Assignment()
 	m2.close(t)
 	if timelineHas(col, "m2", func(r timeline.Record) bool { return r.Kind == timeline.GroupRequest && r.API == "LeaveGroup" }) {
 		t.Fatal("a static member sent LeaveGroup on Close")
 	}
 	m2b := startMember(t, "m2b", bootstrap, "t", col, static)
-	waitFor(t, 20*time.Second, "the static member back", func() bool { return groupStable([]*member{m1, m2b}, 6) })
+	testutil.WaitFor(t, 20*time.Second, "the static member back", func() bool { return groupStable([]*member{m1, m2b}, 6) })
 	if got := m2b.c.Assignment(); !reflect.DeepEqual(got, owned) {
 		t.Fatalf("restarted static member got %v, had %v", got, owned)
 	}
@@ -528,16 +547,16 @@ func TestIntegrationCoordinatorStallFencesMember(t *testing.T) {
 		c.FetchDialer = links.Dialer(lab.LinkFetch)
 	})
 	both := []*member{m1, m2}
-	waitFor(t, 30*time.Second, "a stable group of 2", func() bool { return groupStable(both, 6) && len(m1.c.Assignment()) == 3 })
+	testutil.WaitFor(t, 30*time.Second, "a stable group of 2", func() bool { return groupStable(both, 6) && len(m1.c.Assignment()) == 3 })
 	owned, oldID := m2.c.Assignment(), m2.c.MemberID()
 	if err := links.Stall(lab.LinkCoordinator); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "m1 owning all 6 partitions", func() bool { return groupStable([]*member{m1}, 6) })
+	testutil.WaitFor(t, 20*time.Second, "m1 owning all 6 partitions", func() bool { return groupStable([]*member{m1}, 6) })
 	if err := links.Heal(lab.LinkCoordinator); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "a stable group of 2 again", func() bool { return groupStable(both, 6) && len(m2.c.Assignment()) == 3 })
+	testutil.WaitFor(t, 30*time.Second, "a stable group of 2 again", func() bool { return groupStable(both, 6) && len(m2.c.Assignment()) == 3 })
 	if m2.c.MemberID() == oldID {
 		t.Fatalf("m2 kept member id %s after being expired", oldID)
 	}
@@ -625,7 +644,7 @@ func TestIntegrationCO_COOP_STALE_OWNED(t *testing.T) {
 	a := startMember(t, "a", bootstrap, "t", col, props)
 	b := startMember(t, "b", bootstrap, "t", col, props)
 	two := []*member{a, b}
-	waitFor(t, 30*time.Second, "a stable group of 2 with 3 partitions each", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "a stable group of 2 with 3 partitions each", func() bool {
 		return groupStable(two, 6) && len(a.c.Assignment()) == 3
 	})
 	gen, owned := a.c.Generation(), a.c.Assignment()
@@ -646,7 +665,7 @@ func TestIntegrationCO_COOP_STALE_OWNED(t *testing.T) {
 		t.Fatalf("stale claimant got %v in generation %d (want nothing in %d)", got, xgen, gen+1)
 	}
 	// Each owner revokes exactly one partition: a keeps its stale-claimed two.
-	waitFor(t, 20*time.Second, "a and b revoking one partition each", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "a and b revoking one partition each", func() bool {
 		_, ra := a.snapshot()
 		_, rb := b.snapshot()
 		return len(ra) == before["a"]+1 && len(rb) == before["b"]+1
@@ -662,7 +681,7 @@ func TestIntegrationCO_COOP_STALE_OWNED(t *testing.T) {
 	if _, err := conn.Request(ctx, leave); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "a stable group of 2 again", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "a stable group of 2 again", func() bool {
 		return groupStable(two, 6) && len(a.c.Assignment()) == 3
 	})
 	for _, m := range two {
@@ -680,12 +699,12 @@ func TestIntegrationStaticMemberFenced(t *testing.T) {
 	col := &timeline.Collector{}
 	static := map[string]string{"partition.assignment.strategy": "range", "group.instance.id": "s"}
 	old := startMember(t, "old", bootstrap, "t", col, static)
-	waitFor(t, 30*time.Second, "the static member owning 6 partitions", func() bool { return groupStable([]*member{old}, 6) })
+	testutil.WaitFor(t, 30*time.Second, "the static member owning 6 partitions", func() bool { return groupStable([]*member{old}, 6) })
 	owned := old.c.Assignment()
-	old.paused.Store(true) // its heartbeat goroutine runs on; its application polls no more for now
+	old.pause() // its heartbeat goroutine runs on; its application polls no more for now
 	fresh := startMember(t, "new", bootstrap, "t", col, static)
-	waitFor(t, 30*time.Second, "the new instance owning 6 partitions", func() bool { return groupStable([]*member{fresh}, 6) })
-	waitFor(t, 20*time.Second, "FENCED_INSTANCE_ID on the old instance's heartbeat", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the new instance owning 6 partitions", func() bool { return groupStable([]*member{fresh}, 6) })
+	testutil.WaitFor(t, 20*time.Second, "FENCED_INSTANCE_ID on the old instance's heartbeat", func() bool {
 		return timelineHas(col, "old", func(r timeline.Record) bool {
 			return r.Kind == timeline.GroupRequest && r.API == "Heartbeat" && r.Err == "FENCED_INSTANCE_ID"
 		})

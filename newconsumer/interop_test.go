@@ -18,6 +18,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 // Mixed groups: this package's consumer in one group with real clients of other authors (franz-go's
@@ -480,7 +482,7 @@ func TestInteropMixedGroupRange(t *testing.T) {
 	var d kadm.DescribedGroup
 	var ms map[string]describedMember
 	var owners map[string][]int32
-	waitFor(t, 60*time.Second, "a Stable group of 3 where every client's view matches DescribeGroups", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "a Stable group of 3 where every client's view matches DescribeGroups", func() bool {
 		d, ms = describeGroup(t, adm, "mixed-range")
 		if d.State != "Stable" || d.Protocol != "range" || len(ms) != 3 || !coversOnce(ms, mixedPartitions) {
 			return false
@@ -514,7 +516,7 @@ func TestInteropMixedGroupRange(t *testing.T) {
 			t.Logf("delivered: %v\nkcat stderr:\n%s", tl.summary(), kc.stderrText())
 		}
 	})
-	waitFor(t, 60*time.Second, "all 60 messages consumed", func() bool { return tl.total() >= mixedPartitions*mixedPerPartition })
+	testutil.WaitFor(t, 60*time.Second, "all 60 messages consumed", func() bool { return tl.total() >= mixedPartitions*mixedPerPartition })
 	tl.check(t, owners)
 	// No rebalance happened meanwhile: same generation, same members, same assignment.
 	if _, after := describeGroup(t, adm, "mixed-range"); !reflect.DeepEqual(after, ms) || nc.c.Generation() != gen {
@@ -538,7 +540,7 @@ func TestInteropMixedGroupCooperativeSticky(t *testing.T) {
 
 	var ms map[string]describedMember
 	var owners map[string][]int32
-	waitFor(t, 60*time.Second, "a Stable group of 3 with 2 partitions each, every view matching DescribeGroups", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "a Stable group of 3 with 2 partitions each, every view matching DescribeGroups", func() bool {
 		var d kadm.DescribedGroup
 		d, ms = describeGroup(t, adm, "mixed-coop")
 		if d.State != "Stable" || d.Protocol != "cooperative-sticky" || len(ms) != 3 || !coversOnce(ms, mixedPartitions) {
@@ -561,7 +563,7 @@ func TestInteropMixedGroupCooperativeSticky(t *testing.T) {
 	gen := nc1.c.Generation()
 	t.Logf("generation %d: %v", gen, owners)
 	produceMixed(t, bootstrap)
-	waitFor(t, 60*time.Second, "all 60 messages consumed", func() bool { return tl.total() >= mixedPartitions*mixedPerPartition })
+	testutil.WaitFor(t, 60*time.Second, "all 60 messages consumed", func() bool { return tl.total() >= mixedPartitions*mixedPerPartition })
 	tl.check(t, owners)
 	if _, after := describeGroup(t, adm, "mixed-coop"); !reflect.DeepEqual(after, ms) || nc1.c.Generation() != gen {
 		t.Fatalf("the group changed while consuming: %v (generation %d) -> %v (generation %d)", ms, gen, after, nc1.c.Generation())

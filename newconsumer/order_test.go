@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -141,7 +142,7 @@ func TestFIDOrderStaleAnswerAfterRound(t *testing.T) {
 			}
 			m := startMember(t, "m", bootstrap, "t", col, props, func(c *Config) { c.coordHook = s.hook })
 			dumpOnFailure(t, col, m)
-			waitFor(t, 30*time.Second, "m alone owning 4 partitions", func() bool { return groupStable([]*member{m}, 4) })
+			testutil.WaitFor(t, 30*time.Second, "m alone owning 4 partitions", func() bool { return groupStable([]*member{m}, 4) })
 			gen0, id0, owned := m.c.Generation(), m.c.MemberID(), m.c.Assignment()
 			since := time.Now().UnixMilli()
 
@@ -165,7 +166,7 @@ func TestFIDOrderStaleAnswerAfterRound(t *testing.T) {
 				}()
 			case kmsg.LeaveGroup:
 				stale = s.hold(t, stepSend, kmsg.LeaveGroup, nil)
-				m.paused.Store(true)
+				m.pause()
 			}
 			sent := stale.wait(t, 20*time.Second)
 			if sent.memberID != id0 || (tc.stale != kmsg.LeaveGroup && sent.id != gen0) {
@@ -177,7 +178,7 @@ func TestFIDOrderStaleAnswerAfterRound(t *testing.T) {
 			// and is answered MEMBER_ID_REQUIRED).
 			round := s.hold(t, stepAnswered, tc.round, func(g generation) bool { return g.memberID != "" })
 			if tc.stale == kmsg.LeaveGroup {
-				m.paused.Store(false)
+				m.resume()
 			} else {
 				m.c.EnforceRebalance("FID-ORDER")
 			}
@@ -185,7 +186,7 @@ func TestFIDOrderStaleAnswerAfterRound(t *testing.T) {
 
 			// The stale request goes out after the round's, is answered, and is applied or waits.
 			stale.let()
-			waitFor(t, 20*time.Second, "the stale "+tc.stale.Name()+" answered and applied or queued", func() bool {
+			testutil.WaitFor(t, 20*time.Second, "the stale "+tc.stale.Name()+" answered and applied or queued", func() bool {
 				return s.took(tc.stale, sent, stepApplied, stepQueued)
 			})
 			round.let()
@@ -194,7 +195,7 @@ func TestFIDOrderStaleAnswerAfterRound(t *testing.T) {
 			if tc.stale == kmsg.LeaveGroup {
 				want = "UNKNOWN_MEMBER_ID"
 			}
-			waitFor(t, 30*time.Second, "m stable again, the stale answer applied", func() bool {
+			testutil.WaitFor(t, 30*time.Second, "m stable again, the stale answer applied", func() bool {
 				return groupStable([]*member{m}, 4) && s.took(tc.stale, sent, stepApplied)
 			})
 			var staleErrs []string
@@ -294,7 +295,7 @@ func TestFIDOrderStress(t *testing.T) {
 			settled := func(what string) int32 {
 				var gen int32
 				var seenAt int64
-				waitFor(t, 60*time.Second, what, func() bool {
+				testutil.WaitFor(t, 60*time.Second, what, func() bool {
 					if !groupStable(live, 6) {
 						seenAt = 0
 						return false

@@ -1,5 +1,5 @@
 // Package scenarios runs scripted comparisons of Kafka's consumer-group eras on a real lab and computes
-// their figures (DESIGN.md "Scenarios, timeline and figures").
+// their figures (docs/design.md "Scenarios, timeline and figures").
 //
 // A scenario (Catalog, catalog.go) is an environment (ZooKeeper nodes, one broker), N members of one era
 // and a script of timed steps (script.go): start, graceful stop, crash, link faults (stall, latency, cut,

@@ -1,6 +1,6 @@
 package scenarios
 
-// Figures from a merged timeline (DESIGN.md "Scenarios, timeline and figures"), pure functions of the
+// Figures from a merged timeline (docs/design.md "Scenarios, timeline and figures"), pure functions of the
 // records: no clock, no I/O. The rules a member must follow when emitting are in Compute's doc.
 
 import (
@@ -11,7 +11,7 @@ import (
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
-// Figure names, the JSON keys of Figures, in DESIGN.md's order.
+// Figure names, the JSON keys of Figures, in docs/design.md's order.
 const (
 	FigTimeToStableMs        = "time_to_stable_ms"
 	FigRebalanceParticipants = "rebalance_participants"
@@ -33,7 +33,7 @@ const (
 	FigStaleCommitsRejected  = "stale_commits_rejected"
 )
 
-// FigureNames lists every figure in DESIGN.md's order (the rows of RenderTable).
+// FigureNames lists every figure in docs/design.md's order (the rows of RenderTable).
 var FigureNames = []string{
 	FigTimeToStableMs, FigRebalanceParticipants, FigZKReads, FigZKWrites, FigZKOffsetWrites, FigZKWatchEvents,
 	FigGroupRequests, FigRebalanceAttempts, FigRebalanceFailures, FigRevocations, FigOwnershipConflicts,
@@ -56,7 +56,7 @@ const (
 	EndOfRun       = "end_of_run"   // the timeline ended first
 )
 
-// Figures are one window's figures (DESIGN.md's table); every value is an integer count or ms.
+// Figures are one window's figures (docs/design.md's table); every value is an integer count or ms.
 type Figures struct {
 	// TimeToStableMs: ms from the trigger to the first moment, after the group was seen unstable in the
 	// window, at which every known partition is owned by exactly one live member and no live member is
@@ -199,7 +199,7 @@ type FigureOptions struct {
 	Partitions map[string][]int32
 }
 
-// Eras the figures know about (DESIGN.md "Eras").
+// Eras the figures know about (docs/design.md "Eras").
 var knownEras = map[string]bool{"zk": true, "classic": true, "cooperative": true, "static": true, "kip848": true}
 
 // NotApplicable returns the figures an era cannot produce, and why:
@@ -446,8 +446,10 @@ type replay struct {
 	openSeg  map[tp]map[string]int // index into tr.segments[tp] of an open segment
 	busyFrom int64
 	inv      *invariantChecker
-	forming  bool  // before the first trigger of a timeline that has one: the group's formation
-	now      int64 // ts_ms of the record being applied
+	// forming: in the group's formation (the Start window) of a timeline that has triggers: from the
+	// first record until the group is first stable or the first trigger. Its costs are not in Totals.
+	forming bool
+	now     int64 // ts_ms of the record being applied
 
 	faults    []FaultWindow
 	openFault map[string]int // action+target → index into faults of a fault not yet ended
@@ -565,7 +567,7 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 	if recs[0].Kind != timeline.Trigger {
 		r.openWindow(0, first, "start", true)
 	}
-	r.forming = hasTrigger // until the first trigger, costs go to the formation window only
+	r.forming = hasTrigger && recs[0].Kind != timeline.Trigger
 
 	prevTs := first
 	for i := 0; i < len(recs); {
@@ -577,12 +579,7 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 				if r.cur != nil {
 					r.closeWindow(j-1, ts, EndNextTrigger)
 				}
-				if r.forming { // the totals start here, with the concurrency the formation left
-					r.forming = false
-					for _, n := range r.deliv {
-						r.totals.MaxConcurrentOwners = max(r.totals.MaxConcurrentOwners, int64(n))
-					}
-				}
+				r.endFormation()
 				r.openWindow(j, ts, recs[j].Name, false)
 			}
 			r.apply(j)
@@ -677,6 +674,17 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 	return res, r.tr
 }
 
+// endFormation starts the totals, with the concurrency the formation left.
+func (r *replay) endFormation() {
+	if !r.forming {
+		return
+	}
+	r.forming = false
+	for _, n := range r.deliv {
+		r.totals.MaxConcurrentOwners = max(r.totals.MaxConcurrentOwners, int64(n))
+	}
+}
+
 // each applies fn to the totals (after the formation) and, when a window is open, to its figures.
 func (r *replay) each(fn func(f *Figures)) {
 	if !r.forming {
@@ -739,9 +747,15 @@ func (r *replay) msEnd(idx int, ts int64) {
 	if r.cur == nil {
 		return
 	}
-	if !r.stable() {
+	switch {
+	case !r.stable():
 		r.cur.seenUnstable = true
-	} else if r.cur.seenUnstable {
+	case r.cur.implicit && r.forming:
+		// The formation ends the first time the group is stable, even within its first millisecond.
+		r.cur.seenUnstable = true
+		r.closeWindow(idx, ts, EndStable)
+		r.endFormation()
+	case r.cur.seenUnstable:
 		r.closeWindow(idx, ts, EndStable)
 	}
 }

@@ -465,7 +465,7 @@ func TestFiguresBadInput(t *testing.T) {
 	}
 }
 
-// The JSON keys are DESIGN.md's names, in its order.
+// The JSON keys are docs/design.md's names, in its order.
 func TestFiguresJSONKeys(t *testing.T) {
 	var f Figures
 	for i, p := range f.fields() {

@@ -1,6 +1,6 @@
 package scenarios
 
-// Members: one consumer of the era run as goroutines in the runner's process (the default of DESIGN.md;
+// Members: one consumer of the era run as goroutines in the runner's process (the default;
 // `--members-as processes` is not implemented yet). Each member gets its own lab.MemberLinks, so a fault
 // on one member's link leaves the others alone.
 
@@ -85,6 +85,64 @@ func (m *member) isEnded() bool {
 	return m.ended
 }
 
+// appLoop is the application's consume loop of a member that commits after what it takes (no
+// auto-commit). A graceful stop first ends the loop — the application takes nothing more, and the
+// commit of what it took is made — and only then closes the consumer, as Kafka's VerifiableConsumer
+// does on a clean shutdown, so that the last commit equals the position.
+type appLoop struct {
+	done    chan struct{} // closed when a started loop has returned
+	mu      sync.Mutex
+	ended   bool
+	started bool
+	cancel  context.CancelFunc // ends the started loop's context
+}
+
+func newAppLoop() *appLoop { return &appLoop{done: make(chan struct{})} }
+
+// start marks the loop running and returns its context, which end cancels (Kafka's wakeup()); ok is
+// false when the loop was ended first and must not run. A started loop calls finished when it returns.
+func (l *appLoop) start(ctx context.Context) (lctx context.Context, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended {
+		return nil, false
+	}
+	l.started = true
+	lctx, l.cancel = context.WithCancel(ctx)
+	return lctx, true
+}
+
+func (l *appLoop) finished() {
+	l.mu.Lock()
+	l.cancel()
+	l.mu.Unlock()
+	close(l.done)
+}
+
+// end asks the loop to stop and waits until it has (its last commit made), at most d: a commit that
+// cannot complete (an unreachable ZooKeeper or coordinator) is cut by closing the consumer after it.
+func (l *appLoop) end(d time.Duration) {
+	l.mu.Lock()
+	l.ended = true
+	started := l.started
+	if started {
+		l.cancel()
+	}
+	l.mu.Unlock()
+	if !started {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-l.done:
+	case <-t.C:
+	}
+}
+
+// appStopWait bounds how long a graceful stop waits for the application's last commit.
+const appStopWait = 10 * time.Second
+
 // ---- zk era ----
 
 type zkMember struct {
@@ -94,6 +152,7 @@ type zkMember struct {
 	// commitEach: auto.commit.enable=false, so the application commits after every message it takes
 	// (commitOffsets), as an at-least-once application of the 0.8 high-level consumer does.
 	commitEach bool
+	loop       *appLoop
 
 	mu       sync.Mutex
 	c        *zkconsumer.Connector
@@ -129,14 +188,27 @@ func (z *zkMember) run(ctx context.Context) error {
 		}
 		return fmt.Errorf("createMessageStreams: %w", err)
 	}
-	for range streams[z.topic][0] { // the connector records each delivery as the application takes it
-		if z.commitEach {
-			if err := c.CommitOffsets(); err != nil {
-				z.log.WithError(err).Warn("commitOffsets failed")
+	lctx, ok := z.loop.start(ctx)
+	if !ok {
+		return nil
+	}
+	defer z.loop.finished()
+	stream := streams[z.topic][0]
+	for {
+		select {
+		case <-lctx.Done():
+			return nil
+		case _, ok := <-stream: // the connector records each delivery as the application takes it
+			if !ok {
+				return nil
+			}
+			if z.commitEach {
+				if err := c.CommitOffsets(); err != nil {
+					z.log.WithError(err).Warn("commitOffsets failed")
+				}
 			}
 		}
 	}
-	return nil
 }
 
 func halt(c *zkconsumer.Connector, graceful bool) {
@@ -148,6 +220,9 @@ func halt(c *zkconsumer.Connector, graceful bool) {
 }
 
 func (z *zkMember) stop(graceful bool) {
+	if graceful && z.commitEach {
+		z.loop.end(appStopWait)
+	}
 	z.mu.Lock()
 	z.stopped, z.graceful = true, graceful
 	c := z.c
@@ -175,17 +250,24 @@ type coordMember struct {
 	// commitEach: enable.auto.commit=false, so the application commits the position after every
 	// non-empty poll (commitSync()), as Kafka's VerifiableConsumer does without --enable-autocommit.
 	commitEach bool
+	loop       *appLoop
 }
 
 func (m *coordMember) run(ctx context.Context) error {
 	if err := m.c.Subscribe(m.topic); err != nil {
 		return err
 	}
+	// A graceful stop ends the poll (Kafka's wakeup()); records already handed out are committed below.
+	pctx, ok := m.loop.start(ctx)
+	if !ok {
+		return nil
+	}
+	defer m.loop.finished()
 	for {
 		// Records are recorded as delivered when Poll hands them out; the application only loops.
-		recs, err := m.c.Poll(ctx)
+		recs, err := m.c.Poll(pctx)
 		if err != nil {
-			if errors.Is(err, newconsumer.ErrClosed) || ctx.Err() != nil {
+			if errors.Is(err, newconsumer.ErrClosed) || pctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("poll: %w", err)
@@ -200,6 +282,9 @@ func (m *coordMember) run(ctx context.Context) error {
 }
 
 func (m *coordMember) stop(graceful bool) {
+	if graceful && m.commitEach {
+		m.loop.end(appStopWait)
+	}
 	if !graceful {
 		m.c.Kill()
 		return
@@ -258,7 +343,7 @@ func newConsumer(era, topic string, props map[string]string, links *lab.MemberLi
 		cfg.BrokerDialer = links.Dialer(lab.LinkFetch)
 		cfg.Recorder = rec
 		cfg.Log = log
-		return &zkMember{cfg: cfg, topic: topic, log: log, commitEach: !cfg.AutoCommitEnable}, nil
+		return &zkMember{cfg: cfg, topic: topic, log: log, commitEach: !cfg.AutoCommitEnable, loop: newAppLoop()}, nil
 	}
 	cfg, err := newconsumer.FromProperties(props)
 	if err != nil {
@@ -272,5 +357,5 @@ func newConsumer(era, topic string, props map[string]string, links *lab.MemberLi
 	if err != nil {
 		return nil, err
 	}
-	return &coordMember{c: c, topic: topic, log: log, commitEach: !cfg.EnableAutoCommit}, nil
+	return &coordMember{c: c, topic: topic, log: log, commitEach: !cfg.EnableAutoCommit, loop: newAppLoop()}, nil
 }

@@ -21,7 +21,8 @@ type RunResult struct {
 	Timing        Timing
 	KafkaDefaults bool
 	ZKConfig      map[string]string // Options.ZKConfig: the zk members' extra 0.8.2 properties
-	Versions      map[string]string // "rebalancelab", "zookeeper"
+	Broker        string            // the broker implementation: "rebalancelab" or "kafka" (lab.Broker*)
+	Versions      map[string]string // "rebalancelab", "zookeeper", and "kafka" on a Kafka broker
 	Script        []Step
 	Eras          []*EraRun
 }
@@ -297,7 +298,7 @@ const scriptEndTrigger = "shutdown"
 
 // ---- output ----
 
-// jsonRun is DESIGN.md's result JSON, plus the script and the relations.
+// jsonRun is docs/design.md's result JSON, plus the script and the relations.
 type jsonRun struct {
 	Scenario    string            `json:"scenario"`
 	Description string            `json:"description"`
@@ -334,6 +335,7 @@ type jsonEra struct {
 func (r *RunResult) ParamsMap() map[string]any {
 	m := map[string]any{
 		"consumers": r.Params.Consumers, "partitions": r.Params.Partitions, "kafka_defaults": r.KafkaDefaults,
+		"broker":                       r.Broker,
 		"zookeeper.session.timeout.ms": r.Timing.ZKSessionTimeoutMs, "rebalance.backoff.ms": r.Timing.RebalanceBackoffMs,
 		"session.timeout.ms": r.Timing.SessionTimeoutMs, "heartbeat.interval.ms": r.Timing.HeartbeatIntervalMs,
 		"produce_interval_ms": r.Timing.ProduceIntervalMs,
@@ -344,7 +346,7 @@ func (r *RunResult) ParamsMap() map[string]any {
 	return m
 }
 
-// WriteJSON writes the result JSON (DESIGN.md's shape: scenario, seed, params, versions, eras with
+// WriteJSON writes the result JSON (docs/design.md's shape: scenario, seed, params, versions, eras with
 // era, totals, events, not_applicable, timeline; plus the script, each era's relations, end owners,
 // extra counters and the ZooKeeper cross-check).
 func (r *RunResult) WriteJSON(w io.Writer) error {
@@ -385,7 +387,7 @@ func (r *RunResult) WriteTable(w io.Writer) error {
 			results = append(results, e.Result)
 		}
 	}
-	fmt.Fprintf(w, "%s (seed %d, %d consumers, %d partitions)\n", r.Scenario, r.Seed, r.Params.Consumers, r.Params.Partitions)
+	fmt.Fprintf(w, "%s (seed %d, %d consumers, %d partitions, broker %s)\n", r.Scenario, r.Seed, r.Params.Consumers, r.Params.Partitions, r.brokerName())
 	if len(results) > 0 {
 		if err := RenderTable(w, results...); err != nil {
 			return err
@@ -465,3 +467,14 @@ func (r *RunResult) writeTimelines(dir string) error {
 
 // WriteReport writes dir/index.html (RenderHTML) and the timelines next to it.
 func (r *RunResult) WriteReport(dir string) error { return r.writeReport(dir, nil) }
+
+// brokerName is the broker the run used, with its version on Kafka ("kafka 3.9.2").
+func (r *RunResult) brokerName() string {
+	switch {
+	case r.Broker == "":
+		return "rebalancelab"
+	case r.Versions["kafka"] != "":
+		return r.Broker + " " + r.Versions["kafka"]
+	}
+	return r.Broker
+}

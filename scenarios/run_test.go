@@ -38,8 +38,15 @@ func quietLog() *logrus.Entry {
 	return logrus.NewEntry(l)
 }
 
-// runScenario runs name and fails the test unless every era ran and every relation held.
+// runScenario runs name on this project's broker and fails the test unless every era ran and every
+// relation held.
 func runScenario(t *testing.T, name string, p Params) *RunResult {
+	t.Helper()
+	return runScenarioOn(t, "", name, p)
+}
+
+// runScenarioOn is runScenario on the given broker implementation (lab.Broker*; "" the default).
+func runScenarioOn(t *testing.T, broker, name string, p Params) *RunResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -50,7 +57,7 @@ func runScenario(t *testing.T, name string, p Params) *RunResult {
 		report = filepath.Join(dir, name)
 	}
 	res, err := Run(ctx, Options{Scenario: name, Eras: testEras(), Params: p, Version: "test",
-		Log: quietLog(), LabLog: quietLog(), Progress: &progress, ReportDir: report})
+		Log: quietLog(), LabLog: quietLog(), Progress: &progress, ReportDir: report, Broker: broker})
 	if err != nil {
 		t.Fatalf("%s: %v\nprogress:\n%s", name, err, progress.String())
 	}
@@ -92,7 +99,7 @@ func runScenario(t *testing.T, name string, p Params) *RunResult {
 
 func TestHerdEffect(t *testing.T) {
 	res := runScenario(t, "herd-effect", Params{Consumers: 2, Partitions: 4, Seed: 1})
-	// The JSON has DESIGN.md's shape and the run's script.
+	// The JSON has docs/design.md's shape and the run's script.
 	var buf bytes.Buffer
 	if err := res.WriteJSON(&buf); err != nil {
 		t.Fatal(err)
@@ -273,16 +280,11 @@ func TestReportDir(t *testing.T) {
 // TestCancel: a cancelled context stops the run promptly and cleans up (goleak checks the rest).
 func TestCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	var progress syncBuffer
-	go func() {
-		for !strings.Contains(progress.String(), "step 2/") {
-			time.Sleep(20 * time.Millisecond)
-		}
-		cancel()
-	}()
+	defer cancel()
+	progress := &cancelAt{at: "step 2/", cancel: cancel}
 	start := time.Now()
 	_, err := Run(ctx, Options{Scenario: "herd-effect", Eras: []string{"zk"}, Params: Params{Consumers: 2, Partitions: 2},
-		Log: quietLog(), LabLog: quietLog(), Progress: &progress})
+		Log: quietLog(), LabLog: quietLog(), Progress: progress})
 	if err != context.Canceled {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -291,22 +293,23 @@ func TestCancel(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// cancelAt is a progress writer that cancels the run as the line containing at is written: the
+// cancellation lands at that step, with nothing polling the output.
+type cancelAt struct {
+	at     string
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	b      bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+func (c *cancelAt) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, err := c.b.Write(p)
+	if strings.Contains(c.b.String(), c.at) {
+		c.cancel()
+	}
+	return n, err
 }
 
 // TestFIDStallTimeSplitBrainZombie: in split-brain-zombie the zombie's coordination-link stall lasts

@@ -37,6 +37,9 @@ type Options struct {
 	// starts; group.id, zookeeper.connect and consumer.id are the runner's and refused here.
 	ZKConfig   map[string]string
 	ExternalZK string // a running ZooKeeper ("host:port,..."); "" = the lab starts one
+	// Broker is the broker implementation the lab runs (lab.BrokerRebalancelab, the default, or
+	// lab.BrokerKafka: a real Kafka 3.9); the result names it and, for Kafka, its version.
+	Broker string
 	// ReportDir gets index.html (RenderHTML) and the timelines; OutputDir only the timelines (used when
 	// ReportDir is ""). Neither: the timelines stay in memory.
 	ReportDir string
@@ -164,9 +167,13 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 		l.SetLevel(logrus.WarnLevel)
 		o.LabLog = logrus.NewEntry(l)
 	}
+	if o.Broker == "" {
+		o.Broker = lab.BrokerRebalancelab
+	}
 	res := &RunResult{Scenario: sc.Name, Description: sc.Description, Seed: p.Seed, Params: p, Timing: t,
-		KafkaDefaults: o.KafkaDefaults, ZKConfig: o.ZKConfig, Versions: map[string]string{"rebalancelab": o.Version},
-		Script: sc.Script(p, t, newRandSource(p.Seed, sc.Name))}
+		KafkaDefaults: o.KafkaDefaults, ZKConfig: o.ZKConfig, Broker: o.Broker,
+		Versions: map[string]string{"rebalancelab": o.Version},
+		Script:   sc.Script(p, t, newRandSource(p.Seed, sc.Name))}
 	var toRun []*EraRun
 	for _, era := range eras {
 		e := &EraRun{Era: era, Applies: true}
@@ -206,13 +213,16 @@ func runEras(ctx context.Context, o Options, sc *Scenario, res *RunResult, eras 
 			fmt.Fprintf(o.Progress, format+"\n", a...)
 		}
 	}
-	progress("%s: starting the lab (ZooKeeper %d node(s), 1 broker)", sc.Name, sc.ZKNodes)
+	progress("%s: starting the lab (ZooKeeper %d node(s), 1 %s broker)", sc.Name, sc.ZKNodes, o.Broker)
 	l, err := lab.Start(ctx, lab.Options{ZK: lab.ZKOptions{Nodes: sc.ZKNodes, Log: o.LabLog}, ExternalZK: o.ExternalZK,
-		Brokers: 1, KafkaDefaults: o.KafkaDefaults, Log: o.LabLog})
+		Brokers: 1, KafkaDefaults: o.KafkaDefaults, Broker: o.Broker, Log: o.LabLog})
 	if err != nil {
 		return fmt.Errorf("lab: %w", err)
 	}
 	defer l.Close()
+	if v := l.KafkaVersion(); v != "" {
+		res.Versions["kafka"] = v
+	}
 	zkAddrs := strings.Split(l.ZKConnect(), ",")
 	res.Versions["zookeeper"] = zkVersion(ctx, zkAddrs)
 	for _, e := range eras {

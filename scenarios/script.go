@@ -100,7 +100,7 @@ func FormatScript(steps []Step) []byte {
 	return b.Bytes()
 }
 
-// Timing holds the settings a script depends on (DESIGN.md "Lab timing"). The same values go to every
+// Timing holds the settings a script depends on (docs/design.md "Lab timing"). The same values go to every
 // era, so the eras face the same script.
 type Timing struct {
 	ZKSessionTimeoutMs   int64 // zookeeper.session.timeout.ms (zk era)

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the lab and the tests need when it is missing: a ZooKeeper server (Debian's
-# `zookeeper` package, 3.8), a Java runtime, kcat (librdkafka), kafka-python, and a C compiler (the
-# race detector that `make test` uses needs cgo) and Chromium (a test loads the scenario report in
-# it). As root it uses apt-get; otherwise it says what to
-# install. Idempotent and quiet when all is present.
+# `zookeeper` package, 3.8), a JDK 17 (ZooKeeper's and Kafka's JVMs, the interop build) and Maven,
+# kcat (librdkafka), kafka-python, a C compiler (the race detector that `make test` uses needs cgo)
+# and Chromium (a test loads the scenario report in it). As root it uses apt-get; otherwise it says
+# what to install. Then the interop build (interop/, Maven): the pinned Kafka 3.9 broker's classpath, resolved
+# from Maven Central into interop/kafka-3.9/target/lib, rebuilt when missing or older than a POM.
+# Idempotent and quiet when all is present.
 set -euo pipefail
 
 need=()
@@ -12,27 +14,52 @@ have_zk() {
 	[ -f /usr/share/java/zookeeper.jar ]
 }
 have_zk || need+=(zookeeper)
-command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
+# The interop build and the Kafka 3.9 broker: a JDK 17 (javac marks the JDK) and Maven.
+{ command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; } || need+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null 2>&1 || need+=(maven)
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
 python3 -c 'import kafka' >/dev/null 2>&1 || /usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || need+=(python3-kafka)
 command -v "${CC:-gcc}" >/dev/null 2>&1 || command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v chromium >/dev/null 2>&1 || need+=(chromium) # the scenario report's browser test
 
-[ ${#need[@]} -eq 0 ] && exit 0
-
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-	echo "deps: installing ${need[*]} with apt-get" >&2
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-	exit 0
-fi
-
-cat >&2 <<MSG
+if [ ${#need[@]} -gt 0 ]; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		echo "deps: installing ${need[*]} with apt-get" >&2
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+	else
+		cat >&2 <<MSG
 deps: missing: ${need[*]}
   rebalancelab runs a REAL ZooKeeper server and tests against real Kafka clients. Get them by one of:
-  - Debian/Ubuntu:  sudo apt-get install zookeeper default-jre-headless kcat python3-kafka gcc chromium
+  - Debian/Ubuntu:  sudo apt-get install zookeeper openjdk-17-jdk-headless maven kcat python3-kafka gcc chromium
   - a ZooKeeper 3.8 tarball: export ZOOKEEPER_HOME=/path/to/apache-zookeeper-3.8.x-bin (needs java on PATH)
   - an external ensemble:    rebalancelab ... --zk HOST:PORT
 MSG
-exit 1
+		exit 1
+	fi
+fi
+
+# The interop build: each module's runtime classpath in <module>/target/lib, stamped when complete.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+for pom in "$root"/interop/*/pom.xml; do
+	mod="$(dirname "$pom")"
+	stamp="$mod/target/lib/.complete"
+	if [ -f "$stamp" ] && [ "$stamp" -nt "$pom" ] && [ "$stamp" -nt "$root/interop/pom.xml" ]; then
+		continue
+	fi
+	name="$(basename "$mod")"
+	echo "deps: interop build of $name (Maven Central: the artifacts pinned in interop/$name/pom.xml)" >&2
+	rm -rf "$mod/target/lib"
+	log="$(mktemp)"
+	if ! mvn -B -q -f "$root/interop/pom.xml" -pl "$name" -am package >"$log" 2>&1; then
+		cat "$log" >&2
+		missing="$(grep -oE 'org\.apache\.kafka:[A-Za-z0-9_.-]+:jar:[0-9][^ ,]*' "$log" | head -1 || true)"
+		echo "deps: the interop build of $name failed${missing:+: could not resolve $missing}." >&2
+		echo "  It needs Maven Central (https://repo.maven.apache.org/maven2) for the versions pinned in interop/$name/pom.xml." >&2
+		rm -f "$log"
+		exit 1
+	fi
+	rm -f "$log"
+	touch "$stamp"
+done

@@ -1,5 +1,5 @@
 // Package timeline is the record every member, fault injector and producer writes while a scenario
-// runs: JSON lines, one file per process, merged by ts_ms (DESIGN.md "Timeline"). Figures are computed
+// runs: JSON lines, one file per process, merged by ts_ms (docs/design.md "Timeline"). Figures are computed
 // from these records only, so a record must say exactly what happened, when, and to whom.
 package timeline
 
@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Kind names what a record reports. The set is fixed by DESIGN.md.
+// Kind names what a record reports. The set is fixed by docs/design.md.
 type Kind string
 
 const (

@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -170,10 +172,9 @@ func TestPipelining(t *testing.T) {
 		return len(conn.pending)
 	}
 	waitInFlight := func(n int, what string) {
-		for deadline := time.Now().Add(5 * time.Second); inFlight() != n; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d requests in flight, want %d", what, inFlight(), n)
-			}
+		t.Helper()
+		if err := testutil.Await(context.Background(), 5*time.Second, what, func() bool { return inFlight() == n }); err != nil {
+			t.Fatalf("%v: %d requests in flight, want %d", err, inFlight(), n)
 		}
 	}
 	done := make(chan error, 2)

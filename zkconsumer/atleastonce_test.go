@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -79,7 +80,7 @@ func TestEveryMessageDeliveredCommitsAtHighWatermark(t *testing.T) {
 				sent = append(sent, produced{r.Record.Partition, r.Record.Offset, string(r.Record.Value)})
 			}
 			pmu.Unlock()
-			time.Sleep(5 * time.Millisecond) // pace: a few hundred records per second
+			time.Sleep(5 * time.Millisecond) // pace: a few hundred records per second (the load's rate, not a synchronisation)
 		}
 	}()
 	sentCount := func() int {
@@ -87,17 +88,17 @@ func TestEveryMessageDeliveredCommitsAtHighWatermark(t *testing.T) {
 		defer pmu.Unlock()
 		return len(sent)
 	}
-	waitFor(t, 20*time.Second, "60 records produced", func() bool { return sentCount() >= 60 })
+	testutil.WaitFor(t, 20*time.Second, "60 records produced", func() bool { return sentCount() >= 60 })
 	c3 := newMember(t, l.ZKConnect(), "g", "c3", props)
 	collect(createStreams(t, c3, map[string]int{"t": 1}))
 	settle(t, 30*time.Second, a, "g", "t", map[int32]string{0: "g_c1-0", 1: "g_c1-0", 2: "g_c2-0", 3: "g_c2-0", 4: "g_c3-0", 5: "g_c3-0"}, c1, c2, c3)
 	mark := sentCount()
-	waitFor(t, 20*time.Second, "60 more records", func() bool { return sentCount() >= mark+60 })
+	testutil.WaitFor(t, 20*time.Second, "60 more records", func() bool { return sentCount() >= mark+60 })
 	c1.Shutdown()
 	w1.Wait() // c1's streams are closed
 	settle(t, 30*time.Second, a, "g", "t", map[int32]string{0: "g_c2-0", 1: "g_c2-0", 2: "g_c2-0", 3: "g_c3-0", 4: "g_c3-0", 5: "g_c3-0"}, c2, c3)
 	mark = sentCount()
-	waitFor(t, 20*time.Second, "60 more records", func() bool { return sentCount() >= mark+60 })
+	testutil.WaitFor(t, 20*time.Second, "60 more records", func() bool { return sentCount() >= mark+60 })
 	close(stop)
 	pwg.Wait()
 	// One last record per partition, produced once the group is stable: its owner must deliver it.
@@ -117,7 +118,7 @@ func TestEveryMessageDeliveredCommitsAtHighWatermark(t *testing.T) {
 		}
 	}
 	owner := map[int32]*member{0: c2, 1: c2, 2: c2, 3: c3, 4: c3, 5: c3}
-	waitFor(t, 30*time.Second, "every record delivered, the owners at the high watermarks", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "every record delivered, the owners at the high watermarks", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, r := range all {

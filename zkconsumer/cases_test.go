@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -26,7 +27,7 @@ func TestZK_NO_AUTOCOMMIT_ExplicitCommit(t *testing.T) {
 	}
 	c1 := newMember(t, l.ZKConnect(), "g", "c1", props)
 	drain(allStreams(createStreams(t, c1, map[string]int{"t": 1}))...)
-	waitFor(t, 20*time.Second, "3 records per partition at c1", func() bool { return c1.delivered("t", 0, 2) && c1.delivered("t", 1, 2) })
+	testutil.WaitFor(t, 20*time.Second, "3 records per partition at c1", func() bool { return c1.delivered("t", 0, 2) && c1.delivered("t", 1, 2) })
 	if err := c1.CommitOffsets(); err != nil {
 		t.Fatal(err)
 	}
@@ -53,16 +54,21 @@ func TestZK_NO_AUTOCOMMIT_ExplicitCommit(t *testing.T) {
 	for p := int32(0); p < 2; p++ {
 		produce(t, cl, "t", p, fmt.Sprintf("v%d-3", p), fmt.Sprintf("v%d-4", p))
 	}
-	waitFor(t, 20*time.Second, "2 more per partition at c1", func() bool { return c1.delivered("t", 0, 4) && c1.delivered("t", 1, 4) })
+	testutil.WaitFor(t, 20*time.Second, "2 more per partition at c1", func() bool { return c1.delivered("t", 0, 4) && c1.delivered("t", 1, 4) })
 	commitsBefore := c1.count(0, timeline.Commit, nil)
 
 	c2 := newMember(t, l.ZKConnect(), "g", "c2", props)
 	drain(allStreams(createStreams(t, c2, map[string]int{"t": 1}))...)
 	settle(t, 30*time.Second, a, "g", "t", map[int32]string{0: "g_c1-0", 1: "g_c2-0"}, c1, c2)
-	waitFor(t, 20*time.Second, "the uncommitted records again", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the uncommitted records again", func() bool {
 		return c2.delivered("t", 1, 4) && c1.count(0, timeline.Deliver, func(r timeline.Record) bool { return *r.Partition == 0 && *r.Offset == 4 }) == 2
 	})
-	time.Sleep(300 * time.Millisecond) // nothing else may follow
+	// Nothing else may follow: a barrier record per partition (offset 5), delivered at its owner
+	// after whatever else was coming from that partition.
+	for p := int32(0); p < 2; p++ {
+		produce(t, cl, "t", p, "barrier")
+	}
+	testutil.WaitFor(t, 20*time.Second, "the barriers (offset 5) at c1 and c2", func() bool { return c1.delivered("t", 0, 5) && c2.delivered("t", 1, 5) })
 	if got := read(); !reflect.DeepEqual(got, committed) {
 		t.Fatalf("offset znodes after the rebalance %+v, want them untouched %+v", got, committed)
 	}
@@ -78,11 +84,11 @@ func TestZK_NO_AUTOCOMMIT_ExplicitCommit(t *testing.T) {
 		}
 		return out
 	}
-	if got, want := deliveries(c1, 0), []int64{0, 1, 2, 3, 4, 3, 4}; !reflect.DeepEqual(got, want) {
+	if got, want := deliveries(c1, 0), []int64{0, 1, 2, 3, 4, 3, 4, 5}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("c1 delivered partition 0 offsets %v, want %v", got, want)
 	}
-	if got, want := deliveries(c2, 1), []int64{3, 4}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("c2 delivered partition 1 offsets %v, want %v (from the explicit commit)", got, want)
+	if got, want := deliveries(c2, 1), []int64{3, 4, 5}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("c2 delivered partition 1 offsets %v, want %v (from the explicit commit, then the barrier)", got, want)
 	}
 	if got := deliveries(c2, 0); len(got) != 0 {
 		t.Fatalf("c2 delivered partition 0 offsets %v", got)

@@ -141,7 +141,7 @@ var int32Keys = []int32Key{
 	{"fetch.min.bytes", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.FetchMinBytes }},
 }
 
-// LabProperties are the lab's documented short settings (DESIGN.md "Lab timing"), applied by the
+// LabProperties are the lab's documented short settings (docs/design.md "Lab timing"), applied by the
 // scenario runner unless --kafka-defaults: sessions expire in 2 s instead of 6 s and failed
 // rebalance attempts are retried after 500 ms instead of 2 s.
 func LabProperties() map[string]string {

@@ -21,7 +21,16 @@
 // assignment; KAFKA-1648 (round-robin with no topics), KAFKA-1010 (a broker znode vanishing
 // between list and read), KAFKA-919 (no commit in a rebalance without auto-commit), KAFKA-693
 // (leaderless partitions are owned, fetched once a leader appears), KAFKA-1075 (partition count
-// changes rebalance), and a failed claim attempt deleting everything it claimed.
+// changes rebalance), a failed claim attempt deleting everything it claimed, and 0.9's
+// ZKCheckedEphemeral for the registration (KAFKA-1387: an ids node owned by the current session is
+// ours, where 0.8.2.2 compared bytes and waited forever for its own node).
+//
+// Sessions: as ZkClient's retryUntilConnected, every ZooKeeper request that fails
+// for want of a connection, or because the session expired, is sent again once a session is
+// connected (the new one after an expiry), until shutdown; a new-session event for the session the
+// registration already belongs to does nothing, however many sessions came and went while the
+// rebalance goroutine was busy; and a rebalance attempt during which the session changed fails,
+// deleting the claims it made in the new session (releaseStaleClaims).
 //
 // Offsets live in ZooKeeper by default; offsets.storage=kafka commits them to the group's offset
 // manager (OffsetCommit v1, unfenced) and dual.commit.enabled also to ZooKeeper (offsetmanager.go).
@@ -54,6 +63,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/kconfig"
 	"github.com/rebalancelab/rebalancelab/timeline"
+	"github.com/rebalancelab/rebalancelab/zkdata"
 )
 
 // RebalanceListener is Kafka 0.9's ConsumerRebalanceListener (kafka.javaapi.consumer), called
@@ -109,6 +119,7 @@ type Connector struct {
 	connected   chan struct{}
 	connectOnce sync.Once
 	expired     atomic.Bool // the session expired; the next session triggers re-registration
+	session     int64       // the session that owns our registration; 0 before it (rebalance goroutine only)
 
 	// Subscription: set once by CreateMessageStreams*.
 	streamsCreated atomic.Bool
@@ -181,7 +192,7 @@ func New(cfg Config) (*Connector, error) {
 	if dialer == nil {
 		dialer = net.DialTimeout
 	}
-	c.zk = newZKConn(chroot, c.rec, c.onChildChange, c.onDataChange)
+	c.zk = newZKConn(chroot, c.rec, c.ctx.Done(), c.onChildChange, c.onDataChange)
 	conn, _, err := zk.Connect(servers, time.Duration(cfg.ZooKeeperSessionTimeoutMs)*time.Millisecond,
 		zk.WithLogger(zkLogger{c.log}), zk.WithEventCallback(c.onZKEvent), zk.WithDialer(dialer))
 	if err != nil {
@@ -423,10 +434,16 @@ func (c *Connector) reinitializeConsumer() error {
 	return c.syncedRebalance()
 }
 
-// register is registerConsumerInZK: the ephemeral ids znode with the subscription JSON, through
-// createEphemeralPathExpectConflictHandleZKBug — a node with our data is ours (a create that
-// succeeded before a connection loss); another one may be our expired session's, which ZooKeeper
-// has yet to delete (ZOOKEEPER-1740): back off zookeeper.session.timeout.ms and retry.
+// register is registerConsumerInZK: the ephemeral ids znode with the subscription JSON, created
+// as 0.9's ZKCheckedEphemeral does (KAFKA-1387, zkConn.createEphemeralChecked): a node owned by the
+// current session is ours — a create that succeeded before a connection loss, or a registration
+// already made in this session. (0.8.2.2 compared the node's bytes with its own, whose timestamp is
+// always new, and so waited forever for its own node to go.) A node owned by another session may be
+// our expired session's, which ZooKeeper has yet to delete (ZOOKEEPER-1740), or another connector's
+// with the same consumer.id: as 0.8.2's createEphemeralPathExpectConflictHandleZKBug, back off
+// zookeeper.session.timeout.ms — each back-off recorded as an error — and try again until it is
+// gone. On success c.session is the session that owns the registration. Errors: ErrShutdown, or the
+// server's error for the ids path.
 func (c *Connector) register() error {
 	data, err := json.Marshal(Registration{Version: 1, Subscription: c.subscription, Pattern: c.pattern, Timestamp: strconv.FormatInt(time.Now().UnixMilli(), 10)})
 	if err != nil {
@@ -434,28 +451,24 @@ func (c *Connector) register() error {
 	}
 	path := c.idsPath + "/" + c.consumerID
 	for {
-		err := c.zk.createWithParents(path, data, zk.FlagEphemeral)
-		if err == nil {
-			c.log.Info("registered consumer in ZooKeeper")
+		owner, err := c.zk.createEphemeralChecked(path, data)
+		switch {
+		case err == nil:
+			c.session = owner
+			c.log.WithField("session", fmt.Sprintf("%#x", owner)).Info("registered consumer in ZooKeeper")
 			return nil
-		}
-		if !errors.Is(err, zk.ErrNodeExists) {
+		case errors.Is(err, ErrShutdown):
+			return ErrShutdown
+		case !errors.Is(err, zk.ErrNodeExists):
 			return fmt.Errorf("zkconsumer: registering %s: %w", path, err)
 		}
-		stored, exists, err := c.zk.getMaybeNull(path)
-		if err != nil {
-			return fmt.Errorf("zkconsumer: registering %s: %w", path, err)
-		}
-		if exists && string(stored) == string(data) {
-			return nil
-		}
-		if exists {
-			c.log.WithField("path", path).Warnf("registration node exists with other data; waiting %d ms for it to go", c.cfg.ZooKeeperSessionTimeoutMs)
-			select {
-			case <-time.After(time.Duration(c.cfg.ZooKeeperSessionTimeoutMs) * time.Millisecond):
-			case <-c.ctx.Done():
-				return ErrShutdown
-			}
+		text := fmt.Sprintf("registration node exists: %s is owned by session %#x; backing off %d ms", path, owner, c.cfg.ZooKeeperSessionTimeoutMs)
+		c.log.Warn(text)
+		c.emit(timeline.Record{Kind: timeline.Error, Text: text})
+		select {
+		case <-time.After(time.Duration(c.cfg.ZooKeeperSessionTimeoutMs) * time.Millisecond):
+		case <-c.ctx.Done():
+			return ErrShutdown
 		}
 	}
 }
@@ -471,9 +484,14 @@ func (c *Connector) onZKEvent(ev zk.Event) {
 		c.zk.notify(ev)
 		return
 	}
+	c.zk.sessionStateChanged()
 	switch ev.State {
 	case zk.StateExpired:
-		c.expired.Store(true)
+		// The session's ephemeral znodes (the ids znode, the owner znodes) are gone: out of the group
+		// until it registers again and claims (the invariant figures read this record).
+		if !c.expired.Swap(true) {
+			c.emit(timeline.Record{Kind: timeline.SessionExpired})
+		}
 	case zk.StateHasSession:
 		c.connectOnce.Do(func() { close(c.connected) })
 		if c.expired.Swap(false) {
@@ -545,7 +563,25 @@ func (c *Connector) run() {
 // the fetchers run on until the rebalance stops them: the split-brain window), re-register,
 // rebalance — then, with a wildcard, the topic watcher re-subscribes; then fireAllEvents: every
 // subscription re-reads its path and calls its listener, which schedules one more rebalance.
+//
+// It acts on the session connected now (waiting for one if there is none), and an event for a
+// session already handled does nothing: when sessions are re-created faster than this goroutine
+// gets to their events, a registration waiting for a connection is made in a later session than
+// the event it answers, whose own event still follows (ZkClient queued one handleNewSession per
+// session: KAFKA-1387). Before the first registration (CreateMessageStreams) there is nothing to
+// re-create.
 func (c *Connector) handleNewSession() {
+	if c.session == 0 {
+		return
+	}
+	sid, ok := c.zk.waitSession()
+	if !ok {
+		return // shutting down
+	}
+	if sid == c.session {
+		c.log.WithField("session", fmt.Sprintf("%#x", sid)).Info("new-session event for a session already handled; nothing to do")
+		return
+	}
 	c.log.Warn("ZooKeeper session expired; re-registering and rebalancing")
 	c.emit(timeline.Record{Kind: timeline.Error, Text: "zookeeper session expired"})
 	c.mu.Lock()
@@ -655,6 +691,7 @@ func (c *Connector) syncedRebalance() error {
 // rebalance is one attempt (ZKRebalancerListener.rebalance). false with a nil error means the
 // connector is shutting down.
 func (c *Connector) rebalance() (done bool, err error) {
+	session := c.zk.conn.SessionID()
 	// syncedRebalance's getCluster: 0.8.2 reads the broker list here and hands it, unused, to the
 	// fetcher; the reads are part of every attempt's cost.
 	if _, err := c.allBrokers(); err != nil {
@@ -726,6 +763,9 @@ func (c *Connector) rebalance() (done bool, err error) {
 	if err := c.reflectPartitionOwnershipDecision(mine); err != nil {
 		return false, err
 	}
+	if now := c.zk.conn.SessionID(); now != session {
+		return false, c.releaseStaleClaims(tps, session, now)
+	}
 	// The partitions are this member's from here (its owner znodes exist): recorded as assigned
 	// before any commit can include them (commitMu orders this against a concurrent commit's
 	// records; a Kafka commit sends every owned partition).
@@ -767,11 +807,13 @@ type brokerInfo struct {
 	port int
 }
 
-func (b brokerInfo) addr() string { return b.host + ":" + strconv.Itoa(b.port) }
+func (b brokerInfo) addr() string { return net.JoinHostPort(b.host, strconv.Itoa(b.port)) }
 
 // allBrokers is ZkUtils.getAllBrokersInCluster: list /brokers/ids, read each node. A node that
 // vanishes between the list and the read is a broker that went away (KAFKA-1010,
-// ZK-BROKER-VANISHES). A node that does not parse is an error.
+// ZK-BROKER-VANISHES). Registrations of every version Kafka writes (1–5, zkdata.DecodeBroker) are
+// read; a broker without a PLAINTEXT endpoint is left out (this consumer speaks PLAINTEXT only). A
+// node that does not parse is an error.
 func (c *Connector) allBrokers() ([]brokerInfo, error) {
 	ids, err := c.zk.childrenMayNotExist(brokerIdsPath)
 	if err != nil {
@@ -791,14 +833,16 @@ func (c *Connector) allBrokers() ([]brokerInfo, error) {
 		if err != nil {
 			return nil, fmt.Errorf("broker id %q under %s is not a number", id, brokerIdsPath)
 		}
-		var reg struct {
-			Host string `json:"host"`
-			Port int    `json:"port"`
+		reg, err := zkdata.DecodeBroker(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s/%s: %w", brokerIdsPath, id, err)
 		}
-		if err := json.Unmarshal(data, &reg); err != nil || reg.Host == "" || reg.Port <= 0 {
-			return nil, fmt.Errorf("broker registration %s/%s = %q: want JSON with host and port", brokerIdsPath, id, data)
+		host, port, plaintext := reg.Plaintext()
+		if !plaintext {
+			c.log.WithField("broker", n).Debug("broker has no PLAINTEXT endpoint; left out")
+			continue
 		}
-		out = append(out, brokerInfo{int32(n), reg.Host, reg.Port})
+		out = append(out, brokerInfo{int32(n), host, port})
 	}
 	return out, nil
 }
@@ -871,26 +915,20 @@ func (c *Connector) assignmentContext() (assignmentContext, error) {
 	return actx, nil
 }
 
-// partitionsOf reads /brokers/topics/<t> ({"version":1,"partitions":{"0":[replicas],...}}) and
-// returns its partition ids ascending; a missing topic has none.
+// partitionsOf reads /brokers/topics/<t> (versions 1–3, zkdata.DecodeTopicAssignment) and returns its
+// partition ids ascending; a missing topic has none.
 func (c *Connector) partitionsOf(topic string) ([]int32, error) {
 	data, ok, err := c.zk.getMaybeNull(brokerTopicsPath + "/" + topic)
 	if err != nil || !ok {
 		return nil, err
 	}
-	var tz struct {
-		Partitions map[string][]int32 `json:"partitions"`
+	assignment, err := zkdata.DecodeTopicAssignment(data)
+	if err != nil {
+		return nil, fmt.Errorf("topic %s: %w", topic, err)
 	}
-	if err := json.Unmarshal(data, &tz); err != nil {
-		return nil, fmt.Errorf("topic %s: partition map %q: %w", topic, data, err)
-	}
-	out := make([]int32, 0, len(tz.Partitions))
-	for p := range tz.Partitions {
-		n, err := strconv.ParseInt(p, 10, 32)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("topic %s: partition id %q is not a number", topic, p)
-		}
-		out = append(out, int32(n))
+	out := make([]int32, 0, len(assignment))
+	for p := range assignment {
+		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out, nil
@@ -1011,6 +1049,35 @@ func (c *Connector) reflectPartitionOwnershipDecision(mine assignment) error {
 	return fmt.Errorf("partition ownership conflict: %w", errors.Join(errs...))
 }
 
+// releaseStaleClaims ends an attempt during which the session changed (from, to; 0: none yet). Its
+// requests wait for a session and are sent again in the new one (retryUntilConnected), so some of
+// its claims may have been made there, from the old session's view and before the new session's
+// event is handled — whose resetState would forget them for good. A rebalance attempt is one
+// session's: the owner znodes of the decision that the current session owns are deleted (one of the
+// old session is gone with it, and one of another session may be another member's claim since),
+// and the attempt fails; the new session's handling re-registers and rebalances. (0.8.2, over
+// ZkClient, kept such claims.)
+func (c *Connector) releaseStaleClaims(tps []TopicPartition, from, to int64) error {
+	errs := []error{fmt.Errorf("ZooKeeper session changed from %#x to %#x during the attempt: its claims are released", from, to)}
+	for _, tp := range tps {
+		path := c.ownerPath(tp)
+		_, st, err := c.zk.getStat(path)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			continue
+		case err != nil:
+			errs = append(errs, fmt.Errorf("reading %s: %w", path, err))
+			continue
+		case st.EphemeralOwner != c.zk.conn.SessionID():
+			continue
+		}
+		if err := c.zk.delete(path); err != nil {
+			errs = append(errs, fmt.Errorf("deleting %s: %w", path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // updateFetcher is updateFetcher: the fetchers start on the owned partitions.
 func (c *Connector) updateFetcher(registry map[TopicPartition]*partitionInfo) {
 	infos := make([]*partitionInfo, 0, len(registry))
@@ -1116,6 +1183,9 @@ func (c *Connector) autoCommit() {
 	for {
 		select {
 		case <-t.C:
+			if c.ctx.Err() != nil {
+				return // shutting down: a tick that raced with it commits nothing
+			}
 			if err := c.CommitOffsets(); err != nil {
 				c.log.WithError(err).Error("exception during autoCommit")
 			}

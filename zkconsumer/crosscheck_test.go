@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -102,7 +103,7 @@ func TestHerdEffectServerCounts(t *testing.T) {
 		return n == 2
 	}
 	five := map[int32]string{0: "g_c1-0", 1: "g_c2-0", 2: "g_c3-0", 3: "g_c4-0", 4: "g_c5-0"}
-	waitFor(t, 30*time.Second, "5 members quiet", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "5 members quiet", func() bool {
 		for _, m := range ms {
 			if !quiet(m) {
 				return false
@@ -151,7 +152,7 @@ func TestHerdEffectServerCounts(t *testing.T) {
 	c6 := newMember(t, z.Connect(), "g", "c6", props)
 	createStreams(t, c6, map[string]int{"t": 1})
 	ms, marks = append(ms, c6), append(marks, 0)
-	waitFor(t, 30*time.Second, "all six rebalanced and quiet", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "all six rebalanced and quiet", func() bool {
 		for i, m := range ms {
 			if m.count(marks[i], timeline.RebalanceEnd, nil) != 1 || !quiet(m) {
 				return false
@@ -282,7 +283,7 @@ func TestZkCliShowsOwnersAndOffsets(t *testing.T) {
 	produce(t, cl, "t", 1, "b0", "b1")
 	c := newMember(t, l.ZKConnect(), "g", "c1", map[string]string{"auto.offset.reset": "smallest", "auto.commit.enable": "false"})
 	drain(allStreams(createStreams(t, c, map[string]int{"t": 2}))...)
-	waitFor(t, 20*time.Second, "5 records delivered", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "5 records delivered", func() bool {
 		return c.delivered("t", 0, 2) && c.delivered("t", 1, 1)
 	})
 	if err := c.CommitOffsets(); err != nil {

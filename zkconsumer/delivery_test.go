@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/broker"
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -185,7 +186,7 @@ func (s *sink) len() int {
 func barrier(t *testing.T, cl *kgo.Client, s *sink, topic string, partition int32) string {
 	t.Helper()
 	entry := msgs(topic, partition, produce(t, cl, topic, partition, "barrier")[0], "barrier")[0]
-	waitFor(t, 20*time.Second, "the barrier "+entry, func() bool { return slices.Contains(s.got(), entry) })
+	testutil.WaitFor(t, 20*time.Second, "the barrier "+entry, func() bool { return slices.Contains(s.got(), entry) })
 	return entry
 }
 
@@ -229,7 +230,7 @@ func TestDeliverAndCommit(t *testing.T) {
 	m := newMember(t, z.Connect(), "g", "c1", props)
 	s := drain(allStreams(createStreams(t, m, map[string]int{"t": 2}))...)
 	want := sorted(msgs("t", 0, 0, "a0", "a1", "a2"), msgs("t", 1, 0, "b0", "b1"))
-	waitFor(t, 20*time.Second, "5 messages", func() bool { return s.len() >= 5 })
+	testutil.WaitFor(t, 20*time.Second, "5 messages", func() bool { return consumed(m, s, 5) })
 	if got := s.got(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("delivered %v, want %v", got, want)
 	}
@@ -265,7 +266,7 @@ func TestDeliverAndCommit(t *testing.T) {
 	m2 := newMember(t, z.Connect(), "g", "c2", props)
 	s2 := drain(allStreams(createStreams(t, m2, map[string]int{"t": 1}))...)
 	// Partition 0 is delivered in offset order: anything older than a3 would have come first.
-	waitFor(t, 20*time.Second, "the new message", func() bool { return s2.len() >= 1 })
+	testutil.WaitFor(t, 20*time.Second, "the new message", func() bool { return s2.len() >= 1 })
 	if got := s2.got(); !reflect.DeepEqual(got, []string{"t/0@3=a3"}) {
 		t.Fatalf("resumed connector delivered %v, want only t/0@3=a3", got)
 	}
@@ -287,7 +288,7 @@ func TestZK_NO_AUTOCOMMIT(t *testing.T) {
 	m1 := newMember(t, z.Connect(), "g", "c1", props)
 	s1 := drain(allStreams(createStreams(t, m1, map[string]int{"t": 1}))...)
 	first := sorted(msgs("t", 0, 0, "a0", "a1", "a2"), msgs("t", 1, 0, "b0", "b1", "b2"))
-	waitFor(t, 20*time.Second, "6 messages", func() bool { return s1.len() >= 6 })
+	testutil.WaitFor(t, 20*time.Second, "6 messages", func() bool { return consumed(m1, s1, 6) })
 	if got := s1.got(); !reflect.DeepEqual(got, first) {
 		t.Fatalf("c1 delivered %v", got)
 	}
@@ -295,7 +296,7 @@ func TestZK_NO_AUTOCOMMIT(t *testing.T) {
 
 	m2 := newMember(t, z.Connect(), "g", "c2", props)
 	s2 := drain(allStreams(createStreams(t, m2, map[string]int{"t": 1}))...)
-	waitFor(t, 20*time.Second, "redelivery", func() bool { return s1.len() >= 9 && s2.len() >= 3 })
+	testutil.WaitFor(t, 20*time.Second, "redelivery", func() bool { return s1.len() >= 9 && s2.len() >= 3 })
 	bar0, bar1 := barrier(t, cl, s1, "t", 0), barrier(t, cl, s2, "t", 1)
 	if got := s2.got(); !reflect.DeepEqual(got, sorted(msgs("t", 1, 0, "b0", "b1", "b2"), []string{bar1})) {
 		t.Fatalf("c2 delivered %v, want partition 1 from offset 0 again (then the barrier)", got)
@@ -331,16 +332,16 @@ func TestAutoCommitBeforeRelease(t *testing.T) {
 
 	m1 := newMember(t, z.Connect(), "g", "c1", props)
 	s1 := drain(allStreams(createStreams(t, m1, map[string]int{"t": 1}))...)
-	waitFor(t, 20*time.Second, "4 messages", func() bool { return s1.len() >= 4 })
+	testutil.WaitFor(t, 20*time.Second, "4 messages", func() bool { return consumed(m1, s1, 4) })
 	m2 := newMember(t, z.Connect(), "g", "c2", props)
 	s2 := drain(allStreams(createStreams(t, m2, map[string]int{"t": 1}))...)
-	waitFor(t, 20*time.Second, "the commit before release", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the commit before release", func() bool {
 		d, _, err := a.conn.Get("/consumers/g/offsets/t/1")
 		return err == nil && string(d) == "2"
 	})
 	produce(t, cl, "t", 1, "b2")
 	// Partition 1 is delivered in offset order: a redelivered b0 or b1 would have come before b2.
-	waitFor(t, 20*time.Second, "b2 at c2", func() bool { return s2.len() >= 1 })
+	testutil.WaitFor(t, 20*time.Second, "b2 at c2", func() bool { return s2.len() >= 1 })
 	if got := s2.got(); !reflect.DeepEqual(got, []string{"t/1@2=b2"}) {
 		t.Fatalf("c2 delivered %v, want only t/1@2=b2", got)
 	}
@@ -365,7 +366,7 @@ func TestAutoCommitBeforeRelease(t *testing.T) {
 // waitLeader waits until Metadata names a leader (or none, leader -1) for topic/partition.
 func waitLeader(t *testing.T, cl *kgo.Client, topic string, partition, want int32) {
 	t.Helper()
-	waitFor(t, 30*time.Second, fmt.Sprintf("leader of %s/%d = %d", topic, partition, want), func() bool {
+	testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("leader of %s/%d = %d", topic, partition, want), func() bool {
 		req := kmsg.NewPtrMetadataRequest()
 		rt := kmsg.NewMetadataRequestTopic()
 		rt.Topic = kmsg.StringPtr(topic)
@@ -408,15 +409,20 @@ func TestZK_LEADERLESS(t *testing.T) {
 	if got := a.owners("g", "t"); !reflect.DeepEqual(got, map[int32]string{0: "g_c1-0", 1: "g_c1-0"}) {
 		t.Fatalf("owners %v, want both partitions owned by g_c1-0", got)
 	}
-	waitFor(t, 20*time.Second, "partition 0 while broker 2 is down", func() bool { return s.len() >= 3 })
-	time.Sleep(500 * time.Millisecond) // the leader finder keeps looking; nothing of partition 1 may come
-	if got := s.got(); !reflect.DeepEqual(got, msgs("t", 0, 0, "a0", "a1", "a2")) {
+	testutil.WaitFor(t, 20*time.Second, "partition 0 while broker 2 is down", func() bool { return s.len() >= 3 })
+	// Nothing more of partition 0 comes before its barrier; partition 1 is still with the leader
+	// finder (its only broker is down), so no fetcher has it and nothing of it can come.
+	bar := barrier(t, cl, s, "t", 0)
+	if got, want := m.fetchPlaces(), map[string]string{"t/0": "broker 1", "t/1": "no leader"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("while broker 2 is down: partitions at %v, want %v", got, want)
+	}
+	if got := s.got(); !reflect.DeepEqual(got, sorted(msgs("t", 0, 0, "a0", "a1", "a2"), []string{bar})) {
 		t.Fatalf("while broker 2 is down: delivered %v", got)
 	}
 
 	b2.start()
-	waitFor(t, 30*time.Second, "partition 1 after broker 2 returns", func() bool { return s.len() >= 5 })
-	if got := s.got(); !reflect.DeepEqual(got, sorted(msgs("t", 0, 0, "a0", "a1", "a2"), msgs("t", 1, 0, "b0", "b1"))) {
+	testutil.WaitFor(t, 30*time.Second, "partition 1 after broker 2 returns", func() bool { return s.len() >= 6 })
+	if got := s.got(); !reflect.DeepEqual(got, sorted(msgs("t", 0, 0, "a0", "a1", "a2"), []string{bar}, msgs("t", 1, 0, "b0", "b1"))) {
 		t.Fatalf("after broker 2 returned: delivered %v", got)
 	}
 	if n := m.count(0, timeline.RebalanceBegin, nil); n != 1 {
@@ -441,7 +447,7 @@ func TestZK_PARTITIONS_ADDED(t *testing.T) {
 	s1 := drain(allStreams(createStreams(t, m1, map[string]int{"t": 1}))...)
 	m2 := newMember(t, z.Connect(), "g", "c2", props)
 	s2 := drain(allStreams(createStreams(t, m2, map[string]int{"t": 1}))...)
-	waitFor(t, 20*time.Second, "2 partitions split", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "2 partitions split", func() bool {
 		return reflect.DeepEqual(a.owners("g", "t"), map[int32]string{0: "g_c1-0", 1: "g_c2-0"}) && m1.rebalanceIdle() && m2.rebalanceIdle()
 	})
 
@@ -460,13 +466,13 @@ func TestZK_PARTITIONS_ADDED(t *testing.T) {
 		t.Fatalf("CreatePartitions: %v", err)
 	}
 	want := map[int32]string{0: "g_c1-0", 1: "g_c1-0", 2: "g_c2-0", 3: "g_c2-0"}
-	waitFor(t, 30*time.Second, "4 partitions split", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "4 partitions split", func() bool {
 		return reflect.DeepEqual(a.owners("g", "t"), want) && m1.rebalanceIdle() && m2.rebalanceIdle()
 	})
 	waitLeader(t, cl, "t", 3, 1)
 	produce(t, cl, "t", 2, "c0", "c1")
 	produce(t, cl, "t", 3, "d0")
-	waitFor(t, 20*time.Second, "the new partitions' messages", func() bool { return s2.len() >= 3 })
+	testutil.WaitFor(t, 20*time.Second, "the new partitions' messages", func() bool { return s2.len() >= 3 })
 	bars2 := []string{barrier(t, cl, s2, "t", 2), barrier(t, cl, s2, "t", 3)}
 	if got := s2.got(); !reflect.DeepEqual(got, sorted(msgs("t", 2, 0, "c0", "c1"), msgs("t", 3, 0, "d0"), bars2)) {
 		t.Fatalf("c2 delivered %v", got)
@@ -511,14 +517,14 @@ func TestZK_FAILED_ATTEMPT_RELEASES_Fetching(t *testing.T) {
 		}()
 	}
 	// Both keep failing while the squatter holds partition 3; no failed attempt leaves a claim.
-	waitFor(t, 20*time.Second, "failed attempts", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "failed attempts", func() bool {
 		return ms[1].count(0, timeline.ZKOp, func(r timeline.Record) bool { return isWrite(r) && r.Path == "/consumers/g/owners/t/3" }) >= 2
 	})
 	squatter.conn.Close()
 	wg.Wait()
 	s1, s2 := drain(allStreams(streams[0])...), drain(allStreams(streams[1])...)
 	want := map[int32]string{0: "g_c1-0", 1: "g_c1-0", 2: "g_c2-0", 3: "g_c2-0"}
-	waitFor(t, 30*time.Second, "stable owners", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "stable owners", func() bool {
 		return reflect.DeepEqual(a.owners("g", "t"), want) && ms[0].rebalanceIdle() && ms[1].rebalanceIdle()
 	})
 	for p := int32(0); p < 4; p++ {
@@ -533,16 +539,20 @@ func TestZK_FAILED_ATTEMPT_RELEASES_Fetching(t *testing.T) {
 		}
 		return out
 	}
-	waitFor(t, 20*time.Second, "4 deliveries", func() bool { return s1.len()+s2.len() >= 4 })
-	time.Sleep(300 * time.Millisecond)
-	if got := sorted(s1.got(), s2.got()); !reflect.DeepEqual(got, sorted(msgs("t", 0, 0, "v0"), msgs("t", 1, 0, "v1"), msgs("t", 2, 0, "v2"), msgs("t", 3, 0, "v3"))) {
+	testutil.WaitFor(t, 20*time.Second, "4 deliveries", func() bool { return s1.len()+s2.len() >= 4 })
+	// A barrier after each partition's record, at its owner: what else was going to come has come.
+	bars := []string{barrier(t, cl, s1, "t", 0), barrier(t, cl, s1, "t", 1), barrier(t, cl, s2, "t", 2), barrier(t, cl, s2, "t", 3)}
+	if got := sorted(s1.got(), s2.got()); !reflect.DeepEqual(got, sorted(msgs("t", 0, 0, "v0"), msgs("t", 1, 0, "v1"), msgs("t", 2, 0, "v2"), msgs("t", 3, 0, "v3"), bars)) {
 		t.Fatalf("delivered %v", got)
 	}
-	if got := delivered(ms[0]); !reflect.DeepEqual(got, map[int32]int{0: 1, 1: 1}) {
-		t.Fatalf("c1 delivered partitions %v, want 0 and 1 once each", got)
+	testutil.WaitFor(t, 10*time.Second, "the barriers' deliver records", func() bool {
+		return ms[0].delivered("t", 0, 1) && ms[0].delivered("t", 1, 1) && ms[1].delivered("t", 2, 1) && ms[1].delivered("t", 3, 1)
+	})
+	if got := delivered(ms[0]); !reflect.DeepEqual(got, map[int32]int{0: 2, 1: 2}) {
+		t.Fatalf("c1 delivered partitions %v, want 0 and 1 twice each (the record, then the barrier)", got)
 	}
-	if got := delivered(ms[1]); !reflect.DeepEqual(got, map[int32]int{2: 1, 3: 1}) {
-		t.Fatalf("c2 delivered partitions %v, want 2 and 3 once each", got)
+	if got := delivered(ms[1]); !reflect.DeepEqual(got, map[int32]int{2: 2, 3: 2}) {
+		t.Fatalf("c2 delivered partitions %v, want 2 and 3 twice each (the record, then the barrier)", got)
 	}
 	for _, m := range ms {
 		if n := m.givenUp(); n != 0 {
@@ -565,7 +575,7 @@ func TestStopWithFullQueues(t *testing.T) {
 	m := newMember(t, z.Connect(), "g", "c1", props)
 	createStreams(t, m, map[string]int{"t": 1}) // never read
 	// 1 chunk handed over + 1 queued: the fetcher is stuck on the third.
-	waitFor(t, 20*time.Second, "the fetcher blocked", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the fetcher blocked", func() bool {
 		m.fetcher.mu.Lock()
 		defer m.fetcher.mu.Unlock()
 		for _, f := range m.fetcher.fetchers {
@@ -586,7 +596,7 @@ func TestStopWithFullQueues(t *testing.T) {
 	m2 := newMember(t, z.Connect(), "g", "c2", props) // a rebalance must stop the blocked fetcher
 	createStreams(t, m2, map[string]int{"t": 1})
 	a := newAdmin(t, z.Connect())
-	waitFor(t, 20*time.Second, "the split", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the split", func() bool {
 		return reflect.DeepEqual(a.owners("g", "t"), map[int32]string{0: "g_c1-0", 1: "g_c1-0", 2: "g_c2-0", 3: "g_c2-0"}) && m.rebalanceIdle() && m2.rebalanceIdle()
 	})
 	done := make(chan struct{})

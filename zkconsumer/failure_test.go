@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -94,7 +95,7 @@ func TestWatchTriggeredFailureReported(t *testing.T) {
 	if err := a.conn.Delete("/consumers/g/ids/g_bad", -1); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "recovery at the next event", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "recovery at the next event", func() bool {
 		return reflect.DeepEqual(a.owners("g", "t"), map[int32]string{0: "g_c1-0", 1: "g_c1-0"}) && m.rebalanceIdle()
 	})
 }
@@ -141,7 +142,7 @@ func TestRebalanceListener(t *testing.T) {
 	createStreams(t, m1, map[string]int{"t": 1})
 	m2 := newMember(t, z.Connect(), "g", "c2", nil)
 	createStreams(t, m2, map[string]int{"t": 1})
-	waitFor(t, 20*time.Second, "2 and 2", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "2 and 2", func() bool {
 		return reflect.DeepEqual(a.owners("g", "t"), map[int32]string{0: "g_c1-0", 1: "g_c1-0", 2: "g_c2-0", 3: "g_c2-0"}) && m1.rebalanceIdle() && m2.rebalanceIdle()
 	})
 	calls := l.get()

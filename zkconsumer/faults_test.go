@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -31,7 +34,7 @@ func threeLinked(t *testing.T, props map[string]string) (l *lab.Lab, a *admin, m
 	settle(t, 30*time.Second, a, "g", "t", map[int32]string{0: "g_c1-0", 1: "g_c1-0", 2: "g_c2-0", 3: "g_c2-0", 4: "g_c3-0", 5: "g_c3-0"}, ms...)
 	for _, r := range produceEach(t, cl, "t", 6, "before") {
 		m := ms[r.partition/2]
-		waitFor(t, 20*time.Second, "the owner delivers "+r.value, func() bool { return m.delivered("t", r.partition, r.offset) })
+		testutil.WaitFor(t, 20*time.Second, "the owner delivers "+r.value, func() bool { return m.delivered("t", r.partition, r.offset) })
 	}
 	return l, a, ms, links, sinks
 }
@@ -85,7 +88,7 @@ func TestCrashSurvivorsTakeOverAfterExpiry(t *testing.T) {
 	// record sent before the crash comes again, and the one sent after it arrives.
 	cl := labClient(t, l)
 	after := produceEach(t, cl, "t", 6, "after")
-	waitFor(t, 20*time.Second, "c2's partitions consumed by the survivors", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "c2's partitions consumed by the survivors", func() bool {
 		return c1.delivered("t", 2, 0) && c1.delivered("t", 2, after[2].offset) &&
 			c3.delivered("t", 3, 0) && c3.delivered("t", 3, after[3].offset)
 	})
@@ -118,7 +121,7 @@ func TestStalledZooKeeperLinkReregisters(t *testing.T) {
 	// Split brain: c2's fetchers still run and deliver partition 2's new record, as c1 does.
 	cl := labClient(t, l)
 	mid := produce(t, cl, "t", 2, "during")[0]
-	waitFor(t, 20*time.Second, "partition 2's record at c1 and at c2", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "partition 2's record at c1 and at c2", func() bool {
 		return c1.delivered("t", 2, mid) && c2.delivered("t", 2, mid)
 	})
 	if n := c2.count(stalled, timeline.RebalanceBegin, nil) + c2.count(stalled, timeline.Revoked, nil); n != 0 {
@@ -150,7 +153,7 @@ func TestStalledZooKeeperLinkReregisters(t *testing.T) {
 	}
 	// And it consumes them again: a new record of partition 3 reaches c2, not c3.
 	last := produce(t, cl, "t", 3, "healed")[0]
-	waitFor(t, 20*time.Second, "c2 delivers partition 3", func() bool { return c2.delivered("t", 3, last) })
+	testutil.WaitFor(t, 20*time.Second, "c2 delivers partition 3", func() bool { return c2.delivered("t", 3, last) })
 	if c3.delivered("t", 3, last) {
 		t.Fatal("c3 delivered partition 3 after handing it back")
 	}
@@ -163,19 +166,21 @@ func TestStalledZooKeeperLinkReregisters(t *testing.T) {
 // plain links, finish a whole attempt in a few milliseconds.
 const zkLatency = 150 * time.Millisecond
 
-// twoThenLatency starts c1 (on its own links) and c2 on a 6-partition topic with a registered
+// twoThenLatency starts c2 and c1 (on its own links) on a 6-partition topic with a registered
 // broker that serves nothing (no fetching: these tests are about ZooKeeper), waits for the split
-// {0,1,2}, {3,4,5}, then slows c1's ZooKeeper link.
+// {0,1,2}, {3,4,5}, then slows c1's ZooKeeper link. c2 starts first, alone: with c2Props'
+// rebalance.max.retries=1 its one attempt at joining must not meet c1's owner znodes of 3, 4 and 5
+// before c1 has released them (that race belongs to c1, which retries).
 func twoThenLatency(t *testing.T, c2Props map[string]string) (z *lab.ZooKeeper, a *admin, c1, c2 *member, l1 *lab.MemberLinks) {
 	t.Helper()
 	z = startZK(t)
 	a = newAdmin(t, z.Connect())
 	a.fakeBroker(0)
 	a.createTopic("t", 6)
-	c1, l1 = linkedMember(t, z.Connect(), "g", "c1", conflictProps(nil))
-	createStreams(t, c1, map[string]int{"t": 1})
 	c2 = newMember(t, z.Connect(), "g", "c2", conflictProps(c2Props))
 	createStreams(t, c2, map[string]int{"t": 1})
+	c1, l1 = linkedMember(t, z.Connect(), "g", "c1", conflictProps(nil))
+	createStreams(t, c1, map[string]int{"t": 1})
 	settle(t, 30*time.Second, a, "g", "t", map[int32]string{0: "g_c1-0", 1: "g_c1-0", 2: "g_c1-0", 3: "g_c2-0", 4: "g_c2-0", 5: "g_c2-0"}, c1, c2)
 	if err := l1.Latency(lab.LinkZooKeeper, zkLatency); err != nil {
 		t.Fatal(err)
@@ -308,7 +313,10 @@ func TestOwnerConflictMaxRetriesOneReportsError(t *testing.T) {
 		t.Fatalf("c2 error records = %d, want 1", n)
 	}
 	// Nothing happens until the group changes: c2 stays without partitions (observed for four
-	// backoffs — a retry, if any, would have run by then).
+	// backoffs — a retry, if any, would have run by then). The pause is the observation window of
+	// this absence, not a synchronisation: the error above is reported after syncedRebalance's last
+	// attempt and backoff, so no retry of that rebalance is in flight; what the window shows is that
+	// nothing schedules another one on a timer.
 	idle := len(c2.rec.Records())
 	time.Sleep(4 * 200 * time.Millisecond)
 	if got := c2.Owned(); len(got) != 0 {
@@ -348,12 +356,12 @@ func crashReturns(t *testing.T, m *member, d time.Duration) {
 }
 
 // The crash procedure (cut the member's links, then Crash) while the connector's goroutines are
-// busy with ZooKeeper behind the cut link: Crash returns within seconds, and nothing written after
-// the cut reaches ZooKeeper. (go-zookeeper queues a request while disconnected, but fails the queue
+// blocked on ZooKeeper behind the cut link: Crash returns within seconds, and nothing written after
+// the cut reaches ZooKeeper. (go-zookeeper queues a request while disconnected and fails the queue
 // with ErrNoServer each time it has tried every server — about once a second when connections are
-// refused — so no goroutine waits on ZooKeeper for long.) The goroutines: the leader finder,
-// looking up leaders again after the fetch link was cut, and the auto-committer with an offset to
-// write.
+// refused; the connector then waits for a session to send it again, as ZkClient's
+// retryUntilConnected does, until Crash ends the wait.) The goroutines: the leader finder, looking
+// up leaders again after the fetch link was cut, and the auto-committer with an offset to write.
 func TestCrashWhileBlockedOnZooKeeper(t *testing.T) {
 	t.Run("leader finder", func(t *testing.T) {
 		l := startLab(t, 1)
@@ -364,22 +372,26 @@ func TestCrashWhileBlockedOnZooKeeper(t *testing.T) {
 		drain(allStreams(createStreams(t, m, map[string]int{"t": 1}))...)
 		settle(t, 30*time.Second, a, "g", "t", map[int32]string{0: "g_c1-0", 1: "g_c1-0"}, m)
 		first := produce(t, cl, "t", 0, "first")[0]
-		waitFor(t, 20*time.Second, "fetching", func() bool { return m.delivered("t", 0, first) })
+		testutil.WaitFor(t, 20*time.Second, "fetching", func() bool { return m.delivered("t", 0, first) })
 		mark := len(m.rec.Records())
 		if err := links.Cut(lab.LinkFetch); err != nil {
 			t.Fatal(err)
 		}
-		// The fetcher fails, the partitions go back to the leader finder, which reads /brokers/ids
-		// again every refresh.leader.backoff.ms (200) and cannot reach the broker.
+		// The fetcher fails, the partitions go back to the leader finder, which reads /brokers/ids and
+		// /brokers/ids/1 again every refresh.leader.backoff.ms (200) and cannot reach the broker.
 		brokerReads := func(from int) int {
-			return m.count(from, timeline.ZKOp, func(r timeline.Record) bool { return r.Path == brokerIdsPath })
+			return m.count(from, timeline.ZKOp, func(r timeline.Record) bool { return strings.HasPrefix(r.Path, brokerIdsPath) })
 		}
-		waitFor(t, 20*time.Second, "the leader finder looking again", func() bool { return brokerReads(mark) >= 2 })
+		testutil.WaitFor(t, 20*time.Second, "the leader finder looking again, twice", func() bool { return brokerReads(mark) >= 4 })
+		cut := len(m.rec.Records()) // before the cut: the read that fails as the link goes counts
 		if err := links.Cut(lab.LinkZooKeeper); err != nil {
 			t.Fatal(err)
 		}
-		cut := len(m.rec.Records())
-		waitFor(t, 20*time.Second, "leader-finder reads sent behind the cut link", func() bool { return brokerReads(cut) >= 2 })
+		// A read since the cut, and the client knows it has no connection: the leader finder waits on
+		// ZooKeeper behind the cut link (or will at its next read, 200 ms on).
+		testutil.WaitFor(t, 20*time.Second, "a leader-finder read as the link is cut", func() bool {
+			return brokerReads(cut) >= 1 && m.zk.conn.State() != zk.StateHasSession
+		})
 		crashReturns(t, m, 10*time.Second)
 	})
 	t.Run("auto-commit", func(t *testing.T) {
@@ -391,17 +403,22 @@ func TestCrashWhileBlockedOnZooKeeper(t *testing.T) {
 		drain(allStreams(createStreams(t, m, map[string]int{"t": 1}))...)
 		settle(t, 30*time.Second, a, "g", "t", map[int32]string{0: "g_c1-0"}, m)
 		first := produce(t, cl, "t", 0, "first")[0]
-		waitFor(t, 20*time.Second, "first committed", func() bool { return reflect.DeepEqual(a.offsets("g", "t", 1), map[int32]int64{0: first + 1}) })
+		testutil.WaitFor(t, 20*time.Second, "first committed", func() bool { return reflect.DeepEqual(a.offsets("g", "t", 1), map[int32]int64{0: first + 1}) })
 		if err := links.Cut(lab.LinkZooKeeper); err != nil {
 			t.Fatal(err)
 		}
 		// The fetch link is up: a new record is delivered, so the auto-committer has an offset to write.
 		off := produce(t, cl, "t", 0, "x")[0]
-		waitFor(t, 20*time.Second, "the record delivered", func() bool { return m.delivered("t", 0, off) })
-		waitFor(t, 20*time.Second, "an auto-commit of it sent behind the cut link", func() bool {
-			return m.count(0, timeline.Commit, func(r timeline.Record) bool { return *r.Offset == off+1 }) >= 1
+		testutil.WaitFor(t, 20*time.Second, "the record delivered", func() bool { return m.delivered("t", 0, off) })
+		delivered := len(m.rec.Records())
+		testutil.WaitFor(t, 20*time.Second, "an auto-commit of it failed behind the cut link", func() bool {
+			return m.count(delivered, timeline.ZKOp, func(r timeline.Record) bool { return isWrite(r) && r.Path == "/consumers/g/offsets/t/0" }) >= 1
 		})
 		crashReturns(t, m, 10*time.Second)
+		// The commit waited for a session until Crash ended the wait: one record, rejected.
+		if got := m.count(0, timeline.Commit, func(r timeline.Record) bool { return *r.Offset == off+1 }); got != 1 {
+			t.Fatalf("%d commit records of offset %d, want 1 (the commit blocked behind the cut link)", got, off+1)
+		}
 		if n := m.count(0, timeline.Commit, func(r timeline.Record) bool { return *r.Offset == off+1 && r.Result != timeline.CommitRejected }); n != 0 {
 			t.Fatalf("%d commits of offset %d recorded as applied behind a cut link", n, off+1)
 		}

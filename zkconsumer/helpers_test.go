@@ -31,18 +31,6 @@ func testLog() *logrus.Entry {
 	return logrus.NewEntry(l)
 }
 
-// waitFor polls cond every 10 ms until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // startZK starts a real standalone ZooKeeper for one test (lab.StartZooKeeper: Debian's server
 // jar, tickTime 200 ms so 2 s sessions are not clamped).
 func startZK(t *testing.T) *lab.ZooKeeper {
@@ -247,6 +235,34 @@ func (m *member) givenUp() int {
 		n++
 	}
 	return n
+}
+
+// consumed reports whether s holds n messages and m has recorded n deliveries. The iterator moves
+// a partition's consumed offset and records the delivery just after the application took the
+// message, so s can hold it a moment before: a commit, or a count of deliver records, after
+// consumed sees all n.
+func consumed(m *member, s *sink, n int) bool {
+	return s.len() >= n && m.count(0, timeline.Deliver, nil) >= n
+}
+
+// fetchPlaces says where m's fetcher manager has each partition now ("t/0" → "broker 1" for a
+// broker's fetcher, "no leader" for the leader finder): what m can deliver from next, a condition
+// where a pause could only hope that something stopped (or never started) coming.
+func (m *member) fetchPlaces() map[string]string {
+	m.fetcher.mu.Lock()
+	defer m.fetcher.mu.Unlock()
+	out := map[string]string{}
+	for tp := range m.fetcher.noLeader {
+		out[fmt.Sprintf("%s/%d", tp.Topic, tp.Partition)] = "no leader"
+	}
+	for id, f := range m.fetcher.fetchers {
+		f.mu.Lock()
+		for tp := range f.offsets {
+			out[fmt.Sprintf("%s/%d", tp.Topic, tp.Partition)] = fmt.Sprintf("broker %d", id)
+		}
+		f.mu.Unlock()
+	}
+	return out
 }
 
 func ownedString(m map[string][]int32) string {

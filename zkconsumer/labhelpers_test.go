@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -143,7 +144,7 @@ func linkedMember(t *testing.T, connect, group, id string, props map[string]stri
 // ended with a successful attempt.
 func settle(t *testing.T, d time.Duration, a *admin, group, topic string, want map[int32]string, ms ...*member) {
 	t.Helper()
-	waitFor(t, d, fmt.Sprintf("owners of %s = %v", topic, want), func() bool {
+	testutil.WaitFor(t, d, fmt.Sprintf("owners of %s = %v", topic, want), func() bool {
 		for _, m := range ms {
 			if !m.rebalanceIdle() {
 				return false

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -26,7 +27,7 @@ func TestChroot(t *testing.T) {
 	createStreams(t, m1, map[string]int{"t": 1})
 	m2 := newMember(t, z.Connect()+"/lab", "g", "c2", nil)
 	createStreams(t, m2, map[string]int{"t": 1})
-	waitFor(t, 20*time.Second, "split below the chroot", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "split below the chroot", func() bool {
 		kids, _, err := a.conn.Children("/lab/consumers/g/owners/t")
 		return err == nil && len(kids) == 2 && m1.rebalanceIdle() && m2.rebalanceIdle()
 	})
@@ -69,7 +70,7 @@ func TestZK_ROUNDROBIN_EMPTY_Delivery(t *testing.T) {
 	}
 	createTopicAssigned(t, cl, "xa", [][]int32{{1}, {1}, {1}})
 	createTopicAssigned(t, cl, "other", [][]int32{{1}})
-	waitFor(t, 20*time.Second, "xa assigned", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "xa assigned", func() bool {
 		return len(a.owners("g", "xa")) == 3 && m.rebalanceIdle()
 	})
 	// Round-robin over 2 threads in hash order of "[xa,0]" < "[xa,1]" < "[xa,2]".
@@ -84,9 +85,11 @@ func TestZK_ROUNDROBIN_EMPTY_Delivery(t *testing.T) {
 		produce(t, cl, "xa", p, "v")
 	}
 	produce(t, cl, "other", 0, "no")
-	waitFor(t, 20*time.Second, "3 messages", func() bool { return s.len() >= 3 })
-	time.Sleep(300 * time.Millisecond)
-	if got := s.got(); !reflect.DeepEqual(got, []string{"xa/0@0=v", "xa/1@0=v", "xa/2@0=v"}) {
+	testutil.WaitFor(t, 20*time.Second, "3 messages", func() bool { return s.len() >= 3 })
+	// A barrier after each xa partition's record: whatever else of xa was going to come has come by
+	// its barrier, and "other" has no owner (above), so nothing fetches it.
+	bars := []string{barrier(t, cl, s, "xa", 0), barrier(t, cl, s, "xa", 1), barrier(t, cl, s, "xa", 2)}
+	if got := s.got(); !reflect.DeepEqual(got, sorted([]string{"xa/0@0=v", "xa/1@0=v", "xa/2@0=v"}, bars)) {
 		t.Fatalf("delivered %v", got)
 	}
 }
@@ -117,7 +120,7 @@ func TestZK_BROKER_VANISHES_Delivery(t *testing.T) {
 	if n := m.count(0, timeline.RebalanceEnd, func(r timeline.Record) bool { return *r.OK && r.Attempt == 1 }); n != 1 {
 		t.Fatalf("rebalance_end{ok, attempt 1} = %d, want 1", n)
 	}
-	waitFor(t, 20*time.Second, "2 messages", func() bool { return s.len() >= 2 })
+	testutil.WaitFor(t, 20*time.Second, "2 messages", func() bool { return s.len() >= 2 })
 	if got := s.got(); !reflect.DeepEqual(got, []string{"t/0@0=a0", "t/1@0=b0"}) {
 		t.Fatalf("delivered %v", got)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -110,7 +111,7 @@ func TestFIDOffsetsStorageKafkaCommitAndResume(t *testing.T) {
 
 	m := newMember(t, z.Connect(), "g", "c1", props)
 	s := drain(allStreams(createStreams(t, m, map[string]int{"t": 1}))...)
-	waitFor(t, 20*time.Second, "5 messages", func() bool { return s.len() >= 5 })
+	testutil.WaitFor(t, 20*time.Second, "5 messages", func() bool { return consumed(m, s, 5) })
 	mark := len(m.rec.Records())
 	if err := m.CommitOffsets(); err != nil {
 		t.Fatal(err)
@@ -140,7 +141,7 @@ func TestFIDOffsetsStorageKafkaCommitAndResume(t *testing.T) {
 	produce(t, cl, "t", 0, "a3")
 	m2 := newMember(t, z.Connect(), "g", "c2", props)
 	s2 := drain(allStreams(createStreams(t, m2, map[string]int{"t": 1}))...)
-	waitFor(t, 20*time.Second, "the new message", func() bool { return s2.len() >= 1 })
+	testutil.WaitFor(t, 20*time.Second, "the new message", func() bool { return s2.len() >= 1 })
 	bar := barrier(t, cl, s2, "t", 1)
 	if got, want := s2.got(), sorted([]string{"t/0@3=a3", bar}); !reflect.DeepEqual(got, want) {
 		t.Fatalf("resumed connector delivered %v, want %v (from the Kafka-stored offsets)", got, want)
@@ -163,7 +164,7 @@ func TestFIDOffsetsStorageDualCommitTakesMax(t *testing.T) {
 
 	m := newMember(t, z.Connect(), "g", "c1", props)
 	s := drain(allStreams(createStreams(t, m, map[string]int{"t": 1}))...)
-	waitFor(t, 20*time.Second, "5 messages", func() bool { return s.len() >= 5 })
+	testutil.WaitFor(t, 20*time.Second, "5 messages", func() bool { return consumed(m, s, 5) })
 	if err := m.CommitOffsets(); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func TestFIDOffsetsStorageDualCommitTakesMax(t *testing.T) {
 	produce(t, cl, "t", 1, "b2")
 	m2 := newMember(t, z.Connect(), "g", "c2", props)
 	s2 := drain(allStreams(createStreams(t, m2, map[string]int{"t": 1}))...)
-	waitFor(t, 20*time.Second, "the two new messages", func() bool { return s2.len() >= 2 })
+	testutil.WaitFor(t, 20*time.Second, "the two new messages", func() bool { return s2.len() >= 2 })
 	bar0, bar1 := barrier(t, cl, s2, "t", 0), barrier(t, cl, s2, "t", 1)
 	if got, want := s2.got(), sorted([]string{"t/0@3=a3", "t/1@2=b2", bar0, bar1}); !reflect.DeepEqual(got, want) {
 		t.Fatalf("resumed connector delivered %v, want %v (max of ZooKeeper and Kafka)", got, want)
@@ -240,7 +241,7 @@ func TestFIDOffsetsStorageRejectedCommitRecorded(t *testing.T) {
 	}()
 	t.Cleanup(func() { stopPoll(); <-polled })
 	adm := kadm.NewClient(cl)
-	waitFor(t, 30*time.Second, "group g Stable with one member", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "group g Stable with one member", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		d, err := adm.DescribeGroups(ctx, "g")
@@ -251,7 +252,7 @@ func TestFIDOffsetsStorageRejectedCommitRecorded(t *testing.T) {
 		"offsets.storage": "kafka", "offsets.channel.backoff.ms": "100"}
 	m := newMember(t, z.Connect(), "g", "c1", props)
 	s := drain(allStreams(createStreams(t, m, map[string]int{"t": 1}))...)
-	waitFor(t, 20*time.Second, "2 messages", func() bool { return s.len() >= 2 })
+	testutil.WaitFor(t, 20*time.Second, "2 messages", func() bool { return consumed(m, s, 2) })
 	mark := len(m.rec.Records())
 	err = m.CommitOffsets()
 	if err == nil || !strings.Contains(err.Error(), "UNKNOWN_MEMBER_ID") {
@@ -307,7 +308,7 @@ func TestFIDOffsetsStorageCommitInRebalanceRecordedAfterAssigned(t *testing.T) {
 	commitErr := m.CommitOffsets() // in the window: owner znodes claimed, fetchers not started
 	close(l.release)
 	s := drain(allStreams(<-streams)...)
-	waitFor(t, 20*time.Second, "a0", func() bool { return s.len() >= 1 })
+	testutil.WaitFor(t, 20*time.Second, "a0", func() bool { return s.len() >= 1 })
 	if commitErr != nil {
 		t.Fatal(commitErr)
 	}
@@ -343,7 +344,7 @@ func TestFIDOffsetsStorageChannelRelocatedAfterBreak(t *testing.T) {
 		"offsets.channel.backoff.ms": "100", "offsets.channel.socket.timeout.ms": "3000"}
 	m, links := linkedMember(t, z.Connect(), "g", "c1", props)
 	s := drain(allStreams(createStreams(t, m, map[string]int{"t": 1}))...)
-	waitFor(t, 20*time.Second, "2 messages", func() bool { return s.len() >= 2 })
+	testutil.WaitFor(t, 20*time.Second, "2 messages", func() bool { return consumed(m, s, 2) })
 	if err := m.CommitOffsets(); err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +358,7 @@ func TestFIDOffsetsStorageChannelRelocatedAfterBreak(t *testing.T) {
 		t.Fatal(err)
 	}
 	produce(t, cl, "t", 0, "a2")
-	waitFor(t, 20*time.Second, "the third message", func() bool { return s.len() >= 3 })
+	testutil.WaitFor(t, 20*time.Second, "the third message", func() bool { return consumed(m, s, 3) })
 	if err := m.CommitOffsets(); err != nil {
 		t.Fatalf("commit after the link healed: %v", err)
 	}

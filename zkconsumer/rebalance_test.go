@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -44,7 +45,7 @@ func TestRangeOwnersThreeConnectors(t *testing.T) {
 		ms = append(ms, m)
 	}
 	want := map[int32]string{0: "g_c1-0", 1: "g_c1-0", 2: "g_c2-0", 3: "g_c2-0", 4: "g_c3-0", 5: "g_c3-0"}
-	waitFor(t, 30*time.Second, "range owners", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "range owners", func() bool {
 		return reflect.DeepEqual(a.owners("g", "t"), want) && ms[0].rebalanceIdle() && ms[1].rebalanceIdle() && ms[2].rebalanceIdle()
 	})
 	for i, m := range ms {
@@ -90,7 +91,7 @@ func TestRangeElevenConnectorsStringOrder(t *testing.T) {
 	wg.Wait()
 	want := map[int32]string{0: "g_c1-0", 1: "g_c1-0", 2: "g_c10-0", 3: "g_c11-0", 4: "g_c2-0", 5: "g_c3-0",
 		6: "g_c4-0", 7: "g_c5-0", 8: "g_c6-0", 9: "g_c7-0", 10: "g_c8-0", 11: "g_c9-0"}
-	waitFor(t, 60*time.Second, "eleven owners", func() bool {
+	testutil.WaitFor(t, 60*time.Second, "eleven owners", func() bool {
 		if !reflect.DeepEqual(a.owners("g", "t"), want) {
 			return false
 		}
@@ -131,7 +132,7 @@ func TestRoundRobinTwoTopicsHashOrder(t *testing.T) {
 	wantOrders := map[int32]string{0: "g_c1-0", 1: "g_c2-0", 2: "g_c1-0"}
 	wantT := map[int32]string{10: "g_c1-0", 11: "g_c2-0", 0: "g_c2-0", 1: "g_c1-0", 2: "g_c2-0", 3: "g_c1-0",
 		4: "g_c2-0", 5: "g_c1-0", 6: "g_c2-0", 7: "g_c1-0", 8: "g_c2-0", 9: "g_c1-0"}
-	waitFor(t, 30*time.Second, "round-robin owners", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "round-robin owners", func() bool {
 		return reflect.DeepEqual(a.owners("g", "orders"), wantOrders) && reflect.DeepEqual(a.owners("g", "t"), wantT) &&
 			m1.rebalanceIdle() && m2.rebalanceIdle()
 	})
@@ -170,7 +171,7 @@ func TestZK_ROUNDROBIN_EMPTY(t *testing.T) {
 	}
 
 	a.createTopic("x", 2)
-	waitFor(t, 30*time.Second, "the new topic assigned", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the new topic assigned", func() bool {
 		return reflect.DeepEqual(a.owners("g", "x"), map[int32]string{0: "g_c1-0", 1: "g_c1-0"}) && m.rebalanceIdle()
 	})
 	if got := ownedString(m.Owned()); got != "x:[0 1]" {
@@ -205,7 +206,7 @@ func TestZK_FAILED_ATTEMPT_RELEASES(t *testing.T) {
 	for _, p := range []int{0, 1, 2, 4, 5} {
 		claimedPaths = append(claimedPaths, fmt.Sprintf("/consumers/g/owners/t/%d", p))
 	}
-	waitFor(t, 20*time.Second, "attempt 1's deletes", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "attempt 1's deletes", func() bool {
 		return m.count(0, timeline.ZKOp, func(r timeline.Record) bool {
 			return isWrite(r) && strings.HasPrefix(r.Path, "/consumers/g/owners/t/")
 		}) >= 11
@@ -263,7 +264,7 @@ func TestZK_PARTITIONS_ADDED_Owners(t *testing.T) {
 	createStreams(t, m1, map[string]int{"t": 1})
 	m2 := newMember(t, z.Connect(), "g", "c2", nil)
 	createStreams(t, m2, map[string]int{"t": 1})
-	waitFor(t, 30*time.Second, "2 partitions split", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "2 partitions split", func() bool {
 		return reflect.DeepEqual(a.owners("g", "t"), map[int32]string{0: "g_c1-0", 1: "g_c2-0"}) && m1.rebalanceIdle() && m2.rebalanceIdle()
 	})
 	before1, before2 := m1.count(0, timeline.RebalanceBegin, nil), m2.count(0, timeline.RebalanceBegin, nil)
@@ -271,7 +272,7 @@ func TestZK_PARTITIONS_ADDED_Owners(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[int32]string{0: "g_c1-0", 1: "g_c1-0", 2: "g_c2-0", 3: "g_c2-0"}
-	waitFor(t, 30*time.Second, "4 partitions split", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "4 partitions split", func() bool {
 		return reflect.DeepEqual(a.owners("g", "t"), want) && m1.rebalanceIdle() && m2.rebalanceIdle()
 	})
 	if n := m1.count(0, timeline.ZKWatch, func(r timeline.Record) bool {
@@ -375,7 +376,7 @@ func TestHerdEffect(t *testing.T) {
 		}
 		return true
 	}
-	waitFor(t, 30*time.Second, "5 members stable", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "5 members stable", func() bool {
 		return reflect.DeepEqual(a.owners("g", "t"), map[int32]string{0: "g_c1-0", 1: "g_c2-0", 2: "g_c3-0", 3: "g_c4-0", 4: "g_c5-0"}) && settled(5)
 	})
 	sessions := func() []int64 {
@@ -407,7 +408,7 @@ func TestHerdEffect(t *testing.T) {
 	createStreams(t, c6, map[string]int{"t": 1})
 	ms = append(ms, c6)
 	mark = append(mark, 0)
-	waitFor(t, 30*time.Second, "everyone rebalanced once more", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "everyone rebalanced once more", func() bool {
 		for i, m := range ms[:5] {
 			if m.count(mark[i], timeline.RebalanceEnd, nil) != 1 {
 				return false

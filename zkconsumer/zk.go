@@ -3,17 +3,17 @@ package zkconsumer
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
-// zkConn is the one thin wrapper around *zk.Conn (STYLE.md, go-zookeeper): one method per
+// zkConn is the one thin wrapper around *zk.Conn (as go-zookeeper is): one method per
 // ZooKeeper request, each one round trip, counted and recorded as a timeline zk_op{op, path}.
 //
 // It also plays the part of ZkClient 0.3 (org.I0Itec.zkclient.ZkClient, which 0.8.2 uses), since
@@ -29,24 +29,31 @@ import (
 // recorded as zk_watch{path, type}); the channels of the *W calls are not read. At most one watch
 // per (path, kind) is outstanding, as on the server, so a read of an armed path is sent without
 // the watch flag: same round trip, same server state.
+//
+// Every request goes through retryUntilConnected, as every ZkClient operation does: one that fails
+// for want of a connection, or because the session expired, is sent again once a session is
+// connected (the new one after an expiry), until it has another outcome or the connector shuts
+// down.
 type zkConn struct {
 	conn *zk.Conn // set once after zk.Connect
 	root string   // the chroot of zookeeper.connect ("" or "/path"); paths here are below it
 	rec  *timeline.Recorder
+	stop <-chan struct{} // closed when the connector shuts down: retries end
 
 	reads, writes atomic.Int64
 
 	onChildChange func(path string)               // child listener (must only set a flag)
 	onDataChange  func(path string, deleted bool) // data listener (must only set a flag)
 
-	mu          sync.Mutex
-	childSubs   map[string]bool
-	dataSubs    map[string]bool
-	armed       map[watchKey]bool
-	queue       []zk.Event
-	kick        chan struct{}
-	closed      chan struct{}
-	eventThread sync.WaitGroup
+	mu           sync.Mutex
+	stateChanged chan struct{} // closed (and replaced) at each session state event
+	childSubs    map[string]bool
+	dataSubs     map[string]bool
+	armed        map[watchKey]bool
+	queue        []zk.Event
+	kick         chan struct{}
+	closed       chan struct{}
+	eventThread  sync.WaitGroup
 
 	// testHookAfterOp runs after each operation (tests make a node vanish between two reads).
 	testHookAfterOp func(op, path string)
@@ -64,11 +71,12 @@ type watchKey struct {
 	kind watchKind
 }
 
-func newZKConn(root string, rec *timeline.Recorder, onChild func(string), onData func(string, bool)) *zkConn {
+// newZKConn returns the wrapper; stop ends the retries of requests that wait for a session.
+func newZKConn(root string, rec *timeline.Recorder, stop <-chan struct{}, onChild func(string), onData func(string, bool)) *zkConn {
 	z := &zkConn{
-		root: root, rec: rec, onChildChange: onChild, onDataChange: onData,
+		root: root, rec: rec, stop: stop, onChildChange: onChild, onDataChange: onData,
 		childSubs: map[string]bool{}, dataSubs: map[string]bool{}, armed: map[watchKey]bool{},
-		kick: make(chan struct{}, 1), closed: make(chan struct{}),
+		kick: make(chan struct{}, 1), closed: make(chan struct{}), stateChanged: make(chan struct{}),
 	}
 	z.eventThread.Add(1)
 	go z.runEventThread()
@@ -152,45 +160,102 @@ func (z *zkConn) runEventThread() {
 }
 
 // process is ZkClient.processDataOrChildChange with fireChildChangedEvents / fireDataChangedEvents.
+// The reads wait out a lost connection (retryUntilConnected); once the connector shuts down the
+// listener is not called.
 func (z *zkConn) process(ev zk.Event) {
 	path := ev.Path
 	z.mu.Lock()
 	child, data := z.childSubs[path], z.dataSubs[path]
 	z.mu.Unlock()
 	if child && (ev.Type == zk.EventNodeChildrenChanged || ev.Type == zk.EventNodeCreated || ev.Type == zk.EventNodeDeleted) {
-		z.retry(func() error { _, err := z.exists(path); return err })
-		z.retry(func() error { _, err := z.childrenMayNotExist(path); return err })
+		_, err := z.exists(path)
+		if err == nil {
+			_, err = z.childrenMayNotExist(path)
+		}
+		if errors.Is(err, ErrShutdown) {
+			return
+		}
 		z.onChildChange(path)
 	}
 	if data && (ev.Type == zk.EventNodeDataChanged || ev.Type == zk.EventNodeCreated || ev.Type == zk.EventNodeDeleted) {
-		z.retry(func() error { _, err := z.exists(path); return err })
+		_, err := z.exists(path)
 		deleted := false
-		z.retry(func() error {
-			_, err := z.get(path)
+		if err == nil {
+			_, err = z.get(path)
 			deleted = errors.Is(err, zk.ErrNoNode)
-			if deleted {
-				return nil
-			}
-			return err
-		})
+		}
+		if errors.Is(err, ErrShutdown) {
+			return
+		}
 		z.onDataChange(path, deleted)
 	}
 }
 
-// retry is ZkClient.retryUntilConnected for the event thread: a request that failed for want of a
-// connection is sent again (every 100 ms) until it goes through or the connection is closed.
-func (z *zkConn) retry(f func() error) {
+// connectionLost reports whether err is a ZooKeeper request's failure for want of a connection or
+// session (ZooKeeper's CONNECTIONLOSS and SESSIONEXPIRED; a connection loss leaves it unknown
+// whether the server applied the request), as opposed to the server's answer.
+func connectionLost(err error) bool {
+	var ne net.Error
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
+		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrSessionMoved) || errors.As(err, &ne)
+}
+
+// request sends one request (call) with retryUntilConnected and records it: every try is a zk_op.
+func (z *zkConn) request(op, path string, call func() error) error {
+	last, err := z.retryUntilConnected(op, path, call)
+	if last {
+		z.op(op, path)
+	}
+	return err
+}
+
+// retryUntilConnected is ZkClient.retryUntilConnected: call (one request) is sent again, once a
+// session is connected, for as long as it fails for want of a connection or session. It returns
+// last=true with call's first other outcome — that try is for the caller to record — or, when the
+// connector shuts down meanwhile, last=false and ErrShutdown wrapping the last failure. Each failed
+// try is recorded here as a request (op, path) when it fails.
+func (z *zkConn) retryUntilConnected(op, path string, call func() error) (last bool, err error) {
 	for {
-		err := f()
-		if !errors.Is(err, zk.ErrConnectionClosed) && !errors.Is(err, zk.ErrNoServer) {
-			return
+		err := call()
+		if !connectionLost(err) {
+			return true, err
 		}
-		select {
-		case <-time.After(100 * time.Millisecond):
-		case <-z.closed:
-			return
+		z.op(op, path)
+		if _, ok := z.waitSession(); !ok {
+			return false, fmt.Errorf("%w: %s %s: %w", ErrShutdown, op, path, err)
 		}
 	}
+}
+
+// waitSession is ZkClient.waitUntilConnected: it returns once a session is connected (its id) —
+// woken by the session state events (sessionStateChanged), as ZkClient by its state condition — or
+// ok=false when the connector shuts down first.
+func (z *zkConn) waitSession() (id int64, ok bool) {
+	for {
+		z.mu.Lock()
+		changed := z.stateChanged
+		z.mu.Unlock()
+		if id := z.conn.SessionID(); id != 0 && z.conn.State() == zk.StateHasSession {
+			return id, true
+		}
+		select {
+		case <-changed:
+		case <-z.stop:
+			return 0, false
+		case <-z.closed:
+			return 0, false
+		}
+	}
+}
+
+// sessionStateChanged is called by go-zookeeper's event callback for each session event, once the
+// connection's state (and, with a session, its id) is set: it wakes the requests waiting for a
+// session. Never blocks.
+func (z *zkConn) sessionStateChanged() {
+	z.mu.Lock()
+	close(z.stateChanged)
+	z.stateChanged = make(chan struct{})
+	z.mu.Unlock()
 }
 
 // fireAll is ZkClient.fireAllEvents after a new session: every subscription re-reads its path
@@ -260,32 +325,34 @@ func (z *zkConn) dropWatch(path string, kind watchKind) {
 // exists is one exists request (with the watch flag per takeWatch; it watches a missing node too).
 func (z *zkConn) exists(path string) (bool, error) {
 	var ok bool
-	var err error
-	if z.takeWatch(path, watchData) {
-		ok, _, _, err = z.conn.ExistsW(z.abs(path))
-		if err != nil {
-			z.dropWatch(path, watchData)
+	err := z.request("read", path, func() (err error) {
+		if z.takeWatch(path, watchData) {
+			ok, _, _, err = z.conn.ExistsW(z.abs(path))
+			if err != nil {
+				z.dropWatch(path, watchData)
+			}
+		} else {
+			ok, _, err = z.conn.Exists(z.abs(path))
 		}
-	} else {
-		ok, _, err = z.conn.Exists(z.abs(path))
-	}
-	z.op("read", path)
+		return err
+	})
 	return ok, err
 }
 
 // children is one getChildren request. zk.ErrNoNode when path is absent (no watch is then set).
 func (z *zkConn) children(path string) ([]string, error) {
 	var kids []string
-	var err error
-	if z.takeWatch(path, watchChildren) {
-		kids, _, _, err = z.conn.ChildrenW(z.abs(path))
-		if err != nil {
-			z.dropWatch(path, watchChildren)
+	err := z.request("read", path, func() (err error) {
+		if z.takeWatch(path, watchChildren) {
+			kids, _, _, err = z.conn.ChildrenW(z.abs(path))
+			if err != nil {
+				z.dropWatch(path, watchChildren)
+			}
+		} else {
+			kids, _, err = z.conn.Children(z.abs(path))
 		}
-	} else {
-		kids, _, err = z.conn.Children(z.abs(path))
-	}
-	z.op("read", path)
+		return err
+	})
 	return kids, err
 }
 
@@ -300,18 +367,26 @@ func (z *zkConn) childrenMayNotExist(path string) ([]string, error) {
 
 // get is one getData request. zk.ErrNoNode when path is absent (no watch is then set).
 func (z *zkConn) get(path string) ([]byte, error) {
-	var data []byte
-	var err error
-	if z.takeWatch(path, watchData) {
-		data, _, _, err = z.conn.GetW(z.abs(path))
-		if err != nil {
-			z.dropWatch(path, watchData)
-		}
-	} else {
-		data, _, err = z.conn.Get(z.abs(path))
-	}
-	z.op("read", path)
+	data, _, err := z.getStat(path)
 	return data, err
+}
+
+// getStat is get with the node's Stat (its ephemeralOwner: the session that owns an ephemeral node).
+func (z *zkConn) getStat(path string) ([]byte, *zk.Stat, error) {
+	var data []byte
+	var st *zk.Stat
+	err := z.request("read", path, func() (err error) {
+		if z.takeWatch(path, watchData) {
+			data, st, _, err = z.conn.GetW(z.abs(path))
+			if err != nil {
+				z.dropWatch(path, watchData)
+			}
+		} else {
+			data, st, err = z.conn.Get(z.abs(path))
+		}
+		return err
+	})
+	return data, st, err
 }
 
 // getMaybeNull is ZkUtils.readDataMaybeNull: ok=false and no error when the node is absent.
@@ -324,19 +399,26 @@ func (z *zkConn) getMaybeNull(path string) (data []byte, ok bool, err error) {
 }
 
 // create creates path (ephemeral when flags says so) with an open ACL.
+// Sent again after a connection loss, it may meet the node it created itself: zk.ErrNodeExists.
 func (z *zkConn) create(path string, data []byte, flags int32) error {
-	_, err := z.conn.Create(z.abs(path), data, flags, zk.WorldACL(zk.PermAll))
-	z.op("write", path)
-	return err
+	return z.request("write", path, func() error {
+		_, err := z.conn.Create(z.abs(path), data, flags, zk.WorldACL(zk.PermAll))
+		return err
+	})
 }
 
 // claimOwner claims an owner znode for thread (ZkUtils.createEphemeralPathExpectConflict): create
-// it ephemeral; on NodeExists read it, and it is ours only if it names our thread. The create's
-// write is recorded once the outcome is known, with result timeline.ZKOwnerConflict when another
-// thread owns the node (the ownership_conflicts figure), so it follows the read in the timeline.
+// it ephemeral; on NodeExists read it, and it is ours only if it names our thread (as after a
+// create sent again after a connection loss). The create's last write is recorded once the outcome
+// is known, with result timeline.ZKOwnerConflict when another thread owns the node (the
+// ownership_conflicts figure), so it follows the read in the timeline.
 func (z *zkConn) claimOwner(path, thread string) (claimOutcome, error) {
-	create := func() error {
-		_, err := z.conn.Create(z.abs(path), []byte(thread), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	last := false // the create's last try is to be recorded here (false: shut down, all recorded)
+	create := func() (err error) {
+		last, err = z.retryUntilConnected("write", path, func() error {
+			_, err := z.conn.Create(z.abs(path), []byte(thread), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+			return err
+		})
 		return err
 	}
 	err := create()
@@ -371,8 +453,47 @@ func (z *zkConn) claimOwner(path, thread string) (claimOutcome, error) {
 		}
 		return claimed, nil
 	default:
-		z.op("write", path)
+		if last {
+			z.op("write", path)
+		}
 		return conflict, fmt.Errorf("claiming %s: %w", path, err)
+	}
+}
+
+// createEphemeralChecked is 0.9's ZKCheckedEphemeral.create (KAFKA-1387), over ZkClient's
+// retries: create path ephemeral (missing parents persistent); on NodeExists read the node, and a
+// node whose ephemeralOwner is the current session is ours — created by this very request before a
+// connection loss, or in this session by an earlier registration — and counts as created; a node
+// that vanished meanwhile is created again. It returns the session that owns the node. Errors:
+// zk.ErrNodeExists when another session owns it (owner says which); ErrShutdown; the server's
+// other errors.
+//
+// Which session ran a create that succeeded is known when the session was the same before and
+// after it; if the session changed while the request waited for a connection, the node's Stat says.
+func (z *zkConn) createEphemeralChecked(path string, data []byte) (owner int64, err error) {
+	for {
+		before, ok := z.waitSession()
+		if !ok {
+			return 0, ErrShutdown
+		}
+		err := z.createWithParents(path, data, zk.FlagEphemeral)
+		if err == nil && z.conn.SessionID() == before {
+			return before, nil
+		}
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return 0, err
+		}
+		_, st, err := z.getStat(path)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // gone while we looked (an expired session's node): create it again
+		}
+		if err != nil {
+			return 0, err
+		}
+		if st.EphemeralOwner == 0 || st.EphemeralOwner != z.conn.SessionID() {
+			return st.EphemeralOwner, zk.ErrNodeExists // 0: a persistent node
+		}
+		return st.EphemeralOwner, nil
 	}
 }
 
@@ -423,9 +544,10 @@ func (z *zkConn) makeSurePersistentPathExists(path string) error {
 
 // set overwrites path's data (any version).
 func (z *zkConn) set(path string, data []byte) error {
-	_, err := z.conn.Set(z.abs(path), data, -1)
-	z.op("write", path)
-	return err
+	return z.request("write", path, func() error {
+		_, err := z.conn.Set(z.abs(path), data, -1)
+		return err
+	})
 }
 
 // updatePersistent is ZkUtils.updatePersistentPath: set; on NoNode create (with parents); on a
@@ -442,21 +564,21 @@ func (z *zkConn) updatePersistent(path string, data []byte) error {
 	return err
 }
 
-// delete is ZkUtils.deletePath: a node already gone is fine.
+// delete is ZkUtils.deletePath: a node already gone is fine (also after a delete sent again after a
+// connection loss).
 func (z *zkConn) delete(path string) error {
-	err := z.conn.Delete(z.abs(path), -1)
-	z.op("write", path)
+	err := z.request("write", path, func() error { return z.conn.Delete(z.abs(path), -1) })
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
 	return err
 }
 
-// close ends the session (its ephemeral nodes go with it) and the event thread.
+// close ends the event thread, then the session (its ephemeral nodes go with it). The event thread
+// goes first — its request in flight, if any, ends (a lost connection's wait ends with closed) —
+// so that no request is queued while the connection closes: go-zookeeper can then answer a
+// request twice, and its connection goroutine blocks for good on the second answer.
 func (z *zkConn) close() {
-	if z.conn != nil {
-		z.conn.Close()
-	}
 	z.mu.Lock()
 	select {
 	case <-z.closed:
@@ -465,4 +587,7 @@ func (z *zkConn) close() {
 	}
 	z.mu.Unlock()
 	z.eventThread.Wait()
+	if z.conn != nil {
+		z.conn.Close()
+	}
 }

@@ -150,6 +150,7 @@ func (c *Core) findCoordinator(r *kmsg.FindCoordinatorRequest) *kmsg.FindCoordin
 		co := kmsg.NewFindCoordinatorResponseCoordinator()
 		co.Key = key
 		co.ErrorCode = err
+		co.ErrorMessage = strPtr("") // unset in KafkaApis: the generated field's default, ""
 		if keyType < 0 || keyType > 2 {
 			co.ErrorMessage = strPtr(errMessage(err)) // FindCoordinatorResponse.prepareErrorResponse
 		}

@@ -10,7 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// The CO-* cases of /work/shared/cases/README.md, one test each, named after the case id.
+// The CO-* field cases (problems Kafka users reported against the coordinator), one test each, named
+// after the case id, with the report it comes from.
 
 // TestCO_UNKNOWN_GROUP_COMMIT (KAFKA-2596): the coordinator has no state for g and gets
 // OffsetCommit(g, generation 3, member m): ILLEGAL_GENERATION below v9, GROUP_ID_NOT_FOUND from v9,

@@ -22,7 +22,7 @@ var noNode = Node{ID: -1, Host: "", Port: -1}
 // (GroupCoordinatorConfig / OffsetConfig); start from DefaultConfig, which holds Kafka's defaults,
 // because several zero values are meaningful (group.initial.rebalance.delay.ms=0 is the lab setting).
 //
-// The lab's short settings (DESIGN.md "Lab timing") are group.min.session.timeout.ms lowered below
+// The lab's short settings (docs/design.md "Lab timing") are group.min.session.timeout.ms lowered below
 // the members' session.timeout.ms (e.g. 500) and group.initial.rebalance.delay.ms=0.
 type Config struct {
 	// Node is this broker (broker.id and its advertised listener): FindCoordinator's answer.

@@ -11,19 +11,9 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, deadline time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(deadline)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out after %v waiting for %s", deadline, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
+)
 
 func driverConfig() Config {
 	cfg := DefaultConfig()
@@ -101,7 +91,7 @@ func TestDriverHandle(t *testing.T) {
 	go func() {
 		fsync <- handle(t, c, "f", syncReq(3, "g", follower.MemberID, 1, nil, nil)).(*kmsg.SyncGroupResponse)
 	}()
-	waitFor(t, 2*time.Second, "the follower's SyncGroup to park", func() bool {
+	testutil.WaitFor(t, 2*time.Second, "the follower's SyncGroup to park", func() bool {
 		g, _ := c.Group("g")
 		for _, m := range g.Members {
 			if m.MemberID == follower.MemberID && m.AwaitingSync {
@@ -190,7 +180,7 @@ func TestDriverHandle(t *testing.T) {
 		_, err := c.Handle(context.Background(), joinReq("g", on2))
 		parked <- err
 	}()
-	waitFor(t, 2*time.Second, "the second new member's join to park", func() bool {
+	testutil.WaitFor(t, 2*time.Second, "the second new member's join to park", func() bool {
 		g, _ := c.Group("g")
 		for _, m := range g.Members {
 			if m.MemberID == n2.MemberID && m.AwaitingJoin {
@@ -227,7 +217,7 @@ func TestDriverHandle(t *testing.T) {
 		t.Fatalf("replayed offset %d %v", off, ok)
 	}
 	// its restored member is expired by a real session timer if it never heartbeats
-	waitFor(t, 3*time.Second, "the restored silent member to expire", func() bool {
+	testutil.WaitFor(t, 3*time.Second, "the restored silent member to expire", func() bool {
 		g, _ := c2.Group("g")
 		return g.State == Empty && len(g.Members) == 0 && g.Generation == 3
 	})

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 // gatedLog is a memLog whose next append to an armed partition blocks until the test releases it:
@@ -203,7 +205,7 @@ func TestDriverSlowAppendHoldsOnlyItsGroup(t *testing.T) {
 	go func() { commits[0] <- handle(t, c, "a", commitReq(2, groupA, ja.MemberID, 1, nil, "t", 0, 1)) }()
 	<-gate.entered
 	go func() { commits[1] <- handle(t, c, "a", commitReq(2, groupA, ja.MemberID, 1, nil, "t", 0, 2)) }()
-	waitFor(t, 5*time.Second, "the second commit to queue behind the stalled one", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "the second commit to queue behind the stalled one", func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		q := c.appends[pA]

@@ -27,6 +27,7 @@ func init() {
 		megabytes  int
 		partitions int32
 		runs       int
+		brokerImpl string
 	)
 	throughput := &cobra.Command{
 		Use:   "throughput",
@@ -51,7 +52,7 @@ The table shows each target and the ratio rebalancelab/kfake (above 1: faster th
 			}
 			defer os.RemoveAll(dir)
 
-			l, err := lab.Start(ctx, lab.Options{Brokers: 1, Dir: dir + "/lab"})
+			l, err := lab.Start(ctx, lab.Options{Brokers: 1, Dir: dir + "/lab", Broker: brokerImpl})
 			if err != nil {
 				return err
 			}
@@ -63,7 +64,7 @@ The table shows each target and the ratio rebalancelab/kfake (above 1: faster th
 			defer fake.Close()
 
 			targets := []struct{ name, bootstrap string }{
-				{"rebalancelab", l.Bootstrap()},
+				{brokerImpl, l.Bootstrap()},
 				{"kfake", strings.Join(fake.ListenAddrs(), ",")},
 			}
 			if runs < 1 {
@@ -96,10 +97,10 @@ The table shows each target and the ratio rebalancelab/kfake (above 1: faster th
 				}
 			}
 			summary := benchmark.SummarizeThroughput(results)
-			printThroughput(summary, runs)
+			printThroughput(summary, runs, brokerImpl)
 			if jsonFile != "" {
 				b, _ := json.MarshalIndent(map[string]any{
-					"params":  map[string]any{"sizes": recSizes, "megabytes_per_run": megabytes, "partitions": partitions, "runs": runs},
+					"params":  map[string]any{"sizes": recSizes, "megabytes_per_run": megabytes, "partitions": partitions, "runs": runs, "broker": brokerImpl, "kafka": l.KafkaVersion()},
 					"summary": summary,
 					"runs":    results,
 				}, "", "  ")
@@ -112,6 +113,7 @@ The table shows each target and the ratio rebalancelab/kfake (above 1: faster th
 	throughput.Flags().StringVar(&sizes, "sizes", "1024,100", "record value sizes in bytes, comma-separated")
 	throughput.Flags().IntVar(&megabytes, "mb", 100, "MB (10^6 bytes) of record values per run, size and target")
 	throughput.Flags().IntVar(&runs, "runs", 3, "runs per size and target (medians are reported, with the min-max spread)")
+	addBrokerFlag(throughput, &brokerImpl)
 	throughput.Flags().Int32Var(&partitions, "partitions", 6, "partitions of the benchmark topic")
 	benchCmd.AddCommand(throughput)
 	rootCmd.AddCommand(benchCmd)
@@ -130,7 +132,9 @@ func createTopic(cmd *cobra.Command, bootstrap, topic string, partitions int32) 
 	return resp.Err
 }
 
-func printThroughput(sum []benchmark.ThroughputSummary, runs int) {
+// printThroughput prints the medians per size and target, and the ratio of the lab's broker (target
+// name labBroker: rebalancelab or kafka) to kfake.
+func printThroughput(sum []benchmark.ThroughputSummary, runs int, labBroker string) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "record bytes\ttarget\tproduce MB/s\t(min-max)\tproduce rec/s\tfetch MB/s\t(min-max)\tfetch rec/s\t\n")
 	byKey := map[string]benchmark.ThroughputSummary{}
@@ -142,14 +146,14 @@ func printThroughput(sum []benchmark.ThroughputSummary, runs int) {
 		if r.Target != "kfake" {
 			continue
 		}
-		a, ok := byKey[fmt.Sprint(r.RecordBytes, "rebalancelab")]
+		a, ok := byKey[fmt.Sprint(r.RecordBytes, labBroker)]
 		if !ok {
 			continue
 		}
-		fmt.Fprintf(w, "%d\trebalancelab/kfake\t%.2fx\t\t%.2fx\t%.2fx\t\t%.2fx\t\n", r.RecordBytes,
+		fmt.Fprintf(w, "%d\t%s/kfake\t%.2fx\t\t%.2fx\t%.2fx\t\t%.2fx\t\n", r.RecordBytes, labBroker,
 			a.ProduceMBps.Median/r.ProduceMBps.Median, a.ProduceRecordsPerS.Median/r.ProduceRecordsPerS.Median,
 			a.FetchMBps.Median/r.FetchMBps.Median, a.FetchRecordsPerS.Median/r.FetchRecordsPerS.Median)
 	}
 	w.Flush()
-	fmt.Printf("medians of %d runs each; ratios of medians (above 1: this broker is faster)\n", runs)
+	fmt.Printf("medians of %d runs each; ratios of medians (above 1: %s is faster)\n", runs, labBroker)
 }

@@ -26,6 +26,7 @@ func init() {
 		seed       int64
 		noPeer     bool
 		markdown   bool
+		brokerImpl string
 	)
 	storm := &cobra.Command{
 		Use:   "storm [--era all] [--consumers 10,100,1000] [--partitions P] [--json FILE] [--plot FILE.svg]",
@@ -35,7 +36,7 @@ func init() {
   storm  N members start at once, until the group is stable;
   join   one member joins the stable group of N;
   leave  one of the N members leaves (the group had N+1).
-Each cell gets DESIGN.md's figures from its timeline window plus peak_rss_bytes and goroutines_peak
+Each cell gets docs/design.md's figures from its timeline window plus peak_rss_bytes and goroutines_peak
 (sampled in this process, which runs the members, the broker and the proxies; not the ZooKeeper JVM)
 and cpu_ms (getrusage). A cell must be stable within --deadline; one that is not (or whose steps block:
 ZooKeeper refusing sessions, file descriptors) records where and why it stopped in stopped_reason, and
@@ -55,7 +56,7 @@ and wchp. The table goes to stdout, a progress bar to stderr. Exit status 1 when
 			}
 			bar := newProgressBar(cmd.ErrOrStderr())
 			o := benchmark.StormOptions{Eras: eras, Consumers: ns, Partitions: partitions, Deadline: deadline,
-				Seed: seed, Peer: !noPeer, Version: version, Progress: bar.update}
+				Seed: seed, Peer: !noPeer, Version: version, Progress: bar.update, Broker: brokerImpl}
 			if logrus.GetLevel() >= logrus.DebugLevel {
 				o.LabLog = logrus.NewEntry(logrus.StandardLogger())
 				o.RunnerProgress = cmd.ErrOrStderr()
@@ -101,6 +102,7 @@ and wchp. The table goes to stdout, a progress bar to stderr. Exit status 1 when
 	f.StringVar(&plotFile, "plot", "", "write a log-log SVG plot to FILE.svg (one line per era per figure)")
 	f.DurationVar(&deadline, "deadline", benchmark.DefaultStormDeadline, "per-cell deadline: the group must be stable within it")
 	f.Int64Var(&seed, "seed", 1, "seed of the scripted events (start order, who leaves)")
+	addBrokerFlag(storm, &brokerImpl)
 	f.BoolVar(&noPeer, "no-peer", false, "skip the franz-go kgo peer storms")
 	f.BoolVar(&markdown, "markdown", false, "print the tables as Markdown (for the README)")
 	benchCmd.AddCommand(storm)

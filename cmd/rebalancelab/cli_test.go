@@ -21,20 +21,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 )
-
-// cliWaitFor polls cond every 20 ms until it holds or d passes (then the test fails naming what).
-func cliWaitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // syncBuffer is a bytes.Buffer safe for a writer goroutine and a reading test.
 type syncBuffer struct {
@@ -203,9 +192,9 @@ func TestHandleSignals(t *testing.T) {
 		close(done)
 	}()
 	sigs <- syscall.SIGTERM
-	cliWaitFor(t, 5*time.Second, "the first signal to cancel the context", func() bool { return ctx.Err() != nil })
+	testutil.WaitFor(t, 5*time.Second, "the first signal to cancel the context", func() bool { return ctx.Err() != nil })
 	sigs <- syscall.SIGTERM
-	cliWaitFor(t, 5*time.Second, "the second signal's reminder", func() bool { return strings.Contains(out.String(), "still cleaning up") })
+	testutil.WaitFor(t, 5*time.Second, "the second signal's reminder", func() bool { return strings.Contains(out.String(), "still cleaning up") })
 	select {
 	case <-forced:
 		t.Fatal("forced after two signals")
@@ -263,7 +252,7 @@ func TestCLI(t *testing.T) {
 		}
 	})
 
-	// DESIGN.md's contract is --zk-nodes 1|3.
+	// docs/design.md's contract is --zk-nodes 1|3.
 	t.Run("LabUpZKNodesOneOrThree", func(t *testing.T) {
 		for _, n := range []string{"0", "2", "5"} {
 			tmp := t.TempDir()
@@ -325,7 +314,7 @@ func TestCLI(t *testing.T) {
 	t.Run("LabUpInterruptedDuringStart", func(t *testing.T) {
 		u := startLabUp(t, bin)
 		var jvms []int
-		cliWaitFor(t, time.Minute, "lab up's ZooKeeper JVM", func() bool {
+		testutil.WaitFor(t, time.Minute, "lab up's ZooKeeper JVM", func() bool {
 			jvms = zkJVMs(u.cmd.Process.Pid)
 			return len(jvms) == 1
 		})
@@ -388,7 +377,7 @@ func TestCLI(t *testing.T) {
 		if r.code != 0 || r.stdout != "topic dflt now has 5 partitions\n" {
 			t.Fatalf("add-partitions 5: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 		}
-		cliWaitFor(t, 10*time.Second, "Metadata to show dflt with 5 partitions", func() bool { return partitionsOf("dflt") == 5 })
+		testutil.WaitFor(t, 10*time.Second, "Metadata to show dflt with 5 partitions", func() bool { return partitionsOf("dflt") == 5 })
 		r = run("topic", "add-partitions", "dflt", "--bootstrap", bs)
 		if r.code != 1 || r.stderr != "rebalancelab: required flag(s) \"partitions\" not set\n" {
 			t.Fatalf("add-partitions without --partitions: exit %d, stderr %q", r.code, r.stderr)

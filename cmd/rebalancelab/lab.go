@@ -11,7 +11,7 @@ import (
 	"github.com/rebalancelab/rebalancelab/lab"
 )
 
-// labUpLine is the first stdout line of `lab up` (DESIGN.md CLI contract); field order is fixed.
+// labUpLine is the first stdout line of `lab up` (docs/design.md's CLI contract); field order is fixed.
 type labUpLine struct {
 	ZooKeeper string   `json:"zookeeper"`
 	Brokers   []string `json:"brokers"`
@@ -24,14 +24,17 @@ func init() {
 		zkAddrs       string
 		dataDir       string
 		kafkaDefaults bool
+		brokerImpl    string
 	)
 	labCmd := &cobra.Command{Use: "lab", Short: "A real environment: ZooKeeper (standalone or ensemble) and brokers"}
 	up := &cobra.Command{
-		Use:   "up [--zk-nodes 1|3] [--brokers N] [--zk ADDRS] [--data DIR]",
+		Use:   "up [--zk-nodes 1|3] [--brokers N] [--broker rebalancelab|kafka] [--zk ADDRS] [--data DIR]",
 		Short: "Start ZooKeeper and N brokers on loopback; run until SIGINT/SIGTERM, then clean up",
 		Long: `Starts a real ZooKeeper (Debian's zookeeper package or $ZOOKEEPER_HOME; --zk uses a running one
 instead) with --zk-nodes servers, and --brokers in-process brokers registered in it, all on free
 127.0.0.1 ports, with the lab's short timings (lab.ShortTimings; --kafka-defaults: Kafka's own).
+--broker kafka runs real Kafka 3.9 brokers (ZooKeeper mode, JVMs from the interop build that
+` + "`make deps`" + ` makes) instead of this project's, with the same timings.
 The first line on stdout is
   {"zookeeper":"127.0.0.1:P1,...","brokers":["127.0.0.1:P",...]}
 then it runs until SIGINT/SIGTERM and stops everything (brokers, ZooKeeper JVMs); signals during the
@@ -53,6 +56,7 @@ zookeeper.connection.timeout.ms makes it fail (exit 1, no JSON line).`,
 				Brokers:       brokers,
 				NoBrokers:     brokers == 0,
 				KafkaDefaults: kafkaDefaults,
+				Broker:        brokerImpl,
 				Dir:           dataDir,
 				Log:           logrus.NewEntry(logrus.StandardLogger()),
 			})
@@ -78,6 +82,7 @@ zookeeper.connection.timeout.ms makes it fail (exit 1, no JSON line).`,
 	up.Flags().IntVar(&brokers, "brokers", 1, "brokers to start (ids 1..N)")
 	up.Flags().StringVar(&zkAddrs, "zk", "", "use this running ZooKeeper (host:port,...) instead of starting one")
 	up.Flags().StringVar(&dataDir, "data", "", "directory for ZooKeeper and broker data and logs (kept); default: a temp dir, removed")
+	addBrokerFlag(up, &brokerImpl)
 	up.Flags().BoolVar(&kafkaDefaults, "kafka-defaults", false, "run brokers with Kafka's default timings instead of lab.ShortTimings")
 	labCmd.AddCommand(up)
 	rootCmd.AddCommand(labCmd)

@@ -1,5 +1,5 @@
 // Command rebalancelab runs Kafka's two eras of consumer-group management on one broker against a
-// real ZooKeeper, and compares them. The subcommands are DESIGN.md's stable CLI contract; each lives
+// real ZooKeeper, and compares them. The subcommands are docs/design.md's stable CLI contract; each lives
 // in its own file and registers itself on rootCmd in an init function.
 package main
 

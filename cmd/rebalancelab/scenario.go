@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -46,9 +47,10 @@ func init() {
 		budget        time.Duration
 		untilCross    bool
 		zkConfigs     []string
+		brokerImpl    string
 	)
 	run := &cobra.Command{
-		Use:   "run NAME [--era all] [--consumers N|N1,N2,...] [--partitions P] [--json FILE] [--report DIR] [--plot FILE.svg] [--seed S] [--zk ADDRS] [--zk-config k=v ...]",
+		Use:   "run NAME [--era all] [--broker rebalancelab|kafka|rebalancelab,kafka] [--consumers N|N1,N2,...] [--partitions P] [--json FILE] [--report DIR] [--plot FILE.svg] [--seed S] [--zk ADDRS] [--zk-config k=v ...]",
 		Short: "Run a scenario on one or more eras and print the figures side by side",
 		Long: `Starts a lab (a real ZooKeeper — three nodes for zk-quorum-loss — and one broker), then for each era a
 topic, a producer (one record every 20 ms, acks=all) and the scenario's members, running as goroutines of
@@ -58,6 +60,9 @@ from the timeline. The table goes to stdout with the relations the scenario expe
 goes to stderr. --zk-config k=v gives every zk-era member a Kafka 0.8.2 consumer property (e.g.
 offsets.storage=kafka, dual.commit.enabled=false), checked before anything starts. --json writes the
 result JSON, --report DIR an HTML page with the timelines beside it.
+--broker kafka runs it on a real Kafka 3.9 broker; --broker rebalancelab,kafka runs it on each in turn
+and then prints one table of both, "a / b" where a figure differs (--json FILE and --report DIR then get
+one result per broker: <FILE's dir>/<broker>/FILE, DIR/<broker>).
 Exit status 1 on errors and when a relation does not hold (the table and JSON are written first).
 
 With a list of sizes (--consumers 4,16,64,256) the scenario runs at each size (--repeat times, medians
@@ -66,7 +71,7 @@ ZooKeeper reads fitted to a·N² + b·N + c beside the algorithm's own count, th
 coordinator era stabilises faster (the crossover), --plot FILE.svg the log-log plots, --json FILE the
 single-size results as a list under "runs", --report DIR the HTML page of the largest size's run with the
 plots embedded (DIR/sweep.svg). A size that does not finish within --deadline stops the
-sweep and says why.`,
+sweep and says why (one broker at a time).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if membersAs != "goroutines" {
@@ -83,48 +88,93 @@ sweep and says why.`,
 			if err != nil {
 				return err
 			}
-			o := scenarios.Options{
-				Scenario: args[0], Eras: eras, KafkaDefaults: kafkaDefaults, ExternalZK: zkAddrs, ZKConfig: zkConfig,
-				Params:    scenarios.Params{Consumers: sizes[0], Partitions: partitions, Seed: seed, DownMs: downMs},
-				ReportDir: reportDir, Version: version, Progress: cmd.ErrOrStderr(),
-				Log: logrus.NewEntry(logrus.StandardLogger()),
+			options := func(brokerImpl, jsonFile, reportDir string) scenarios.Options {
+				o := scenarios.Options{
+					Scenario: args[0], Eras: eras, KafkaDefaults: kafkaDefaults, ExternalZK: zkAddrs, ZKConfig: zkConfig,
+					Broker:    brokerImpl,
+					Params:    scenarios.Params{Consumers: sizes[0], Partitions: partitions, Seed: seed, DownMs: downMs},
+					ReportDir: reportDir, Version: version, Progress: cmd.ErrOrStderr(),
+					Log: logrus.NewEntry(logrus.StandardLogger()),
+				}
+				if jsonFile != "" && reportDir == "" {
+					o.OutputDir = filepath.Dir(jsonFile) // the JSON names the timeline files next to it
+				}
+				if logrus.GetLevel() >= logrus.DebugLevel {
+					o.LabLog = logrus.NewEntry(logrus.StandardLogger())
+				}
+				return o
 			}
-			if jsonFile != "" && reportDir == "" {
-				o.OutputDir = filepath.Dir(jsonFile) // the JSON names the timeline files next to it
-			}
-			if logrus.GetLevel() >= logrus.DebugLevel {
-				o.LabLog = logrus.NewEntry(logrus.StandardLogger())
-			}
+			brokers := strings.Split(brokerImpl, ",")
 			if len(sizes) > 1 || plotFile != "" || repeat > 1 {
-				return runSweep(cmd, scenarios.SweepOptions{Options: o, Sizes: sizes, Repeat: repeat, Deadline: deadline,
-					Budget: budget, UntilCrossover: untilCross}, jsonFile, plotFile, reportDir)
-			}
-			res, err := scenarios.Run(cmd.Context(), o)
-			if res != nil && len(res.Eras) > 0 && (err == nil || cmd.Context().Err() != nil) {
-				if werr := res.WriteTable(cmd.OutOrStdout()); werr != nil {
-					return werr
+				if len(brokers) > 1 {
+					return fmt.Errorf("--broker %s: a sweep runs on one broker at a time", brokerImpl)
 				}
-				if jsonFile != "" {
-					f, ferr := os.Create(jsonFile)
-					if ferr != nil {
-						return ferr
+				return runSweep(cmd, scenarios.SweepOptions{Options: options(brokerImpl, "", ""), Sizes: sizes,
+					Repeat: repeat, Deadline: deadline, Budget: budget, UntilCrossover: untilCross}, jsonFile, plotFile, reportDir)
+			}
+			runOn := func(brokerImpl, jsonFile, reportDir string) (*scenarios.RunResult, error) {
+				res, err := scenarios.Run(cmd.Context(), options(brokerImpl, jsonFile, reportDir))
+				if res != nil && len(res.Eras) > 0 && (err == nil || cmd.Context().Err() != nil) {
+					if werr := res.WriteTable(cmd.OutOrStdout()); werr != nil {
+						return res, werr
 					}
-					if werr := res.WriteJSON(f); werr != nil {
-						f.Close()
-						return werr
-					}
-					if cerr := f.Close(); cerr != nil {
-						return cerr
+					if jsonFile != "" {
+						f, ferr := os.Create(jsonFile)
+						if ferr != nil {
+							return res, ferr
+						}
+						if werr := res.WriteJSON(f); werr != nil {
+							f.Close()
+							return res, werr
+						}
+						if cerr := f.Close(); cerr != nil {
+							return res, cerr
+						}
 					}
 				}
+				if err != nil {
+					return res, fmt.Errorf("scenario %s: %w", args[0], err)
+				}
+				if reportDir != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "report: %s\n", filepath.Join(reportDir, "index.html"))
+				}
+				return res, nil
 			}
-			if err != nil {
-				return fmt.Errorf("scenario %s: %w", args[0], err)
+			if len(brokers) == 1 {
+				res, err := runOn(brokerImpl, jsonFile, reportDir)
+				if err != nil {
+					return err
+				}
+				if !res.Passed() {
+					return fmt.Errorf("scenario %s: some expected relations do not hold (FAIL lines above)", args[0])
+				}
+				return nil
 			}
-			if reportDir != "" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "report: %s\n", filepath.Join(reportDir, "index.html"))
+			var runs []*scenarios.RunResult
+			passed := true
+			for _, b := range brokers {
+				jf, rd := jsonFile, reportDir
+				if jf != "" { // DIR/<broker>/FILE, its timelines beside it
+					jf = filepath.Join(filepath.Dir(jf), b, filepath.Base(jf))
+					if err := os.MkdirAll(filepath.Dir(jf), 0o755); err != nil {
+						return err
+					}
+				}
+				if rd != "" {
+					rd = filepath.Join(rd, b)
+				}
+				res, err := runOn(b, jf, rd)
+				if err != nil {
+					return err
+				}
+				runs = append(runs, res)
+				passed = passed && res.Passed()
+				fmt.Fprintln(cmd.OutOrStdout())
 			}
-			if !res.Passed() {
+			if err := scenarios.RenderBrokerComparison(cmd.OutOrStdout(), runs...); err != nil {
+				return err
+			}
+			if !passed {
 				return fmt.Errorf("scenario %s: some expected relations do not hold (FAIL lines above)", args[0])
 			}
 			return nil
@@ -140,6 +190,7 @@ sweep and says why.`,
 	f.StringVar(&zkAddrs, "zk", "", "use this running ZooKeeper (host:port,...) instead of starting one")
 	f.BoolVar(&kafkaDefaults, "kafka-defaults", false, "Kafka's own timing (45 s sessions...) instead of the lab's short settings")
 	f.StringArrayVar(&zkConfigs, "zk-config", nil, "Kafka 0.8.2 consumer property key=value for every zk-era member (repeatable), e.g. offsets.storage=kafka")
+	addBrokerListFlag(run, &brokerImpl)
 	f.StringVar(&membersAs, "members-as", "goroutines", `how members run: "goroutines" (processes: not implemented yet)`)
 	f.StringVar(&plotFile, "plot", "", "sweep: write the log-log plots of the figures against N to FILE.svg")
 	f.IntVar(&repeat, "repeat", 1, "sweep: runs per size (medians are reported)")

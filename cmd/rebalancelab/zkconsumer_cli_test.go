@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 )
 
@@ -148,12 +149,8 @@ func TestZKConsumerCLIPrintsAndCommits(t *testing.T) {
 	seenAll := func() bool { return len(printed()) >= len(want) }
 	waitPrinted := func(what string) {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for !seenAll() {
-			if time.Now().After(deadline) {
-				t.Fatalf("waiting for %s: %d of %d lines printed; log:\n%s", what, len(printed()), len(want), logTail())
-			}
-			time.Sleep(20 * time.Millisecond)
+		if err := testutil.Await(context.Background(), 60*time.Second, what, seenAll); err != nil {
+			t.Fatalf("%v: %d of %d lines printed; log:\n%s", err, len(printed()), len(want), logTail())
 		}
 	}
 	waitPrinted("the records produced before the start")

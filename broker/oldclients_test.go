@@ -1,0 +1,130 @@
+package broker_test
+
+// 0.8-era clients against the broker, as Kafka 3.9 serves them: Produce v0 with message format 0
+// (converted on append to v2 batches), Fetch v0 down-converted back, ListOffsets v0 and Metadata v0.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/rebalancelab/rebalancelab/lab"
+)
+
+// TestOldClientSarama082: sarama speaking Kafka 0.8.2.0 (Produce v0, Fetch v0, Metadata v0,
+// ListOffsets v0) produces uncompressed messages to partition 0 and a gzip-compressed message set to
+// partition 1, and reads every one back, in order, at the offsets the producer was given.
+func TestOldClientSarama082(t *testing.T) {
+	l := interopLab(t, lab.Options{Brokers: 1})
+	interopCreateTopic(t, l.Bootstrap(), "old", 2)
+
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V0_8_2_0
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	const n = 50
+	send := func(codec sarama.CompressionCodec, partition int32) {
+		c := *cfg
+		c.Producer.Compression = codec
+		c.Producer.Flush.Messages = n // one message set of n messages: one gzip wrapper
+		prod, err := sarama.NewSyncProducer([]string{l.Bootstrap()}, &c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer prod.Close()
+		var msgs []*sarama.ProducerMessage
+		for i := 0; i < n; i++ {
+			msgs = append(msgs, &sarama.ProducerMessage{Topic: "old", Partition: partition,
+				Key: sarama.StringEncoder(fmt.Sprintf("k%d", i)), Value: sarama.StringEncoder(fmt.Sprintf("%d-%d", partition, i))})
+		}
+		if err := prod.SendMessages(msgs); err != nil {
+			t.Fatalf("partition %d (%v): %v", partition, codec, err)
+		}
+		for i, m := range msgs {
+			if m.Partition != partition || m.Offset != int64(i) {
+				t.Fatalf("message %d stored at %d@%d, want %d@%d", i, m.Partition, m.Offset, partition, i)
+			}
+		}
+	}
+	send(sarama.CompressionNone, 0)
+	send(sarama.CompressionGZIP, 1)
+
+	cons, err := sarama.NewConsumer([]string{l.Bootstrap()}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	for p := int32(0); p < 2; p++ {
+		pc, err := cons.ConsumePartition("old", p, sarama.OffsetOldest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hwm := pc.HighWaterMarkOffset(); hwm != 0 && hwm != n {
+			t.Fatalf("partition %d high watermark %d", p, hwm)
+		}
+		for i := 0; i < n; i++ {
+			select {
+			case m := <-pc.Messages():
+				if string(m.Value) != fmt.Sprintf("%d-%d", p, i) || string(m.Key) != fmt.Sprintf("k%d", i) || m.Offset != int64(i) {
+					t.Fatalf("partition %d message %d: %q=%q@%d", p, i, m.Key, m.Value, m.Offset)
+				}
+			case err := <-pc.Errors():
+				t.Fatalf("partition %d: %v", p, err)
+			case <-time.After(20 * time.Second):
+				t.Fatalf("partition %d: message %d not delivered within 20 s", p, i)
+			}
+		}
+		pc.Close()
+	}
+}
+
+// kafkaPython082 produces and consumes with kafka-python speaking 0.8.2 (api_version=(0, 8, 2)):
+// Produce v0 / Fetch v0 with message format 0.
+const kafkaPython082 = `
+import sys
+from kafka import KafkaProducer, KafkaConsumer, TopicPartition
+b, topic, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+p = KafkaProducer(bootstrap_servers=b, acks='all', api_version=(0, 8, 2))
+for i in range(n):
+    p.send(topic, key=b'k%d' % i, value=b'py-%d' % i, partition=0)
+p.flush(); p.close()
+c = KafkaConsumer(bootstrap_servers=b, consumer_timeout_ms=10000, auto_offset_reset='earliest',
+                  enable_auto_commit=False, api_version=(0, 8, 2))
+tp = TopicPartition(topic, 0)
+c.assign([tp]); c.seek_to_beginning(tp)
+got = ['%s=%s@%d' % (m.key.decode(), m.value.decode(), m.offset) for m in c]
+print(len(got)); print(','.join(got))
+`
+
+// TestOldClientKafkaPython082: kafka-python with api_version=(0, 8, 2) round-trips n messages.
+func TestOldClientKafkaPython082(t *testing.T) {
+	l := interopLab(t, lab.Options{Brokers: 1})
+	interopCreateTopic(t, l.Bootstrap(), "py082", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const n = 100
+	cmd := exec.CommandContext(ctx, "/usr/bin/python3", "-c", kafkaPython082, l.Bootstrap(), "py082", strconv.Itoa(n))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kafka-python: %v\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 || lines[0] != strconv.Itoa(n) {
+		t.Fatalf("kafka-python (0.8.2) read %q, want %d messages\n%s", lines[0], n, stderr.String())
+	}
+	for i, v := range strings.Split(lines[1], ",") {
+		if want := fmt.Sprintf("k%d=py-%d@%d", i, i, i); v != want {
+			t.Fatalf("message %d is %q, want %q", i, v, want)
+		}
+	}
+}

@@ -1,0 +1,8 @@
+// Package difftest is the differential test of the broker: scripted request sequences sent, in the
+// same run, to this project's broker and to a real Kafka 3.9 broker (ZooKeeper mode, from the interop
+// build), the answers compared field by field after normalising only what differs by construction
+// (member, cluster and topic ids, ports, throttle times, error message strings, timestamps, leader
+// epochs). Every remaining difference must be listed, with its reason, in the README's fidelity table
+// ("Differences from Kafka 3.9"); the test fails on any difference not listed there, and on a listed
+// one that no longer occurs. The package has only tests; `go test ./difftest/` runs them.
+package difftest
