@@ -181,7 +181,8 @@ func invariantSentence(results []Result) string {
 }
 
 // cooperativeCost compares the cooperative era with the classic (eager) one of the same run; nil when
-// either is missing or cooperative costs no more in any figure.
+// either is missing or cooperative costs no more in any figure a second round explains
+// (rebalance_attempts, group_requests, time_to_stable_ms, unowned_partition_ms).
 func cooperativeCost(results []Result) *coopView {
 	var eager, coop *Result
 	for i := range results {
@@ -196,8 +197,9 @@ func cooperativeCost(results []Result) *coopView {
 		return nil
 	}
 	v := &coopView{}
-	for _, name := range []string{FigRebalanceAttempts, FigGroupRequests, FigTimeToStableMs, FigRevocations, FigUnownedPartitionMs,
-		FigPausedMemberMs, FigDuplicates} {
+	// The costs a second round explains: more attempts and requests, a later stable group, and the moving
+	// partitions unowned between the rounds.
+	for _, name := range []string{FigRebalanceAttempts, FigGroupRequests, FigTimeToStableMs, FigUnownedPartitionMs} {
 		c, _ := coop.Totals.Get(name)
 		e, _ := eager.Totals.Get(name)
 		worse := c > e
@@ -230,7 +232,9 @@ func cooperativeCost(results []Result) *coopView {
 			"move while its old owner still holds it, the first round leaves the moving partitions unassigned, and the " +
 			"members that revoked some rejoin at once (Kafka's ConsumerCoordinator.onJoinComplete: \"need to revoke " +
 			"partitions and re-join\"). A second round assigns them. A change that moves partitions costs cooperative two " +
-			"rounds: more rebalance attempts and group requests, and a later stable group.",
+			"rounds: more rebalance attempts and group requests, a later stable group, and the moving partitions " +
+			"without an owner from their revocation after the first round until the second assigns them " +
+			"(unowned_partition_ms).",
 		fmt.Sprintf("Rebalance attempts per participating member over the run's changes: cooperative %s, classic %s.",
 			rounds(coop), rounds(eager)),
 		fmt.Sprintf("What it buys: members keep consuming the partitions they keep. paused_member_ms: cooperative %d ms, classic %d ms; "+

@@ -413,3 +413,19 @@ func TestRenderHTMLTimeline(t *testing.T) {
 		t.Errorf("classic alone, no plots: the page has a cooperative or a sweep section")
 	}
 }
+
+// TestCooperativeCost: the two-rounds section appears only for a cost a second round explains.
+func TestCooperativeCost(t *testing.T) {
+	res := func(era string, f Figures) Result { return Result{Era: era, Totals: f, NotApplicable: NotApplicable(era)} }
+	if v := cooperativeCost([]Result{res("classic", Figures{RebalanceAttempts: 4}), res("cooperative", Figures{RebalanceAttempts: 4, Duplicates: 3})}); v != nil {
+		t.Errorf("more duplicates alone: section %+v, want none", v)
+	}
+	v := cooperativeCost([]Result{res("classic", Figures{TimeToStableMs: 100, UnownedPartitionMs: 10}),
+		res("cooperative", Figures{TimeToStableMs: NeverStable, UnownedPartitionMs: 30})})
+	if v == nil || strings.Join(v.Costs, "; ") != "time_to_stable_ms: cooperative never, classic (eager) 100; unowned_partition_ms: cooperative 30, classic (eager) 10" {
+		t.Errorf("costs %+v", v)
+	}
+	if v := cooperativeCost([]Result{res("cooperative", Figures{RebalanceAttempts: 9})}); v != nil {
+		t.Errorf("no classic era: section %+v", v)
+	}
+}
