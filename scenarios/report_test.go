@@ -416,7 +416,9 @@ func TestRenderHTMLTimeline(t *testing.T) {
 
 // TestCooperativeCost: the two-rounds section appears only for a cost a second round explains.
 func TestCooperativeCost(t *testing.T) {
-	res := func(era string, f Figures) Result { return Result{Era: era, Totals: f, NotApplicable: NotApplicable(era)} }
+	res := func(era string, f Figures) Result {
+		return Result{Era: era, Totals: f, NotApplicable: NotApplicable(era)}
+	}
 	if v := cooperativeCost([]Result{res("classic", Figures{RebalanceAttempts: 4}), res("cooperative", Figures{RebalanceAttempts: 4, Duplicates: 3})}); v != nil {
 		t.Errorf("more duplicates alone: section %+v, want none", v)
 	}
