@@ -175,10 +175,22 @@ print(len(got)); print(','.join(got))
 func TestKafkaPythonRoundTrip(t *testing.T) {
 	l := interopLab(t, lab.Options{Brokers: 1})
 	interopCreateTopic(t, l.Bootstrap(), "py", 1)
+	const n = 200
+	for i, v := range runKafkaPython(t, kafkaPythonRoundTrip, l.Bootstrap(), "py", n) {
+		if v != fmt.Sprintf("py-%d", i) {
+			t.Fatalf("message %d is %q", i, v)
+		}
+	}
+}
+
+// runKafkaPython runs a kafka-python script (argv: bootstrap, topic, n) that prints the number of
+// messages it read and then their texts comma-separated, and returns the texts after checking there
+// are n of them.
+func runKafkaPython(t *testing.T, script, bootstrap, topic string, n int) []string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	const n = 200
-	cmd := exec.CommandContext(ctx, "/usr/bin/python3", "-c", kafkaPythonRoundTrip, l.Bootstrap(), "py", strconv.Itoa(n))
+	cmd := exec.CommandContext(ctx, "/usr/bin/python3", "-c", script, bootstrap, topic, strconv.Itoa(n))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -189,11 +201,7 @@ func TestKafkaPythonRoundTrip(t *testing.T) {
 	if len(lines) != 2 || lines[0] != strconv.Itoa(n) {
 		t.Fatalf("kafka-python read %q, want %d messages\n%s", lines[0], n, stderr.String())
 	}
-	for i, v := range strings.Split(lines[1], ",") {
-		if v != fmt.Sprintf("py-%d", i) {
-			t.Fatalf("message %d is %q", i, v)
-		}
-	}
+	return strings.Split(lines[1], ",")
 }
 
 // brokerBinary is the rebalancelab binary for process-mode brokers: $REBALANCELAB_BIN (make test

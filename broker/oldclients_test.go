@@ -4,12 +4,7 @@ package broker_test
 // (converted on append to v2 batches), Fetch v0 down-converted back, ListOffsets v0 and Metadata v0.
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"os/exec"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -108,21 +103,8 @@ print(len(got)); print(','.join(got))
 func TestOldClientKafkaPython082(t *testing.T) {
 	l := interopLab(t, lab.Options{Brokers: 1})
 	interopCreateTopic(t, l.Bootstrap(), "py082", 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
 	const n = 100
-	cmd := exec.CommandContext(ctx, "/usr/bin/python3", "-c", kafkaPython082, l.Bootstrap(), "py082", strconv.Itoa(n))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("kafka-python: %v\n%s", err, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != 2 || lines[0] != strconv.Itoa(n) {
-		t.Fatalf("kafka-python (0.8.2) read %q, want %d messages\n%s", lines[0], n, stderr.String())
-	}
-	for i, v := range strings.Split(lines[1], ",") {
+	for i, v := range runKafkaPython(t, kafkaPython082, l.Bootstrap(), "py082", n) {
 		if want := fmt.Sprintf("k%d=py-%d@%d", i, i, i); v != want {
 			t.Fatalf("message %d is %q, want %q", i, v, want)
 		}

@@ -151,7 +151,7 @@ func RenderTable(w io.Writer, results ...Result) error {
 		lines[0] = append(lines[0], r.Era)
 	}
 	for _, row := range figureTable(results) {
-		line := []string{row.Name}
+		line := []string{row.Label}
 		for _, c := range row.Cells {
 			line = append(line, c.Text)
 		}
@@ -176,9 +176,14 @@ func RenderTable(w io.Writer, results ...Result) error {
 }
 
 type figRow struct {
-	Name  string
+	Name  string // the figure's JSON name
+	Label string // for people: the name, and what an aggregate is where it is not a sum
 	Cells []figCell
 }
+
+// totalsLabels say what a totals cell is where it is not the run's sum: the run's time_to_stable_ms is
+// its worst event's (max_concurrent_owners says it in its name).
+var totalsLabels = map[string]string{FigTimeToStableMs: FigTimeToStableMs + " (worst event)"}
 
 type figCell struct {
 	Era   string
@@ -203,7 +208,10 @@ func cell(era string, f Figures, na []string, name string) figCell {
 func figureTable(results []Result) []figRow {
 	var rows []figRow
 	for _, name := range FigureNames {
-		row := figRow{Name: name}
+		row := figRow{Name: name, Label: name}
+		if l, ok := totalsLabels[name]; ok {
+			row.Label = l
+		}
 		for _, r := range results {
 			row.Cells = append(row.Cells, cell(r.Era, r.Totals, r.NotApplicable, name))
 		}
@@ -560,7 +568,7 @@ tr.rel-no td { color: #b00; }
 <p>Totals from the first trigger on (the group's formation left out); duplicates, lost and the invariants over the whole run.</p>
 <table id="figures">
 <tr><th>figure</th>{{range .Results}}<th>{{.Era}}</th>{{end}}</tr>
-{{range .Table}}{{$fig := .Name}}<tr><th>{{.Name}}</th>{{range .Cells}}<td class="{{if eq .Value "n/a"}}na{{else}}num{{end}}" data-era="{{.Era}}" data-figure="{{$fig}}" data-value="{{.Value}}">{{.Text}}</td>{{end}}</tr>
+{{range .Table}}{{$fig := .Name}}<tr><th>{{.Label}}</th>{{range .Cells}}<td class="{{if eq .Value "n/a"}}na{{else}}num{{end}}" data-era="{{.Era}}" data-figure="{{$fig}}" data-value="{{.Value}}">{{.Text}}</td>{{end}}</tr>
 {{end}}</table>
 
 {{if .PlotViews}}<section id="sweep">

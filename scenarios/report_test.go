@@ -216,7 +216,7 @@ func TestRenderTable(t *testing.T) {
 	// zombie m1 delivered offsets 5 and 6 of t-0 while m2 owned it, and m2 delivered 6 after m1 committed 7.
 	want := strings.Join([]string{
 		"figure                                zk  classic",
-		"time_to_stable_ms                    310    never",
+		"time_to_stable_ms (worst event)      310    never",
 		"rebalance_participants                 2        0",
 		"zk_reads                               0      n/a",
 		"zk_writes                              0      n/a",

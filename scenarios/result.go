@@ -413,6 +413,11 @@ func (r *RunResult) WriteTable(w io.Writer) error {
 		if c := e.ZKCrosscheck; c != nil {
 			fmt.Fprintf(w, "%s: zk cross-check: %s\n", e.Era, c.Summary())
 		}
+		if e.Era == "static" && r.scriptStops() {
+			fmt.Fprintf(w, "static: by design, a static member's graceful stop sends no LeaveGroup (KIP-345): its partitions wait "+
+				"for its return or its session.timeout.ms (%d ms) before anyone else gets them, and the leave's time_to_stable_ms includes that wait\n",
+				r.Timing.SessionTimeoutMs)
+		}
 		for _, rel := range e.Relations {
 			mark := "ok  "
 			switch {
@@ -428,6 +433,16 @@ func (r *RunResult) WriteTable(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// scriptStops: the script stops a member gracefully (ActStop).
+func (r *RunResult) scriptStops() bool {
+	for _, st := range r.Script {
+		if st.Action == ActStop {
+			return true
+		}
+	}
+	return false
 }
 
 // timelineName is an era's timeline file name.
