@@ -205,9 +205,11 @@ func (s *SweepResult) points(era, fig string) []sweep.Point {
 // ZKReadsFit is the zk era's ZooKeeper reads of the measured event fitted over N.
 type ZKReadsFit struct {
 	A, B, C float64 // zk_reads ≈ A·N² + B·N + C (0, 0, 0 with fewer than three sizes)
-	// Exponent is the growth exponent where the sweep ends: the power-law exponent e of
-	// zk_reads ≈ k·N^e fitted to the two largest sizes (2: quadratic, 1: linear). Over the whole range
-	// a power law understates it, since each member's own reads (a linear term) weigh most at small N.
+	// Exponent is the growth exponent where the sweep ends: the log-log slope d ln(reads)/d ln(N) of
+	// the fitted curve at the largest size (2: quadratic, 1: linear); with two sizes, the slope between
+	// them. A power law fitted over the whole range understates it, since each member's own reads (a
+	// linear term) weigh most at small N, and a slope between two measured points rides on their noise
+	// (a rebalance retry at one size); the fit through every size does not.
 	Exponent float64
 	Points   []sweep.Point
 }
@@ -226,6 +228,10 @@ func (s *SweepResult) FitZKReads() (ZKReadsFit, bool) {
 	f.Exponent = e
 	if c, err := sweep.FitPolynomial(pts, 2); err == nil {
 		f.C, f.B, f.A = c[0], c[1], c[2]
+		n := pts[len(pts)-1].X
+		if y := sweep.Eval(c, n); y > 0 {
+			f.Exponent = n * (2*f.A*n + f.B) / y // the fitted curve's elasticity at the largest N
+		}
 	}
 	return f, true
 }
@@ -306,8 +312,8 @@ func (s *SweepResult) WriteTable(w io.Writer) error {
 	}
 	if f, ok := s.FitZKReads(); ok {
 		last := f.Points[len(f.Points)-2:]
-		fmt.Fprintf(w, "zk reads per %s ≈ %.2f·N² + %.1f·N + %.0f; growth exponent %.2f between N=%g and N=%g (2: quadratic); the algorithm's own count, (N+1)(N+2):",
-			s.Trigger, f.A, f.B, f.C, f.Exponent, last[0].X, last[1].X)
+		fmt.Fprintf(w, "zk reads per %s ≈ %.2f·N² + %.1f·N + %.0f; growth exponent %.2f at N=%g (the fit's log-log slope; 2: quadratic); the algorithm's own count, (N+1)(N+2):",
+			s.Trigger, f.A, f.B, f.C, f.Exponent, last[1].X)
 		for _, p := range f.Points {
 			fmt.Fprintf(w, " N=%g: %d (measured %.0f)", p.X, AlgorithmZKReads(int(p.X)), p.Y)
 		}
