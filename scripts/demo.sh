@@ -11,7 +11,7 @@ set -euo pipefail
 bin=${1:-bin/rebalancelab}
 out=${DEMO_OUT:-demo-out}
 sizes=${DEMO_SIZES:-4,16,64}
-budget=${DEMO_BUDGET:-2m}
+budget=${DEMO_BUDGET:-2m30s}
 mkdir -p "$out"
 echo
 echo "== rebalancelab scenario run herd-effect --era all --consumers $sizes --repeat 3 --until-crossover --budget $budget"
