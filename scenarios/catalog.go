@@ -99,7 +99,7 @@ func (r Relation) appliesTo(era string) bool {
 
 // Catalog returns every scenario, by name.
 func Catalog() []*Scenario {
-	out := []*Scenario{herdEffect(), consumerCrash(), splitBrainZombie(), splitBrainDivergentViews(),
+	out := []*Scenario{herdEffect(), herdJoin(), consumerCrash(), splitBrainZombie(), splitBrainDivergentViews(),
 		rollingRestart(), zkQuorumLoss(), storm(),
 		// Kafka's own consumer system tests (systemtests.go).
 		consumerBounce(true, "all"), consumerBounce(true, "rolling"), consumerBounce(false, "all"),
@@ -323,6 +323,29 @@ func herdEffect() *Scenario {
 			eventFig([]string{"zk", "classic", "static"}, "join", FigRevocations, eq, "P", p),
 			eventFig([]string{"classic", "static"}, "join", FigGroupRequests, ge, "2(N+1)", func(x checkCtx) int64 { return 2 * n(x) }),
 			eventFig([]string{"cooperative"}, "join", FigRevocations, lt, "P", p),
+		},
+	}
+}
+
+// herdJoin is herd-effect's join alone: the measured event of a sweep over N (make demo), without the
+// leave that herd-effect goes on to (a static leave waits out the session).
+func herdJoin() *Scenario {
+	n := func(x checkCtx) int64 { return int64(x.p.Consumers) + 1 }
+	return &Scenario{
+		Name:         "herd-join",
+		Description:  "N stable members, one joins: herd-effect's join alone, the event a sweep over N measures",
+		Defaults:     Params{Consumers: 4, Partitions: 8},
+		MinConsumers: 1,
+		ZKNodes:      1,
+		Script: func(p Params, t Timing, r *scriptRand) []Step {
+			s := &script{t: t}
+			s.startAll(p.Consumers)
+			s.trigger("join").member(0, ActStart, memberName(p.Consumers+1)).settle()
+			return s.steps
+		},
+		Relations: []Relation{
+			eventFig(nil, "join", FigRebalanceParticipants, eq, "N+1", n),
+			eventFig([]string{"zk"}, "join", FigZKWatchEvents, ge, "N", func(x checkCtx) int64 { return int64(x.p.Consumers) }),
 		},
 	}
 }
