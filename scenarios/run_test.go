@@ -172,6 +172,10 @@ func TestHerdEffect(t *testing.T) {
 	}
 }
 
+func TestHerdJoin(t *testing.T) {
+	runScenario(t, "herd-join", Params{Consumers: 2, Partitions: 4, Seed: 1})
+}
+
 func TestConsumerCrash(t *testing.T) {
 	runScenario(t, "consumer-crash", Params{Consumers: 2, Partitions: 2, Seed: 1})
 }
