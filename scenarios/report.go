@@ -565,7 +565,7 @@ tr.rel-no td { color: #b00; }
 {{end}}</section>{{end}}
 
 <h2>Figures</h2>
-<p>Totals leave the group's formation out (until it was first stable or the first trigger); duplicates, lost and the invariants cover the whole run.</p>
+<p>Totals leave the group's formation out (until it was first stable or the first trigger); duplicates, lost and the invariants cover the whole run. Every figure is defined in one place: the figure table of rebalancelab's design document, <code>docs/design.md</code>, section &ldquo;Scenarios, timeline and figures&rdquo;.</p>
 <table id="figures">
 <tr><th>figure</th>{{range .Results}}<th>{{.Era}}</th>{{end}}</tr>
 {{range .Table}}{{$fig := .Name}}<tr><th>{{.Label}}</th>{{range .Cells}}<td class="{{if eq .Value "n/a"}}na{{else}}num{{end}}" data-era="{{.Era}}" data-figure="{{$fig}}" data-value="{{.Value}}">{{.Text}}</td>{{end}}</tr>
