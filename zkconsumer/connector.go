@@ -114,6 +114,10 @@ type Connector struct {
 	wg       sync.WaitGroup
 	closing  atomic.Bool
 	stopOnce sync.Once
+	// lifeMu orders the streams' creation against shutdown: the queues and the rebalance goroutine
+	// are created under it only while not closing, and shutdown sets closing under it, so nothing it
+	// waits for or closes can appear after it began.
+	lifeMu sync.Mutex
 	errs     chan error
 
 	connected   chan struct{}
@@ -278,20 +282,22 @@ func (c *Connector) CreateMessageStreams(ctx context.Context, topicCount map[str
 	if c.streamsCreated.Swap(true) {
 		return nil, ErrStreamsExist
 	}
-	c.subscription, c.pattern = map[string]int{}, PatternStatic
-	c.queues = map[string][]*threadQueue{}
 	out := map[string][]<-chan Message{}
-	for t, n := range topicCount {
-		c.subscription[t] = n
-		for i := 0; i < n; i++ {
-			q := newThreadQueue(c.cfg.QueuedMaxMessageChunks, c.rec)
-			c.queues[t] = append(c.queues[t], q)
-			c.allQueues = append(c.allQueues, q)
-			out[t] = append(out[t], q.out)
+	build := func() {
+		c.subscription, c.pattern = map[string]int{}, PatternStatic
+		c.queues = map[string][]*threadQueue{}
+		for t, n := range topicCount {
+			c.subscription[t] = n
+			for i := 0; i < n; i++ {
+				q := newThreadQueue(c.cfg.QueuedMaxMessageChunks, c.rec)
+				c.queues[t] = append(c.queues[t], q)
+				c.allQueues = append(c.allQueues, q)
+				out[t] = append(out[t], q.out)
+			}
 		}
 	}
 	// consume: registerConsumerInZK, then reinitializeConsumer.
-	err := c.start(ctx, func() error {
+	err := c.start(ctx, build, func() error {
 		if err := c.register(); err != nil {
 			return err
 		}
@@ -321,22 +327,24 @@ func (c *Connector) CreateMessageStreamsByFilter(ctx context.Context, filter Top
 	if c.streamsCreated.Swap(true) {
 		return nil, ErrStreamsExist
 	}
-	c.filter = &f
-	c.subscription = map[string]int{regex: threads}
-	c.pattern = PatternWhiteList
-	if black {
-		c.pattern = PatternBlackList
-	}
 	out := make([]<-chan Message, threads)
-	for i := range out {
-		q := newThreadQueue(c.cfg.QueuedMaxMessageChunks, c.rec)
-		c.wildQueues = append(c.wildQueues, q)
-		c.allQueues = append(c.allQueues, q)
-		out[i] = q.out
+	build := func() {
+		c.filter = &f
+		c.subscription = map[string]int{regex: threads}
+		c.pattern = PatternWhiteList
+		if black {
+			c.pattern = PatternBlackList
+		}
+		for i := range out {
+			q := newThreadQueue(c.cfg.QueuedMaxMessageChunks, c.rec)
+			c.wildQueues = append(c.wildQueues, q)
+			c.allQueues = append(c.allQueues, q)
+			out[i] = q.out
+		}
 	}
 	// WildcardStreamsHandler: bootstrap with the existing topics, register, reinitializeConsumer,
 	// then the ZookeeperTopicEventWatcher (not created when the initial rebalance fails).
-	err = c.start(ctx, func() error {
+	err = c.start(ctx, build, func() error {
 		all, err := c.zk.childrenMayNotExist(brokerTopicsPath)
 		if err != nil {
 			return fmt.Errorf("zkconsumer: listing %s: %w", brokerTopicsPath, err)
@@ -381,14 +389,20 @@ type initRequest struct {
 	reply chan error
 }
 
-// start runs init (registration, subscriptions, initial rebalance) on the rebalance goroutine,
-// which then serves watch-triggered rebalances, and waits for its result.
-func (c *Connector) start(ctx context.Context, init func() error) error {
+// start builds the streams (build: the subscription and its queues) and starts the rebalance
+// goroutine, unless shutdown has begun (ErrShutdown); then runs init (registration, subscriptions,
+// initial rebalance) on that goroutine, which goes on to serve watch-triggered rebalances, and
+// waits for its result.
+func (c *Connector) start(ctx context.Context, build func(), init func() error) error {
+	c.lifeMu.Lock()
 	if c.closing.Load() {
+		c.lifeMu.Unlock()
 		return ErrShutdown
 	}
+	build()
 	c.wg.Add(1)
 	go c.run()
+	c.lifeMu.Unlock()
 	req := initRequest{init, make(chan error, 1)}
 	select {
 	case c.initial <- req:
@@ -540,6 +554,10 @@ func (c *Connector) run() {
 		case <-c.ctx.Done():
 			return
 		case req := <-c.initial:
+			if c.ctx.Err() != nil { // shutdown began as the request came: no ZooKeeper call now
+				req.reply <- ErrShutdown
+				return
+			}
 			req.reply <- req.fn()
 		case <-c.wake:
 			c.flagMu.Lock()
@@ -1208,7 +1226,9 @@ func (c *Connector) Crash() { c.stop(false) }
 
 func (c *Connector) stop(graceful bool) {
 	c.stopOnce.Do(func() {
+		c.lifeMu.Lock()
 		c.closing.Store(true)
+		c.lifeMu.Unlock()
 		c.cancel()
 		c.wg.Wait()
 		c.fetcher.stop()
