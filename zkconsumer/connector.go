@@ -118,7 +118,7 @@ type Connector struct {
 	// are created under it only while not closing, and shutdown sets closing under it, so nothing it
 	// waits for or closes can appear after it began.
 	lifeMu sync.Mutex
-	errs     chan error
+	errs   chan error
 
 	connected   chan struct{}
 	connectOnce sync.Once
