@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
 	"github.com/rebalancelab/rebalancelab/zkconsumer"
@@ -55,7 +56,7 @@ func (g *generator) ch2(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := waitFor(ctx, 60*time.Second, "c1 and c2 to own every partition", stable); err != nil {
+	if err := testutil.Await(ctx, 60*time.Second, "c1 and c2 to own every partition", stable); err != nil {
 		return err
 	}
 	time.Sleep(200 * time.Millisecond) // let the last notifications of the first round land before the mark
@@ -63,7 +64,7 @@ func (g *generator) ch2(ctx context.Context) error {
 	if err := start("c3"); err != nil {
 		return err
 	}
-	if err := waitFor(ctx, 60*time.Second, "c1, c2 and c3 to own every partition", stable); err != nil {
+	if err := testutil.Await(ctx, 60*time.Second, "c1, c2 and c3 to own every partition", stable); err != nil {
 		return err
 	}
 
@@ -82,7 +83,7 @@ func (g *generator) ch2(ctx context.Context) error {
 		}
 		return true
 	}
-	if err := waitFor(ctx, 30*time.Second, "every offset committed in ZooKeeper", committed); err != nil {
+	if err := testutil.Await(ctx, 30*time.Second, "every offset committed in ZooKeeper", committed); err != nil {
 		return err
 	}
 	if !stable() {

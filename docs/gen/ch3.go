@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/scenarios"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -41,7 +42,7 @@ func (g *generator) ch3(ctx context.Context) error {
 			return err
 		}
 		live, started = append(live, m), append(started, m)
-		if err := waitFor(ctx, 60*time.Second, "the group to be stable with "+name, stable); err != nil {
+		if err := testutil.Await(ctx, 60*time.Second, "the group to be stable with "+name, stable); err != nil {
 			return err
 		}
 	}
@@ -51,7 +52,7 @@ func (g *generator) ch3(ctx context.Context) error {
 		return err
 	}
 	live = []*coordMember{live[0], live[2]}
-	if err := waitFor(ctx, 60*time.Second, "the group to be stable without m2", stable); err != nil {
+	if err := testutil.Await(ctx, 60*time.Second, "the group to be stable without m2", stable); err != nil {
 		return err
 	}
 	time.Sleep(1000 * time.Millisecond)

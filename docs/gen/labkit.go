@@ -77,22 +77,6 @@ func produce(ctx context.Context, bootstrap, topic string, partitions, n int) er
 	return nil
 }
 
-// waitFor polls cond every 50 ms until it holds; the error names what was awaited.
-func waitFor(ctx context.Context, timeout time.Duration, what string, cond func() bool) error {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %s waiting for %s", timeout, what)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return nil
-}
-
 // coordProps are a coordinator-era member's properties with the lab's short timings
 // (lab.ShortConsumerTimings: session.timeout.ms 2000 [45000], heartbeat.interval.ms 500 [3000]),
 // reading from the earliest offset, eager range assignment.
