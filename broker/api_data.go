@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -43,16 +42,13 @@ func checkLeaderEpoch(clientEpoch, leaderEpoch int32) int16 {
 // the records (batch header field recordCount). Full validation (CRC, record framing) is the log's.
 func scanBatches(records []byte) (maxBatch int, count int64, ok bool) {
 	for len(records) > 0 {
-		if len(records) < 61 {
+		h, err := recordbatch.ReadHeader(records)
+		if err != nil {
 			return 0, 0, false
 		}
-		size := 12 + int(int32(binary.BigEndian.Uint32(records[8:12])))
-		if size < 61 || size > len(records) {
-			return 0, 0, false
-		}
-		maxBatch = max(maxBatch, size)
-		count += int64(int32(binary.BigEndian.Uint32(records[57:61])))
-		records = records[size:]
+		maxBatch = max(maxBatch, h.Size())
+		count += int64(h.NumRecords)
+		records = records[h.Size():]
 	}
 	return maxBatch, count, true
 }
@@ -385,108 +381,106 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, p kmsg.L
 	return 0
 }
 
-// errFound stops offsetForTimestamp's walk over a batch's records at the one it looks for.
+// errFound stops a walk over a batch's records at the one it looks for.
 var errFound = errors.New("found")
 
-// offsetForTimestamp scans the log from its start (kafka.log.LogSegment.findOffsetByTimestamp without a
-// time index): the first record at or after ts, or (-1, -1).
-func offsetForTimestamp(part *partition, ts int64) (int64, int64, error) {
+// eachBatch calls fn for every record batch of the partition's log from its log start offset below the
+// high watermark, in offset order, until fn returns false; from is the first offset of rb not yet
+// covered (above BaseOffset when the log starts inside the batch). Errors: the log's, or
+// CORRUPT_MESSAGE for a batch that does not decode.
+func eachBatch(part *partition, fn func(rb recordbatch.Batch, from int64) (more bool, err error)) error {
 	off, hwm := part.log.LogStartOffset(), part.log.HighWatermark()
 	for off < hwm {
 		data, err := part.log.Read(off, 1<<20)
 		if err != nil {
-			return -1, -1, err
+			return err
 		}
 		if len(data) == 0 {
-			break
+			return nil
 		}
 		for len(data) > 0 {
 			rb, err := recordbatch.Read(data)
 			if err != nil {
-				return -1, -1, kerr.CorruptMessage
+				return kerr.CorruptMessage
 			}
 			data = data[rb.Size():]
-			last := rb.LastOffset()
-			if last < off || rb.MaxTimestamp < ts {
-				off = max(off, last+1)
+			if rb.LastOffset() < off {
 				continue
 			}
-			if rb.Compression() != 0 { // compressed: batch granularity
-				return max(rb.BaseOffset, off), rb.MaxTimestamp, nil
+			from := off
+			off = rb.LastOffset() + 1
+			if more, err := fn(rb, from); err != nil || !more {
+				return err
 			}
-			var o, t int64
-			err = recordbatch.ReadRecords(rb.Records, rb.NumRecords, func(r recordbatch.Record) error {
-				o, t = rb.BaseOffset+int64(r.OffsetDelta), rb.BaseTimestamp+r.TimestampDelta
-				if o >= off && t >= ts {
-					return errFound
-				}
-				return nil
-			})
-			if err == errFound {
-				return o, t, nil
-			}
-			if err != nil {
-				return -1, -1, kerr.CorruptMessage
-			}
-			off = max(off, last+1)
 		}
 	}
-	return -1, -1, nil
+	return nil
+}
+
+// firstRecord returns the offset and timestamp of rb's first record that match accepts; ok=false when
+// none does. Errors: CORRUPT_MESSAGE for records that do not decode.
+func firstRecord(rb recordbatch.Batch, match func(off, ts int64) bool) (off, ts int64, ok bool, err error) {
+	err = recordbatch.ReadRecords(rb.Records, rb.NumRecords, func(r recordbatch.Record) error {
+		off, ts = rb.BaseOffset+int64(r.OffsetDelta), rb.BaseTimestamp+r.TimestampDelta
+		if match(off, ts) {
+			return errFound
+		}
+		return nil
+	})
+	switch {
+	case err == errFound:
+		return off, ts, true, nil
+	case err != nil:
+		return -1, -1, false, kerr.CorruptMessage
+	}
+	return -1, -1, false, nil
+}
+
+// offsetForTimestamp scans the log from its start (kafka.log.LogSegment.findOffsetByTimestamp without a
+// time index): the first record at or after ts, or (-1, -1).
+func offsetForTimestamp(part *partition, ts int64) (int64, int64, error) {
+	foundOff, foundTS := int64(-1), int64(-1)
+	err := eachBatch(part, func(rb recordbatch.Batch, from int64) (bool, error) {
+		if rb.MaxTimestamp < ts {
+			return true, nil
+		}
+		if rb.Compression() != 0 { // compressed: batch granularity
+			foundOff, foundTS = max(rb.BaseOffset, from), rb.MaxTimestamp
+			return false, nil
+		}
+		o, t, ok, err := firstRecord(rb, func(o, t int64) bool { return o >= from && t >= ts })
+		if ok {
+			foundOff, foundTS = o, t
+		}
+		return !ok, err
+	})
+	if err != nil {
+		return -1, -1, err
+	}
+	return foundOff, foundTS, nil
 }
 
 // maxTimestampOffset is UnifiedLog.fetchOffsetByTimestamp for MAX_TIMESTAMP (KIP-734): the first batch
 // holding the log's largest timestamp, and in it the first record with that timestamp (the batch's
-// base offset when it is compressed); (-1, -1) for an empty log.
+// base offset when it is compressed or stamped with LogAppendTime); (-1, -1) for an empty log.
 func maxTimestampOffset(part *partition) (int64, int64, error) {
 	bestTS, bestOff := int64(-1), int64(-1)
-	off, hwm := part.log.LogStartOffset(), part.log.HighWatermark()
-	for off < hwm {
-		data, err := part.log.Read(off, 1<<20)
-		if err != nil {
-			return -1, -1, err
+	err := eachBatch(part, func(rb recordbatch.Batch, _ int64) (bool, error) {
+		if rb.MaxTimestamp <= bestTS {
+			return true, nil
 		}
-		if len(data) == 0 {
-			break
+		bestTS, bestOff = rb.MaxTimestamp, rb.BaseOffset
+		if rb.Compression() != 0 || rb.LogAppendTime() {
+			return true, nil
 		}
-		for len(data) >= 61 {
-			size := 12 + int(int32(binary.BigEndian.Uint32(data[8:12])))
-			if size < 61 || size > len(data) {
-				return -1, -1, kerr.CorruptMessage
-			}
-			var rb kmsg.RecordBatch
-			if err := rb.ReadFrom(data[:size]); err != nil {
-				return -1, -1, kerr.CorruptMessage
-			}
-			data = data[size:]
-			last := rb.FirstOffset + int64(rb.LastOffsetDelta)
-			if last < off {
-				continue
-			}
-			off = last + 1
-			if rb.MaxTimestamp <= bestTS {
-				continue
-			}
-			bestTS, bestOff = rb.MaxTimestamp, rb.FirstOffset
-			if rb.Attributes&0x07 != 0 || rb.Attributes&0x08 != 0 { // compressed or LogAppendTime: the batch
-				continue
-			}
-			recs := rb.Records
-			for i := int32(0); i < rb.NumRecords && len(recs) > 0; i++ {
-				l, k := binary.Varint(recs)
-				if k <= 0 || l < 0 || int(l) > len(recs)-k {
-					return -1, -1, kerr.CorruptMessage
-				}
-				var r kmsg.Record
-				if err := r.ReadFrom(recs[:k+int(l)]); err != nil {
-					return -1, -1, kerr.CorruptMessage
-				}
-				recs = recs[k+int(l):]
-				if rb.FirstTimestamp+r.TimestampDelta64 == rb.MaxTimestamp {
-					bestOff = rb.FirstOffset + int64(r.OffsetDelta)
-					break
-				}
-			}
+		o, _, ok, err := firstRecord(rb, func(_, t int64) bool { return t == rb.MaxTimestamp })
+		if ok {
+			bestOff = o
 		}
+		return true, err
+	})
+	if err != nil {
+		return -1, -1, err
 	}
 	return bestOff, bestTS, nil
 }

@@ -135,6 +135,24 @@ func readHeader(b []byte) Header {
 	}
 }
 
+// ReadHeader decodes only the header of the batch at the start of data and checks its framing: a
+// length that covers the header and fits in data (the batch is data[:h.Size()]). It checks neither
+// the magic nor the CRC (Read does): for a scan that only needs sizes and counts, such as Produce's
+// size limit. Errors wrap ErrCorrupt, and also ErrTruncated when data ends before the batch does.
+func ReadHeader(data []byte) (Header, error) {
+	if len(data) < HeaderSize {
+		return Header{}, &truncated{fmt.Sprintf("%d bytes left, a batch header needs %d", len(data), HeaderSize)}
+	}
+	h := readHeader(data)
+	if h.Length < HeaderSize-LogOverhead {
+		return h, fmt.Errorf("%w: batch length %d below the minimum %d", ErrCorrupt, h.Length, HeaderSize-LogOverhead)
+	}
+	if h.Size() > len(data) {
+		return h, &truncated{fmt.Sprintf("batch of %d bytes overruns the %d bytes left", h.Size(), len(data))}
+	}
+	return h, nil
+}
+
 // Read decodes the batch at the start of data (more bytes may follow; the batch is
 // data[:b.Size()]) and checks what any reader must (DefaultRecordBatch.ensureValid): a length that
 // covers the header and fits in data, magic 2 and the CRC-32C. It does not look inside the records
@@ -142,17 +160,11 @@ func readHeader(b []byte) Header {
 // header or the batch does; when data held a whole header, the returned Batch has it even with an
 // error (to name the batch's offset).
 func Read(data []byte) (Batch, error) {
-	if len(data) < HeaderSize {
-		return Batch{}, &truncated{fmt.Sprintf("%d bytes left, a batch header needs %d", len(data), HeaderSize)}
-	}
-	h := readHeader(data)
-	if h.Length < HeaderSize-LogOverhead {
-		return Batch{Header: h}, fmt.Errorf("%w: batch length %d below the minimum %d", ErrCorrupt, h.Length, HeaderSize-LogOverhead)
+	h, err := ReadHeader(data)
+	if err != nil {
+		return Batch{Header: h}, err
 	}
 	size := h.Size()
-	if size > len(data) {
-		return Batch{Header: h}, &truncated{fmt.Sprintf("batch of %d bytes overruns the %d bytes left", size, len(data))}
-	}
 	if h.Magic != Magic {
 		return Batch{Header: h}, fmt.Errorf("%w: magic %d, only v2 record batches (magic 2) are supported", ErrCorrupt, h.Magic)
 	}

@@ -141,6 +141,32 @@ func TestReadRejects(t *testing.T) {
 	}
 }
 
+// TestReadHeader: the framing checks of Read (with the same errors), and nothing else: a batch whose
+// records or magic are wrong still gives its header, size and record count.
+func TestReadHeader(t *testing.T) {
+	good := encode(testHeader(), testRecords())
+	h, err := ReadHeader(append(bytes.Clone(good), 0, 0, 0)) // more bytes may follow
+	if err != nil || h.Size() != len(good) || h.NumRecords != testHeader().NumRecords {
+		t.Fatalf("header %+v size %d err %v; want size %d, %d records", h, h.Size(), err, len(good), testHeader().NumRecords)
+	}
+	flipped := bytes.Clone(good)
+	flipped[len(flipped)-2] ^= 1
+	flipped[OffMagic] = 1
+	if h, err := ReadHeader(flipped); err != nil || h.Size() != len(good) {
+		t.Errorf("bad CRC and magic 1: %+v %v; want the header (ReadHeader checks framing only)", h, err)
+	}
+	for name, data := range map[string][]byte{"header cut": good[:60], "batch cut": good[:len(good)-1]} {
+		if _, err := ReadHeader(data); !errors.Is(err, ErrTruncated) {
+			t.Errorf("%s: %v, want ErrTruncated", name, err)
+		}
+	}
+	short := bytes.Clone(good)
+	binary.BigEndian.PutUint32(short[OffLength:], 48)
+	if _, err := ReadHeader(short); !errors.Is(err, ErrCorrupt) || errors.Is(err, ErrTruncated) {
+		t.Errorf("length 48: %v, want ErrCorrupt only", err)
+	}
+}
+
 // TestReadRecordsRejects: record framing as DefaultRecord.readFrom checks it.
 func TestReadRecordsRejects(t *testing.T) {
 	one := AppendRecord(nil, Record{Key: []byte("k"), Value: []byte("v")})

@@ -301,10 +301,18 @@ func extraFig(eras []string, key string, c cmp, want int64, text string) Relatio
 
 // ---- the scenarios ----
 
-func herdEffect() *Scenario {
+func herdEffect() *Scenario { return herd(true) }
+
+// herdJoin is herd-effect's join alone: the measured event of a sweep over N (make demo), without the
+// leave that herd-effect goes on to (a static leave waits out the session).
+func herdJoin() *Scenario { return herd(false) }
+
+// herd is herd-effect (N stable members, one joins, then one leaves) or, without the leave,
+// herd-join; the join's relations are the same.
+func herd(leave bool) *Scenario {
 	n := func(x checkCtx) int64 { return int64(x.p.Consumers) + 1 }
 	p := func(x checkCtx) int64 { return int64(x.p.Partitions) }
-	return &Scenario{
+	sc := &Scenario{
 		Name:         "herd-effect",
 		Description:  "N stable members, one joins, then one leaves: who wakes up, and what each change costs",
 		Defaults:     Params{Consumers: 4, Partitions: 8},
@@ -314,7 +322,9 @@ func herdEffect() *Scenario {
 			s := &script{t: t}
 			s.startAll(p.Consumers)
 			s.trigger("join").member(0, ActStart, memberName(p.Consumers+1)).settle()
-			s.trigger("leave").member(0, ActStop, memberName(1+r.IntN(p.Consumers+1))).settle()
+			if leave {
+				s.trigger("leave").member(0, ActStop, memberName(1+r.IntN(p.Consumers+1))).settle()
+			}
 			return s.steps
 		},
 		Relations: []Relation{
@@ -325,29 +335,11 @@ func herdEffect() *Scenario {
 			eventFig([]string{"cooperative"}, "join", FigRevocations, lt, "P", p),
 		},
 	}
-}
-
-// herdJoin is herd-effect's join alone: the measured event of a sweep over N (make demo), without the
-// leave that herd-effect goes on to (a static leave waits out the session).
-func herdJoin() *Scenario {
-	n := func(x checkCtx) int64 { return int64(x.p.Consumers) + 1 }
-	return &Scenario{
-		Name:         "herd-join",
-		Description:  "N stable members, one joins: herd-effect's join alone, the event a sweep over N measures",
-		Defaults:     Params{Consumers: 4, Partitions: 8},
-		MinConsumers: 1,
-		ZKNodes:      1,
-		Script: func(p Params, t Timing, r *scriptRand) []Step {
-			s := &script{t: t}
-			s.startAll(p.Consumers)
-			s.trigger("join").member(0, ActStart, memberName(p.Consumers+1)).settle()
-			return s.steps
-		},
-		Relations: []Relation{
-			eventFig(nil, "join", FigRebalanceParticipants, eq, "N+1", n),
-			eventFig([]string{"zk"}, "join", FigZKWatchEvents, ge, "N", func(x checkCtx) int64 { return int64(x.p.Consumers) }),
-		},
+	if !leave {
+		sc.Name = "herd-join"
+		sc.Description = "N stable members, one joins: herd-effect's join alone, the event a sweep over N measures"
 	}
+	return sc
 }
 
 func consumerCrash() *Scenario {

@@ -70,22 +70,10 @@ func RenderBrokerComparison(w io.Writer, runs ...*RunResult) error {
 		}
 		lines = append(lines, line)
 	}
-	widths := make([]int, len(lines[0]))
-	for _, line := range lines {
-		for i, c := range line {
-			widths[i] = max(widths[i], len(c))
-		}
-	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s on %s (a / b: the figure differs between the brokers, in that order)\n",
 		runs[0].Scenario, strings.Join(names, " / "))
-	for _, line := range lines {
-		fmt.Fprintf(&b, "%-*s", widths[0], line[0])
-		for i, c := range line[1:] {
-			fmt.Fprintf(&b, "  %*s", widths[i+1], c)
-		}
-		b.WriteByte('\n')
-	}
+	writeAligned(&b, lines)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -157,22 +157,31 @@ func RenderTable(w io.Writer, results ...Result) error {
 		}
 		lines = append(lines, line)
 	}
-	widths := make([]int, len(lines[0]))
+	var b strings.Builder
+	writeAligned(&b, lines)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeAligned writes lines as a table: the first column left-aligned (names), the others
+// right-aligned (numbers), two spaces apart, each column as wide as its widest cell.
+func writeAligned(b *strings.Builder, lines [][]string) {
+	var widths []int
 	for _, line := range lines {
 		for i, c := range line {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
 			widths[i] = max(widths[i], len(c))
 		}
 	}
-	var b strings.Builder
 	for _, line := range lines {
-		fmt.Fprintf(&b, "%-*s", widths[0], line[0]) // names left, numbers right
+		fmt.Fprintf(b, "%-*s", widths[0], line[0])
 		for i, c := range line[1:] {
-			fmt.Fprintf(&b, "  %*s", widths[i+1], c)
+			fmt.Fprintf(b, "  %*s", widths[i+1], c)
 		}
 		b.WriteByte('\n')
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 type figRow struct {
