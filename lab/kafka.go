@@ -178,7 +178,9 @@ log4j.logger.kafka.log.LogCleaner=WARN
 }
 
 // startKafka starts the Kafka JVM and waits until it is ready: its /brokers/ids/<id> registration
-// exists and an ApiVersions round trip on its listener answers without error. A registration left
+// exists, an ApiVersions round trip on its listener answers without error, and its Metadata answer
+// lists itself (Kafka fills a broker's metadata cache from the controller's UpdateMetadata, after
+// the listener opens: until then a client bootstrapping from it sees no brokers). A registration left
 // by a previous run of this broker (killed, its ZooKeeper session not yet expired) is waited out
 // first, since Kafka refuses to start while another session holds its id. Errors carry the tail of
 // the broker's log.
@@ -226,7 +228,7 @@ func (n *BrokerNode) startKafka(ctx context.Context) error {
 	n.p = p
 	n.l.log.WithFields(logrus.Fields{"broker": n.id, "pid": p.pid(), "addr": n.Addr(), "kafka": n.l.kafkaVersion}).Info("Kafka broker process started")
 	for {
-		if ok, _, err := zc.Exists(idPath); err == nil && ok && kafkaAnswers(ctx, n.Addr()) {
+		if ok, _, err := zc.Exists(idPath); err == nil && ok && kafkaReady(ctx, n.Addr(), n.id) {
 			return nil
 		}
 		if p.exited() {
@@ -235,15 +237,16 @@ func (n *BrokerNode) startKafka(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			p.kill()
-			return fmt.Errorf("lab: Kafka broker %d not up (%s registered and an ApiVersions answer on %s): %w; log tail (%s):\n%s",
+			return fmt.Errorf("lab: Kafka broker %d not up (%s registered, ApiVersions and a Metadata answer listing it on %s): %w; log tail (%s):\n%s",
 				n.id, idPath, n.Addr(), ctx.Err(), n.LogPath(), p.logTail())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
 
-// kafkaAnswers reports whether an ApiVersions v3 round trip on addr answers with error code 0.
-func kafkaAnswers(ctx context.Context, addr string) bool {
+// kafkaReady reports whether an ApiVersions v3 round trip on addr answers with error code 0 and a
+// Metadata v1 answer lists broker id.
+func kafkaReady(ctx context.Context, addr string, id int32) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	c, err := wire.Dial(ctx, nil, addr, "rebalancelab-lab")
@@ -255,10 +258,22 @@ func kafkaAnswers(ctx context.Context, addr string) bool {
 	req.SetVersion(3)
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "rebalancelab-lab", "1"
 	resp, err := c.Request(ctx, req)
+	if err != nil || resp.(*kmsg.ApiVersionsResponse).ErrorCode != 0 {
+		return false
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(1)
+	md.Topics = []kmsg.MetadataRequestTopic{} // no topics: brokers and controller only
+	mresp, err := c.Request(ctx, md)
 	if err != nil {
 		return false
 	}
-	return resp.(*kmsg.ApiVersionsResponse).ErrorCode == 0
+	for _, b := range mresp.(*kmsg.MetadataResponse).Brokers {
+		if b.NodeID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // findJava is $JAVA_HOME/bin/java, else java on PATH.

@@ -139,15 +139,16 @@ func deliveriesSince(before map[string]map[string]int, ms ...*member) map[string
 }
 
 // kill9AndRestart kills the broker process with SIGKILL, starts it again, and returns the time of
-// the kill (Unix ms).
-func (k *killLab) kill9AndRestart(t *testing.T, ctx context.Context) int64 {
+// the kill (Unix ms) and the timeline's Mark just before it.
+func (k *killLab) kill9AndRestart(t *testing.T, ctx context.Context) (killedAt int64, mark int) {
 	t.Helper()
 	b := k.l.Brokers()[0]
 	pid := b.PID()
+	mark = k.col.Mark()
 	if err := b.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	killedAt := time.Now().UnixMilli()
+	killedAt = time.Now().UnixMilli()
 	if b.Running() {
 		t.Fatalf("broker (pid %d) still running after kill -9", pid)
 	}
@@ -157,7 +158,7 @@ func (k *killLab) kill9AndRestart(t *testing.T, ctx context.Context) int64 {
 	if b.PID() == pid || b.PID() == 0 {
 		t.Fatalf("broker pid %d after the restart (was %d)", b.PID(), pid)
 	}
-	return killedAt
+	return killedAt, mark
 }
 
 // checkNewRecordsOnce produces one record after the end of each partition (offset 5+p) and checks
@@ -229,7 +230,7 @@ func TestIntegrationBrokerKill9KeepsGroup(t *testing.T) {
 	}
 	defer unfreeze()
 
-	killedAt := k.kill9AndRestart(t, ctx)
+	_, killMark := k.kill9AndRestart(t, ctx)
 	var got map[int32]int64
 	testutil.WaitFor(t, 60*time.Second, "committed offsets readable after the restart", func() bool {
 		var err error
@@ -269,7 +270,7 @@ func TestIntegrationBrokerKill9KeepsGroup(t *testing.T) {
 	testutil.WaitFor(t, 60*time.Second, "both members heartbeating after the restart", func() bool {
 		for _, m := range both {
 			ok := false
-			for _, r := range groupRequestsAfter(k.col, m.name, "Heartbeat", killedAt) {
+			for _, r := range groupRequestsSince(k.col, m.name, "Heartbeat", killMark) {
 				ok = ok || r.Err == ""
 			}
 			if !ok {
@@ -283,7 +284,7 @@ func TestIntegrationBrokerKill9KeepsGroup(t *testing.T) {
 		if m.c.Generation() != gen || !reflect.DeepEqual(calls, callsBefore[m.name]) {
 			t.Fatalf("%s after the restart: generation %d (want %d), listener calls %v -> %v", m.name, m.c.Generation(), gen, callsBefore[m.name], calls)
 		}
-		if rb := recordsAfter(k.col, m.name, timeline.RebalanceBegin, killedAt); len(rb) != 0 {
+		if rb := recordsSince(k.col, m.name, timeline.RebalanceBegin, killMark); len(rb) != 0 {
 			t.Fatalf("%s rebalanced after the restart", m.name)
 		}
 	}
@@ -312,7 +313,7 @@ func TestIntegrationBrokerKill9MembersRunning(t *testing.T) {
 	k := startKillLab(t, ctx)
 	both := []*member{k.m1, k.m2}
 	delivered := snapshotDeliveries(k.m1, k.m2)
-	killedAt := k.kill9AndRestart(t, ctx)
+	killedAt, killMark := k.kill9AndRestart(t, ctx)
 	testutil.WaitFor(t, 60*time.Second, "a stable group of 2 after the restart", func() bool {
 		return groupStable(both, 6) && len(k.m1.c.Assignment()) == 3
 	})
@@ -326,7 +327,7 @@ func TestIntegrationBrokerKill9MembersRunning(t *testing.T) {
 	for _, m := range both {
 		var tries int
 		var until int64
-		for _, r := range groupRequestsAfter(k.col, m.name, "FindCoordinator", killedAt) {
+		for _, r := range groupRequestsSince(k.col, m.name, "FindCoordinator", killMark) {
 			tries++
 			if r.Err == "" {
 				until = r.TsMs

@@ -47,7 +47,30 @@ func committedOffsets(t *testing.T, adm *kadm.Client, group, topic string) (map[
 	return out, nil
 }
 
-// recordsAfter returns member's timeline records of kind at or after ts (Unix ms).
+// recordsSince returns member's timeline records of kind collected after mark (col.Mark()): "after
+// this point" by arrival order, which a millisecond timestamp cannot tell apart within one millisecond.
+func recordsSince(col *timeline.Collector, member string, kind timeline.Kind, mark int) []timeline.Record {
+	var out []timeline.Record
+	for _, r := range col.Since(mark) {
+		if r.Member == member && r.Kind == kind {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func groupRequestsSince(col *timeline.Collector, member, api string, mark int) []timeline.Record {
+	var out []timeline.Record
+	for _, r := range recordsSince(col, member, timeline.GroupRequest, mark) {
+		if r.API == api {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// recordsAfter returns member's timeline records of kind stamped at or after ts (Unix ms): for time
+// windows ("8 s after s closed"); a point in the run's sequence of events is a Mark (recordsSince).
 func recordsAfter(col *timeline.Collector, member string, kind timeline.Kind, ts int64) []timeline.Record {
 	var out []timeline.Record
 	for _, r := range col.Records() {
@@ -95,7 +118,7 @@ func TestIntegrationStaticRestartOthersSeeNoRebalance(t *testing.T) {
 		t.Fatal("s, the first member, is not the group's leader")
 	}
 
-	closedAt := time.Now()
+	closedAt, closedMark := time.Now(), col.Mark()
 	s.close(t)
 	if timelineHas(col, "s", func(r timeline.Record) bool { return r.Kind == timeline.GroupRequest && r.API == "LeaveGroup" }) {
 		t.Fatal("the static member sent LeaveGroup on Close")
@@ -133,11 +156,10 @@ func TestIntegrationStaticRestartOthersSeeNoRebalance(t *testing.T) {
 	if m1.c.Generation() != gen || !reflect.DeepEqual(m1.c.Assignment(), m1Owned) {
 		t.Fatalf("m1: generation %d -> %d, partitions %v -> %v", gen, m1.c.Generation(), m1Owned, m1.c.Assignment())
 	}
-	since := closedAt.UnixMilli()
-	if rb := recordsAfter(col, "m1", timeline.RebalanceBegin, since); len(rb) != 0 {
+	if rb := recordsSince(col, "m1", timeline.RebalanceBegin, closedMark); len(rb) != 0 {
 		t.Fatalf("m1 began %d rebalances after s closed", len(rb))
 	}
-	for _, r := range groupRequestsAfter(col, "m1", "Heartbeat", since) {
+	for _, r := range groupRequestsSince(col, "m1", "Heartbeat", closedMark) {
 		if r.Err != "" {
 			t.Fatalf("m1's heartbeat answered %s after s closed", r.Err)
 		}
@@ -256,7 +278,7 @@ func TestIntegrationStalledCoordinatorLateCommitRejected(t *testing.T) {
 	}
 
 	m2.pause() // the application polls no more: nothing but the heartbeat thread acts
-	stalledAt := time.Now().UnixMilli()
+	stalledMark := col.Mark()
 	if err := links.Stall(lab.LinkCoordinator); err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +290,7 @@ func TestIntegrationStalledCoordinatorLateCommitRejected(t *testing.T) {
 	// looking for it again: it holds the lookup, dialling through the stalled link.
 	testutil.WaitFor(t, 20*time.Second, "m2 looking for the coordinator again", func() bool {
 		failed := false
-		for _, r := range recordsAfter(col, "m2", timeline.GroupRequest, stalledAt) {
+		for _, r := range recordsSince(col, "m2", timeline.GroupRequest, stalledMark) {
 			switch {
 			case r.API == "Heartbeat" && r.Err != "":
 				failed = true
@@ -295,7 +317,7 @@ func TestIntegrationStalledCoordinatorLateCommitRejected(t *testing.T) {
 	if !errors.Is(err, ErrCommitFailed) || !strings.Contains(err.Error(), "UNKNOWN_MEMBER_ID") {
 		t.Fatalf("m2's late CommitSync: %v, want ErrCommitFailed (UNKNOWN_MEMBER_ID)", err)
 	}
-	commits := recordsAfter(col, "m2", timeline.Commit, stalledAt)
+	commits := recordsSince(col, "m2", timeline.Commit, stalledMark)
 	if len(commits) != len(owned) {
 		t.Fatalf("m2's late commit: %d commit records, want %d (one per partition): %+v", len(commits), len(owned), commits)
 	}

@@ -144,7 +144,7 @@ func TestFIDOrderStaleAnswerAfterRound(t *testing.T) {
 			dumpOnFailure(t, col, m)
 			testutil.WaitFor(t, 30*time.Second, "m alone owning 4 partitions", func() bool { return groupStable([]*member{m}, 4) })
 			gen0, id0, owned := m.c.Generation(), m.c.MemberID(), m.c.Assignment()
-			since := time.Now().UnixMilli()
+			since := col.Mark()
 
 			// The stale request takes its generation, and waits.
 			var commitErr chan error
@@ -199,7 +199,7 @@ func TestFIDOrderStaleAnswerAfterRound(t *testing.T) {
 				return groupStable([]*member{m}, 4) && s.took(tc.stale, sent, stepApplied)
 			})
 			var staleErrs []string
-			for _, r := range groupRequestsAfter(col, "m", tc.stale.Name(), since) {
+			for _, r := range groupRequestsSince(col, "m", tc.stale.Name(), since) {
 				staleErrs = append(staleErrs, r.Err)
 			}
 			if tc.stale != kmsg.Heartbeat && (len(staleErrs) != 1 || staleErrs[0] != want) {
@@ -222,8 +222,8 @@ func TestFIDOrderStaleAnswerAfterRound(t *testing.T) {
 			} else if roundGen.memberID != m.c.MemberID() {
 				t.Fatalf("m's member id %s, want %s (the round it was in)", m.c.MemberID(), roundGen.memberID)
 			}
-			ends := recordsAfter(col, "m", timeline.RebalanceEnd, since)
-			begins := recordsAfter(col, "m", timeline.RebalanceBegin, since)
+			ends := recordsSince(col, "m", timeline.RebalanceEnd, since)
+			begins := recordsSince(col, "m", timeline.RebalanceBegin, since)
 			okEnds := 0
 			for _, r := range ends {
 				if *r.OK {
@@ -245,8 +245,8 @@ func TestFIDOrderStaleAnswerAfterRound(t *testing.T) {
 					t.Fatalf("the stale CommitSync: %v, want %v", err, wantErr)
 				}
 			}
-			if n := len(recordsAfter(col, "m", timeline.Error, since)); n != 0 {
-				t.Fatalf("m wrote %d error records: %v", n, fmt.Sprint(recordsAfter(col, "m", timeline.Error, since)))
+			if errs := recordsSince(col, "m", timeline.Error, since); len(errs) != 0 {
+				t.Fatalf("m wrote %d error records: %v", len(errs), fmt.Sprint(errs))
 			}
 		})
 	}
@@ -294,20 +294,20 @@ func TestFIDOrderStress(t *testing.T) {
 			// in the same generation: no round is pending at the coordinator either.
 			settled := func(what string) int32 {
 				var gen int32
-				var seenAt int64
+				seenAt := -1 // the Mark when the group was seen stable in generation gen
 				testutil.WaitFor(t, 60*time.Second, what, func() bool {
 					if !groupStable(live, 6) {
-						seenAt = 0
+						seenAt = -1
 						return false
 					}
 					g := live[0].c.Generation()
-					if seenAt == 0 || g != gen {
-						gen, seenAt = g, time.Now().UnixMilli()
+					if seenAt < 0 || g != gen {
+						gen, seenAt = g, col.Mark()
 						return false
 					}
 					for _, m := range live {
 						ok := false
-						for _, r := range groupRequestsAfter(col, m.name, "Heartbeat", seenAt) {
+						for _, r := range groupRequestsSince(col, m.name, "Heartbeat", seenAt) {
 							ok = ok || r.Err == ""
 						}
 						if !ok {
@@ -325,7 +325,7 @@ func TestFIDOrderStress(t *testing.T) {
 			perChange := map[string]int{}
 			var wrong []string
 			for i := 0; i < *fidOrderChanges; i++ {
-				since := time.Now().UnixMilli()
+				since := col.Mark()
 				change := ""
 				if len(live) <= 2 || (len(live) < 5 && rng.IntN(2) == 0) {
 					start()
@@ -341,7 +341,7 @@ func TestFIDOrderStress(t *testing.T) {
 				want := int32(1)
 				if proto.name == "cooperative" {
 					for _, m := range live {
-						if len(recordsAfter(col, m.name, timeline.Revoked, since)) > 0 {
+						if len(recordsSince(col, m.name, timeline.Revoked, since)) > 0 {
 							want = 2
 						}
 					}

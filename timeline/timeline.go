@@ -172,6 +172,25 @@ func (c *Collector) Emit(r Record) {
 	c.mu.Unlock()
 }
 
+// Mark returns the number of records collected so far: a position in arrival order for Since. Tests
+// take a Mark, not a wall-clock time, to name "what came after this point": timestamps have millisecond
+// resolution, so a record emitted before the point can carry the same TsMs.
+func (c *Collector) Mark() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.records)
+}
+
+// Since returns a copy of the records collected after mark (a value of Mark), in arrival order.
+func (c *Collector) Since(mark int) []Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if mark > len(c.records) {
+		mark = len(c.records)
+	}
+	return append([]Record(nil), c.records[mark:]...)
+}
+
 // Records returns a copy of what was collected, in arrival order.
 func (c *Collector) Records() []Record {
 	c.mu.Lock()
