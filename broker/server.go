@@ -1,12 +1,10 @@
 package broker
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"runtime/debug"
 	"sort"
@@ -169,11 +167,12 @@ func (b *Broker) serveConn(c net.Conn) {
 	host, _, _ := net.SplitHostPort(remote)
 
 	frames := make(chan []byte)
+	fr := &frameReader{c: c, maxBytes: b.cfg.SocketRequestMaxBytes, idle: time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond}
 	go func() {
 		defer close(readerDone)
 		defer cancel()
 		for {
-			frame, err := b.readFrame(c)
+			frame, err := fr.next()
 			if err != nil {
 				var ec *errClose
 				if errors.As(err, &ec) {
@@ -182,6 +181,7 @@ func (b *Broker) serveConn(c net.Conn) {
 				}
 				return
 			}
+			b.metrics.bytesIn.Add(float64(4 + len(frame)))
 			select {
 			case frames <- frame:
 			case <-ctx.Done():
@@ -218,43 +218,6 @@ func (b *Broker) serveConn(c net.Conn) {
 		}
 		b.metrics.bytesOut.Add(float64(len(resp)))
 	}
-}
-
-// readFrame reads one size-prefixed request. A size above socket.request.max.bytes (or negative) is
-// refused before reading the body (SocketServer's InvalidReceiveException).
-func (b *Broker) readFrame(c net.Conn) ([]byte, error) {
-	if b.cfg.ConnectionsMaxIdleMs > 0 {
-		c.SetReadDeadline(time.Now().Add(time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond))
-	}
-	var size [4]byte
-	if _, err := io.ReadFull(c, size[:]); err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			return nil, &errClose{closeIdle, fmt.Errorf("no request for connections.max.idle.ms=%d", b.cfg.ConnectionsMaxIdleMs)}
-		}
-		return nil, err
-	}
-	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < 0 || n > b.cfg.SocketRequestMaxBytes {
-		return nil, &errClose{closeOversize, fmt.Errorf("request size %d is larger than socket.request.max.bytes=%d", n, b.cfg.SocketRequestMaxBytes)}
-	}
-	c.SetReadDeadline(time.Time{}) // a started request may take its time
-	var frame []byte
-	if n <= 1<<20 {
-		frame = make([]byte, n)
-		if _, err := io.ReadFull(c, frame); err != nil {
-			return nil, err
-		}
-	} else {
-		// Grow with the bytes that actually arrive: a size prefix alone must not cost 100 MiB.
-		var buf bytes.Buffer
-		if _, err := io.CopyN(&buf, c, int64(n)); err != nil {
-			return nil, err
-		}
-		frame = buf.Bytes()
-	}
-	b.metrics.bytesIn.Add(float64(4 + n))
-	return frame, nil
 }
 
 // requestHeader is a parsed request header (v1, or v2 with tagged fields for flexible versions).
