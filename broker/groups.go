@@ -149,7 +149,15 @@ func (g *groups) close() {
 // offsetsLog gives the coordinator this broker's __consumer_offsets partition logs.
 type offsetsLog struct{ b *Broker }
 
+// Append writes the coordinator's batch. A batch longer than the log's maximum message size
+// (message.max.bytes) is refused with MESSAGE_TOO_LARGE, as UnifiedLog refuses any append
+// (RecordTooLargeException): the coordinator maps it as GroupMetadataManager does (a group record
+// too large fails the SyncGroup round with UNKNOWN_SERVER_ERROR; an offset commit gets
+// INVALID_COMMIT_OFFSET_SIZE).
 func (l offsetsLog) Append(p int32, batch []byte) error {
+	if len(batch) > int(l.b.cfg.MessageMaxBytes) {
+		return kerr.MessageTooLarge
+	}
 	_, err := l.b.Append(OffsetsTopic, p, batch)
 	return err
 }
