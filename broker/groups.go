@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -41,6 +42,7 @@ func (b *Broker) startGroupCoordinator() error {
 	cfg.OffsetsTopicNumPartitions = b.cfg.OffsetsTopicNumPartitions
 	cfg.OffsetsRetentionMinutes = b.cfg.OffsetsRetentionMinutes
 	cfg.OffsetsRetentionCheckIntervalMs = b.cfg.OffsetsRetentionCheckIntervalMs
+	cfg.OffsetsTopicSegmentBytes = int32(min(b.cfg.OffsetsTopicSegmentBytes, math.MaxInt32))
 	cfg.ClientInfo = func(ctx context.Context) (string, string) {
 		ri, _ := RequestInfoFrom(ctx)
 		return ri.ClientID, "/" + ri.ClientHost // Kafka records the host as "/ip"
@@ -149,17 +151,33 @@ func (g *groups) close() {
 // offsetsLog gives the coordinator this broker's __consumer_offsets partition logs.
 type offsetsLog struct{ b *Broker }
 
-// Append writes the coordinator's batch. A batch longer than the log's maximum message size
-// (message.max.bytes) is refused with MESSAGE_TOO_LARGE, as UnifiedLog refuses any append
+// Append writes the coordinator's batches with one storage append (one write; one fsync when
+// log.flush.interval.messages is 1). A batch longer than the log's maximum message size
+// (message.max.bytes) is refused alone with MESSAGE_TOO_LARGE, as UnifiedLog refuses any such append
 // (RecordTooLargeException): the coordinator maps it as GroupMetadataManager does (a group record
 // too large fails the SyncGroup round with UNKNOWN_SERVER_ERROR; an offset commit gets
-// INVALID_COMMIT_OFFSET_SIZE).
-func (l offsetsLog) Append(p int32, batch []byte) error {
-	if len(batch) > int(l.b.cfg.MessageMaxBytes) {
-		return kerr.MessageTooLarge
+// INVALID_COMMIT_OFFSET_SIZE). A storage error is every written batch's error.
+func (l offsetsLog) Append(p int32, batches [][]byte) []error {
+	errs := make([]error, len(batches))
+	var records []byte
+	for i, batch := range batches {
+		if len(batch) > int(l.b.cfg.MessageMaxBytes) {
+			errs[i] = kerr.MessageTooLarge
+			continue
+		}
+		records = append(records, batch...)
 	}
-	_, err := l.b.Append(OffsetsTopic, p, batch)
-	return err
+	if len(records) == 0 {
+		return errs
+	}
+	if _, err := l.b.Append(OffsetsTopic, p, records); err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+	}
+	return errs
 }
 
 func (l offsetsLog) ReadAll(p int32, fn func(key, value []byte) error) error {

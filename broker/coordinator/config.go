@@ -50,6 +50,10 @@ type Config struct {
 	// OffsetsRetentionCheckIntervalMs is offsets.retention.check.interval.ms (ms, Kafka default
 	// 600000): how often expired offsets and dead Empty groups are removed.
 	OffsetsRetentionCheckIntervalMs int64
+	// OffsetsTopicSegmentBytes is offsets.topic.segment.bytes (bytes, Kafka default 104857600), the
+	// segment size of __consumer_offsets: the driver hands the log no more than this (nor more than
+	// 1 MiB) in one OffsetsLog.Append, since a log refuses an append larger than a segment.
+	OffsetsTopicSegmentBytes int32
 
 	// PartitionExists, when set, tells whether topic-partition exists in the cluster: OffsetCommit for
 	// an unknown partition gets UNKNOWN_TOPIC_OR_PARTITION before the coordinator sees it (KafkaApis
@@ -76,6 +80,7 @@ func DefaultConfig() Config {
 		OffsetMetadataMaxBytes:          4096,
 		OffsetsRetentionMinutes:         7 * 24 * 60,
 		OffsetsRetentionCheckIntervalMs: 600000,
+		OffsetsTopicSegmentBytes:        104857600,
 	}
 }
 
@@ -89,6 +94,7 @@ var ConfigKeys = []string{
 	"offset.metadata.max.bytes",
 	"offsets.retention.minutes",
 	"offsets.retention.check.interval.ms",
+	"offsets.topic.segment.bytes",
 }
 
 // Set applies one server.properties key from ConfigKeys; an unknown key or a value that is not a
@@ -118,6 +124,8 @@ func (c *Config) Set(key, value string) error {
 		c.OffsetMetadataMaxBytes, err = parse32(kconfig.Any)
 	case "offsets.retention.minutes":
 		c.OffsetsRetentionMinutes, err = parse32(kconfig.AtLeast(1))
+	case "offsets.topic.segment.bytes":
+		c.OffsetsTopicSegmentBytes, err = parse32(kconfig.AtLeast(1))
 	case "offsets.retention.check.interval.ms":
 		var v int64
 		v, err = kconfig.ParseLong(key, value, kconfig.AtLeast(1))
@@ -152,6 +160,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("coordinator config: offset.metadata.max.bytes must be >= 0, got %d", c.OffsetMetadataMaxBytes)
 	case c.OffsetsRetentionMinutes < 1:
 		return fmt.Errorf("coordinator config: offsets.retention.minutes must be >= 1, got %d", c.OffsetsRetentionMinutes)
+	case c.OffsetsTopicSegmentBytes < 1:
+		return fmt.Errorf("coordinator config: offsets.topic.segment.bytes must be >= 1, got %d", c.OffsetsTopicSegmentBytes)
 	case c.OffsetsRetentionCheckIntervalMs < 1:
 		return fmt.Errorf("coordinator config: offsets.retention.check.interval.ms must be >= 1, got %d", c.OffsetsRetentionCheckIntervalMs)
 	}

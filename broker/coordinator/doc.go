@@ -44,7 +44,7 @@
 //
 // where offsetsLog adapts the broker's partition logs of __consumer_offsets:
 //
-//	func (l offsetsLog) Append(p int32, batch []byte) error { _, err := l.b.Append(coordinator.OffsetsTopic, p, batch); return err }
+//	func (l offsetsLog) Append(p int32, batches [][]byte) []error // one storage append for all of them
 //	func (l offsetsLog) ReadAll(p int32, fn func(k, v []byte) error) error {
 //		lg, err := l.b.PartitionLog(coordinator.OffsetsTopic, p)
 //		if err != nil {

@@ -14,14 +14,19 @@ import (
 )
 
 // OffsetsLog is the __consumer_offsets topic as the coordinator uses it; the broker plugs its storage
-// in here. Append must return only once batch (one v2 RecordBatch made by EncodeBatch) is in
-// partition's log: the coordinator acknowledges a commit only after that. ReadAll calls fn for every
+// in here. Append writes batches (v2 RecordBatches made by EncodeBatch, in the order the core asked
+// for them) to partition's log and returns one error per batch (nil: that batch is in the log); it
+// must return only once they are written: the coordinator acknowledges a commit only after that.
+// Appends that queued up while the previous one was being written come in one call, so a log that
+// writes them with one write (and, with log.flush.interval.messages=1, one fsync) lets commits that
+// arrive together share one fsync. A batch the log refuses (larger than its maximum message size:
+// kerr.MessageTooLarge) fails alone. ReadAll calls fn for every
 // record of partition in log order (DecodeBatches does the decoding for a log that stores batches as
 // received); a nil value is a tombstone. A missing partition reads as empty. Both are called without
 // the coordinator's lock, from different goroutines: concurrently for different partitions, never
 // concurrently for one partition, and one partition's appends in the order the core asked for them.
 type OffsetsLog interface {
-	Append(partition int32, batch []byte) error
+	Append(partition int32, batches [][]byte) []error
 	ReadAll(partition int32, fn func(key, value []byte) error) error
 }
 
@@ -71,7 +76,9 @@ type Coordinator struct {
 	waiting map[RequestID]chan result
 	timers  map[TimerID]*time.Timer
 	appends map[int32]*appendQueue
-	closed  bool
+	// appendLimit bounds one OffsetsLog.Append (bytes): maxAppendBytes and offsets.topic.segment.bytes.
+	appendLimit int
+	closed      bool
 	// wg counts the goroutines the driver started (persist goroutines, timer callbacks that were due
 	// when stopped); Close waits for them. Add is only called with mu held and closed false.
 	wg sync.WaitGroup
@@ -101,13 +108,14 @@ func Start(ctx context.Context, cfg Config, olog OffsetsLog, log *logrus.Entry) 
 		return nil, err
 	}
 	c := &Coordinator{
-		core:       core,
-		olog:       olog,
-		log:        log,
-		waiting:    map[RequestID]chan result{},
-		timers:     map[TimerID]*time.Timer{},
-		appends:    map[int32]*appendQueue{},
-		clientInfo: cfg.ClientInfo,
+		core:        core,
+		olog:        olog,
+		log:         log,
+		waiting:     map[RequestID]chan result{},
+		timers:      map[TimerID]*time.Timer{},
+		appends:     map[int32]*appendQueue{},
+		clientInfo:  cfg.ClientInfo,
+		appendLimit: min(maxAppendBytes, int(cfg.OffsetsTopicSegmentBytes)),
 	}
 	c.mu.Lock()
 	c.apply(core.Startup(time.Now()))
@@ -289,26 +297,51 @@ func (c *Coordinator) apply(effects []Effect) {
 	}
 }
 
-// persist writes q's appends in order, each outside c.mu, and steps each one's AppendCompleted into
-// the core (whose effects may queue more appends). It stops when q is empty or the driver closed;
-// after Close, appends not yet started are dropped: nobody was told they were written.
+// maxAppendBytes bounds the batches persist hands the log in one Append (bytes), with
+// offsets.topic.segment.bytes; a single batch larger than the bound still goes alone.
+const maxAppendBytes = 1 << 20
+
+// persist writes q's appends in order outside c.mu — every append queued when the previous write
+// ended goes in one OffsetsLog.Append, up to maxAppendBytes and offsets.topic.segment.bytes — and steps each one's AppendCompleted
+// into the core, in order (its effects may queue more appends). It stops when q is empty or the
+// driver closed; after Close, appends not yet started are dropped: nobody was told they were written.
 func (c *Coordinator) persist(q *appendQueue) {
 	defer c.wg.Done()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for !c.closed && len(q.pending) > 0 {
-		e := q.pending[0]
-		q.pending = q.pending[1:]
+		n, size := 0, 0
+		for n < len(q.pending) && (n == 0 || size+len(q.pending[n].Batch) <= c.appendLimit) {
+			size += len(q.pending[n].Batch)
+			n++
+		}
+		run := q.pending[:n:n]
+		q.pending = q.pending[n:]
+		batches := make([][]byte, n)
+		for i, e := range run {
+			batches[i] = e.Batch
+		}
+		partition := run[0].Partition
 		c.mu.Unlock()
-		err := c.olog.Append(e.Partition, e.Batch)
+		errs := c.olog.Append(partition, batches)
 		c.mu.Lock()
-		if err != nil {
-			c.log.WithError(err).WithField("partition", e.Partition).Errorf("append to %s failed", OffsetsTopic)
+		if len(errs) != n {
+			err := fmt.Errorf("coordinator: OffsetsLog.Append returned %d errors for %d batches", len(errs), n)
+			c.log.WithError(err).Error("append to " + OffsetsTopic)
+			errs = make([]error, n)
+			for i := range errs {
+				errs[i] = err
+			}
 		}
-		if c.closed {
-			break
+		for i, e := range run {
+			if errs[i] != nil {
+				c.log.WithError(errs[i]).WithField("partition", e.Partition).Errorf("append to %s failed", OffsetsTopic)
+			}
+			if c.closed {
+				break
+			}
+			c.apply(c.core.Step(time.Now(), AppendCompleted{ID: e.ID, Err: errs[i]}))
 		}
-		c.apply(c.core.Step(time.Now(), AppendCompleted{ID: e.ID, Err: err}))
 	}
 	q.pending = nil
 	q.running = false

@@ -24,7 +24,7 @@ func driverConfig() Config {
 	return cfg
 }
 
-func testLogger(t *testing.T) *logrus.Entry {
+func testLogger(t testing.TB) *logrus.Entry {
 	l := logrus.New()
 	l.SetLevel(logrus.WarnLevel)
 	return logrus.NewEntry(l).WithField("broker", 1)

@@ -25,7 +25,15 @@ type memLog struct {
 
 func newMemLog() *memLog { return &memLog{batches: map[int32][][]byte{}} }
 
-func (l *memLog) Append(p int32, batch []byte) error {
+func (l *memLog) Append(p int32, batches [][]byte) []error {
+	errs := make([]error, len(batches))
+	for i, b := range batches {
+		errs[i] = l.appendOne(p, b)
+	}
+	return errs
+}
+
+func (l *memLog) appendOne(p int32, batch []byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.failing != nil {
@@ -154,7 +162,7 @@ func (h *harness) apply(effects []Effect) {
 		case CancelTimer:
 			delete(h.timers, e.Timer)
 		case Append:
-			err := h.log.Append(e.Partition, e.Batch)
+			err := h.log.appendOne(e.Partition, e.Batch)
 			queue = append(h.core.Step(h.now, AppendCompleted{ID: e.ID, Err: err}), queue...)
 		}
 	}

@@ -3,6 +3,8 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -18,8 +20,9 @@ type gatedLog struct {
 	*memLog
 	mu       sync.Mutex
 	gates    map[int32]*appendGate
-	inFlight map[int32]int // appends under way per partition
-	overlaps []int32       // partitions read while an append to them was under way
+	inFlight map[int32]int   // appends under way per partition
+	overlaps []int32         // partitions read while an append to them was under way
+	calls    map[int32][]int // per partition, the number of batches of each Append call
 }
 
 // appendGate holds one append: entered is closed when the append has started and is blocked,
@@ -30,7 +33,7 @@ type appendGate struct {
 }
 
 func newGatedLog() *gatedLog {
-	return &gatedLog{memLog: newMemLog(), gates: map[int32]*appendGate{}, inFlight: map[int32]int{}}
+	return &gatedLog{memLog: newMemLog(), gates: map[int32]*appendGate{}, inFlight: map[int32]int{}, calls: map[int32][]int{}}
 }
 
 // arm makes the next append to partition p block until the returned gate is released.
@@ -42,8 +45,9 @@ func (l *gatedLog) arm(p int32) *appendGate {
 	return g
 }
 
-func (l *gatedLog) Append(p int32, batch []byte) error {
+func (l *gatedLog) Append(p int32, batches [][]byte) []error {
 	l.mu.Lock()
+	l.calls[p] = append(l.calls[p], len(batches))
 	g := l.gates[p]
 	delete(l.gates, p)
 	l.inFlight[p]++
@@ -57,7 +61,14 @@ func (l *gatedLog) Append(p int32, batch []byte) error {
 		close(g.entered)
 		<-g.release
 	}
-	return l.memLog.Append(p, batch)
+	return l.memLog.Append(p, batches)
+}
+
+// appendCalls returns, for partition p, the number of batches of each Append call so far.
+func (l *gatedLog) appendCalls(p int32) []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]int(nil), l.calls[p]...)
 }
 
 // ReadAll records a read that overlaps an append to the same partition (OffsetsLog's contract
@@ -235,6 +246,61 @@ func TestDriverSlowAppendHoldsOnlyItsGroup(t *testing.T) {
 	}
 	if off, ok := c.CommittedOffset(groupA, "t", 0); !ok || off != 2 {
 		t.Fatalf("committed %d %v, want 2", off, ok)
+	}
+}
+
+// TestDriverCommitsArrivingTogetherShareOneAppend: while one commit's append is stalled, the commits
+// of ten other groups of the same __consumer_offsets partition queue behind it; when it ends, the ten
+// go to the log in one Append call (one write, and one fsync when log.flush.interval.messages is 1),
+// in request order, and each is answered without error. Before, the driver appended them one call each.
+func TestDriverCommitsArrivingTogetherShareOneAppend(t *testing.T) {
+	olog := newGatedLog()
+	cfg := driverConfig()
+	c, err := Start(context.Background(), cfg, olog, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p := PartitionFor("g", cfg.OffsetsTopicNumPartitions)
+	var others []string // ten groups whose records go to the same partition as g's
+	for i := 0; len(others) < 10; i++ {
+		if name := fmt.Sprintf("g%d", i); PartitionFor(name, cfg.OffsetsTopicNumPartitions) == p {
+			others = append(others, name)
+		}
+	}
+	gate := olog.arm(p)
+	first := make(chan kmsg.Response, 1)
+	go func() { first <- handle(t, c, "a", commitReq(2, "g", "", -1, nil, "t", 0, 100)) }()
+	<-gate.entered
+	answers := make([]chan kmsg.Response, len(others))
+	for i, g := range others {
+		answers[i] = make(chan kmsg.Response, 1)
+		testutil.WaitFor(t, 5*time.Second, "commit of "+g+" queued", func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return len(c.appends[p].pending) == i
+		})
+		go func() { answers[i] <- handle(t, c, "a", commitReq(2, g, "", -1, nil, "t", 0, int64(i))) }()
+	}
+	testutil.WaitFor(t, 5*time.Second, "ten commits queued behind the stalled one", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.appends[p].pending) == len(others)
+	})
+	close(gate.release)
+	if e := commitErr(t, <-first); e != 0 {
+		t.Fatalf("the stalled commit: error %d", e)
+	}
+	for i, ch := range answers {
+		if e := commitErr(t, <-ch); e != 0 {
+			t.Fatalf("commit of %s: error %d", others[i], e)
+		}
+	}
+	if got := olog.appendCalls(p); !reflect.DeepEqual(got, []int{1, len(others)}) {
+		t.Fatalf("Append calls to partition %d carried %v batches, want [1 %d]", p, got, len(others))
+	}
+	if got := olog.offsetsIn(t, p); !reflect.DeepEqual(got, []int64{100, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9}) {
+		t.Fatalf("commit records in %s-%d: %v, want the stalled one then the ten in request order", OffsetsTopic, p, got)
 	}
 }
 
