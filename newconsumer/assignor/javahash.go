@@ -1,7 +1,8 @@
 package assignor
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"unicode/utf16"
 )
 
@@ -54,10 +55,19 @@ func hashBucket(h int32, c int) int {
 // inserting them iterates its keys.
 func javaHashOrder(ids []string) []string {
 	c := hashCapacity(len(ids))
-	out := append([]string(nil), ids...)
-	sort.SliceStable(out, func(i, j int) bool {
-		return hashBucket(javaStringHash(out[i]), c) < hashBucket(javaStringHash(out[j]), c)
-	})
+	type keyed struct {
+		bucket int
+		id     string
+	}
+	ks := make([]keyed, len(ids))
+	for i, id := range ids {
+		ks[i] = keyed{hashBucket(javaStringHash(id), c), id} // each id hashed once
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int { return cmp.Compare(a.bucket, b.bucket) })
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = k.id
+	}
 	return out
 }
 

@@ -1,6 +1,9 @@
 package assignor
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // Range is Kafka's RangeAssignor (3.9, clients/.../consumer/RangeAssignor.java): per topic, the
 // members subscribed to it are sorted (static members by group.instance.id first, then dynamic ones
@@ -15,20 +18,24 @@ func (Range) Name() string                            { return RangeName }
 func (Range) SupportedProtocols() []RebalanceProtocol { return []RebalanceProtocol{Eager} }
 func (Range) UserData(*Previous) []byte               { return nil }
 
-// Assign implements Assignor.
+// Assign implements Assignor. The member order (MemberInfo.compareTo) does not depend on the topic,
+// so the members are sorted once and each topic takes its subscribers in that order; topics are dealt
+// in Java string order, so every member's list comes out sorted (topic, then partition).
 func (Range) Assign(partitionsPerTopic map[string]int32, subscriptions []Subscription) map[string][]TopicPartition {
 	g := newGroup(partitionsPerTopic, subscriptions)
 	out := g.emptyAssignment()
-	byTopic := map[string][]*Subscription{}
-	for _, m := range g.members {
+	sorted := slices.Clone(g.members)
+	slices.SortFunc(sorted, compareMembers)
+	byTopic := make(map[string][]*Subscription, len(g.partitions))
+	for _, m := range sorted {
 		for t := range g.topics[m.MemberID] {
 			if g.partitions[t] > 0 {
 				byTopic[t] = append(byTopic[t], m)
 			}
 		}
 	}
-	for topic, members := range byTopic {
-		sort.Slice(members, func(i, j int) bool { return compareMembers(members[i], members[j]) < 0 })
+	for _, topic := range g.sortedTopics() {
+		members := byTopic[topic]
 		n := int(g.partitions[topic])
 		per, extra := n/len(members), n%len(members)
 		p := int32(0)
@@ -43,7 +50,7 @@ func (Range) Assign(partitionsPerTopic map[string]int32, subscriptions []Subscri
 			}
 		}
 	}
-	return sortAll(out)
+	return out
 }
 
 // RoundRobin is Kafka's RoundRobinAssignor (3.9, clients/.../consumer/RoundRobinAssignor.java): all
