@@ -401,9 +401,12 @@ type FaultEvent struct {
 
 // MemberLinks gives one member its own fault proxies: for each (link, upstream address) a proxy is
 // created on first dial, so faults on one member's link leave other members and links alone. A fault
-// set on a link applies to its current proxies and to those created later.
+// set on a link applies to its current proxies and to those created later. Links made by
+// NewMemberLinksFor proxy only the links named there; the others dial their upstream directly and
+// cost nothing (no listener, no copying goroutines), and a fault on them is an error.
 type MemberLinks struct {
-	name string
+	name    string
+	proxied map[Link]bool // nil: every link
 
 	mu      sync.Mutex
 	proxies map[Link]map[string]*Proxy // link → upstream → proxy
@@ -423,10 +426,25 @@ func (m *MemberLinks) OnFault(fn func(FaultEvent)) {
 	m.observer = fn
 }
 
-// NewMemberLinks returns an empty set of links for the member called name (used in proxy names).
+// NewMemberLinks returns an empty set of links for the member called name (used in proxy names),
+// every link of which goes through a proxy and can be faulted.
 func NewMemberLinks(name string) *MemberLinks {
 	return &MemberLinks{name: name, proxies: map[Link]map[string]*Proxy{}, state: map[Link]linkState{}}
 }
+
+// NewMemberLinksFor is NewMemberLinks for a member whose faults are known in advance: only the links
+// in faulted get proxies; the others dial directly. With none, the member has no proxy at all.
+func NewMemberLinksFor(name string, faulted ...Link) *MemberLinks {
+	m := NewMemberLinks(name)
+	m.proxied = map[Link]bool{}
+	for _, l := range faulted {
+		m.proxied[l] = true
+	}
+	return m
+}
+
+// Proxied reports whether link l goes through proxies (and can be faulted).
+func (m *MemberLinks) Proxied(l Link) bool { return m.proxied == nil || m.proxied[l] }
 
 // proxyFor returns the proxy of (l, upstream), creating it (with l's current faults) on first use.
 func (m *MemberLinks) proxyFor(l Link, upstream string) (*Proxy, error) {
@@ -477,9 +495,22 @@ func (m *MemberLinks) Proxy(l Link, upstream string) *Proxy {
 	return m.proxies[l][upstream]
 }
 
-// Dialer returns a wire.DialFunc that dials the member's proxy for (l, addr) instead of addr.
-// A cut link refuses the connection; a stalled one connects and then stays silent.
+// Dialer returns a wire.DialFunc that dials the member's proxy for (l, addr) instead of addr (addr
+// itself for a link that is not Proxied). A cut link refuses the connection; a stalled one connects
+// and then stays silent. After Close it fails with ErrProxyClosed.
 func (m *MemberLinks) Dialer(l Link) wire.DialFunc {
+	if !m.Proxied(l) {
+		return func(ctx context.Context, network, addr string) (net.Conn, error) {
+			m.mu.Lock()
+			closed := m.closed
+			m.mu.Unlock()
+			if closed {
+				return nil, ErrProxyClosed
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}
+	}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		p, err := m.proxyFor(l, addr)
 		if err != nil {
@@ -508,6 +539,9 @@ func (m *MemberLinks) ZKDialer() zk.Dialer {
 // events(old, new, at) describes, at the latest time one of fn's calls returned (or now, with no
 // proxy).
 func (m *MemberLinks) update(l Link, st func(*linkState), fn func(*Proxy) (time.Time, error)) error {
+	if !m.Proxied(l) {
+		return fmt.Errorf("lab: member %s: link %s dials directly, with no proxy to fault (NewMemberLinksFor named only the links its faults use)", m.name, l)
+	}
 	m.observeMu.Lock()
 	defer m.observeMu.Unlock()
 	m.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -265,5 +266,55 @@ func TestMemberLinksApplyToLaterProxies(t *testing.T) {
 	}
 	if _, err := m1.Dialer(LinkFetch)(ctx, "tcp", up); !errors.Is(err, ErrProxyClosed) {
 		t.Fatalf("dial after Close: %v", err)
+	}
+}
+
+// TestMemberLinksForProxiesOnlyFaultedLinks: links made by NewMemberLinksFor proxy only the links
+// named: the others connect straight to the upstream (the connection's remote address is the
+// ZooKeeper node's own, and no proxy exists), a fault on them is refused naming the link, and their
+// dialer fails with ErrProxyClosed after Close, like a proxied one.
+func TestMemberLinksForProxiesOnlyFaultedLinks(t *testing.T) {
+	z := startZK(t, 1)
+	up := z.Nodes()[0].Addr()
+	m := NewMemberLinksFor("lean", LinkCoordinator)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	for _, l := range []Link{LinkFetch, LinkZooKeeper} {
+		if m.Proxied(l) {
+			t.Fatalf("%s proxied, want direct", l)
+		}
+		c, err := m.Dialer(l)(ctx, "tcp", up)
+		if err != nil {
+			t.Fatalf("%s: dial: %v", l, err)
+		}
+		if c.RemoteAddr().String() != up {
+			t.Fatalf("%s: connected to %s, want the upstream %s itself", l, c.RemoteAddr(), up)
+		}
+		if got, err := ruokVia(c, 5*time.Second); err != nil || got != "imok" {
+			t.Fatalf("%s: ruok = %q, %v", l, got, err)
+		}
+		c.Close()
+		if p := m.Proxy(l, up); p != nil {
+			t.Fatalf("%s: a proxy was created for a direct link", l)
+		}
+		if err := m.Stall(l); err == nil || !strings.Contains(err.Error(), "link "+string(l)+" dials directly") {
+			t.Fatalf("Stall(%s) on a direct link: %v, want an error naming the link", l, err)
+		}
+	}
+	if !m.Proxied(LinkCoordinator) {
+		t.Fatal("coordinator link not proxied")
+	}
+	if err := m.Cut(LinkCoordinator); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Dialer(LinkCoordinator)(ctx, "tcp", up); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("coordinator dial on a cut link: %v, want connection refused", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Dialer(LinkFetch)(ctx, "tcp", up); !errors.Is(err, ErrProxyClosed) {
+		t.Fatalf("direct dial after Close: %v, want ErrProxyClosed", err)
 	}
 }

@@ -475,18 +475,50 @@ func (r *eraRunner) produce(ctx context.Context) {
 	}
 }
 
-// linksOf returns the member's links, created on first use and kept across its restarts.
+// linksOf returns the member's links, created on first use and kept across its restarts. Only the
+// links its script faults go through proxies (faultedLinks); the others dial directly.
 func (r *eraRunner) linksOf(name string) *lab.MemberLinks {
+	faulted := r.faultedLinks(name)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	l := r.links[name]
 	if l == nil {
-		l = lab.NewMemberLinks(r.e.Era + "/" + name)
+		l = lab.NewMemberLinksFor(r.e.Era+"/"+name, faulted...)
 		l.OnFault(func(ev lab.FaultEvent) { r.linkFault(name, ev) })
 		r.links[name] = l
 	}
 	return l
 }
+
+// faultedLinks are the links of member name that the script faults: those of its stall, latency,
+// cut and heal steps, and all of them if it is ever crashed (a crash cuts every link).
+func (r *eraRunner) faultedLinks(name string) []lab.Link {
+	seen := map[lab.Link]bool{}
+	var out []lab.Link
+	add := func(l lab.Link) {
+		if !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	for _, st := range r.res.Script {
+		if st.Member != name {
+			continue
+		}
+		switch st.Action {
+		case ActStall, ActLatency, ActCut, ActHeal:
+			add(r.resolveLink(st.Link))
+		case ActCrash:
+			for _, l := range crashLinks {
+				add(l)
+			}
+		}
+	}
+	return out
+}
+
+// crashLinks are the links a crash cuts: all of a member's.
+var crashLinks = []lab.Link{lab.LinkZooKeeper, lab.LinkCoordinator, lab.LinkFetch}
 
 // linkFault records a link fault's actual begin or end, as the member's proxies report it:
 // fault{action, target: "<member>/<link>", phase} stamped with the time it took effect there.
@@ -708,7 +740,7 @@ func (r *eraRunner) crashMember(name string) {
 	}
 	links := r.linksOf(name)
 	links.OnFault(nil) // these cuts are the crash, recorded as one instant below; the links are retired
-	for _, l := range []lab.Link{lab.LinkZooKeeper, lab.LinkCoordinator, lab.LinkFetch} {
+	for _, l := range crashLinks {
 		if err := links.Cut(l); err != nil {
 			r.errorf("crash %s: cut %s: %v", name, l, err)
 		}
