@@ -950,7 +950,7 @@ func (g *stormGroup) runPeer(ctx context.Context, s scenarios.StepInfo) *PeerSto
 		failed  string
 	)
 	for i := 1; i <= g.n; i++ {
-		l := lab.NewMemberLinks(fmt.Sprintf("kgo/%s/k%d", g.era, i))
+		l := lab.NewMemberLinksFor(fmt.Sprintf("kgo/%s/k%d", g.era, i)) // never faulted: dials directly
 		links = append(links, l)
 		cl, err := kgo.NewClient(
 			kgo.SeedBrokers(strings.Split(s.Bootstrap, ",")...),
