@@ -1,12 +1,14 @@
 // Package benchmark measures rebalancelab against peers measured in the same run: produce/fetch
-// throughput of the broker (against franz-go's kfake) and, later, rebalance storms per era.
+// throughput of the broker (against Kafka 3.9 and franz-go's kfake) and rebalance storms per era.
 package benchmark
 
 import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"io"
 	"sort"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -23,7 +25,7 @@ type ThroughputOptions struct {
 
 // ThroughputResult is one target's figures for one record size. Rates are per second of wall time.
 type ThroughputResult struct {
-	Target             string  `json:"target"` // "rebalancelab" or "kfake"
+	Target             string  `json:"target"` // "rebalancelab", "kafka" or "kfake"
 	RecordBytes        int     `json:"record_bytes"`
 	Records            int     `json:"records"`
 	ProduceMBps        float64 `json:"produce_mb_per_s"` // MB = 10^6 bytes of record values
@@ -173,4 +175,46 @@ func SummarizeThroughput(results []ThroughputResult) []ThroughputSummary {
 		})
 	}
 	return out
+}
+
+// OursTarget is the target name of this project's broker in throughput results; the ratios of
+// WriteThroughputTable are its medians over each other target's.
+const OursTarget = "rebalancelab"
+
+// WriteThroughputTable writes the medians per record size and target with their min-max spread, and
+// after each size the ratios of OursTarget's medians to each peer's (above 1: OursTarget is faster);
+// markdown selects a Markdown table (README's), else aligned columns.
+func WriteThroughputTable(w io.Writer, sum []ThroughputSummary, markdown bool) error {
+	head := []string{"record bytes", "target", "produce MB/s (min-max)", "produce rec/s", "fetch MB/s (min-max)", "fetch rec/s"}
+	ours := map[int]ThroughputSummary{}
+	for _, r := range sum {
+		if r.Target == OursTarget {
+			ours[r.RecordBytes] = r
+		}
+	}
+	var rows [][]string
+	for i, r := range sum {
+		rows = append(rows, []string{strconv.Itoa(r.RecordBytes), r.Target,
+			fmt.Sprintf("%.1f (%.0f-%.0f)", r.ProduceMBps.Median, r.ProduceMBps.Min, r.ProduceMBps.Max),
+			fmt.Sprintf("%.0f", r.ProduceRecordsPerS.Median),
+			fmt.Sprintf("%.1f (%.0f-%.0f)", r.FetchMBps.Median, r.FetchMBps.Min, r.FetchMBps.Max),
+			fmt.Sprintf("%.0f", r.FetchRecordsPerS.Median)})
+		if i+1 < len(sum) && sum[i+1].RecordBytes == r.RecordBytes {
+			continue
+		}
+		a, ok := ours[r.RecordBytes]
+		if !ok {
+			continue
+		}
+		for _, p := range sum {
+			if p.RecordBytes != r.RecordBytes || p.Target == OursTarget {
+				continue
+			}
+			x := func(ours, peer float64) string { return fmt.Sprintf("%.2fx", ours/peer) }
+			rows = append(rows, []string{strconv.Itoa(r.RecordBytes), OursTarget + "/" + p.Target,
+				x(a.ProduceMBps.Median, p.ProduceMBps.Median), x(a.ProduceRecordsPerS.Median, p.ProduceRecordsPerS.Median),
+				x(a.FetchMBps.Median, p.FetchMBps.Median), x(a.FetchRecordsPerS.Median, p.FetchRecordsPerS.Median)})
+		}
+	}
+	return writeRows(w, markdown, head, rows)
 }

@@ -14,7 +14,7 @@ import (
 // to cmd, checked before cmd runs.
 func addBrokerFlag(cmd *cobra.Command, impl *string) {
 	cmd.Flags().StringVar(impl, "broker", lab.BrokerRebalancelab,
-		"broker implementation: rebalancelab (this project's) or kafka (real Kafka 3.9 in ZooKeeper mode, from `make deps`)")
+		"broker implementation: rebalancelab (this project's) or kafka (real Kafka 3.9 in ZooKeeper mode, from make deps)")
 	checkBrokerFlag(cmd, impl, false)
 }
 
@@ -22,7 +22,7 @@ func addBrokerFlag(cmd *cobra.Command, impl *string) {
 // (run on each in turn).
 func addBrokerListFlag(cmd *cobra.Command, impl *string) {
 	cmd.Flags().StringVar(impl, "broker", lab.BrokerRebalancelab,
-		"broker implementation(s): rebalancelab, kafka (real Kafka 3.9 in ZooKeeper mode, from `make deps`), or both comma-separated to compare")
+		"broker implementation(s): rebalancelab, kafka (real Kafka 3.9 in ZooKeeper mode, from make deps), or both comma-separated to compare")
 	checkBrokerFlag(cmd, impl, true)
 }
 

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -125,6 +127,58 @@ func TestLabUpKafka(t *testing.T) {
 	for _, pid := range jvms {
 		if processAlive(pid) {
 			t.Fatalf("pid %d of lab up still alive after it exited", pid)
+		}
+	}
+}
+
+// TestBenchThroughputThreePeers: `bench throughput` measures this broker, Kafka 3.9 and kfake in one
+// run: one row per target, the ratios of rebalancelab to each peer, and one history line naming the
+// bench, the commit, the machine, each peer's version, and a positive median for every (size,
+// target, figure).
+func TestBenchThroughputThreePeers(t *testing.T) {
+	bin := zkCLIBinary(t)
+	history := filepath.Join(t.TempDir(), "history.jsonl")
+	r := runCLI(t, bin, t.TempDir(), 4*time.Minute, "bench", "throughput", "--mb", "2", "--runs", "1", "--warmup", "1",
+		"--sizes", "1024", "--history", history, "--log-level", "warn")
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	var targets []string
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == "1024" {
+			targets = append(targets, f[1])
+		}
+	}
+	if want := []string{"rebalancelab", "kafka", "kfake", "rebalancelab/kafka", "rebalancelab/kfake"}; !slices.Equal(targets, want) {
+		t.Fatalf("table rows %v, want %v:\n%s", targets, want, r.stdout)
+	}
+	data, err := os.ReadFile(history)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("%d history lines, want 1:\n%s", len(lines), data)
+	}
+	var e struct {
+		Bench   string             `json:"bench"`
+		Commit  string             `json:"commit"`
+		Machine struct{ CPUs int } `json:"machine"`
+		Peers   map[string]string  `json:"peers"`
+		Medians map[string]float64 `json:"medians"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &e); err != nil {
+		t.Fatal(err)
+	}
+	if e.Bench != "throughput" || e.Commit == "" || e.Machine.CPUs < 1 || !strings.HasPrefix(e.Peers["kafka"], "3.9.") || e.Peers["kfake"] == "" {
+		t.Fatalf("history line %s", lines[0])
+	}
+	if len(e.Medians) != 12 {
+		t.Fatalf("%d medians, want 12 (1 size x 3 targets x 4 figures): %v", len(e.Medians), e.Medians)
+	}
+	for k, v := range e.Medians {
+		if v <= 0 {
+			t.Fatalf("median %s = %v", k, v)
 		}
 	}
 }
