@@ -48,6 +48,9 @@ var coordSizes = []int{10, 100, 1000}
 //   - rebalancelab-wire: the lab's broker (lab.Start, real ZooKeeper, one in-process broker) over
 //     TCP, one wire.Conn per member; the leader's SyncGroup appends the group record to the broker's
 //     __consumer_offsets log (page cache, no fsync).
+//   - kafka-wire: Kafka 3.9's broker in ZooKeeper mode (lab.Start with Broker "kafka", from
+//     `make deps`; the lab's group.initial.rebalance.delay.ms=0), over TCP, the same raw requests; its
+//     group record goes to its __consumer_offsets log. The JVM is warmed up by forming the group.
 //   - kfake-wire: franz-go's kfake cluster (one broker, in memory) over TCP, the same raw requests.
 //
 // One operation is one rebalance: every member sends JoinGroup v9 with its member id and a
@@ -66,7 +69,8 @@ var coordSizes = []int{10, 100, 1000}
 //
 // The group is formed once per target and size, outside the timer, by members that join, sync and
 // heartbeat until all N are in one generation. Metrics: ms-core/op, ms-rebalancelab-wire/op,
-// ms-kfake-wire/op and x-rebalancelab-wire-vs-kfake-wire (ours/kfake; below 1: ours faster).
+// ms-kafka-wire/op, ms-kfake-wire/op, x-rebalancelab-wire-vs-kafka-wire and
+// x-rebalancelab-wire-vs-kfake-wire (ours/peer; below 1: ours faster).
 func BenchmarkCoordinatorRebalance(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -77,6 +81,11 @@ func BenchmarkCoordinatorRebalance(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer l.Close()
+	kl, err := lab.Start(ctx, lab.Options{Log: logrus.NewEntry(log), Broker: lab.BrokerKafka})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer kl.Close()
 	fake, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		b.Fatal(err)
@@ -92,7 +101,7 @@ func BenchmarkCoordinatorRebalance(b *testing.B) {
 
 	for _, n := range coordSizes {
 		var core *coreGroup
-		var ours, peer *wireGroup
+		var ours, kafka, peer *wireGroup
 		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) {
 			if core == nil { // formed once; b.Run may call this function more than once
 				start := time.Now()
@@ -106,25 +115,30 @@ func BenchmarkCoordinatorRebalance(b *testing.B) {
 					b.Fatalf("rebalancelab: %v", err)
 				}
 				groups = append(groups, ours)
+				if kafka, err = formWireGroup(fctx, "kafka", kl.Brokers()[0].Addr(), fmt.Sprintf("bench-wire-%d", n), n); err != nil {
+					b.Fatalf("kafka: %v", err)
+				}
+				groups = append(groups, kafka)
 				if peer, err = formWireGroup(fctx, "kfake", fakeAddr, fmt.Sprintf("bench-wire-%d", n), n); err != nil {
 					b.Fatalf("kfake: %v", err)
 				}
 				groups = append(groups, peer)
-				b.Logf("formed %d-member groups in %v: core at generation %d, rebalancelab at %d, kfake at %d",
-					n, time.Since(start).Round(time.Millisecond), core.generation, ours.generation, peer.generation)
+				b.Logf("formed %d-member groups in %v: core at generation %d, rebalancelab at %d, kafka at %d, kfake at %d",
+					n, time.Since(start).Round(time.Millisecond), core.generation, ours.generation, kafka.generation, peer.generation)
 			}
 			rctx, rcancel := context.WithTimeout(ctx, 5*time.Minute)
 			defer rcancel()
 			s := newSideBySide(
 				side{"core", core.prepare, core.rebalance},
 				side{"rebalancelab-wire", ours.prepare, func() error { return ours.rebalance(rctx) }},
+				side{"kafka-wire", kafka.prepare, func() error { return kafka.rebalance(rctx) }},
 				side{"kfake-wire", peer.prepare, func() error { return peer.rebalance(rctx) }},
 			)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				s.iteration(b, i)
 			}
-			s.report(b, [2]int{1, 2})
+			s.report(b, [2]int{1, 2}, [2]int{1, 3})
 		})
 	}
 }
