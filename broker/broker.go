@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/broker/coordinator"
 	"github.com/rebalancelab/rebalancelab/broker/storage"
 )
 
@@ -71,9 +72,10 @@ type Node struct {
 
 // Broker is one Kafka broker. Create it with Start; stop it with Close.
 type Broker struct {
-	cfg Config
-	id  int32
-	log *logrus.Entry
+	cfg  Config
+	opts options
+	id   int32
+	log  *logrus.Entry
 
 	ln   net.Listener
 	addr string // the bound listener address
@@ -146,7 +148,7 @@ type LeadershipFunc func(topic string, partition int32, leading bool, leaderEpoc
 //     NodeExistsException), still after waiting zookeeper.session.timeout.ms (+1 s) for ZooKeeper to
 //     expire it in case it is this broker's previous incarnation (ZkUtils.createEphemeralPathExpectConflictHandleZKBug);
 //   - ctx ended.
-func Start(ctx context.Context, cfg Config, log *logrus.Entry) (*Broker, error) {
+func Start(ctx context.Context, cfg Config, log *logrus.Entry, opts ...Option) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -154,6 +156,9 @@ func Start(ctx context.Context, cfg Config, log *logrus.Entry) (*Broker, error) 
 		log = logrus.NewEntry(logrus.StandardLogger())
 	}
 	b := newBroker(cfg, log)
+	for _, o := range opts {
+		o(&b.opts)
+	}
 	l, _ := parseListener(cfg.Listeners)
 	ln, err := net.Listen("tcp", net.JoinHostPort(l.Host, strconv.Itoa(l.Port)))
 	if err != nil {
@@ -192,6 +197,20 @@ func Start(ctx context.Context, cfg Config, log *logrus.Entry) (*Broker, error) 
 	}
 	b.log.WithFields(logrus.Fields{"listen": b.addr, "advertised": b.AdvertisedAddr(), "zookeeper": cfg.ZooKeeperConnect}).Info("broker started")
 	return b, nil
+}
+
+// Option is a setting of Start that is not a server.properties key.
+type Option func(*options)
+
+type options struct {
+	onGroupChange func(coordinator.GroupChanged)
+}
+
+// WithGroupObserver has the group coordinator call fn with every state transition of every group it
+// coordinates, in order, from a goroutine of its own (coordinator.Config.OnGroupChange): the
+// coordinator's view of each generation, which groupview decodes by protocol.
+func WithGroupObserver(fn func(coordinator.GroupChanged)) Option {
+	return func(o *options) { o.onGroupChange = fn }
 }
 
 // ErrBrokerIDRegistered is wrapped by Start's error when /brokers/ids/<broker.id> belongs to another

@@ -43,6 +43,7 @@ func (b *Broker) startGroupCoordinator() error {
 	cfg.OffsetsRetentionMinutes = b.cfg.OffsetsRetentionMinutes
 	cfg.OffsetsRetentionCheckIntervalMs = b.cfg.OffsetsRetentionCheckIntervalMs
 	cfg.OffsetsTopicSegmentBytes = int32(min(b.cfg.OffsetsTopicSegmentBytes, math.MaxInt32))
+	cfg.OnGroupChange = b.opts.onGroupChange
 	cfg.ClientInfo = func(ctx context.Context) (string, string) {
 		ri, _ := RequestInfoFrom(ctx)
 		return ri.ClientID, "/" + ri.ClientHost // Kafka records the host as "/ip"

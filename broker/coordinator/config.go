@@ -67,6 +67,13 @@ type Config struct {
 	// the request's context (e.g. from broker.RequestInfoFrom); the host is recorded as Kafka prints
 	// it ("/127.0.0.1"). ContextWithClient on the context takes precedence. Nil: "" for both.
 	ClientInfo func(ctx context.Context) (clientID, clientHost string)
+	// OnGroupChange, when set, is called with every group state transition (GroupChanged): the
+	// coordinator's view of each generation, for timelines. The driver calls it in order, from one
+	// goroutine of its own, never under its lock; Close waits for the calls queued before it. The core
+	// emits GroupChanged effects only when ObserveGroups is set (the driver sets it with this).
+	OnGroupChange func(GroupChanged)
+	// ObserveGroups makes the core emit a GroupChanged effect for every group state transition.
+	ObserveGroups bool
 }
 
 // DefaultConfig returns Kafka 3.9's defaults (Node is left for the broker to fill).

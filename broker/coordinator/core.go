@@ -124,10 +124,38 @@ type Append struct {
 	Batch     []byte
 }
 
-func (Respond) isEffect()     {}
-func (SetTimer) isEffect()    {}
-func (CancelTimer) isEffect() {}
-func (Append) isEffect()      {}
+// GroupChanged reports a group's state transition (emitted when Config.ObserveGroups is set), with
+// the group as it is after it: the broker's view of a generation that Kafka logs as "Preparing to
+// rebalance group", "Stabilized group ... generation" and "Assignment received from leader". In
+// CompletingRebalance the members carry the chosen protocol's metadata (their subscriptions) and no
+// assignment yet; in Stable, the assignment the leader sent. Members are in member id order. The
+// byte slices are the core's and must not be modified.
+type GroupChanged struct {
+	TimeMs       int64 // the step's time (Unix ms) at which the transition happened
+	Group        string
+	State        GroupState
+	Generation   int32
+	ProtocolType string // "consumer", "connect", ...; "" for a group that never had members
+	Protocol     string // the chosen protocol (assignor) name; "" until one is chosen
+	Leader       string // the leader's member id; "" when none
+	Members      []ObservedMember
+}
+
+// ObservedMember is one member of a GroupChanged.
+type ObservedMember struct {
+	MemberID   string
+	InstanceID string // group.instance.id; "" for a dynamic member
+	ClientID   string
+	ClientHost string // as Kafka prints it: "/127.0.0.1"
+	Metadata   []byte // the chosen protocol's metadata (for consumers, the subscription); nil before a choice
+	Assignment []byte // what the leader assigned it (for consumers, a ConsumerMemberAssignment); nil before
+}
+
+func (Respond) isEffect()      {}
+func (SetTimer) isEffect()     {}
+func (CancelTimer) isEffect()  {}
+func (Append) isEffect()       {}
+func (GroupChanged) isEffect() {}
 
 // ErrUnsupportedVersion is returned (in Respond.Err) for a request version Kafka 3.9 does not have.
 var ErrUnsupportedVersion = errors.New("unsupported request version")

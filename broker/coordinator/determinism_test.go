@@ -17,6 +17,7 @@ func determinismScript(t *testing.T) *harness {
 	t.Helper()
 	cfg := testConfig()
 	cfg.OffsetsTopicNumPartitions = 2
+	cfg.ObserveGroups = true // GroupChanged effects are outputs too
 	h := newHarness(t, cfg)
 	o5 := joinOpts{version: 5, session: 10000, rebalance: 20000}
 	o3 := joinOpts{version: 3, session: 6000, rebalance: 20000}
@@ -125,7 +126,7 @@ func determinismScript(t *testing.T) *harness {
 // out in map order and the runs differed.
 func TestCoreSameInputsSameOutputs(t *testing.T) {
 	want := determinismScript(t).effects
-	var cancels, responds, appends int
+	var cancels, responds, appends, changes int
 	for _, e := range want {
 		switch e.(type) {
 		case CancelTimer:
@@ -134,11 +135,13 @@ func TestCoreSameInputsSameOutputs(t *testing.T) {
 			responds++
 		case Append:
 			appends++
+		case GroupChanged:
+			changes++
 		}
 	}
 	// the script must reach the paths that emit several effects from one map
-	if cancels < 10 || responds < 40 || appends < 10 {
-		t.Fatalf("script produced %d CancelTimer, %d Respond, %d Append effects; it no longer exercises the core", cancels, responds, appends)
+	if cancels < 10 || responds < 40 || appends < 10 || changes < 10 {
+		t.Fatalf("script produced %d CancelTimer, %d Respond, %d Append, %d GroupChanged effects; it no longer exercises the core", cancels, responds, appends, changes)
 	}
 	for run := 1; run < 20; run++ {
 		got := determinismScript(t).effects

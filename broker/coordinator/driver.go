@@ -84,6 +84,7 @@ type Coordinator struct {
 	wg sync.WaitGroup
 
 	clientInfo func(context.Context) (string, string)
+	observer   *groupObserver // nil without Config.OnGroupChange
 }
 
 // Start creates the coordinator, activates it and loads the __consumer_offsets partitions it
@@ -103,6 +104,7 @@ func Start(ctx context.Context, cfg Config, olog OffsetsLog, log *logrus.Entry) 
 	if _, err := rand.Read(seed[:]); err != nil {
 		return nil, fmt.Errorf("group coordinator: seed: %w", err)
 	}
+	cfg.ObserveGroups = cfg.OnGroupChange != nil
 	core, err := NewCore(cfg, log, binary.LittleEndian.Uint64(seed[:]))
 	if err != nil {
 		return nil, err
@@ -116,6 +118,9 @@ func Start(ctx context.Context, cfg Config, olog OffsetsLog, log *logrus.Entry) 
 		appends:     map[int32]*appendQueue{},
 		clientInfo:  cfg.ClientInfo,
 		appendLimit: min(maxAppendBytes, int(cfg.OffsetsTopicSegmentBytes)),
+	}
+	if cfg.OnGroupChange != nil {
+		c.observer = startGroupObserver(cfg.OnGroupChange)
 	}
 	c.mu.Lock()
 	c.apply(core.Startup(time.Now()))
@@ -281,6 +286,10 @@ func (c *Coordinator) apply(effects []Effect) {
 				}
 				delete(c.timers, e.Timer)
 			}
+		case GroupChanged:
+			if c.observer != nil {
+				c.observer.add(e)
+			}
 		case Append:
 			q := c.appends[e.Partition]
 			if q == nil {
@@ -404,6 +413,9 @@ func (c *Coordinator) Close() error {
 	}
 	c.mu.Unlock()
 	c.wg.Wait()
+	if c.observer != nil {
+		c.observer.close() // after the last effect was applied
+	}
 	return nil
 }
 

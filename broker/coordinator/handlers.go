@@ -2,6 +2,8 @@ package coordinator
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -49,7 +51,34 @@ func (c *Core) logGroup(g *group) *logrus.Entry {
 func (c *Core) transition(g *group, s GroupState) {
 	if err := g.transitionTo(s, c.nowMs); err != nil {
 		c.fail("%v", err)
+		return
 	}
+	if c.cfg.ObserveGroups {
+		c.emit(observe(g, c.nowMs))
+	}
+}
+
+// observe is the GroupChanged of g as it is at nowMs.
+func observe(g *group, nowMs int64) GroupChanged {
+	ev := GroupChanged{TimeMs: nowMs, Group: g.id, State: g.state, Generation: g.generation, Leader: g.leaderID}
+	if g.protocolType != nil {
+		ev.ProtocolType = *g.protocolType
+	}
+	if g.protocolName != nil {
+		ev.Protocol = *g.protocolName
+	}
+	for _, m := range g.allMembers() {
+		om := ObservedMember{MemberID: m.id, ClientID: m.clientID, ClientHost: m.clientHost, Assignment: m.assignment}
+		if m.instanceID != nil {
+			om.InstanceID = *m.instanceID
+		}
+		if ev.Protocol != "" {
+			om.Metadata, _ = m.metadata(ev.Protocol)
+		}
+		ev.Members = append(ev.Members, om)
+	}
+	slices.SortFunc(ev.Members, func(a, b ObservedMember) int { return strings.Compare(a.MemberID, b.MemberID) })
+	return ev
 }
 
 // maybeInvokeJoinCallback answers the member's parked JoinGroup, if any (GroupMetadata).

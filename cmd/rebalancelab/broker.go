@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rebalancelab/rebalancelab/broker"
+	"github.com/rebalancelab/rebalancelab/broker/coordinator"
+	"github.com/rebalancelab/rebalancelab/groupview"
 	"github.com/rebalancelab/rebalancelab/lab"
 )
 
@@ -23,11 +25,12 @@ var brokerCLIDefaults = map[string]string{
 
 func init() {
 	var (
-		id      int32
-		zkAddrs string
-		listen  string
-		dataDir string
-		configs []string
+		id       int32
+		zkAddrs  string
+		listen   string
+		dataDir  string
+		configs  []string
+		groupLog string
 	)
 	cmd := &cobra.Command{
 		Use:   "broker --id N --zk ADDRS --listen HOST:PORT --data DIR [--config key=value ...]",
@@ -96,7 +99,21 @@ the broker gracefully (ZooKeeper session closed, logs flushed).`,
 			if err != nil {
 				return err
 			}
-			b, err := broker.Start(ctx, cfg, logrus.WithField("broker", cfg.BrokerID))
+			var opts []broker.Option
+			if groupLog != "" {
+				f, err := os.OpenFile(groupLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+				if err != nil {
+					return fmt.Errorf("--group-log: %w", err)
+				}
+				defer f.Close() // after b.Close, which delivers the last transitions
+				enc := json.NewEncoder(f)
+				opts = append(opts, broker.WithGroupObserver(func(ev coordinator.GroupChanged) {
+					if err := enc.Encode(groupview.Decode(ev)); err != nil {
+						logrus.WithError(err).Warn("--group-log: write failed")
+					}
+				}))
+			}
+			b, err := broker.Start(ctx, cfg, logrus.WithField("broker", cfg.BrokerID), opts...)
 			if err != nil {
 				if ctx.Err() != nil {
 					return fmt.Errorf("%w; cleaned up", errInterrupted)
@@ -114,5 +131,6 @@ the broker gracefully (ZooKeeper session closed, logs flushed).`,
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9092", "listener HOST:PORT (port 0: any free port)")
 	cmd.Flags().StringVar(&dataDir, "data", "", "log.dirs (default /tmp/kafka-logs, Kafka's)")
 	cmd.Flags().StringArrayVar(&configs, "config", nil, "server.properties key=value (repeatable)")
+	cmd.Flags().StringVar(&groupLog, "group-log", "", "append every group state transition the coordinator makes, decoded by protocol (groupview), as JSON lines to FILE")
 	rootCmd.AddCommand(cmd)
 }
