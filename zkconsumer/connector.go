@@ -32,6 +32,15 @@
 // rebalance goroutine was busy; and a rebalance attempt during which the session changed fails,
 // deleting the claims it made in the new session (releaseStaleClaims).
 //
+// Layers, as the broker's group coordinator: the rebalance (syncedRebalance) is a pure state
+// machine, rebalanceCore.Step(event, now) → effects (rebalance_core.go: ZooKeeper reads, claims and
+// deletes to make, fetchers to stop and start, commits, timeline records, the back-off timer to
+// arm), tested with scripted results and a fake clock; its driver (rebalance_driver.go) carries
+// the effects out on the one rebalance goroutine and steps their results back in, and collapses
+// watch events into one rebalance. Files: connector.go (Connector, streams, shutdown), session.go
+// (registration, session events), zk.go (ZooKeeper requests as ZkClient makes them), fetcher.go,
+// stream.go, offsetmanager.go (commits and offset fetches, both storages), assign.go (assignors).
+//
 // Offsets live in ZooKeeper by default; offsets.storage=kafka commits them to the group's offset
 // manager (OffsetCommit v1, unfenced) and dual.commit.enabled also to ZooKeeper (offsetmanager.go).
 // The offset manager is located on first use, not in New (0.8.2's constructor blocks until it finds

@@ -19,7 +19,7 @@ import (
 // style of etcd's raft and of the broker's coordinator core: Step(event, now) returns the effects
 // the driver (rebalance_driver.go) carries out in order — ZooKeeper requests, fetcher and commit
 // actions, timeline records, a back-off timer. The last effect of a slice may ask for a result
-// (a coreRequest: a read, a claim, a delete, a listener call, an observation of the session, the
+// (a request: a read, a claim, a delete, a listener call, an observation of the session, the
 // back-off timer); the driver steps its result back in as the next event. No goroutines, clocks,
 // ZooKeeper or map-order output: the same events give the same effects.
 //
@@ -47,7 +47,7 @@ type rebalanceCore struct {
 	cfg coreConfig
 
 	out  []coreEffect
-	next func(coreEvent) // the continuation waiting for the answer to the last coreRequest
+	next func(coreEvent) // the continuation waiting for the answer to the last request effect
 	now  time.Time
 
 	// one syncedRebalance
@@ -76,7 +76,7 @@ type coreConfig struct {
 
 func newRebalanceCore(cfg coreConfig) *rebalanceCore { return &rebalanceCore{cfg: cfg} }
 
-// coreEvent is an input of rebalanceCore.Step: evStart, or the result of the last coreRequest.
+// coreEvent is an input of rebalanceCore.Step: evStart, or the result of the last request effect.
 type coreEvent interface{ isCoreEvent() }
 
 // evStart begins one syncedRebalance. owned: the partitions whose owner znodes the consumer holds.
@@ -139,40 +139,64 @@ func (evTimerFired) isCoreEvent() {}
 // coreEffect is an output of Step, carried out by the driver in order.
 type coreEffect interface{ isCoreEffect() }
 
-// Effects that ask for a result (the next event).
+// Effects that ask for a result: the driver steps it in as the next event. Each ZooKeeper request
+// is one zkConn call, which records it (timeline zk_op) and retries it until connected.
 type (
-	effReadChildren struct{ Path string }         // getChildren → evChildren
-	effReadData     struct{ Path string }         // getData → evData
-	effReadStat     struct{ Path string }         // getData with its Stat → evStat
-	effClaimOwner   struct{ Path, Thread string } // claimOwner → evClaim
-	effDelete       struct{ Path string }         // ZkUtils.deletePath → evDone
+	// effReadChildren is one getChildren request → evChildren.
+	effReadChildren struct{ Path string }
+	// effReadData is one getData request → evData.
+	effReadData struct{ Path string }
+	// effReadStat is one getData request for the node's Stat → evStat.
+	effReadStat struct{ Path string }
+	// effClaimOwner is ZkUtils.createEphemeralPathExpectConflict of an owner znode naming Thread
+	// (zkConn.claimOwner: create; on NodeExists read it back) → evClaim.
+	effClaimOwner struct{ Path, Thread string }
+	// effDelete is ZkUtils.deletePath (a node already gone is fine) → evDone.
+	effDelete struct{ Path string }
+	// effReleaseOwner deletes the owner znode of Partition and, once deleted, the driver forgets
+	// the partition (topicRegistry) → evDone.
 	effReleaseOwner struct {
 		Partition TopicPartition
 		Path      string
-	} // delete, then forget the partition → evDone
-	effSubscribeChildren struct{ Path string }                            // ZkClient.subscribeChildChanges → evDone
-	effFetchKafkaOffsets struct{ Partitions []TopicPartition }            // OffsetFetch → evOffsets
-	effBeforeReleasing   struct{ Owned map[string][]int32 }               // listener → evDone
-	effBeforeStarting    struct{ Assignment map[string]map[int32]string } // listener → evDone
-	effObserve           struct{}                                         // → evObserved
-	effBackoff           struct {
+	}
+	// effSubscribeChildren is ZkClient.subscribeChildChanges → evDone.
+	effSubscribeChildren struct{ Path string }
+	// effFetchKafkaOffsets is fetchOffsets' Kafka branch (OffsetFetch v1 to the offset manager) →
+	// evOffsets.
+	effFetchKafkaOffsets struct{ Partitions []TopicPartition }
+	// effBeforeReleasing calls RebalanceListener.BeforeReleasingPartitions → evDone (a panic: Err).
+	effBeforeReleasing struct{ Owned map[string][]int32 }
+	// effBeforeStarting calls RebalanceListener.BeforeStartingFetchers → evDone (a panic: Err).
+	effBeforeStarting struct{ Assignment map[string]map[int32]string }
+	// effObserve asks for the current session id and whether shutdown began → evObserved.
+	effObserve struct{}
+	// effBackoff arms the rebalance.backoff.ms timer (At on the step's clock; After from now);
+	// shutdown ends it early → evTimerFired.
+	effBackoff struct {
 		At    time.Time
 		After time.Duration
-	} // → evTimerFired
+	}
 )
 
 // Effects that ask for nothing.
 type (
-	effRecord       struct{ Record timeline.Record } // a timeline record (the driver sets the consumer id)
+	// effRecord is a timeline record (the driver sets the consumer id).
+	effRecord struct{ Record timeline.Record }
+	// effStopFetchers stops the fetchers and clears the queues of Topics' streams, or of all.
 	effStopFetchers struct {
 		Topics []string
 		All    bool
 	}
-	effCommitOffsets struct{} // CommitOffsets (auto-commit only); a failure is logged
-	effRecordRevoked struct{} // the partitions handed to the fetchers are recorded as revoked
-	effInstall       struct{ Partitions []installedPartition }
+	// effCommitOffsets is CommitOffsets (sent with auto-commit only, KAFKA-919); a failure is logged.
+	effCommitOffsets struct{}
+	// effRecordRevoked records the partitions handed to the fetchers as revoked.
+	effRecordRevoked struct{}
+	// effInstall makes Partitions the consumer's (topicRegistry, checkpoints) and records assigned.
+	effInstall struct{ Partitions []installedPartition }
+	// effStartFetchers is updateFetcher: the fetchers start on the installed partitions.
 	effStartFetchers struct{}
-	effLog           struct {
+	// effLog is a log line.
+	effLog struct {
 		Level  logrus.Level
 		Msg    string
 		Fields logrus.Fields
@@ -307,7 +331,7 @@ func (k *rebalanceCore) attemptFailed(err error) {
 		k.record(timeline.Record{Kind: timeline.RebalanceEnd, OK: timeline.Bool(false), Attempt: k.attempt})
 	}
 	k.log(logrus.InfoLevel, "rebalance attempt failed", logrus.Fields{"attempt": k.attempt, logrus.ErrorKey: err})
-	k.closeFetchers(nil, true)
+	k.closeFetchersForQueues(nil, true)
 	await(k, effBackoff{At: k.now.Add(k.cfg.backoff), After: k.cfg.backoff}, func(evTimerFired) { k.nextAttempt() })
 }
 
@@ -317,10 +341,10 @@ func (k *rebalanceCore) attemptDone() {
 	k.emit(effFinished{nil})
 }
 
-// closeFetchers is closeFetchersForQueues: stop the fetchers, clear the queues of topics (or all),
+// closeFetchersForQueues is 0.8.2's: stop the fetchers, clear the queues of topics (or all),
 // commit with auto-commit only (KAFKA-919), then record the revocation — the commit is the owner's
 // last act on the partitions.
-func (k *rebalanceCore) closeFetchers(topics []string, all bool) {
+func (k *rebalanceCore) closeFetchersForQueues(topics []string, all bool) {
 	k.emit(effStopFetchers{Topics: topics, All: all})
 	if k.cfg.autoCommit {
 		k.emit(effCommitOffsets{})
@@ -355,22 +379,22 @@ func (k *rebalanceCore) attemptBody() {
 						k.attemptDone()
 					})
 				default:
-					k.release(my)
+					k.releasePartitionOwnership(my)
 				}
 			})
 		})
 	})
 }
 
-// release stops fetching the consumer's topics first (the partitions released next may be claimed
+// releasePartitionOwnership stops fetching the consumer's topics first (the partitions released next may be claimed
 // by others at once), calls the listener, and deletes every owner znode held.
-func (k *rebalanceCore) release(my map[string][]ThreadID) {
+func (k *rebalanceCore) releasePartitionOwnership(my map[string][]ThreadID) {
 	topics := make([]string, 0, len(my))
 	for t := range my {
 		topics = append(topics, t)
 	}
 	sort.Strings(topics)
-	k.closeFetchers(topics, false)
+	k.closeFetchersForQueues(topics, false)
 	k.listen(effBeforeReleasing{partitionsByTopic(k.owned)}, func() {
 		var deleteNext func()
 		deleteNext = func() {
@@ -516,7 +540,7 @@ func (k *rebalanceCore) assign(actx assignmentContext) {
 				k.attemptFailed(ErrShutdown)
 				return
 			}
-			k.claim(parts, global)
+			k.reflectPartitionOwnershipDecision(parts, global)
 		})
 	})
 }
@@ -565,10 +589,10 @@ func (k *rebalanceCore) fetchOffsets(tps []TopicPartition, cont func(map[TopicPa
 	read(0)
 }
 
-// claim is reflectPartitionOwnershipDecision: an owner znode for every partition of the decision
+// reflectPartitionOwnershipDecision is 0.8.2's: an owner znode for every partition of the decision
 // (all are tried, as in Kafka); if any is owned by another thread or fails, every znode this
 // attempt claimed is deleted and the attempt fails (ZK-FAILED-ATTEMPT-RELEASES).
-func (k *rebalanceCore) claim(parts []installedPartition, global assignment) {
+func (k *rebalanceCore) reflectPartitionOwnershipDecision(parts []installedPartition, global assignment) {
 	outcomes := map[TopicPartition]claimOutcome{}
 	var errs []error
 	var claimNext func(i int)
@@ -590,7 +614,7 @@ func (k *rebalanceCore) claim(parts []installedPartition, global assignment) {
 		}
 		ok, release := decideAttempt(outcomes)
 		if ok {
-			k.checkSession(parts, global)
+			k.releaseStaleClaims(parts, global)
 			return
 		}
 		k.deleteAll(release, errs, func(errs []error) {
@@ -615,13 +639,13 @@ func (k *rebalanceCore) deleteAll(tps []TopicPartition, errs []error, cont func(
 	})
 }
 
-// checkSession ends an attempt during which the session changed (releaseStaleClaims): its requests
+// releaseStaleClaims ends an attempt during which the session changed (releaseStaleClaims): its requests
 // wait for a session and are sent again in the new one (retryUntilConnected), so some claims may
 // have been made there, from the old session's view, before the new session's event is handled —
 // whose resetState would forget them for good. The owner znodes of the decision that the current
 // session owns are deleted (one of the old session is gone with it; one of another session may be
 // another member's claim since), and the attempt fails. (0.8.2, over ZkClient, kept such claims.)
-func (k *rebalanceCore) checkSession(parts []installedPartition, global assignment) {
+func (k *rebalanceCore) releaseStaleClaims(parts []installedPartition, global assignment) {
 	await(k, effObserve{}, func(o evObserved) {
 		if o.Session == k.session {
 			k.install(parts, global)
