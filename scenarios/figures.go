@@ -1,7 +1,8 @@
 package scenarios
 
 // Figures from a merged timeline (docs/design.md "Scenarios, timeline and figures"), pure functions of the
-// records: no clock, no I/O. The rules a member must follow when emitting are replay's doc; each figure's definition is FigureTable's (figure_table.go).
+// records: no clock, no I/O. The rules a member must follow when emitting are replay's doc; each figure's
+// definition is FigureTable's (figure_table.go).
 
 import (
 	"fmt"
