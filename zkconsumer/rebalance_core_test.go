@@ -502,3 +502,52 @@ func TestRebalanceCoreDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// With a listener and offsets.storage=kafka: BeforeStartingFetchers panics after the partitions were
+// installed, so the attempt fails holding them; the next attempt calls BeforeReleasingPartitions with
+// them and deletes their owner znodes before reading the group again.
+func TestRebalanceCoreListenerFailureAfterInstall(t *testing.T) {
+	cfg := testCoreConfig()
+	cfg.listener, cfg.kafkaOffsets = true, true
+	k := newRebalanceCore(cfg)
+	const later = 500 * time.Millisecond
+	panicked := errors.New("rebalance listener panicked: boom")
+	mine := []installedPartition{{tp("t", 0), ThreadID{"g_c1", 0}, 42}}
+	attempt := func(at time.Duration, owned []TopicPartition) []coreStep {
+		steps := []coreStep{
+			{at, evObserved{Session: s1}, []coreEffect{effReadChildren{brokerIdsPath}}},
+			{at, evChildren{Children: []string{"1"}}, []coreEffect{effReadData{"/brokers/ids/1"}}},
+			{at, evData{Data: brokerNode}, []coreEffect{effReadData{"/consumers/g/ids/g_c1"}}},
+			{at, regNode(`{"t":1}`), []coreEffect{effReadChildren{brokerIdsPath}}},
+			{at, evChildren{Children: []string{"1"}}, []coreEffect{effReadData{"/brokers/ids/1"}}},
+			{at, evData{Data: brokerNode}, []coreEffect{effStopFetchers{Topics: []string{"t"}}, effRecordRevoked{},
+				effBeforeReleasing{partitionsByTopic(owned)}}},
+		}
+		prev := coreEvent(done)
+		for _, o := range owned {
+			steps = append(steps, coreStep{at, prev, []coreEffect{effReleaseOwner{o, ownerPath("g", o)}}})
+		}
+		steps = append(steps, coreStep{at, prev, []coreEffect{effReadData{"/consumers/g/ids/g_c1"}}})
+		return concat(steps,
+			readContext(at, 1, []string{"g_c1"}, []evData{regNode(`{"t":1}`)}, effFetchKafkaOffsets{[]TopicPartition{tp("t", 0)}}),
+			[]coreStep{
+				{at, evOffsets{Offsets: map[TopicPartition]int64{tp("t", 0): 42}}, []coreEffect{effObserve{}}},
+				{at, evObserved{Session: s1}, []coreEffect{effClaimOwner{"/consumers/g/owners/t/0", "g_c1-0"}}},
+				{at, evClaim{Outcome: claimed}, []coreEffect{effObserve{}}},
+				{at, evObserved{Session: s1}, []coreEffect{effInstall{mine}, effBeforeStarting{map[string]map[int32]string{"t": {0: "g_c1-0"}}}}},
+			})
+	}
+	runCoreScript(t, k, concat(
+		[]coreStep{
+			{0, evStart{}, []coreEffect{effObserve{}}},
+			{0, evObserved{Session: s1}, []coreEffect{rec(timeline.RebalanceBegin), effObserve{}}},
+		},
+		attempt(0, nil),
+		[]coreStep{
+			{0, evDone{Err: panicked}, failedAttempt(1, 0)},
+			{later, evTimerFired{}, []coreEffect{effObserve{}}},
+		},
+		attempt(later, []TopicPartition{tp("t", 0)}),
+		[]coreStep{{later, done, []coreEffect{effStartFetchers{}, endRec(true, 2), finishedWith{""}}}},
+	))
+}
