@@ -43,6 +43,10 @@ import (
 // queue, commit (auto-commit), record revoked, and back off rebalance.backoff.ms (also after the
 // last attempt, as 0.8.2). Events that arrive while a rebalance runs are collapsed by the driver
 // into one more syncedRebalance (the watcher executor's flags).
+//
+// The steps above are written in order, continuation-passing: each request effect is emitted with
+// the function that handles its result (await), and Step runs that function, which emits effects
+// up to the next request. Only one request is outstanding at a time, as on 0.8.2's one thread.
 type rebalanceCore struct {
 	cfg coreConfig
 
@@ -70,8 +74,8 @@ type coreConfig struct {
 	autoCommit      bool          // auto.commit.enable: commit when the fetchers stop
 	kafkaOffsets    bool          // offsets.storage=kafka: offsets come from the offset manager
 	listener        bool          // a RebalanceListener is set
-	streams         map[string]int
-	wildcardStreams int // CreateMessageStreamsByFilter's threads (streams is nil then)
+	streams         map[string]int // CreateMessageStreams' topic → threads (nil for a wildcard)
+	wildcardStreams int            // CreateMessageStreamsByFilter's threads
 }
 
 func newRebalanceCore(cfg coreConfig) *rebalanceCore { return &rebalanceCore{cfg: cfg} }
