@@ -67,13 +67,13 @@ type rebalanceCore struct {
 type coreConfig struct {
 	consumerID      string
 	groupID         string
-	maxRetries      int           // rebalance.max.retries
-	backoff         time.Duration // rebalance.backoff.ms
-	roundRobin      bool          // partition.assignment.strategy=roundrobin
-	excludeInternal bool          // exclude.internal.topics
-	autoCommit      bool          // auto.commit.enable: commit when the fetchers stop
-	kafkaOffsets    bool          // offsets.storage=kafka: offsets come from the offset manager
-	listener        bool          // a RebalanceListener is set
+	maxRetries      int            // rebalance.max.retries
+	backoff         time.Duration  // rebalance.backoff.ms
+	roundRobin      bool           // partition.assignment.strategy=roundrobin
+	excludeInternal bool           // exclude.internal.topics
+	autoCommit      bool           // auto.commit.enable: commit when the fetchers stop
+	kafkaOffsets    bool           // offsets.storage=kafka: offsets come from the offset manager
+	listener        bool           // a RebalanceListener is set
 	streams         map[string]int // CreateMessageStreams' topic → threads (nil for a wildcard)
 	wildcardStreams int            // CreateMessageStreamsByFilter's threads
 }
