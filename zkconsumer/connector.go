@@ -33,7 +33,7 @@
 // deleting the claims it made in the new session (releaseStaleClaims).
 //
 // Layers, as the broker's group coordinator: the rebalance (syncedRebalance) is a pure state
-// machine, rebalanceCore.Step(event, now) → effects (rebalance_core.go: ZooKeeper reads, claims and
+// machine, rebalanceCore.Step(event, now) → effects (rebalance_core.go: ZooKeeper reads, creates and
 // deletes to make, fetchers to stop and start, commits, timeline records, the back-off timer to
 // arm), tested with scripted results and a fake clock; its driver (rebalance_driver.go) carries
 // the effects out on the one rebalance goroutine and steps their results back in, and collapses

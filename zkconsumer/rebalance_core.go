@@ -106,11 +106,8 @@ type evStat struct {
 	Err     error
 }
 
-// evClaim answers effClaimOwner (ZkUtils.createEphemeralPathExpectConflict's outcome).
-type evClaim struct {
-	Outcome claimOutcome
-	Err     error
-}
+// evCreated answers effCreateOwner: nil (created), zk.ErrNodeExists, or another error.
+type evCreated struct{ Err error }
 
 // evDone answers effDelete, effReleaseOwner, effSubscribeChildren and the listener calls.
 type evDone struct{ Err error }
@@ -134,7 +131,7 @@ func (evStart) isCoreEvent()      {}
 func (evChildren) isCoreEvent()   {}
 func (evData) isCoreEvent()       {}
 func (evStat) isCoreEvent()       {}
-func (evClaim) isCoreEvent()      {}
+func (evCreated) isCoreEvent()    {}
 func (evDone) isCoreEvent()       {}
 func (evOffsets) isCoreEvent()    {}
 func (evObserved) isCoreEvent()   {}
@@ -152,9 +149,10 @@ type (
 	effReadData struct{ Path string }
 	// effReadStat is one getData request for the node's Stat → evStat.
 	effReadStat struct{ Path string }
-	// effClaimOwner is ZkUtils.createEphemeralPathExpectConflict of an owner znode naming Thread
-	// (zkConn.claimOwner: create; on NodeExists read it back) → evClaim.
-	effClaimOwner struct{ Path, Thread string }
+	// effCreateOwner is the create of ZkUtils.createEphemeralPathExpectConflict: the owner znode,
+	// ephemeral, naming Thread (missing parents created) → evCreated. A NodeExists answer is read
+	// back (effReadData) and its write recorded with the outcome (effRecordOwnerWrite).
+	effCreateOwner struct{ Path, Thread string }
 	// effDelete is ZkUtils.deletePath (a node already gone is fine) → evDone.
 	effDelete struct{ Path string }
 	// effReleaseOwner deletes the owner znode of Partition and, once deleted, the driver forgets
@@ -197,6 +195,10 @@ type (
 	effRecordRevoked struct{}
 	// effInstall makes Partitions the consumer's (topicRegistry, checkpoints) and records assigned.
 	effInstall struct{ Partitions []installedPartition }
+	// effRecordOwnerWrite records the create of an owner znode that met NodeExists, once read back:
+	// Result is timeline.ZKOwnerConflict when another thread owns it (the ownership_conflicts
+	// figure), else "".
+	effRecordOwnerWrite struct{ Path, Result string }
 	// effStartFetchers is updateFetcher: the fetchers start on the installed partitions.
 	effStartFetchers struct{}
 	// effLog is a log line.
@@ -221,7 +223,8 @@ type installedPartition struct {
 func (effReadChildren) isCoreEffect()      {}
 func (effReadData) isCoreEffect()          {}
 func (effReadStat) isCoreEffect()          {}
-func (effClaimOwner) isCoreEffect()        {}
+func (effCreateOwner) isCoreEffect()       {}
+func (effRecordOwnerWrite) isCoreEffect()  {}
 func (effDelete) isCoreEffect()            {}
 func (effReleaseOwner) isCoreEffect()      {}
 func (effSubscribeChildren) isCoreEffect() {}
@@ -603,14 +606,14 @@ func (k *rebalanceCore) reflectPartitionOwnershipDecision(parts []installedParti
 	claimNext = func(i int) {
 		if i < len(parts) {
 			p := parts[i]
-			await(k, effClaimOwner{ownerPath(k.cfg.groupID, p.Partition), p.Thread.String()}, func(r evClaim) {
-				outcomes[p.Partition] = r.Outcome
-				if r.Err != nil {
-					if r.Outcome == conflict {
+			k.claimOwner(ownerPath(k.cfg.groupID, p.Partition), p.Thread.String(), func(o claimOutcome, err error) {
+				outcomes[p.Partition] = o
+				if err != nil {
+					if o == conflict {
 						k.log(logrus.InfoLevel, "waiting for the partition ownership to be deleted",
-							logrus.Fields{"topic": p.Partition.Topic, "partition": p.Partition.Partition, logrus.ErrorKey: r.Err})
+							logrus.Fields{"topic": p.Partition.Topic, "partition": p.Partition.Partition, logrus.ErrorKey: err})
 					}
-					errs = append(errs, r.Err)
+					errs = append(errs, err)
 				}
 				claimNext(i + 1)
 			})
@@ -626,6 +629,41 @@ func (k *rebalanceCore) reflectPartitionOwnershipDecision(parts []installedParti
 		})
 	}
 	claimNext(0)
+}
+
+// claimOwner is ZkUtils.createEphemeralPathExpectConflict for thread's owner znode: create it; on
+// NodeExists read it, and it is ours only if it names our thread (a create sent again after a
+// connection loss met its own node; decideClaim). A node deleted between the create and the read
+// is still a failed claim, as in Kafka.
+func (k *rebalanceCore) claimOwner(path, thread string, cont func(claimOutcome, error)) {
+	await(k, effCreateOwner{path, thread}, func(r evCreated) {
+		switch {
+		case r.Err == nil:
+			cont(claimed, nil)
+		case errors.Is(r.Err, zk.ErrNodeExists):
+			await(k, effReadData{path}, func(d evData) {
+				stored, err := d.Data, d.Err
+				if errors.Is(err, zk.ErrNoNode) {
+					stored, err = nil, nil
+				}
+				if err != nil {
+					k.emit(effRecordOwnerWrite{path, ""})
+					cont(conflict, err)
+					return
+				}
+				o := decideClaim(thread, false, stored)
+				if o == conflict {
+					k.emit(effRecordOwnerWrite{path, timeline.ZKOwnerConflict})
+					cont(conflict, fmt.Errorf("%s is owned by %q", path, stored))
+					return
+				}
+				k.emit(effRecordOwnerWrite{path, ""})
+				cont(claimed, nil)
+			})
+		default:
+			cont(conflict, r.Err)
+		}
+	})
 }
 
 // deleteAll deletes the owner znodes of tps in order, adding each failure to errs.

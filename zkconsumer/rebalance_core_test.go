@@ -171,8 +171,8 @@ func TestRebalanceCoreCleanRebalance(t *testing.T) {
 			effReadData{"/consumers/g/offsets/t/0"}),
 		[]coreStep{
 			{0, noNode, []coreEffect{effObserve{}}},
-			{0, evObserved{Session: s1}, []coreEffect{effClaimOwner{"/consumers/g/owners/t/0", "g_c1-0"}}},
-			{0, evClaim{Outcome: claimed}, []coreEffect{effObserve{}}},
+			{0, evObserved{Session: s1}, []coreEffect{effCreateOwner{"/consumers/g/owners/t/0", "g_c1-0"}}},
+			{0, evCreated{}, []coreEffect{effObserve{}}},
 			{0, evObserved{Session: s1}, []coreEffect{
 				effInstall{[]installedPartition{{tp("t", 0), ThreadID{"g_c1", 0}, -1}}},
 				effStartFetchers{}, endRec(true, 1), finishedWith{""}}},
@@ -191,7 +191,6 @@ func TestRebalanceCoreCleanRebalance(t *testing.T) {
 // attempt 1 (its claim of t-0 is deleted again), backs off rebalance.backoff.ms, and claims both in
 // attempt 2. The committed offset of t-0 is 7.
 func conflictScript() []coreStep {
-	conflictErr := fmt.Errorf("%s is owned by %q", "/consumers/g/owners/t/1", "g_c2-0")
 	const later = 500 * time.Millisecond
 	attempt := func(at time.Duration) []coreStep {
 		return concat(
@@ -200,8 +199,8 @@ func conflictScript() []coreStep {
 			[]coreStep{
 				{at, evData{Data: []byte("7")}, []coreEffect{effReadData{"/consumers/g/offsets/t/1"}}},
 				{at, noNode, []coreEffect{effObserve{}}},
-				{at, evObserved{Session: s1}, []coreEffect{effClaimOwner{"/consumers/g/owners/t/0", "g_c1-0"}}},
-				{at, evClaim{Outcome: claimed}, []coreEffect{effClaimOwner{"/consumers/g/owners/t/1", "g_c1-0"}}},
+				{at, evObserved{Session: s1}, []coreEffect{effCreateOwner{"/consumers/g/owners/t/0", "g_c1-0"}}},
+				{at, evCreated{}, []coreEffect{effCreateOwner{"/consumers/g/owners/t/1", "g_c1-0"}}},
 			})
 	}
 	return concat(
@@ -211,13 +210,15 @@ func conflictScript() []coreStep {
 		},
 		attempt(0),
 		[]coreStep{
-			{0, evClaim{Outcome: conflict, Err: conflictErr}, []coreEffect{effDelete{"/consumers/g/owners/t/0"}}},
+			{0, evCreated{Err: zk.ErrNodeExists}, []coreEffect{effReadData{"/consumers/g/owners/t/1"}}},
+			{0, evData{Data: []byte("g_c2-0")}, []coreEffect{effRecordOwnerWrite{"/consumers/g/owners/t/1", timeline.ZKOwnerConflict},
+				effDelete{"/consumers/g/owners/t/0"}}},
 			{0, done, failedAttempt(1, 0)},
 			{later, evTimerFired{}, []coreEffect{effObserve{}}},
 		},
 		attempt(later),
 		[]coreStep{
-			{later, evClaim{Outcome: claimed}, []coreEffect{effObserve{}}},
+			{later, evCreated{}, []coreEffect{effObserve{}}},
 			{later, evObserved{Session: s1}, []coreEffect{
 				effInstall{[]installedPartition{{tp("t", 0), ThreadID{"g_c1", 0}, 7}, {tp("t", 1), ThreadID{"g_c1", 0}, -1}}},
 				effStartFetchers{}, endRec(true, 2), finishedWith{""}}},
@@ -249,7 +250,6 @@ func TestRebalanceCoreGivesUpAfterMaxRetries(t *testing.T) {
 	cfg.maxRetries = 2
 	cfg.autoCommit = true
 	k := newRebalanceCore(cfg)
-	conflictErr := fmt.Errorf("%s is owned by %q", "/consumers/g/owners/t/0", "g_c2-0")
 	attempt := func(at time.Duration, n int) []coreStep {
 		return concat(
 			[]coreStep{
@@ -264,8 +264,9 @@ func TestRebalanceCoreGivesUpAfterMaxRetries(t *testing.T) {
 			readContext(at, 1, []string{"g_c1"}, []evData{regNode(`{"t":1}`)}, effReadData{"/consumers/g/offsets/t/0"}),
 			[]coreStep{
 				{at, noNode, []coreEffect{effObserve{}}},
-				{at, evObserved{Session: s1}, []coreEffect{effClaimOwner{"/consumers/g/owners/t/0", "g_c1-0"}}},
-				{at, evClaim{Outcome: conflict, Err: conflictErr}, []coreEffect{endRec(false, n),
+				{at, evObserved{Session: s1}, []coreEffect{effCreateOwner{"/consumers/g/owners/t/0", "g_c1-0"}}},
+				{at, evCreated{Err: zk.ErrNodeExists}, []coreEffect{effReadData{"/consumers/g/owners/t/0"}}},
+				{at, evData{Data: []byte("g_c2-0")}, []coreEffect{effRecordOwnerWrite{"/consumers/g/owners/t/0", timeline.ZKOwnerConflict}, endRec(false, n),
 					effStopFetchers{All: true}, effCommitOffsets{}, effRecordRevoked{},
 					effBackoff{At: t0.Add(at + 500*time.Millisecond), After: 500 * time.Millisecond}}},
 			})
@@ -316,9 +317,9 @@ func TestRebalanceCoreRegistrationVanishesBetweenListAndRead(t *testing.T) {
 		[]coreStep{
 			{later, noNode, []coreEffect{effReadData{"/consumers/g/offsets/t/1"}}},
 			{later, noNode, []coreEffect{effObserve{}}},
-			{later, evObserved{Session: s1}, []coreEffect{effClaimOwner{"/consumers/g/owners/t/0", "g_c1-0"}}},
-			{later, evClaim{Outcome: claimed}, []coreEffect{effClaimOwner{"/consumers/g/owners/t/1", "g_c1-0"}}},
-			{later, evClaim{Outcome: claimed}, []coreEffect{effObserve{}}},
+			{later, evObserved{Session: s1}, []coreEffect{effCreateOwner{"/consumers/g/owners/t/0", "g_c1-0"}}},
+			{later, evCreated{}, []coreEffect{effCreateOwner{"/consumers/g/owners/t/1", "g_c1-0"}}},
+			{later, evCreated{}, []coreEffect{effObserve{}}},
 			{later, evObserved{Session: s1}, []coreEffect{
 				effInstall{[]installedPartition{{tp("t", 0), ThreadID{"g_c1", 0}, -1}, {tp("t", 1), ThreadID{"g_c1", 0}, -1}}},
 				effStartFetchers{}, endRec(true, 2), finishedWith{""}}},
@@ -345,11 +346,14 @@ func TestRebalanceCoreSessionExpiresMidClaim(t *testing.T) {
 			{0, noNode, []coreEffect{effReadData{"/consumers/g/offsets/t/1"}}},
 			{0, noNode, []coreEffect{effReadData{"/consumers/g/offsets/t/2"}}},
 			{0, noNode, []coreEffect{effObserve{}}},
-			{0, evObserved{Session: s1}, []coreEffect{effClaimOwner{"/consumers/g/owners/t/0", "g_c1-0"}}},
-			// t-0 claimed in s1; the session expires; t-1 and t-2 are claimed in s2
-			{0, evClaim{Outcome: claimed}, []coreEffect{effClaimOwner{"/consumers/g/owners/t/1", "g_c1-0"}}},
-			{0, evClaim{Outcome: claimed}, []coreEffect{effClaimOwner{"/consumers/g/owners/t/2", "g_c1-0"}}},
-			{0, evClaim{Outcome: claimed}, []coreEffect{effObserve{}}},
+			{0, evObserved{Session: s1}, []coreEffect{effCreateOwner{"/consumers/g/owners/t/0", "g_c1-0"}}},
+			// t-0 claimed in s1; the session expires; t-1 and t-2 are claimed in s2 — t-1's create, sent
+			// again after the connection loss, meets the node its first try made: ours
+			{0, evCreated{}, []coreEffect{effCreateOwner{"/consumers/g/owners/t/1", "g_c1-0"}}},
+			{0, evCreated{Err: zk.ErrNodeExists}, []coreEffect{effReadData{"/consumers/g/owners/t/1"}}},
+			{0, evData{Data: []byte("g_c1-0")}, []coreEffect{effRecordOwnerWrite{"/consumers/g/owners/t/1", ""},
+				effCreateOwner{"/consumers/g/owners/t/2", "g_c1-0"}}},
+			{0, evCreated{}, []coreEffect{effObserve{}}},
 			{0, evObserved{Session: s2}, []coreEffect{effReadStat{"/consumers/g/owners/t/0"}}},
 			{0, evStat{Owner: s1, Session: s2}, []coreEffect{effReadStat{"/consumers/g/owners/t/1"}}},
 			{0, evStat{Owner: s2, Session: s2}, []coreEffect{effDelete{"/consumers/g/owners/t/1"}}},
@@ -448,9 +452,9 @@ func determinismCoreScript() (coreConfig, []coreStep) {
 			coreStep{at, evData{Data: []byte("11\n")}, []coreEffect{effReadData{"/consumers/g/offsets/b/0"}}},
 			coreStep{at, noNode, []coreEffect{effReadData{"/consumers/g/offsets/b/1"}}},
 			coreStep{at, evData{Data: []byte("13")}, []coreEffect{effObserve{}}},
-			coreStep{at, evObserved{Session: s1}, []coreEffect{effClaimOwner{"/consumers/g/owners/a/0", "g_c1-0"}}},
-			coreStep{at, evClaim{Outcome: claimed}, []coreEffect{effClaimOwner{"/consumers/g/owners/a/1", "g_c1-1"}}},
-			coreStep{at, evClaim{Outcome: claimed}, []coreEffect{effClaimOwner{"/consumers/g/owners/b/0", "g_c1-0"}}},
+			coreStep{at, evObserved{Session: s1}, []coreEffect{effCreateOwner{"/consumers/g/owners/a/0", "g_c1-0"}}},
+			coreStep{at, evCreated{}, []coreEffect{effCreateOwner{"/consumers/g/owners/a/1", "g_c1-1"}}},
+			coreStep{at, evCreated{}, []coreEffect{effCreateOwner{"/consumers/g/owners/b/0", "g_c1-0"}}},
 		)
 	}
 	parts := []installedPartition{{tp("a", 0), ThreadID{"g_c1", 0}, 10}, {tp("a", 1), ThreadID{"g_c1", 1}, 11},
@@ -467,9 +471,10 @@ func determinismCoreScript() (coreConfig, []coreStep) {
 		},
 		attempt(0, sorted),
 		[]coreStep{
-			{0, evClaim{Outcome: conflict, Err: errors.New("/consumers/g/owners/b/0 is owned by \"g_c3-0\"")},
-				[]coreEffect{effClaimOwner{"/consumers/g/owners/b/1", "g_c1-1"}}},
-			{0, evClaim{Outcome: claimed}, []coreEffect{effDelete{"/consumers/g/owners/a/0"}}},
+			{0, evCreated{Err: zk.ErrNodeExists}, []coreEffect{effReadData{"/consumers/g/owners/b/0"}}},
+			{0, evData{Data: []byte("g_c3-0")}, []coreEffect{effRecordOwnerWrite{"/consumers/g/owners/b/0", timeline.ZKOwnerConflict},
+				effCreateOwner{"/consumers/g/owners/b/1", "g_c1-1"}}},
+			{0, evCreated{}, []coreEffect{effDelete{"/consumers/g/owners/a/0"}}},
 			{0, done, []coreEffect{effDelete{"/consumers/g/owners/a/1"}}},
 			{0, done, []coreEffect{effDelete{"/consumers/g/owners/b/1"}}},
 			{0, evDone{Err: zk.ErrConnectionClosed}, []coreEffect{endRec(false, 1), effStopFetchers{All: true}, effCommitOffsets{}, effRecordRevoked{},
@@ -478,8 +483,8 @@ func determinismCoreScript() (coreConfig, []coreStep) {
 		},
 		attempt(later, nil),
 		[]coreStep{
-			{later, evClaim{Outcome: claimed}, []coreEffect{effClaimOwner{"/consumers/g/owners/b/1", "g_c1-1"}}},
-			{later, evClaim{Outcome: claimed}, []coreEffect{effObserve{}}},
+			{later, evCreated{}, []coreEffect{effCreateOwner{"/consumers/g/owners/b/1", "g_c1-1"}}},
+			{later, evCreated{}, []coreEffect{effObserve{}}},
 			{later, evObserved{Session: s1}, []coreEffect{effInstall{parts}, effBeforeStarting{byTopic}}},
 			{later, done, []coreEffect{effStartFetchers{}, endRec(true, 2), finishedWith{""}}},
 		})
@@ -532,8 +537,8 @@ func TestRebalanceCoreListenerFailureAfterInstall(t *testing.T) {
 			readContext(at, 1, []string{"g_c1"}, []evData{regNode(`{"t":1}`)}, effFetchKafkaOffsets{[]TopicPartition{tp("t", 0)}}),
 			[]coreStep{
 				{at, evOffsets{Offsets: map[TopicPartition]int64{tp("t", 0): 42}}, []coreEffect{effObserve{}}},
-				{at, evObserved{Session: s1}, []coreEffect{effClaimOwner{"/consumers/g/owners/t/0", "g_c1-0"}}},
-				{at, evClaim{Outcome: claimed}, []coreEffect{effObserve{}}},
+				{at, evObserved{Session: s1}, []coreEffect{effCreateOwner{"/consumers/g/owners/t/0", "g_c1-0"}}},
+				{at, evCreated{}, []coreEffect{effObserve{}}},
 				{at, evObserved{Session: s1}, []coreEffect{effInstall{mine}, effBeforeStarting{map[string]map[int32]string{"t": {0: "g_c1-0"}}}}},
 			})
 	}

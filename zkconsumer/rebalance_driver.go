@@ -64,9 +64,10 @@ func (c *Connector) execute(e coreEffect) coreEvent {
 		}
 		r.Session = c.zk.conn.SessionID()
 		return r
-	case effClaimOwner:
-		o, err := c.zk.claimOwner(e.Path, e.Thread)
-		return evClaim{o, err}
+	case effCreateOwner:
+		return evCreated{c.zk.createOwner(e.Path, e.Thread)}
+	case effRecordOwnerWrite:
+		c.zk.recordOwnerWrite(e.Path, e.Result)
 	case effDelete:
 		return evDone{c.zk.delete(e.Path)}
 	case effReleaseOwner:
