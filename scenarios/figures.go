@@ -1,7 +1,8 @@
 package scenarios
 
 // Figures from a merged timeline (docs/design.md "Scenarios, timeline and figures"), pure functions of the
-// records: no clock, no I/O. The rules a member must follow when emitting are in Compute's doc.
+// records: no clock, no I/O. The rules a member must follow when emitting are replay's doc; each figure's
+// definition is FigureTable's (figure_table.go).
 
 import (
 	"fmt"
@@ -33,16 +34,6 @@ const (
 	FigStaleCommitsRejected  = "stale_commits_rejected"
 )
 
-// FigureNames lists every figure in docs/design.md's order (the rows of RenderTable).
-var FigureNames = []string{
-	FigTimeToStableMs, FigRebalanceParticipants, FigZKReads, FigZKWrites, FigZKOffsetWrites, FigZKWatchEvents,
-	FigGroupRequests, FigRebalanceAttempts, FigRebalanceFailures, FigRevocations, FigOwnershipConflicts,
-	FigMaxConcurrentOwners, FigUnownedPartitionMs, FigPausedMemberMs, FigDuplicates, FigLost,
-	FigStaleCommitsApplied, FigStaleCommitsRejected,
-	FigInvConsumedNotMember, FigInvConsumedUnowned, FigInvOffsetsNotContiguous,
-	FigInvCommitAheadOfPosition, FigInvConsumedBehindCommitted, FigInvRevokedUnowned,
-}
-
 // ZKOwnerConflict is timeline.ZKOwnerConflict, re-exported for readers of this package.
 const ZKOwnerConflict = timeline.ZKOwnerConflict
 
@@ -56,47 +47,27 @@ const (
 	EndOfRun       = "end_of_run"   // the timeline ended first
 )
 
-// Figures are one window's figures (docs/design.md's table); every value is an integer count or ms.
+// Figures are one window's figures, one field per FigureTable entry (its JSON key is the entry's name,
+// its definition the entry's); every value is an integer count or ms.
 type Figures struct {
-	// TimeToStableMs: ms from the trigger to the first moment, after the group was seen unstable in the
-	// window, at which every known partition is owned by exactly one live member and no live member is
-	// rebalancing or joining. 0 when the group never left stability in the window (the window then runs to
-	// the next trigger or the end); NeverStable (-1) when it left stability and did not come back.
 	TimeToStableMs        int64 `json:"time_to_stable_ms"`
-	RebalanceParticipants int64 `json:"rebalance_participants"` // distinct members with a rebalance_begin
-	ZKReads               int64 `json:"zk_reads"`               // zk_op op=read
-	ZKWrites              int64 `json:"zk_writes"`              // zk_op op=write
-	// ZKOffsetWrites: the zk_writes that store offsets — zk_op op=write of /consumers/<g>/offsets or a
-	// path below it (the offset znodes and their parents). 0.8.2 commits there with
-	// offsets.storage=zookeeper, or with offsets.storage=kafka and dual.commit.enabled; 0 with
-	// offsets.storage=kafka alone: the ZooKeeper write load Kafka-stored offsets took away.
-	ZKOffsetWrites     int64 `json:"zk_offset_writes"`
-	ZKWatchEvents      int64 `json:"zk_watch_events"`     // zk_watch
-	GroupRequests      int64 `json:"group_requests"`      // group_request of the counted APIs
-	RebalanceAttempts  int64 `json:"rebalance_attempts"`  // rebalance_end records (one per attempt)
-	RebalanceFailures  int64 `json:"rebalance_failures"`  // rebalances given up (see Compute)
-	Revocations        int64 `json:"revocations"`         // owned partitions listed in revoked
-	OwnershipConflicts int64 `json:"ownership_conflicts"` // zk_op write result=conflict
-	// MaxConcurrentOwners: most members delivering one partition at once. A member delivers a partition
-	// from its first deliver of it until it loses it (revoked, assigned without it, member_stop).
-	MaxConcurrentOwners int64 `json:"max_concurrent_owners"`
-	// UnownedPartitionMs: Σ over partitions of ms during which the partition had produced-but-not-yet-
-	// delivered offsets and no live member owned it.
-	UnownedPartitionMs int64 `json:"unowned_partition_ms"`
-	// PausedMemberMs: Σ over live members of ms during which the member, which held partitions when
-	// its rebalance began, holds none while that rebalance runs: the stop-the-world pause of an eager
-	// rebalance (every member gives everything up and waits), which a cooperative member that keeps
-	// partitions, and a static group that does not rebalance, avoid.
-	PausedMemberMs int64 `json:"paused_member_ms"`
-	// Duplicates: deliveries of a (topic, partition, offset) already delivered by anyone. In Events, a
-	// duplicate counts in the latest trigger's event even after that window ended at stable: re-deliveries
-	// from the last committed offset happen after the new owner starts, i.e. after the group is stable.
-	Duplicates int64 `json:"duplicates"`
-	// Lost: produced offsets never delivered by the end of the timeline. In Events, each lost offset is
-	// counted once, in the first event window that ends at or after its produce record.
-	Lost                 int64 `json:"lost"`
-	StaleCommitsApplied  int64 `json:"stale_commits_applied"`  // commit result=applied by a non-owner of record
-	StaleCommitsRejected int64 `json:"stale_commits_rejected"` // commit result=rejected by a non-owner of record
+	RebalanceParticipants int64 `json:"rebalance_participants"`
+	ZKReads               int64 `json:"zk_reads"`
+	ZKWrites              int64 `json:"zk_writes"`
+	ZKOffsetWrites        int64 `json:"zk_offset_writes"`
+	ZKWatchEvents         int64 `json:"zk_watch_events"`
+	GroupRequests         int64 `json:"group_requests"`
+	RebalanceAttempts     int64 `json:"rebalance_attempts"`
+	RebalanceFailures     int64 `json:"rebalance_failures"`
+	Revocations           int64 `json:"revocations"`
+	OwnershipConflicts    int64 `json:"ownership_conflicts"`
+	MaxConcurrentOwners   int64 `json:"max_concurrent_owners"`
+	UnownedPartitionMs    int64 `json:"unowned_partition_ms"`
+	PausedMemberMs        int64 `json:"paused_member_ms"`
+	Duplicates            int64 `json:"duplicates"`
+	Lost                  int64 `json:"lost"`
+	StaleCommitsApplied   int64 `json:"stale_commits_applied"`
+	StaleCommitsRejected  int64 `json:"stale_commits_rejected"`
 
 	// Kafka's consumer invariants, violations counted (invariants.go has each one's definition).
 	InvConsumedNotMember       int64 `json:"invariant_consumed_not_member"`
@@ -108,12 +79,11 @@ type Figures struct {
 }
 
 func (f *Figures) fields() []*int64 {
-	return []*int64{&f.TimeToStableMs, &f.RebalanceParticipants, &f.ZKReads, &f.ZKWrites, &f.ZKOffsetWrites, &f.ZKWatchEvents,
-		&f.GroupRequests, &f.RebalanceAttempts, &f.RebalanceFailures, &f.Revocations, &f.OwnershipConflicts,
-		&f.MaxConcurrentOwners, &f.UnownedPartitionMs, &f.PausedMemberMs, &f.Duplicates, &f.Lost,
-		&f.StaleCommitsApplied, &f.StaleCommitsRejected,
-		&f.InvConsumedNotMember, &f.InvConsumedUnowned, &f.InvOffsetsNotContiguous,
-		&f.InvCommitAheadOfPosition, &f.InvConsumedBehindCommitted, &f.InvRevokedUnowned}
+	out := make([]*int64, len(FigureTable))
+	for i, d := range FigureTable {
+		out[i] = d.field(f)
+	}
+	return out
 }
 
 // Get returns the figure named by its JSON key; ok=false for an unknown name.
@@ -240,53 +210,8 @@ var groupAPIs = map[string]bool{
 // Compute never fails: malformed records (a deliver without partition or offset, a commit without
 // partition, ...) are skipped and described in Result.Warnings.
 //
-// # What the members must emit (the rules the figures read)
-//
-// Ownership. Every member keeps, from its own records, a set of owned partitions:
-//   - `assigned{partitions, generation}` lists the member's FULL current assignment after the change (also
-//     for cooperative-sticky, where Kafka's onPartitionsAssigned gets only the added partitions: emit the
-//     whole owned set). It replaces the set. Emit it after every successful rebalance, even when empty: a
-//     started member counts as joining until its first `assigned`.
-//   - `revoked{partitions}` lists what the member gives up (eager: everything; cooperative: the partitions
-//     that move; also onPartitionsLost). Listed partitions the member does not own are ignored, so a
-//     repeated revoke counts once. Emit it AFTER the commit that precedes a revocation (Kafka commits in
-//     onJoinPrepare before onPartitionsRevoked; 0.8.2's syncedRebalance commits before
-//     releasePartitionOwnership): a commit after the member's own revoke is stale by definition.
-//   - `member_stop` (graceful or crash) ends every ownership of that member. A partition dropped by an
-//     `assigned` without a `revoked` leaves the set too, but is not a revocation.
-//   - A restarted member (same scenario name) emits `member_start` again. Ownership records of a stopped
-//     member are ignored (with a warning); its deliveries and commits still count (they happened).
-//   - Producer, runner and fault records need no member_start: only members with group records count.
-//
-// The group's view. The owner of record of a partition is the member whose latest `assigned` listed
-// it, as long as that member still owns it (no revoke, no assigned without it, no stop since). This is
-// the coordinator's generation/member fencing seen from the timeline, and for zk the owner znode: a claim
-// is recorded as `assigned`. A commit is stale when its member is not the owner of record at that moment.
-// (zk: between a session expiry and the next member's claim the records cannot see the vanished
-// ephemeral znode, so the old owner still counts as owner there.)
-//
-// Rebalances. `rebalance_begin` once when a rebalance starts (zk: entry of syncedRebalance; coordinator:
-// onJoinPrepare, before the first JoinGroup); `rebalance_end{ok, attempt}` once per attempt (zk: each
-// pass of the rebalance.max.retries loop; coordinator: each JoinGroup+SyncGroup round, ok=false when it
-// has to rejoin). A retry inside the same rebalance emits no new `rebalance_begin`. A rebalance is GIVEN UP
-// (rebalance_failures) when its last `rebalance_end` has ok=false and it is closed by the member's next
-// `rebalance_begin`, a graceful `member_stop`, or the end of the timeline. A crash closes it without a
-// failure (it did not give up, it died). The `error{text}` a connector writes when it gives up is for
-// readers; the figures do not parse text. A rebalance is running from `rebalance_begin` until an ok end,
-// the given-up end, or `member_stop`.
-//
-// Ownership conflicts (zk only): a `zk_op{op:"write", path:"/consumers/<g>/owners/<t>/<p>",
-// result:"conflict"}` for each owner-znode claim that failed because the node exists with another
-// consumer thread id (ZookeeperConsumerConnector.reflectPartitionOwnershipDecision). NodeExists with the
-// member's own thread id is a success and is not marked.
-//
-// Group requests: `group_request{api}` with api spelled as kmsg.Key.Name() does: JoinGroup, SyncGroup,
-// Heartbeat, LeaveGroup, OffsetCommit, and ConsumerGroupHeartbeat (KIP-848's replacement for the first
-// four). Other APIs (FindCoordinator, OffsetFetch, Metadata, ...) are not counted.
-//
-// Time. Records are taken in ts_ms order (a stable sort, so one process's records keep their order within
-// a millisecond). States are compared after ALL records of a millisecond are applied: two members
-// changing hands within the same ms do not count as overlapping. Resolution is 1 ms.
+// What the members must emit, the rules the replay reads, is replay's doc; what each figure counts is
+// FigureTable's.
 func Compute(records []timeline.Record, era string, opts FigureOptions) Result {
 	res, _ := compute(records, era, opts)
 	return res
@@ -420,6 +345,46 @@ type mark struct {
 	text string
 }
 
+// replay is compute's state while it replays a timeline's records in order (apply).
+//
+// # What the members must emit (the rules the figures read)
+//
+// Ownership. Every member keeps, from its own records, a set of owned partitions:
+//   - `assigned{partitions, generation}` lists the member's FULL current assignment after the change (also
+//     for cooperative-sticky, where Kafka's onPartitionsAssigned gets only the added partitions: emit the
+//     whole owned set). It replaces the set. Emit it after every successful rebalance, even when empty: a
+//     started member counts as joining until its first `assigned`.
+//   - `revoked{partitions}` lists what the member gives up (eager: everything; cooperative: the partitions
+//     that move; also onPartitionsLost). Listed partitions the member does not own are ignored, so a
+//     repeated revoke counts once. Emit it AFTER the commit that precedes a revocation (Kafka commits in
+//     onJoinPrepare before onPartitionsRevoked; 0.8.2's syncedRebalance commits before
+//     releasePartitionOwnership): a commit after the member's own revoke is stale by definition.
+//   - `member_stop` (graceful or crash) ends every ownership of that member. A partition dropped by an
+//     `assigned` without a `revoked` leaves the set too, but is not a revocation.
+//   - A restarted member (same scenario name) emits `member_start` again. Ownership records of a stopped
+//     member are ignored (with a warning); its deliveries and commits still count (they happened).
+//   - Producer, runner and fault records need no member_start: only members with group records count.
+//
+// The group's view. The owner of record of a partition is the member whose latest `assigned` listed
+// it, as long as that member still owns it (no revoke, no assigned without it, no stop since). This is
+// the coordinator's generation/member fencing seen from the timeline, and for zk the owner znode: a claim
+// is recorded as `assigned`. A commit is stale when its member is not the owner of record at that moment.
+// (zk: between a session expiry and the next member's claim the records cannot see the vanished
+// ephemeral znode, so the old owner still counts as owner there.)
+//
+// Rebalances. `rebalance_begin` once when a rebalance starts (zk: entry of syncedRebalance; coordinator:
+// onJoinPrepare, before the first JoinGroup); `rebalance_end{ok, attempt}` once per attempt (zk: each
+// pass of the rebalance.max.retries loop; coordinator: each JoinGroup+SyncGroup round, ok=false when it
+// has to rejoin). A retry inside the same rebalance emits no new `rebalance_begin`. A rebalance is GIVEN UP
+// (rebalance_failures) when its last `rebalance_end` has ok=false and it is closed by the member's next
+// `rebalance_begin`, a graceful `member_stop`, or the end of the timeline. A crash closes it without a
+// failure (it did not give up, it died). The `error{text}` a connector writes when it gives up is for
+// readers; the figures do not parse text. A rebalance is running from `rebalance_begin` until an ok end,
+// the given-up end, or `member_stop`.
+//
+// Time. Records are taken in ts_ms order (a stable sort, so one process's records keep their order within
+// a millisecond). States are compared after ALL records of a millisecond are applied: two members
+// changing hands within the same ms do not count as overlapping. Resolution is 1 ms.
 type replay struct {
 	recs     []timeline.Record
 	giveUp   map[int]bool
@@ -926,6 +891,11 @@ func (r *replay) apply(i int) {
 			r.lastEv.f.inc(name)
 		}
 	}
+	for _, d := range countedFigures {
+		if n := d.count(rec); n != 0 {
+			r.each(func(f *Figures) { *d.field(f) += n })
+		}
+	}
 	switch rec.Kind {
 	case timeline.MemberStart:
 		r.mutate(rec.Member, ts, func(m *memberState) {
@@ -961,7 +931,6 @@ func (r *replay) apply(i int) {
 			m.rebalancing = true
 		})
 	case timeline.RebalanceEnd:
-		r.each(func(f *Figures) { f.RebalanceAttempts++ })
 		if rec.OK == nil {
 			r.warnf("%s: no ok field, taken as a failed attempt", where())
 		}
@@ -1070,27 +1039,11 @@ func (r *replay) apply(i int) {
 		case timeline.CommitRejected:
 			r.each(func(f *Figures) { f.StaleCommitsRejected++ })
 		}
-	case timeline.ZKOp:
-		switch rec.Op {
-		case "read":
-			r.each(func(f *Figures) { f.ZKReads++ })
-		case "write":
-			r.each(func(f *Figures) { f.ZKWrites++ })
-			if isOffsetPath(rec.Path) {
-				r.each(func(f *Figures) { f.ZKOffsetWrites++ })
-			}
-			if rec.Result == ZKOwnerConflict {
-				r.each(func(f *Figures) { f.OwnershipConflicts++ })
-			}
-		default:
+	case timeline.ZKOp: // counted (FigureTable)
+		if rec.Op != "read" && rec.Op != "write" {
 			r.warnf("%s: op %q is neither read nor write", where(), rec.Op)
 		}
-	case timeline.ZKWatch:
-		r.each(func(f *Figures) { f.ZKWatchEvents++ })
-	case timeline.GroupRequest:
-		if groupAPIs[rec.API] {
-			r.each(func(f *Figures) { f.GroupRequests++ })
-		}
+	case timeline.ZKWatch, timeline.GroupRequest: // counted (FigureTable)
 	case timeline.Fault, timeline.Trigger:
 		text := rec.Name
 		if rec.Kind == timeline.Fault {

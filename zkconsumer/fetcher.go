@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/timeline"
 	"github.com/rebalancelab/rebalancelab/wire"
 )
 
@@ -578,4 +580,81 @@ func (f *brokerFetcher) resetOffset(ctx context.Context, conn *wire.Conn, v apiV
 		}
 	}
 	return 0, kerr.UnknownTopicOrPartition
+}
+
+// brokerInfo is one /brokers/ids/<id> registration.
+type brokerInfo struct {
+	id   int32
+	host string
+	port int
+}
+
+func (b brokerInfo) addr() string { return net.JoinHostPort(b.host, strconv.Itoa(b.port)) }
+
+// allBrokers is ZkUtils.getAllBrokersInCluster: list /brokers/ids, read each node. A node that
+// vanishes between the list and the read is a broker that went away (KAFKA-1010,
+// ZK-BROKER-VANISHES). Registrations of every version Kafka writes (1–5, zkdata.DecodeBroker) are
+// read; a broker without a PLAINTEXT endpoint is left out (this consumer speaks PLAINTEXT only). A
+// node that does not parse is an error.
+func (c *Connector) allBrokers() ([]brokerInfo, error) {
+	ids, err := c.zk.childrenMayNotExist(brokerIdsPath)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(ids)
+	var out []brokerInfo
+	for _, id := range ids {
+		data, readErr := c.zk.get(brokerIdsPath + "/" + id)
+		b, ok, err := decodeBrokerNode(id, data, readErr)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			if readErr == nil {
+				c.log.WithField("broker", b.id).Debug("broker has no PLAINTEXT endpoint; left out")
+			}
+			continue
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func (c *Connector) queueFor(topic string, t ThreadID) (*threadQueue, error) {
+	qs := c.wildQueues
+	if c.filter == nil {
+		qs = c.queues[topic]
+	}
+	if t.Thread < 0 || t.Thread >= len(qs) {
+		return nil, fmt.Errorf("no stream for topic %s thread %s", topic, t)
+	}
+	return qs[t.Thread], nil
+}
+
+// queuesOf returns the queues of the given topics (closeFetchers' relevant queues).
+func (c *Connector) queuesOf(topics map[string]bool) []*threadQueue {
+	if c.filter != nil {
+		if len(topics) == 0 {
+			return nil
+		}
+		return c.wildQueues
+	}
+	var out []*threadQueue
+	for t, qs := range c.queues {
+		if topics[t] {
+			out = append(out, qs...)
+		}
+	}
+	return out
+}
+
+// emitRevoked records the partitions this connector stops delivering (the fetchers are stopped).
+func (c *Connector) emitRevoked() {
+	c.mu.Lock()
+	revoked := c.delivering
+	c.delivering = nil
+	c.mu.Unlock()
+	if len(revoked) > 0 {
+		c.emit(timeline.Record{Kind: timeline.Revoked, Partitions: partitionsByTopic(revoked)})
+	}
 }

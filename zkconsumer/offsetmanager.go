@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -363,4 +364,93 @@ func (c *Connector) tryFetchOffsets(ctx context.Context, req *kmsg.OffsetFetchRe
 		}
 	}
 	return out, false, nil
+}
+
+func (c *Connector) offsetPath(tp TopicPartition) string { return offsetPath(c.cfg.GroupID, tp) }
+
+func (c *Connector) ownerPath(tp TopicPartition) string { return ownerPath(c.cfg.GroupID, tp) }
+
+// fetchOffset is fetchOffsetFromZooKeeper: the committed next offset, or -1 (none: the fetcher
+// resets it per auto.offset.reset).
+func (c *Connector) fetchOffset(tp TopicPartition) (int64, error) {
+	data, err := c.zk.get(c.offsetPath(tp))
+	return parseOffset(c.offsetPath(tp), data, err)
+}
+
+// CommitOffsets commits the consumed offset (next offset to read) of the owned partitions
+// (commitOffsets), once. offsets.storage=zookeeper: every partition whose offset changed since its
+// last commit is written, in decimal, to /consumers/<group>/offsets/<t>/<p> (commitOffsetToZooKeeper,
+// ZkUtils.updatePersistentPath); ZooKeeper checks no ownership, so a stale commit lands.
+// offsets.storage=kafka: every owned partition goes to the offset manager in one OffsetCommit v1
+// (commitToKafka), then, with dual.commit.enabled, each accepted one to ZooKeeper too. Each
+// partition is recorded as commit{result: applied|rejected}. Returns the errors, joined.
+func (c *Connector) CommitOffsets() error { return c.commitOffsets(c.ctx, 1) }
+
+// commitOffsets makes up to attempts attempts of a Kafka commit (1 + offsets.commit.max.retries at
+// shutdown, else 1, as 0.8.2), offsets.channel.backoff.ms apart; a ZooKeeper commit is one attempt.
+func (c *Connector) commitOffsets(ctx context.Context, attempts int) error {
+	c.commitMu.Lock()
+	defer c.commitMu.Unlock()
+	if c.cfg.OffsetsStorage == OffsetsStorageKafka {
+		for attempt := 1; ; attempt++ {
+			c.mu.Lock()
+			var work []committed
+			for _, tp := range keys(c.topicRegistry) {
+				work = append(work, committed{tp, c.topicRegistry[tp].consumed.Load()})
+			}
+			c.mu.Unlock()
+			if len(work) == 0 {
+				return nil
+			}
+			sort.Slice(work, func(i, j int) bool {
+				a, b := work[i].tp, work[j].tp
+				return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+			})
+			done, err := c.commitToKafka(ctx, work)
+			if done || attempt >= attempts || ctx.Err() != nil {
+				return err
+			}
+			c.log.WithError(err).Debugf("retrying the offset commit in %d ms", c.cfg.OffsetsChannelBackoffMs)
+			if c.offsetsBackoff(ctx) != nil {
+				return err
+			}
+		}
+	}
+	var work []committed
+	c.mu.Lock()
+	for _, tp := range keys(c.topicRegistry) {
+		off := c.topicRegistry[tp].consumed.Load()
+		if last, ok := c.checkpointed[tp]; !ok || last != off {
+			work = append(work, committed{tp, off})
+		}
+	}
+	c.mu.Unlock()
+	var errs []error
+	for _, w := range work {
+		err := c.commitOffsetToZooKeeper(w)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("committing %s: %w", c.offsetPath(w.tp), err))
+		}
+		c.emit(commitRecord(w, err))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Connector) autoCommit() {
+	defer c.wg.Done()
+	t := time.NewTicker(time.Duration(c.cfg.AutoCommitIntervalMs) * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			if c.ctx.Err() != nil {
+				return // shutting down: a tick that raced with it commits nothing
+			}
+			if err := c.CommitOffsets(); err != nil {
+				c.log.WithError(err).Error("exception during autoCommit")
+			}
+		case <-c.ctx.Done():
+			return
+		}
+	}
 }

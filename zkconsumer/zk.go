@@ -407,12 +407,14 @@ func (z *zkConn) create(path string, data []byte, flags int32) error {
 	})
 }
 
-// claimOwner claims an owner znode for thread (ZkUtils.createEphemeralPathExpectConflict): create
-// it ephemeral; on NodeExists read it, and it is ours only if it names our thread (as after a
-// create sent again after a connection loss). The create's last write is recorded once the outcome
-// is known, with result timeline.ZKOwnerConflict when another thread owns the node (the
-// ownership_conflicts figure), so it follows the read in the timeline.
-func (z *zkConn) claimOwner(path, thread string) (claimOutcome, error) {
+// createOwner is the create of ZkUtils.createEphemeralPathExpectConflict for an owner znode: path
+// ephemeral with data thread (missing parents created persistent). Every try is recorded, except,
+// when the answer is NodeExists, the last one: whether the node is ours (the create sent again after
+// a connection loss, meeting its own node) or another thread's is known only after the read-back, and
+// the caller records the write with that outcome (recordOwnerWrite), after the read, for the
+// ownership_conflicts figure. Errors: zk.ErrNodeExists; createParents' error; ErrShutdown; others
+// wrapped as "claiming <path>: ...".
+func (z *zkConn) createOwner(path, thread string) error {
 	last := false // the create's last try is to be recorded here (false: shut down, all recorded)
 	create := func() (err error) {
 		last, err = z.retryUntilConnected("write", path, func() error {
@@ -425,40 +427,27 @@ func (z *zkConn) claimOwner(path, thread string) (claimOutcome, error) {
 	if errors.Is(err, zk.ErrNoNode) { // owners/<topic> does not exist yet
 		z.op("write", path)
 		if err = z.createParents(path); err != nil {
-			return conflict, err
+			return err
 		}
 		err = create()
 	}
 	switch {
 	case err == nil:
 		z.op("write", path)
-		return claimed, nil
+		return nil
 	case errors.Is(err, zk.ErrNodeExists):
-		stored, exists, rerr := z.getMaybeNull(path)
-		if rerr != nil {
-			z.op("write", path)
-			return conflict, rerr
-		}
-		if !exists {
-			stored = nil // deleted between our create and our read: still a failed claim
-		}
-		o := decideClaim(thread, false, stored)
-		result := ""
-		if o == conflict {
-			result = timeline.ZKOwnerConflict
-		}
-		z.opResult("write", path, result)
-		if o == conflict {
-			return conflict, fmt.Errorf("%s is owned by %q", path, stored)
-		}
-		return claimed, nil
+		return err // recorded by the caller, once the read-back decided
 	default:
 		if last {
 			z.op("write", path)
 		}
-		return conflict, fmt.Errorf("claiming %s: %w", path, err)
+		return fmt.Errorf("claiming %s: %w", path, err)
 	}
 }
+
+// recordOwnerWrite records the create of createOwner that met NodeExists, with result
+// timeline.ZKOwnerConflict when another thread owns the node ("" when it is ours, or unknown).
+func (z *zkConn) recordOwnerWrite(path, result string) { z.opResult("write", path, result) }
 
 // createEphemeralChecked is 0.9's ZKCheckedEphemeral.create (KAFKA-1387), over ZkClient's
 // retries: create path ephemeral (missing parents persistent); on NodeExists read the node, and a
