@@ -47,22 +47,33 @@ func committedOffsets(t *testing.T, adm *kadm.Client, group, topic string) (map[
 	return out, nil
 }
 
-// recordsSince returns member's timeline records of kind collected after mark (col.Mark()): "after
-// this point" by arrival order, which a millisecond timestamp cannot tell apart within one millisecond.
-func recordsSince(col *timeline.Collector, member string, kind timeline.Kind, mark int) []timeline.Record {
+// recordsOf returns member's records of kind among recs; for group requests, only those of api
+// when api is not "".
+func recordsOf(recs []timeline.Record, member string, kind timeline.Kind, api string) []timeline.Record {
 	var out []timeline.Record
-	for _, r := range col.Since(mark) {
-		if r.Member == member && r.Kind == kind {
+	for _, r := range recs {
+		if r.Member == member && r.Kind == kind && (api == "" || r.API == api) {
 			out = append(out, r)
 		}
 	}
 	return out
 }
 
+// recordsSince returns member's timeline records of kind collected after mark (col.Mark()): "after
+// this point" by arrival order, which a millisecond timestamp cannot tell apart within one millisecond.
+func recordsSince(col *timeline.Collector, member string, kind timeline.Kind, mark int) []timeline.Record {
+	return recordsOf(col.Since(mark), member, kind, "")
+}
+
 func groupRequestsSince(col *timeline.Collector, member, api string, mark int) []timeline.Record {
+	return recordsOf(col.Since(mark), member, timeline.GroupRequest, api)
+}
+
+// stampedFrom returns the collected records stamped at or after ts (Unix ms).
+func stampedFrom(col *timeline.Collector, ts int64) []timeline.Record {
 	var out []timeline.Record
-	for _, r := range recordsSince(col, member, timeline.GroupRequest, mark) {
-		if r.API == api {
+	for _, r := range col.Records() {
+		if r.TsMs >= ts {
 			out = append(out, r)
 		}
 	}
@@ -72,23 +83,11 @@ func groupRequestsSince(col *timeline.Collector, member, api string, mark int) [
 // recordsAfter returns member's timeline records of kind stamped at or after ts (Unix ms): for time
 // windows ("8 s after s closed"); a point in the run's sequence of events is a Mark (recordsSince).
 func recordsAfter(col *timeline.Collector, member string, kind timeline.Kind, ts int64) []timeline.Record {
-	var out []timeline.Record
-	for _, r := range col.Records() {
-		if r.Member == member && r.Kind == kind && r.TsMs >= ts {
-			out = append(out, r)
-		}
-	}
-	return out
+	return recordsOf(stampedFrom(col, ts), member, kind, "")
 }
 
 func groupRequestsAfter(col *timeline.Collector, member, api string, ts int64) []timeline.Record {
-	var out []timeline.Record
-	for _, r := range recordsAfter(col, member, timeline.GroupRequest, ts) {
-		if r.API == api {
-			out = append(out, r)
-		}
-	}
-	return out
+	return recordsOf(stampedFrom(col, ts), member, timeline.GroupRequest, api)
 }
 
 // TestIntegrationStaticRestartOthersSeeNoRebalance (KIP-345): the static member s (group.instance.id
