@@ -64,6 +64,19 @@ func (l *gatedLog) Append(p int32, batches [][]byte) []error {
 	return l.memLog.Append(p, batches)
 }
 
+// startGated starts a driver (driverConfig) on a gatedLog, closed when the test ends.
+func startGated(t *testing.T) (*Coordinator, *gatedLog, Config) {
+	t.Helper()
+	olog := newGatedLog()
+	cfg := driverConfig()
+	c, err := Start(context.Background(), cfg, olog, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, olog, cfg
+}
+
 // appendCalls returns, for partition p, the number of batches of each Append call so far.
 func (l *gatedLog) appendCalls(p int32) []int {
 	l.mu.Lock()
@@ -142,13 +155,7 @@ func answerWithin(t *testing.T, c *Coordinator, d time.Duration, req kmsg.Reques
 // and the second is the committed offset. Before the driver appended outside its lock, B's
 // Heartbeat waited for A's append (the test failed: the heartbeat was not answered within 5 s).
 func TestDriverSlowAppendHoldsOnlyItsGroup(t *testing.T) {
-	olog := newGatedLog()
-	cfg := driverConfig()
-	c, err := Start(context.Background(), cfg, olog, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, olog, cfg := startGated(t)
 
 	groupA, groupB := "group-a", "group-b"
 	pA := PartitionFor(groupA, cfg.OffsetsTopicNumPartitions)
@@ -254,13 +261,7 @@ func TestDriverSlowAppendHoldsOnlyItsGroup(t *testing.T) {
 // go to the log in one Append call (one write, and one fsync when log.flush.interval.messages is 1),
 // in request order, and each is answered without error. Before, the driver appended them one call each.
 func TestDriverCommitsArrivingTogetherShareOneAppend(t *testing.T) {
-	olog := newGatedLog()
-	cfg := driverConfig()
-	c, err := Start(context.Background(), cfg, olog, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, olog, cfg := startGated(t)
 	p := PartitionFor("g", cfg.OffsetsTopicNumPartitions)
 	var others []string // ten groups whose records go to the same partition as g's
 	for i := 0; len(others) < 10; i++ {
@@ -346,13 +347,7 @@ func TestDriverCloseWaitsForAppend(t *testing.T) {
 // one partition, and the load sees the record): a load whose ctx ends first reads nothing and
 // fails with the ctx's error; a load after the append reads the committed offset back.
 func TestDriverLoadWaitsForAppends(t *testing.T) {
-	olog := newGatedLog()
-	cfg := driverConfig()
-	c, err := Start(context.Background(), cfg, olog, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, olog, cfg := startGated(t)
 	p := PartitionFor("g", cfg.OffsetsTopicNumPartitions)
 	gate := olog.arm(p)
 	defer func() {
