@@ -26,7 +26,7 @@ type side struct {
 }
 
 // sideBySide runs every side once per b.N iteration, in the same loop, and accumulates each side's
-// wall time separately. The first side is "ours"; ratioUnit names the ratio ours/peer metric.
+// wall time separately; report names the ratios to print (ours/peer, as "x-<ours>-vs-<peer>").
 type sideBySide struct {
 	sides []side
 	total []time.Duration

@@ -18,7 +18,8 @@ import (
 	"io"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/recordbatch"
 )
 
 // legacyRecord is one record of a message set, or of a v2 batch on its way to one.
@@ -152,46 +153,39 @@ func encodeV2Batch(recs []legacyRecord, logAppend bool) []byte {
 	var records []byte
 	for i, r := range recs {
 		maxTS = max(maxTS, r.timestamp)
-		rec := kmsg.Record{TimestampDelta64: r.timestamp - base, OffsetDelta: int32(i), Key: r.key, Value: r.value}
-		body := rec.AppendTo(nil)
-		rec.Length = int32(len(body) - 1) // Length 0 took one varint byte
-		records = rec.AppendTo(records)
+		records = recordbatch.AppendRecord(records, recordbatch.Record{TimestampDelta: r.timestamp - base, OffsetDelta: int32(i), Key: r.key, Value: r.value})
 	}
 	var attrs int16
 	if logAppend {
-		attrs = legacyTimestamp
+		attrs = recordbatch.LogAppendTimeBit
 	}
-	b := kmsg.RecordBatch{PartitionLeaderEpoch: -1, Magic: 2, Attributes: attrs, LastOffsetDelta: int32(len(recs) - 1),
-		FirstTimestamp: base, MaxTimestamp: maxTS, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1,
-		NumRecords: int32(len(recs)), Records: records}
-	b.Length = int32(61 - 12 + len(records))
-	out := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[17:21], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
-	return out
+	return recordbatch.AppendBatch(nil, recordbatch.Header{PartitionLeaderEpoch: -1, Attributes: attrs,
+		LastOffsetDelta: int32(len(recs) - 1), BaseTimestamp: base, MaxTimestamp: maxTS,
+		ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, NumRecords: int32(len(recs))}, records)
 }
 
 // downConvert rewrites v2 batches read from the log as messages of format toMagic (0 or 1), the
 // records before fetchOffset left out (a v2 batch is read whole), control batches dropped, each
 // message uncompressed with its absolute offset; format 1 keeps the timestamp (a LogAppendTime batch's
 // max timestamp for all its records, with the attribute set). A compressed batch other than gzip is
-// errUnsupportedCodec.
+// errUnsupportedCodec. A partial batch at the end of the read (a fetch's size limit cut it) ends the
+// conversion.
 func downConvert(data []byte, toMagic int8, fetchOffset int64) ([]byte, error) {
 	var out []byte
-	for len(data) >= 61 {
-		size := 12 + int(int32(binary.BigEndian.Uint32(data[8:12])))
-		if size < 61 || size > len(data) {
-			break // a partial batch at the end of the read
+	for len(data) > 0 {
+		b, err := recordbatch.Read(data)
+		if errors.Is(err, recordbatch.ErrTruncated) {
+			break
 		}
-		var b kmsg.RecordBatch
-		if err := b.ReadFrom(data[:size]); err != nil {
-			return nil, fmt.Errorf("batch at %d: %w", int64(binary.BigEndian.Uint64(data[:8])), err)
+		if err != nil {
+			return nil, fmt.Errorf("batch at %d: %w", b.BaseOffset, err)
 		}
-		data = data[size:]
-		if b.Attributes&0x20 != 0 { // control batch (transaction markers)
+		data = data[b.Size():]
+		if b.IsControl() { // transaction markers
 			continue
 		}
 		raw := b.Records
-		switch b.Attributes & codecMask {
+		switch b.Compression() {
 		case 0:
 		case codecGzip:
 			zr, err := gzip.NewReader(bytes.NewReader(raw))
@@ -202,31 +196,26 @@ func downConvert(data []byte, toMagic int8, fetchOffset int64) ([]byte, error) {
 				return nil, err
 			}
 			if len(raw) > maxDecompressed {
-				return nil, fmt.Errorf("batch at %d decompresses past %d bytes", b.FirstOffset, maxDecompressed)
+				return nil, fmt.Errorf("batch at %d decompresses past %d bytes", b.BaseOffset, maxDecompressed)
 			}
 		default:
-			return nil, fmt.Errorf("%w (codec %d)", errUnsupportedCodec, b.Attributes&codecMask)
+			return nil, fmt.Errorf("%w (codec %d)", errUnsupportedCodec, b.Compression())
 		}
-		logAppend := b.Attributes&legacyTimestamp != 0
-		for i := int32(0); i < b.NumRecords; i++ {
-			n, w := binary.Varint(raw)
-			if w <= 0 || int(n) < 0 || w+int(n) > len(raw) {
-				return nil, fmt.Errorf("batch at %d: truncated record", b.FirstOffset)
-			}
-			var r kmsg.Record
-			if err := r.ReadFrom(raw[:w+int(n)]); err != nil {
-				return nil, err
-			}
-			raw = raw[w+int(n):]
-			off := b.FirstOffset + int64(r.OffsetDelta)
+		logAppend := b.LogAppendTime()
+		err = recordbatch.ReadRecords(raw, b.NumRecords, func(r recordbatch.Record) error {
+			off := b.BaseOffset + int64(r.OffsetDelta)
 			if off < fetchOffset {
-				continue
+				return nil
 			}
-			ts := b.FirstTimestamp + r.TimestampDelta64
+			ts := b.BaseTimestamp + r.TimestampDelta
 			if logAppend {
 				ts = b.MaxTimestamp
 			}
 			out = appendLegacyMessage(out, toMagic, logAppend, legacyRecord{offset: off, timestamp: ts, key: r.Key, value: r.Value})
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("batch at %d: %w", b.BaseOffset, err)
 		}
 	}
 	return out, nil

@@ -304,7 +304,7 @@ func (b *Broker) handleFrame(ctx context.Context, frame []byte, clientHost strin
 func appendResponse(dst []byte, correlationID int32, resp kmsg.Response) []byte {
 	dst = append(dst[:0], 0, 0, 0, 0, 0, 0, 0, 0)
 	binary.BigEndian.PutUint32(dst[4:], uint32(correlationID))
-	if resp.IsFlexible() && resp.Key() != 18 {
+	if resp.IsFlexible() && resp.Key() != kmsg.ApiVersions.Int16() {
 		dst = append(dst, 0)
 	}
 	dst = resp.AppendTo(dst)

@@ -40,14 +40,14 @@ func groupSweep(t *testing.T, c *wire.Conn, key, v int16, name string) bool {
 		}
 	}
 	unknownMember := kerr.UnknownMemberID.Code
-	switch key {
-	case 8: // OffsetCommit
+	switch kmsg.Key(key) {
+	case kmsg.OffsetCommit:
 		r := kmsg.NewPtrOffsetCommitRequest()
 		r.Group, r.Generation, r.MemberID = group, -1, ""
 		r.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "sweep", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 2}}}}
 		resp := request[*kmsg.OffsetCommitResponse](t, c, r, v)
 		want("partition error", resp.Topics[0].Partitions[0].ErrorCode, 0)
-	case 9: // OffsetFetch
+	case kmsg.OffsetFetch:
 		r := kmsg.NewPtrOffsetFetchRequest()
 		var off int64
 		var code int16
@@ -67,7 +67,7 @@ func groupSweep(t *testing.T, c *wire.Conn, key, v int16, name string) bool {
 		if off != 2 {
 			t.Fatalf("%s: committed offset %d, want 2", name, off)
 		}
-	case 10: // FindCoordinator
+	case kmsg.FindCoordinator:
 		r := kmsg.NewPtrFindCoordinatorRequest()
 		r.CoordinatorKey = group
 		r.CoordinatorKeys = []string{group}
@@ -80,17 +80,17 @@ func groupSweep(t *testing.T, c *wire.Conn, key, v int16, name string) bool {
 		if node != 1 {
 			t.Fatalf("%s: coordinator %d, want broker 1", name, node)
 		}
-	case 11: // JoinGroup with a member id the group does not know
+	case kmsg.JoinGroup: // with a member id the group does not know
 		r := kmsg.NewPtrJoinGroupRequest()
 		r.Group, r.MemberID, r.ProtocolType = group, "stranger", "consumer"
 		r.SessionTimeoutMillis, r.RebalanceTimeoutMillis = 10000, 10000
 		r.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0}}}
 		want("error", request[*kmsg.JoinGroupResponse](t, c, r, v).ErrorCode, unknownMember)
-	case 12: // Heartbeat
+	case kmsg.Heartbeat:
 		r := kmsg.NewPtrHeartbeatRequest()
 		r.Group, r.MemberID, r.Generation = group, "stranger", 1
 		want("error", request[*kmsg.HeartbeatResponse](t, c, r, v).ErrorCode, unknownMember)
-	case 13: // LeaveGroup: v0-2 answer at the top level, v3+ (batch leave, KIP-345) per member
+	case kmsg.LeaveGroup: // v0-2 answer at the top level, v3+ (batch leave, KIP-345) per member
 		r := kmsg.NewPtrLeaveGroupRequest()
 		r.Group, r.MemberID = group, "stranger"
 		r.Members = []kmsg.LeaveGroupRequestMember{{MemberID: "stranger"}}
@@ -101,12 +101,12 @@ func groupSweep(t *testing.T, c *wire.Conn, key, v int16, name string) bool {
 			want("error", resp.ErrorCode, 0)
 			want("member error", resp.Members[0].ErrorCode, unknownMember)
 		}
-	case 14: // SyncGroup
+	case kmsg.SyncGroup:
 		r := kmsg.NewPtrSyncGroupRequest()
 		r.Group, r.MemberID, r.Generation = group, "stranger", 1
 		r.ProtocolType, r.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
 		want("error", request[*kmsg.SyncGroupResponse](t, c, r, v).ErrorCode, unknownMember)
-	case 15: // DescribeGroups
+	case kmsg.DescribeGroups:
 		r := kmsg.NewPtrDescribeGroupsRequest()
 		r.Groups = []string{group}
 		g := request[*kmsg.DescribeGroupsResponse](t, c, r, v).Groups[0]
@@ -114,7 +114,7 @@ func groupSweep(t *testing.T, c *wire.Conn, key, v int16, name string) bool {
 		if g.Group != group || g.State != "Empty" || len(g.Members) != 0 {
 			t.Fatalf("%s: %+v, want %s Empty with no members", name, g, group)
 		}
-	case 16: // ListGroups
+	case kmsg.ListGroups:
 		resp := request[*kmsg.ListGroupsResponse](t, c, kmsg.NewPtrListGroupsRequest(), v)
 		want("error", resp.ErrorCode, 0)
 		found := false
@@ -124,7 +124,7 @@ func groupSweep(t *testing.T, c *wire.Conn, key, v int16, name string) bool {
 		if !found {
 			t.Fatalf("%s: %s not listed in %+v", name, group, resp.Groups)
 		}
-	case 42: // DeleteGroups: the first version deletes it, the later ones find nothing
+	case kmsg.DeleteGroups: // the first version deletes it, the later ones find nothing
 		r := kmsg.NewPtrDeleteGroupsRequest()
 		r.Groups = []string{group}
 		code := int16(0)

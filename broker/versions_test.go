@@ -50,8 +50,8 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 	for _, k := range av.ApiKeys {
 		for v := k.MinVersion; v <= k.MaxVersion; v++ {
 			name := fmt.Sprintf("%s v%d", kmsg.NameForKey(k.ApiKey), v)
-			switch k.ApiKey {
-			case 0: // Produce: the batch is appended at the next offset.
+			switch kmsg.Key(k.ApiKey) {
+			case kmsg.Produce: // the batch is appended at the next offset.
 				r := kmsg.NewPtrProduceRequest()
 				r.Acks, r.TimeoutMillis = -1, 5000
 				r.Topics = []kmsg.ProduceRequestTopic{{Topic: "sweep", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: oneBatch}}}}
@@ -60,7 +60,7 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 					t.Fatalf("%s: %v base %d, want %d", name, kerr.ErrorForCode(p.ErrorCode), p.BaseOffset, next)
 				}
 				next++
-			case 1: // Fetch from 0: the first batch, the high watermark.
+			case kmsg.Fetch: // from 0: the first batch, the high watermark.
 				r := kmsg.NewPtrFetchRequest()
 				r.MaxWaitMillis, r.MinBytes, r.MaxBytes, r.SessionEpoch = 100, 1, 1<<20, -1
 				r.Topics = []kmsg.FetchRequestTopic{{Topic: "sweep", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 0, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: -1}}}}
@@ -69,7 +69,7 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 				if resp.ErrorCode != 0 || resp.SessionID != 0 || p.ErrorCode != 0 || p.HighWatermark != next || len(p.RecordBatches) < len(oneBatch) {
 					t.Fatalf("%s: %v/%v hwm %d bytes %d", name, kerr.ErrorForCode(resp.ErrorCode), kerr.ErrorForCode(p.ErrorCode), p.HighWatermark, len(p.RecordBatches))
 				}
-			case 2: // ListOffsets: latest; from v1 also a timestamp lookup.
+			case kmsg.ListOffsets: // latest; from v1 also a timestamp lookup.
 				r := kmsg.NewPtrListOffsetsRequest()
 				r.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: "sweep", Partitions: []kmsg.ListOffsetsRequestTopicPartition{
 					{Partition: 0, Timestamp: -1, MaxNumOffsets: 1, CurrentLeaderEpoch: -1},
@@ -83,7 +83,7 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 				if ps[0].ErrorCode != 0 || latest != next || ps[1].ErrorCode != 0 || byTime != 2 {
 					t.Fatalf("%s: latest %d (want %d), at t0+1.5s %d (want 2): %v", name, latest, next, byTime, kerr.ErrorForCode(ps[1].ErrorCode))
 				}
-			case 3: // Metadata
+			case kmsg.Metadata:
 				r := kmsg.NewPtrMetadataRequest()
 				r.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("sweep")}}
 				m := request[*kmsg.MetadataResponse](t, c, r, v)
@@ -93,26 +93,26 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 				if v >= 1 && m.ControllerID != 1 {
 					t.Fatalf("%s: controller %d", name, m.ControllerID)
 				}
-			case 18: // ApiVersions
+			case kmsg.ApiVersions:
 				r := kmsg.NewPtrApiVersionsRequest()
 				r.ClientSoftwareName, r.ClientSoftwareVersion = "sweep", "1.0"
 				if resp := request[*kmsg.ApiVersionsResponse](t, c, r, v); resp.ErrorCode != 0 || len(resp.ApiKeys) != len(av.ApiKeys) {
 					t.Fatalf("%s: %+v", name, resp)
 				}
-			case 68: // ConsumerGroupHeartbeat (KIP-848): refused, as by a ZooKeeper-mode Kafka
+			case kmsg.ConsumerGroupHeartbeat: // KIP-848: refused, as by a ZooKeeper-mode Kafka
 				r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 				r.Group, r.RebalanceTimeoutMillis = "sweep-848", 30000
 				if resp := request[*kmsg.ConsumerGroupHeartbeatResponse](t, c, r, v); resp.ErrorCode != kerr.UnsupportedVersion.Code {
 					t.Fatalf("%s: error %d, want UNSUPPORTED_VERSION", name, resp.ErrorCode)
 				}
-			case 69: // ConsumerGroupDescribe (KIP-848): every group refused
+			case kmsg.ConsumerGroupDescribe: // KIP-848: every group refused
 				r := kmsg.NewPtrConsumerGroupDescribeRequest()
 				r.Groups = []string{"sweep-848", "sweep-g"}
 				resp := request[*kmsg.ConsumerGroupDescribeResponse](t, c, r, v)
 				if len(resp.Groups) != 2 || resp.Groups[0].ErrorCode != kerr.UnsupportedVersion.Code || resp.Groups[1].Group != "sweep-g" || resp.Groups[1].ErrorCode != kerr.UnsupportedVersion.Code {
 					t.Fatalf("%s: %+v", name, resp.Groups)
 				}
-			case 19, 20, 37: // CreateTopics, then CreatePartitions, then DeleteTopics, at version v each
+			case kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.CreatePartitions: // create, add partitions, then delete, at version v each
 				if k.ApiKey != 19 {
 					continue // exercised below with the topic CreateTopics made
 				}

@@ -190,7 +190,7 @@ func fixedReq(r kmsg.Request) func(*state) kmsg.Request {
 	return func(*state) kmsg.Request { return r }
 }
 
-// versionsOf lists the versions of key both brokers advertise, lowest first.
+// of lists the versions of key both brokers advertise, lowest first.
 func (v versions) of(key kmsg.Key) []int16 {
 	lo, ok := v.min[key.Int16()]
 	if !ok {

@@ -221,7 +221,7 @@ type joinResult struct {
 	snapshot   map[string]int32 // the leader's partition counts
 }
 
-// buildJoin builds the JoinGroup request (AbstractCoordinator.sendJoinGroupRequest with
+// buildJoinLocked builds the JoinGroup request (AbstractCoordinator.sendJoinGroupRequest with
 // ConsumerCoordinator.metadata: one protocol per assignor, each with a v3 subscription carrying the
 // owned partitions and generation). Caller holds c.mu.
 func (c *Consumer) buildJoinLocked() *kmsg.JoinGroupRequest {

@@ -384,7 +384,7 @@ func (r *kcatRunner) stderrText() string {
 	return r.stderr.String()
 }
 
-// describedAssignment is DescribeGroups' view: state, protocol, and member id -> (client id,
+// describedMember is DescribeGroups' view: state, protocol, and member id -> (client id,
 // partitions of the topic, decoded from the member's consumer-protocol assignment).
 type describedMember struct {
 	clientID string

@@ -253,7 +253,7 @@ func totalFig(eras []string, name string, c cmp, want int64) Relation {
 		}}
 }
 
-// ownedOnceBySurvivors: every partition ends owned by exactly one live member.
+// ownedOnce: every partition ends owned by exactly one live member.
 func ownedOnce(eras []string) Relation {
 	return Relation{Eras: eras, Text: "end: every partition owned by exactly one live member",
 		check: func(x checkCtx) (bool, string, bool) {

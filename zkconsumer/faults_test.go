@@ -312,13 +312,12 @@ func TestOwnerConflictMaxRetriesOneReportsError(t *testing.T) {
 	if n := c2.count(m2, timeline.Error, func(r timeline.Record) bool { return strings.Contains(r.Text, "can't rebalance after 1 retries") }); n != 1 {
 		t.Fatalf("c2 error records = %d, want 1", n)
 	}
-	// Nothing happens until the group changes: c2 stays without partitions (observed for four
-	// backoffs — a retry, if any, would have run by then). The pause is the observation window of
-	// this absence, not a synchronisation: the error above is reported after syncedRebalance's last
-	// attempt and backoff, so no retry of that rebalance is in flight; what the window shows is that
-	// nothing schedules another one on a timer.
+	// Nothing happens until the group changes: c2 stays without partitions. The error above is
+	// reported after syncedRebalance's last attempt and back-off, so no retry of that rebalance is in
+	// flight, and the core arms no timer once it gives up (TestRebalanceCoreGivesUpAfterMaxRetries:
+	// its last effect is effFinished). The barrier below is the next change of the group (c3 leaves):
+	// from here until that change's rebalance settles, c2 begins exactly one rebalance — its own.
 	idle := len(c2.rec.Records())
-	time.Sleep(4 * 200 * time.Millisecond)
 	if got := c2.Owned(); len(got) != 0 {
 		t.Fatalf("c2 owns %v after its failed rebalance", got)
 	}

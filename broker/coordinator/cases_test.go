@@ -549,7 +549,7 @@ func coopRound(t *testing.T, h *harness, bal kgo.GroupBalancer, o func(*coopMemb
 	return revoked
 }
 
-// checkCoverage: every partition is owned by exactly one member, each owning perPart.
+// checkCoverage: every partition is owned by exactly one member, each owning perMember.
 func checkCoverage(t *testing.T, label string, ms []*coopMember, parts, perMember int) {
 	t.Helper()
 	owner := map[int32]string{}
