@@ -27,7 +27,7 @@ func TestFIDTopicRecreateOneBroker(t *testing.T)    { fidTopicRecreate(t, 1) }
 func TestFIDTopicRecreateThreeBrokers(t *testing.T) { fidTopicRecreate(t, 3) }
 
 const (
-	fidRecreateRounds     = 20
+	fidRecreateRounds     = 20 // deletions and re-creations, after the first creation
 	fidRecreatePartitions = 32
 )
 
@@ -50,7 +50,7 @@ func fidTopicRecreate(t *testing.T, brokers int) {
 	defer cancel()
 
 	const topic = "recreated"
-	for round := 0; round < fidRecreateRounds; round++ {
+	for round := 0; round <= fidRecreateRounds; round++ {
 		if round > 0 {
 			resp, err := adm.DeleteTopics(ctx, topic)
 			if err != nil {
