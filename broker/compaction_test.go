@@ -31,8 +31,8 @@ type keyed struct {
 	null   bool
 }
 
-// produceKeyed writes recs with franz-go's producer (8 KiB batches, its default snappy compression)
-// and returns the offset each got.
+// produceKeyed writes recs with franz-go's producer (8 KiB batches, its default snappy compression);
+// each record's Offset is then the one the broker acknowledged.
 func produceKeyed(ctx context.Context, t *testing.T, addr, topic string, recs []*kgo.Record) {
 	t.Helper()
 	prod, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(8<<10),
@@ -95,10 +95,12 @@ func consumeFromStart(ctx context.Context, t *testing.T, addr, topic string) []*
 
 // TestCompactionEndToEnd is the must-show through the broker: 100,000 writes to 100 keys from a
 // franz-go producer on a topic with cleanup.policy=compact (the broker default) and 32 KiB segments;
-// once the broker's cleaner has run, a franz-go consumer reading from the start holds the last value
-// of every key at the offset the producer was told, far fewer records than were written; the
+// once the broker's cleaner has run, a franz-go consumer reading from the start (offset 0, cleaned
+// away: the fetch answers the next batch) holds the last value of every key at the offset the
+// producer was told, far fewer records than were written; the
 // tombstoned keys k0-k9 are absent once delete.retention.ms (1 s) has passed and later writes made
-// the log dirty enough for another pass. A record without a key is refused with INVALID_RECORD.
+// the log dirty enough for another pass. ListOffsets earliest stays 0. A record without a key is
+// refused with INVALID_RECORD.
 func TestCompactionEndToEnd(t *testing.T) {
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, compactionProps)
@@ -133,8 +135,7 @@ func TestCompactionEndToEnd(t *testing.T) {
 	}
 
 	// A keyless record on a compacted topic (LogValidator.validateKey).
-	noKey := kgo.NewClient
-	cl, err := noKey(kgo.SeedBrokers(tb.addr()), kgo.DefaultProduceTopic(topic), kgo.RecordRetries(0))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tb.addr()), kgo.DefaultProduceTopic(topic), kgo.RecordRetries(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,6 +177,17 @@ func TestCompactionEndToEnd(t *testing.T) {
 		return len(got) < writes/10
 	})
 	t.Logf("after cleaning: %d of %d records", len(got), writes)
+	// Compaction never moves the log start offset: ListOffsets earliest still answers 0.
+	starts, err := kadm.NewClient(admin).ListStartOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := starts.Lookup(topic, 0); s.Err != nil || s.Offset != 0 {
+		t.Fatalf("ListOffsets earliest after cleaning: %d, %v; want 0", s.Offset, s.Err)
+	}
+	if got[0].Offset == 0 {
+		t.Fatalf("offset 0 survived cleaning; the consumer's first read did not start at a cleaned-away offset")
+	}
 
 	// Tombstones go after delete.retention.ms, at a pass that more writes bring about.
 	round := 0

@@ -7,10 +7,13 @@ import (
 	"math"
 	"math/rand"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/recordbatch"
 )
 
@@ -265,8 +268,8 @@ func TestCompaction100kWrites(t *testing.T) {
 	// Recovery keeps the cleaned log as it is.
 	mustClose(t, l)
 	l = mustOpen(t, "/d", cfg)
-	if r := l.Recovery(); r.TruncatedBytes != 0 || r.DeletedSegments != 0 || r.Problem != "" {
-		t.Fatalf("reopening the cleaned log: %+v", r)
+	if r := l.Recovery(); r.TruncatedBytes != 0 || r.DeletedSegments != 0 || r.Problem != "" || r.RebuiltIndexes != 0 {
+		t.Fatalf("reopening the cleaned log: %+v (the cleaned segments' indexes must be the ones recovery builds)", r)
 	}
 	if got := consume(t, l); fmt.Sprint(got) != fmt.Sprint(final) {
 		t.Fatalf("reopened log reads %d records, before %d, or different ones", len(got), len(final))
@@ -530,4 +533,42 @@ func TestCheckKeys(t *testing.T) {
 	if ok, err = CheckKeys(zb); ok || err != nil {
 		t.Fatalf("keyless record in a zstd batch: %v, %v; want false", ok, err)
 	}
+}
+
+// TestCleanerRunBackoffAndStop: Run cleans a dirty log unasked, passes again at
+// once after a pass that cleaned, then waits log.cleaner.backoff.ms (an hour
+// here: no third pass) and returns when its context ends, aborting nothing.
+func TestCleanerRunBackoffAndStop(t *testing.T) {
+	clock := newClock(1_000_000)
+	l := mustOpen(t, "/r", Config{FS: newMemFS(), Now: clock.now, SegmentBytes: 1024, CleanupPolicy: "compact"})
+	defer mustClose(t, l)
+	w := newWriter(t, l, clock)
+	for i := 0; i < 100; i++ {
+		w.write(kv{[]byte("k"), []byte(fmt.Sprint(i))})
+	}
+	var mu sync.Mutex
+	passes := 0
+	c := NewCleaner(CleanerConfig{BackoffMs: 3_600_000, Logs: func() []*Log {
+		mu.Lock()
+		passes++
+		mu.Unlock()
+		return []*Log{l}
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Run(ctx)
+	}()
+	count := func() int { mu.Lock(); defer mu.Unlock(); return passes }
+	testutil.WaitFor(t, 10*time.Second, "two passes", func() bool { return count() >= 2 })
+	cancel()
+	<-done
+	if n := count(); n != 2 {
+		t.Fatalf("%d passes; want 2 (one that cleaned, one that found nothing, then the back-off)", n)
+	}
+	if tc, ok := l.cleanable(); ok || tc.cleanableBytes != 0 {
+		t.Fatalf("after Run: %d cleanable bytes", tc.cleanableBytes)
+	}
+	w.check(consume(t, l))
 }
