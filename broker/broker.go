@@ -530,7 +530,7 @@ func (b *Broker) retentionLoop() {
 		}
 		b.partsMu.RUnlock()
 		for _, p := range parts {
-			if p.log.Compacted() && b.cleaner != nil {
+			if p.log.Compacted() {
 				continue // the cleaner's passes apply compact,delete retention (LogManager.cleanupLogs)
 			}
 			if err := p.enforceRetention(); err != nil {

@@ -5,7 +5,8 @@
 //
 // It follows kafka.log.Log / UnifiedLog (append, roll, retention, recovery),
 // kafka.log.LogSegment, kafka.log.OffsetIndex, kafka.server.epoch.LeaderEpochFileCache
-// and kafka.log.LogConfig's defaults. All file access goes through FS, so tests
+// and kafka.log.LogConfig's defaults; Cleaner (cleaner.go) compacts logs with
+// cleanup.policy=compact as kafka.log.LogCleaner does. All file access goes through FS, so tests
 // can simulate a crash that drops everything not fsynced.
 //
 // Differences from Kafka, on purpose: every Open checks every batch of every
