@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/broker/storage"
 	"github.com/rebalancelab/rebalancelab/recordbatch"
 )
 
@@ -117,6 +118,14 @@ func (b *Broker) produceOne(topic string, p int32, records []byte, rp *kmsg.Prod
 	}
 	if maxBatch > int(b.cfg.MessageMaxBytes) {
 		return kerr.MessageTooLarge.Code, fmt.Sprintf("batch of %d bytes is larger than message.max.bytes=%d", maxBatch, b.cfg.MessageMaxBytes)
+	}
+	if part.log.Compacted() {
+		// LogValidator.validateKey: every record of a compacted topic needs a key.
+		if ok, err := storage.CheckKeys(records); err != nil {
+			return kerr.CorruptMessage.Code, err.Error()
+		} else if !ok {
+			return kerr.InvalidRecord.Code, fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d.", topic, p)
+		}
 	}
 	base, err := part.append(records)
 	if err != nil {

@@ -113,6 +113,7 @@ type Broker struct {
 	onLeader atomic.Pointer[LeadershipFunc]
 	coord    *groups // the group coordinator; nil only in tests built with newBroker
 	metrics  *metrics
+	cleaner  *storage.Cleaner // log compaction; nil with log.cleaner.enable=false
 
 	closeOnce sync.Once
 	closeErr  error
@@ -189,6 +190,9 @@ func Start(ctx context.Context, cfg Config, log *logrus.Entry, opts ...Option) (
 	b.wg.Add(2)
 	go b.acceptLoop()
 	go b.retentionLoop()
+	if cfg.LogCleanerEnable {
+		b.startCleaner()
+	}
 	b.log.WithFields(logrus.Fields{"listen": b.addr, "advertised": fmt.Sprintf("%s:%d", b.host, b.port), "zookeeper": cfg.ZooKeeperConnect}).Info("listening; connecting to ZooKeeper")
 
 	if err := b.waitRegistered(ctx); err != nil {
@@ -526,9 +530,40 @@ func (b *Broker) retentionLoop() {
 		}
 		b.partsMu.RUnlock()
 		for _, p := range parts {
+			if p.log.Compacted() {
+				continue // the cleaner's passes apply compact,delete retention (LogManager.cleanupLogs)
+			}
 			if err := p.enforceRetention(); err != nil {
 				b.log.WithFields(logrus.Fields{"topic": p.topic, "partition": p.id}).WithError(err).Warn("retention failed")
 			}
 		}
 	}
+}
+
+// startCleaner starts the log cleaner (kafka.log.LogCleaner, one thread) on a goroutine that Close
+// stops (b.ctx) and waits for; a pass in progress is aborted and leaves its log as it was.
+func (b *Broker) startCleaner() {
+	b.cleaner = storage.NewCleaner(storage.CleanerConfig{
+		BackoffMs:        b.cfg.LogCleanerBackoffMs,
+		DedupeBufferSize: b.cfg.LogCleanerDedupeBufferSize,
+		Logs: func() []*storage.Log {
+			b.partsMu.RLock()
+			defer b.partsMu.RUnlock()
+			logs := make([]*storage.Log, 0, len(b.parts))
+			for _, p := range b.parts {
+				if p.log.Compacted() {
+					logs = append(logs, p.log)
+				}
+			}
+			return logs
+		},
+		OnError: func(l *storage.Log, err error) {
+			b.log.WithError(err).Warn("log cleaning failed; the log is not cleaned again until the broker restarts")
+		},
+	})
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.cleaner.Run(b.ctx)
+	}()
 }

@@ -86,6 +86,28 @@ type Config struct {
 	// LogIndexIntervalBytes [log.index.interval.bytes]: default 4096.
 	LogIndexIntervalBytes int32
 
+	// LogCleanupPolicy [log.cleanup.policy]: every topic's cleanup.policy, "delete" (default),
+	// "compact" or "compact,delete". Records without a key are refused on a compacted topic.
+	LogCleanupPolicy string
+	// LogCleanerEnable [log.cleaner.enable]: run the log cleaner (storage.Cleaner). Default true.
+	LogCleanerEnable bool
+	// LogCleanerBackoffMs [log.cleaner.backoff.ms]: the cleaner's pause when no log needs cleaning.
+	// Default 15000.
+	LogCleanerBackoffMs int64
+	// LogCleanerDedupeBufferSize [log.cleaner.dedupe.buffer.size]: bytes of the cleaner's offset map.
+	// Default 134217728.
+	LogCleanerDedupeBufferSize int64
+	// LogCleanerDeleteRetentionMs [log.cleaner.delete.retention.ms]: every topic's delete.retention.ms.
+	// Default 86400000.
+	LogCleanerDeleteRetentionMs int64
+	// LogCleanerMinCleanableRatio [log.cleaner.min.cleanable.ratio]: every topic's
+	// min.cleanable.dirty.ratio. Default 0.5.
+	LogCleanerMinCleanableRatio float64
+	// LogCleanerMinCompactionLagMs [log.cleaner.min.compaction.lag.ms]: default 0.
+	LogCleanerMinCompactionLagMs int64
+	// LogCleanerMaxCompactionLagMs [log.cleaner.max.compaction.lag.ms]: default math.MaxInt64.
+	LogCleanerMaxCompactionLagMs int64
+
 	// Group coordinator settings (kafka.coordinator.group.GroupConfig / OffsetConfig); the broker only
 	// carries them for the coordinator plugged in with SetGroupHandler.
 
@@ -164,6 +186,14 @@ func DefaultConfig() Config {
 		LogRetentionCheckIntervalMs:     defaultLogRetentionCheckMs,
 		LogFlushIntervalMessages:        storage.DefaultFlushIntervalMessages,
 		LogIndexIntervalBytes:           storage.DefaultIndexIntervalBytes,
+		LogCleanupPolicy:                storage.DefaultCleanupPolicy,
+		LogCleanerEnable:                true,
+		LogCleanerBackoffMs:             storage.DefaultCleanerBackoffMs,
+		LogCleanerDedupeBufferSize:      storage.DefaultDedupeBufferSize,
+		LogCleanerDeleteRetentionMs:     storage.DefaultDeleteRetentionMs,
+		LogCleanerMinCleanableRatio:     storage.DefaultMinCleanableRatio,
+		LogCleanerMinCompactionLagMs:    storage.DefaultMinCompactionLagMs,
+		LogCleanerMaxCompactionLagMs:    storage.DefaultMaxCompactionLagMs,
 		GroupMinSessionTimeoutMs:        defaultGroupMinSessionTimeoutMs,
 		GroupMaxSessionTimeoutMs:        defaultGroupMaxSessionTimeoutMs,
 		GroupInitialRebalanceDelayMs:    defaultGroupInitialDelayMs,
@@ -226,6 +256,38 @@ func boolProp(dst func(*Config) *bool) property {
 	}
 }
 
+// ratioProp is a DOUBLE key in [0, 1] (ConfigDef.Range.between(0, 1)).
+func ratioProp(key string, dst func(*Config) *float64) property {
+	return func(c *Config, v string) error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return fmt.Errorf("Invalid value %s for configuration %s: Not a number of type DOUBLE", v, key)
+		}
+		if f < 0 || f > 1 {
+			return fmt.Errorf("Invalid value %s for configuration %s: Value must be in [0, 1]", v, key)
+		}
+		*dst(c) = f
+		return nil
+	}
+}
+
+// policyProp is log.cleanup.policy: a LIST of delete and compact
+// (ConfigDef.ValidList.in("compact", "delete")).
+func policyProp(dst func(*Config) *string) property {
+	return func(c *Config, v string) error {
+		var parts []string
+		for _, p := range strings.Split(v, ",") {
+			p = strings.TrimSpace(p)
+			if p != "compact" && p != "delete" {
+				return fmt.Errorf("Invalid value %s for configuration log.cleanup.policy: String must be one of: compact, delete", p)
+			}
+			parts = append(parts, p)
+		}
+		*dst(c) = strings.Join(parts, ",")
+		return nil
+	}
+}
+
 func stringProp(dst func(*Config) *string) property {
 	return func(c *Config, v string) error { *dst(c) = strings.TrimSpace(v); return nil }
 }
@@ -265,6 +327,14 @@ var properties = map[string]property{
 	"log.retention.check.interval.ms":     longProp("log.retention.check.interval.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.LogRetentionCheckIntervalMs }),
 	"log.flush.interval.messages":         longProp("log.flush.interval.messages", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.LogFlushIntervalMessages }),
 	"log.index.interval.bytes":            intProp("log.index.interval.bytes", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.LogIndexIntervalBytes }),
+	"log.cleanup.policy":                  policyProp(func(c *Config) *string { return &c.LogCleanupPolicy }),
+	"log.cleaner.enable":                  boolProp(func(c *Config) *bool { return &c.LogCleanerEnable }),
+	"log.cleaner.backoff.ms":              longProp("log.cleaner.backoff.ms", kconfig.AtLeast(0), func(c *Config) *int64 { return &c.LogCleanerBackoffMs }),
+	"log.cleaner.dedupe.buffer.size":      longProp("log.cleaner.dedupe.buffer.size", kconfig.AtLeast(0), func(c *Config) *int64 { return &c.LogCleanerDedupeBufferSize }),
+	"log.cleaner.delete.retention.ms":     longProp("log.cleaner.delete.retention.ms", kconfig.AtLeast(0), func(c *Config) *int64 { return &c.LogCleanerDeleteRetentionMs }),
+	"log.cleaner.min.cleanable.ratio":     ratioProp("log.cleaner.min.cleanable.ratio", func(c *Config) *float64 { return &c.LogCleanerMinCleanableRatio }),
+	"log.cleaner.min.compaction.lag.ms":   longProp("log.cleaner.min.compaction.lag.ms", kconfig.AtLeast(0), func(c *Config) *int64 { return &c.LogCleanerMinCompactionLagMs }),
+	"log.cleaner.max.compaction.lag.ms":   longProp("log.cleaner.max.compaction.lag.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.LogCleanerMaxCompactionLagMs }),
 	"group.min.session.timeout.ms":        intProp("group.min.session.timeout.ms", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.GroupMinSessionTimeoutMs }),
 	"group.max.session.timeout.ms":        intProp("group.max.session.timeout.ms", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.GroupMaxSessionTimeoutMs }),
 	"group.initial.rebalance.delay.ms":    intProp("group.initial.rebalance.delay.ms", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.GroupInitialRebalanceDelayMs }),
@@ -419,13 +489,25 @@ func zkServers(connect string) ([]string, string, error) {
 // __consumer_offsets uses offsets.topic.segment.bytes as Kafka's GroupMetadataManager does).
 func (c Config) storageConfig(topic string, leaderEpoch int32) storage.Config {
 	sc := storage.Config{
-		SegmentBytes:          c.LogSegmentBytes,
-		SegmentMs:             c.LogRollMs,
-		RetentionBytes:        c.LogRetentionBytes,
-		RetentionMs:           c.LogRetentionMs,
-		FlushIntervalMessages: c.LogFlushIntervalMessages,
-		IndexIntervalBytes:    c.LogIndexIntervalBytes,
-		LeaderEpoch:           max(leaderEpoch, 0),
+		SegmentBytes:           c.LogSegmentBytes,
+		SegmentMs:              c.LogRollMs,
+		RetentionBytes:         c.LogRetentionBytes,
+		RetentionMs:            c.LogRetentionMs,
+		FlushIntervalMessages:  c.LogFlushIntervalMessages,
+		IndexIntervalBytes:     c.LogIndexIntervalBytes,
+		LeaderEpoch:            max(leaderEpoch, 0),
+		CleanupPolicy:          c.LogCleanupPolicy,
+		DeleteRetentionMs:      c.LogCleanerDeleteRetentionMs,
+		MinCleanableDirtyRatio: c.LogCleanerMinCleanableRatio,
+		MinCompactionLagMs:     c.LogCleanerMinCompactionLagMs,
+		MaxCompactionLagMs:     c.LogCleanerMaxCompactionLagMs,
+	}
+	// Zero means "default" to storage; Kafka's 0 means at once / always.
+	if sc.DeleteRetentionMs == 0 {
+		sc.DeleteRetentionMs = 1
+	}
+	if sc.MinCleanableDirtyRatio == 0 {
+		sc.MinCleanableDirtyRatio = math.SmallestNonzeroFloat64
 	}
 	if topic == OffsetsTopic {
 		sc.SegmentBytes = c.OffsetsTopicSegmentBytes

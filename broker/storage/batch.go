@@ -51,8 +51,11 @@ type batchInfo struct {
 
 // parseBatch validates the v2 RecordBatch at the start of b (more bytes may
 // follow) the way Kafka's DefaultRecordBatch.ensureValid and LogValidator.validateBatch
-// do for a client batch. Errors wrap ErrCorruptRecord.
-func parseBatch(b []byte) (batchInfo, error) {
+// do for a client batch. A stored batch (stored=true, read back from a segment)
+// may hold fewer records than its offset range, down to none: the Cleaner keeps
+// a rewritten batch's base and last offsets (MemoryRecords.filterTo). Errors
+// wrap ErrCorruptRecord.
+func parseBatch(b []byte, stored bool) (batchInfo, error) {
 	rb, err := recordbatch.Read(b)
 	if err != nil {
 		return batchInfo{}, fmt.Errorf("%w: %v", ErrCorruptRecord, err)
@@ -61,7 +64,11 @@ func parseBatch(b []byte) (batchInfo, error) {
 		return batchInfo{}, fmt.Errorf("%w: unknown compression codec %d", ErrCorruptRecord, codec)
 	}
 	// LogValidator.validateBatch: offsets and count must agree.
-	if rb.LastOffsetDelta < 0 || rb.NumRecords <= 0 || int64(rb.NumRecords) != int64(rb.LastOffsetDelta)+1 {
+	if stored {
+		if rb.LastOffsetDelta < 0 || rb.NumRecords < 0 || int64(rb.NumRecords) > int64(rb.LastOffsetDelta)+1 {
+			return batchInfo{}, fmt.Errorf("%w: %d records but last offset delta %d", ErrCorruptRecord, rb.NumRecords, rb.LastOffsetDelta)
+		}
+	} else if rb.LastOffsetDelta < 0 || rb.NumRecords <= 0 || int64(rb.NumRecords) != int64(rb.LastOffsetDelta)+1 {
 		return batchInfo{}, fmt.Errorf("%w: %d records but last offset delta %d", ErrCorruptRecord, rb.NumRecords, rb.LastOffsetDelta)
 	}
 	// Uncompressed records are framed one by one, as DefaultRecord.readFrom does.
@@ -89,7 +96,7 @@ func splitBatches(records []byte) ([]batchInfo, error) {
 	}
 	var out []batchInfo
 	for pos := 0; pos < len(records); {
-		info, err := parseBatch(records[pos:])
+		info, err := parseBatch(records[pos:], false)
 		if err != nil {
 			return nil, fmt.Errorf("batch %d at byte %d: %w", len(out), pos, err)
 		}

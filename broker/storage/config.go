@@ -3,6 +3,7 @@ package storage
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -15,6 +16,11 @@ const (
 	DefaultRetentionMs           = 7 * 24 * 60 * 60 * 1000 // log.retention.ms (log.retention.hours=168): 7 days
 	DefaultFlushIntervalMessages = math.MaxInt64           // log.flush.interval.messages: leave flushing to the OS
 	DefaultIndexIntervalBytes    = 4096                    // log.index.interval.bytes
+	DefaultCleanupPolicy         = "delete"                // log.cleanup.policy
+	DefaultDeleteRetentionMs     = 24 * 60 * 60 * 1000     // log.cleaner.delete.retention.ms: 1 day
+	DefaultMinCleanableRatio     = 0.5                     // log.cleaner.min.cleanable.ratio
+	DefaultMinCompactionLagMs    = 0                       // log.cleaner.min.compaction.lag.ms
+	DefaultMaxCompactionLagMs    = math.MaxInt64           // log.cleaner.max.compaction.lag.ms
 )
 
 // Config configures one partition log. A zero field means Kafka's default.
@@ -49,6 +55,25 @@ type Config struct {
 	// The log uses max(LeaderEpoch, latest epoch on disk); see SetLeaderEpoch.
 	// Default 0, Kafka's first epoch.
 	LeaderEpoch int32
+	// CleanupPolicy [cleanup.policy]: "delete" (the default: retention deletes old
+	// segments), "compact" (the Cleaner keeps the latest record per key; retention
+	// deletes nothing) or both, "compact,delete" in either order (Kafka's list).
+	CleanupPolicy string
+	// DeleteRetentionMs [delete.retention.ms]: how long a tombstone (a record with a
+	// null value) survives compaction after the clean that first saw it (KIP-534's
+	// delete horizon), ms. Default 1 day. Zero means the default; use 1.
+	DeleteRetentionMs int64
+	// MinCleanableDirtyRatio [min.cleanable.dirty.ratio]: the Cleaner picks a log
+	// only when dirty bytes / (clean + dirty bytes) exceeds this. Default 0.5; in
+	// (0, 1]. Zero means the default; use a tiny positive value for "always".
+	MinCleanableDirtyRatio float64
+	// MinCompactionLagMs [min.compaction.lag.ms]: a segment whose largest record
+	// timestamp is less than this many ms before Now is not cleaned yet. Default 0.
+	MinCompactionLagMs int64
+	// MaxCompactionLagMs [max.compaction.lag.ms]: a log whose oldest dirty segment
+	// starts more than this many ms before Now is cleaned whatever its dirty
+	// ratio. Default math.MaxInt64 (never forced). Zero means the default.
+	MaxCompactionLagMs int64
 	// FS is the file system; default OS.
 	FS FS
 	// Now is the clock for time-based roll and retention; default time.Now.
@@ -76,6 +101,18 @@ func (c Config) withDefaults() (Config, error) {
 	if c.IndexIntervalBytes == 0 {
 		c.IndexIntervalBytes = DefaultIndexIntervalBytes
 	}
+	if c.CleanupPolicy == "" {
+		c.CleanupPolicy = DefaultCleanupPolicy
+	}
+	if c.DeleteRetentionMs == 0 {
+		c.DeleteRetentionMs = DefaultDeleteRetentionMs
+	}
+	if c.MinCleanableDirtyRatio == 0 {
+		c.MinCleanableDirtyRatio = DefaultMinCleanableRatio
+	}
+	if c.MaxCompactionLagMs == 0 {
+		c.MaxCompactionLagMs = DefaultMaxCompactionLagMs
+	}
 	if c.FS == nil {
 		c.FS = OS
 	}
@@ -95,8 +132,44 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("storage: log.flush.interval.messages %d: must be at least 1", c.FlushIntervalMessages)
 	case c.IndexIntervalBytes < 0:
 		return c, fmt.Errorf("storage: log.index.interval.bytes %d: must not be negative", c.IndexIntervalBytes)
+	case !validPolicy(c.CleanupPolicy):
+		return c, fmt.Errorf("storage: cleanup.policy %q: must be a list of delete and compact", c.CleanupPolicy)
+	case c.DeleteRetentionMs < 0:
+		return c, fmt.Errorf("storage: delete.retention.ms %d: must not be negative", c.DeleteRetentionMs)
+	case !(c.MinCleanableDirtyRatio > 0 && c.MinCleanableDirtyRatio <= 1):
+		return c, fmt.Errorf("storage: min.cleanable.dirty.ratio %v: must be in [0, 1]", c.MinCleanableDirtyRatio)
+	case c.MinCompactionLagMs < 0:
+		return c, fmt.Errorf("storage: min.compaction.lag.ms %d: must not be negative", c.MinCompactionLagMs)
+	case c.MaxCompactionLagMs < 1:
+		return c, fmt.Errorf("storage: max.compaction.lag.ms %d: must be at least 1", c.MaxCompactionLagMs)
 	case c.LeaderEpoch < 0:
 		return c, fmt.Errorf("storage: leader epoch %d: must not be negative", c.LeaderEpoch)
 	}
 	return c, nil
+}
+
+// Compact reports whether cleanup.policy includes compact (LogConfig.compact).
+func (c Config) Compact() bool { return hasPolicy(c.CleanupPolicy, "compact") }
+
+// Delete reports whether cleanup.policy includes delete (LogConfig.delete); an
+// empty policy is the default, delete.
+func (c Config) Delete() bool { return c.CleanupPolicy == "" || hasPolicy(c.CleanupPolicy, "delete") }
+
+func hasPolicy(list, p string) bool {
+	for _, v := range strings.Split(list, ",") {
+		if strings.TrimSpace(v) == p {
+			return true
+		}
+	}
+	return false
+}
+
+// validPolicy: a non-empty comma-separated list of delete and compact.
+func validPolicy(list string) bool {
+	for _, v := range strings.Split(list, ",") {
+		if v = strings.TrimSpace(v); v != "delete" && v != "compact" {
+			return false
+		}
+	}
+	return true
 }

@@ -5,7 +5,8 @@
 //
 // It follows kafka.log.Log / UnifiedLog (append, roll, retention, recovery),
 // kafka.log.LogSegment, kafka.log.OffsetIndex, kafka.server.epoch.LeaderEpochFileCache
-// and kafka.log.LogConfig's defaults. All file access goes through FS, so tests
+// and kafka.log.LogConfig's defaults; Cleaner (cleaner.go) compacts logs with
+// cleanup.policy=compact as kafka.log.LogCleaner does. All file access goes through FS, so tests
 // can simulate a crash that drops everything not fsynced.
 //
 // Differences from Kafka, on purpose: every Open checks every batch of every
@@ -56,6 +57,13 @@ type Log struct {
 	closed        bool
 	failed        error // a failed write/fsync that could not be undone: the log refuses further use
 	recovery      RecoveryStats
+
+	// cleanMu is held by a cleaning pass and by EnforceRetention (before mu), so
+	// that retention never removes a segment the Cleaner is rewriting.
+	cleanMu sync.Mutex
+	// firstDirty is the cleaner checkpoint (LogCleanerManager's
+	// cleaner-offset-checkpoint entry): offsets below it were cleaned. Under mu.
+	firstDirty int64
 }
 
 // Open opens (creating if needed) the log in dir and recovers it: every
@@ -87,6 +95,18 @@ func (l *Log) recover() error {
 	if err != nil {
 		return err
 	}
+	// A cleaning pass killed part-way (LogLoader.removeTempFilesAndCollectSwapFiles):
+	// .cleaned files were never swapped in and go; a .swap file was complete and
+	// replaces the segments it covers.
+	swapped, err := l.completeSwaps(names)
+	if err != nil {
+		return err
+	}
+	if swapped {
+		if names, err = fs.ReadDir(dir); err != nil {
+			return err
+		}
+	}
 	var bases []int64
 	logs := map[string]bool{}
 	for _, name := range names {
@@ -101,7 +121,7 @@ func (l *Log) recover() error {
 		stem, isIndex := strings.CutSuffix(name, indexSuffix)
 		// An index without its log is left by an interrupted deletion; a .tmp
 		// checkpoint by an interrupted write.
-		if (isIndex && !logs[stem]) || name == epochCheckpointName+".tmp" {
+		if (isIndex && !logs[stem]) || name == epochCheckpointName+".tmp" || name == cleanerCheckpointName+".tmp" {
 			if err := fs.Remove(filepath.Join(dir, name)); err != nil {
 				return err
 			}
@@ -122,9 +142,15 @@ func (l *Log) recover() error {
 	}
 
 	now := l.cfg.Now()
+	// Gaps between offsets are expected below the active segment of a log that
+	// is or was compacted; elsewhere they mean a corrupt base offset (outside
+	// the CRC).
+	compacted := l.cfg.Compact() || readCleanerCheckpoint(fs, dir) >= 0
 	cut := len(bases) // bases[cut:] are deleted
 	for i, base := range bases {
-		if i > 0 && base != l.segs[i-1].next {
+		// Compaction leaves gaps between segments, never overlaps; a log that was
+		// never compacted has none.
+		if i > 0 && (base < l.segs[i-1].next || !compacted && base != l.segs[i-1].next) {
 			l.recovery.Problem = fmt.Sprintf("segment %d: expected base offset %d", base, l.segs[i-1].next)
 			cut = i
 			break
@@ -135,7 +161,7 @@ func (l *Log) recover() error {
 		}
 		s.created, s.modified = now, now
 		l.segs = append(l.segs, s)
-		problem, err := l.recoverSegment(s, ev)
+		problem, err := l.recoverSegment(s, ev, compacted && i < len(bases)-1)
 		if err != nil {
 			return err
 		}
@@ -186,18 +212,22 @@ func (l *Log) recover() error {
 		l.epoch = l.epochs[n-1].epoch
 	}
 	l.recoveryPoint = leo
+	l.firstDirty = readCleanerCheckpoint(fs, dir)
 	return nil
 }
 
 // recoverSegment validates every batch of s (LogSegment.recover), cuts the file
 // at the first torn or invalid one (problem says why) and fixes the index.
-func (l *Log) recoverSegment(s *segment, ev *epochValidator) (problem, err error) {
+//
+// With gaps, batches may start past the previous batch's end (compaction
+// removed what lay between); without, offsets must be contiguous.
+func (l *Log) recoverSegment(s *segment, ev *epochValidator, gaps bool) (problem, err error) {
 	size, err := s.log.Size()
 	if err != nil {
 		return nil, err
 	}
 	check := func(pos int64, info batchInfo) error {
-		if info.baseOffset != s.next {
+		if info.baseOffset < s.next || !gaps && info.baseOffset != s.next {
 			return fmt.Errorf("base offset %d, expected %d", info.baseOffset, s.next)
 		}
 		last := info.baseOffset + int64(info.lastOffsetDelta)
@@ -472,7 +502,9 @@ func (l *Log) Read(offset int64, maxBytes int32) ([]byte, error) {
 		return nil, nil
 	}
 	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset }) - 1
-	for l.segs[i].next <= offset { // skip empty segments
+	// Skip segments with no batch at or after offset: empty ones, and those
+	// compaction left ending before it.
+	for l.segs[i].size == 0 || l.segs[i].next <= offset {
 		i++
 	}
 	s := l.segs[i]
@@ -498,6 +530,10 @@ func (l *Log) LogStartOffset() int64 {
 	defer l.mu.RUnlock()
 	return l.segs[0].base
 }
+
+// Compacted reports whether the log's cleanup.policy includes compact: the
+// Cleaner compacts it, and records without a key are refused by the broker.
+func (l *Log) Compacted() bool { return l.cfg.Compact() }
 
 // LeaderEpoch is the epoch stamped into appended batches.
 func (l *Log) LeaderEpoch() int32 {
@@ -557,11 +593,19 @@ func (l *Log) syncActive() error {
 // keeps it at least that large. LogStartOffset moves to the oldest remaining
 // segment. Errors: ErrClosed, an I/O error from Remove (segments before the
 // failing one are gone).
+//
+// With a cleanup.policy without delete (compact alone) it deletes nothing
+// (UnifiedLog.deleteOldSegments). It waits for a cleaning pass of this log to end.
 func (l *Log) EnforceRetention() error {
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.usable(); err != nil {
 		return err
+	}
+	if !l.cfg.Delete() {
+		return nil
 	}
 	n := 0 // segments to delete, from the oldest
 	if ms := l.cfg.RetentionMs; ms >= 0 {

@@ -29,7 +29,10 @@ type memFS struct {
 	writeHook func(name string, p []byte) (int, error)
 	// syncHook may fail a file Sync.
 	syncHook func(name string) error
-	syncs    map[string]int // successful Syncs by file name
+	// opHook may fail OpenFile, Remove, Rename and SyncDir ("open", "remove",
+	// "rename", "syncdir") before they take effect.
+	opHook func(op, name string) error
+	syncs  map[string]int // successful Syncs by file name
 }
 
 type memNode struct {
@@ -54,6 +57,11 @@ func pathErr(op, name string, err error) error { return &os.PathError{Op: op, Pa
 func (m *memFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.opHook != nil {
+		if err := m.opHook("open", name); err != nil {
+			return nil, err
+		}
+	}
 	if !m.dirs[filepath.Dir(name)] {
 		return nil, pathErr("open", name, iofs.ErrNotExist)
 	}
@@ -77,6 +85,11 @@ func (m *memFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) 
 func (m *memFS) Remove(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.opHook != nil {
+		if err := m.opHook("remove", name); err != nil {
+			return err
+		}
+	}
 	if m.live[name] == nil {
 		return pathErr("remove", name, iofs.ErrNotExist)
 	}
@@ -87,6 +100,11 @@ func (m *memFS) Remove(name string) error {
 func (m *memFS) Rename(a, b string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.opHook != nil {
+		if err := m.opHook("rename", a); err != nil {
+			return err
+		}
+	}
 	n := m.live[a]
 	if n == nil {
 		return pathErr("rename", a, iofs.ErrNotExist)
@@ -127,6 +145,11 @@ func (m *memFS) ReadDir(dir string) ([]string, error) {
 func (m *memFS) SyncDir(dir string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.opHook != nil {
+		if err := m.opHook("syncdir", dir); err != nil {
+			return err
+		}
+	}
 	dir = filepath.Clean(dir)
 	for name := range m.durable {
 		if filepath.Dir(name) == dir {

@@ -195,7 +195,7 @@ func (s *segment) scan(fileSize int64, check func(pos int64, info batchInfo) err
 		if _, err := io.ReadFull(r, buf[batchOverhead:]); err != nil {
 			return valid, nil, err
 		}
-		info, perr := parseBatch(buf)
+		info, perr := parseBatch(buf, true)
 		if perr == nil {
 			perr = check(valid, info)
 		}
