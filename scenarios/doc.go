@@ -13,7 +13,8 @@
 // its timeline through a timeline.Recorder into the era's collector; the runner adds member_start,
 // member_stop, trigger and fault records. When the script ends, the producer stops, the members deliver
 // everything produced, a "shutdown" trigger is recorded and the members stop gracefully; the figures
-// (Compute) cover the timeline up to that trigger, the file keeps it all. Each scenario's Relations — the
+// (Compute, figures.go: a replay of the records, which follow docs/design.md "What the members must emit")
+// cover the timeline up to that trigger, the file keeps it all. Each scenario's Relations — the
 // expected relations between figures per era — are then checked and reported; the zk era's figures are
 // cross-checked against the ZooKeeper server's four-letter words (ZKCrosscheck).
 //

@@ -14,7 +14,8 @@ type FigureDef struct {
 	Unit       string // "ms", "count" or "members"
 	Definition string // what it counts, as docs/design.md's figure table says (markdown)
 	// Counted says the figure is a count of records (count gives what one record adds); the others come
-	// from replaying the records' ownership and rebalance state (compute; the rules are replay's).
+	// from replaying the records' ownership and rebalance state (compute; the records it reads follow
+	// docs/design.md's "What the members must emit").
 	Counted bool
 
 	field func(*Figures) *int64
@@ -114,6 +115,18 @@ var countedFigures = func() []FigureDef {
 	}
 	return out
 }()
+
+// groupAPIs are the requests group_requests counts.
+var groupAPIs = map[string]bool{
+	"JoinGroup": true, "SyncGroup": true, "Heartbeat": true, "LeaveGroup": true, "OffsetCommit": true,
+	"ConsumerGroupHeartbeat": true,
+}
+
+// isOffsetPath: path is /consumers/<group>/offsets or below it (ZkUtils' ZKGroupTopicDirs.consumerOffsetDir).
+func isOffsetPath(path string) bool {
+	parts := strings.SplitN(path, "/", 5) // "", consumers, <group>, offsets, rest
+	return len(parts) >= 4 && parts[0] == "" && parts[1] == "consumers" && parts[2] != "" && parts[3] == "offsets"
+}
 
 // FigureTableMarkdown renders FigureTable as docs/design.md's figure table: | figure | unit | definition |.
 func FigureTableMarkdown() string {

@@ -1,0 +1,218 @@
+package scenarios
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/rebalancelab/rebalancelab/timeline"
+)
+
+// prepare filters records to era and sorts them by ts_ms (stable).
+func prepare(records []timeline.Record, era string) (recs []timeline.Record, warn []string) {
+	skipped := 0
+	for _, rec := range records {
+		if rec.Era != era && rec.Era != "" {
+			skipped++
+			continue
+		}
+		recs = append(recs, rec)
+	}
+	if skipped > 0 {
+		warn = append(warn, fmt.Sprintf("%d records of other eras skipped", skipped))
+	}
+	if !sort.SliceIsSorted(recs, func(i, j int) bool { return recs[i].TsMs < recs[j].TsMs }) {
+		sort.SliceStable(recs, func(i, j int) bool { return recs[i].TsMs < recs[j].TsMs })
+		warn = append(warn, "records were not sorted by ts_ms; sorted (stable)")
+	}
+	if !knownEras[era] {
+		warn = append(warn, fmt.Sprintf("unknown era %q: no figure marked not applicable", era))
+	}
+	return recs, warn
+}
+
+// givenUp marks the rebalance_end records that end a given-up rebalance (see Compute).
+func givenUp(recs []timeline.Record) map[int]bool {
+	type open struct {
+		active, hasEnd, lastOK bool
+		lastEnd                int
+	}
+	st := map[string]*open{}
+	out := map[int]bool{}
+	closeUp := func(o *open) {
+		if o.active && o.hasEnd && !o.lastOK {
+			out[o.lastEnd] = true
+		}
+		*o = open{}
+	}
+	for i, rec := range recs {
+		o := st[rec.Member]
+		if o == nil {
+			o = &open{}
+			st[rec.Member] = o
+		}
+		switch rec.Kind {
+		case timeline.RebalanceBegin:
+			closeUp(o)
+			o.active = true
+		case timeline.RebalanceEnd:
+			ok := rec.OK != nil && *rec.OK
+			o.active, o.hasEnd, o.lastOK, o.lastEnd = !ok, true, ok, i
+		case timeline.MemberStart:
+			closeUp(o)
+		case timeline.MemberStop:
+			if rec.How == "crash" {
+				*o = open{}
+			} else {
+				closeUp(o)
+			}
+		}
+	}
+	for _, o := range st {
+		closeUp(o)
+	}
+	return out
+}
+
+func compute(records []timeline.Record, era string, opts FigureOptions) (Result, *trace) {
+	recs, warn := prepare(records, era)
+	r := &replay{
+		recs: recs, giveUp: givenUp(recs), members: map[string]*memberState{}, universe: map[tp]bool{},
+		claim: map[tp]int{}, latest: map[tp]string{}, pending: map[tp]int{}, produced: map[tpo]int{},
+		delivs: map[tpo]int{}, deliv: map[tp]int{}, touched: map[tp]bool{}, partsAll: map[string]bool{},
+		warn: warn, tr: &trace{segments: map[tp][]segment{}, memberSpans: map[string][]memberSpan{},
+			delivers: map[string][]int64{}, lag: map[tp][]lagPoint{}}, openSeg: map[tp]map[string]int{},
+		inv: newInvariantChecker(), openFault: map[string]int{},
+	}
+	res := Result{Era: era, NotApplicable: NotApplicable(era), Events: []Event{}, FinalOwners: map[string]string{},
+		Faults: []FaultWindow{}}
+	if len(recs) == 0 {
+		res.Warnings = append(r.warn, "no records")
+		if res.NotApplicable == nil {
+			res.NotApplicable = []string{}
+		}
+		return res, r.tr
+	}
+	for topic, parts := range opts.Partitions {
+		for _, p := range parts {
+			r.know(tp{topic, p})
+		}
+	}
+	hasTrigger := false
+	for _, rec := range recs {
+		if rec.Kind == timeline.Trigger {
+			hasTrigger = true
+			break
+		}
+	}
+	first := recs[0].TsMs
+	r.tr.firstTs, r.tr.lastTs = first, recs[len(recs)-1].TsMs
+	if recs[0].Kind != timeline.Trigger {
+		r.openWindow(0, first, "start", true)
+	}
+	r.forming = hasTrigger && recs[0].Kind != timeline.Trigger
+
+	prevTs := first
+	for i := 0; i < len(recs); {
+		ts := recs[i].TsMs
+		r.integrate(prevTs, ts)
+		j := i
+		for ; j < len(recs) && recs[j].TsMs == ts; j++ {
+			if recs[j].Kind == timeline.Trigger {
+				if r.cur != nil {
+					r.closeWindow(j-1, ts, EndNextTrigger)
+				}
+				r.endFormation()
+				r.openWindow(j, ts, recs[j].Name, false)
+			}
+			r.apply(j)
+		}
+		r.msEnd(j-1, ts)
+		prevTs, i = ts, j
+	}
+	last := recs[len(recs)-1].TsMs
+	if r.cur != nil {
+		r.closeWindow(len(recs)-1, last, EndOfRun)
+	}
+	r.finish(last)
+
+	// Lost: never delivered by the end; in events, counted in the first window ending at/after the produce.
+	for k, idx := range r.produced {
+		if r.delivs[k] > 0 {
+			continue
+		}
+		r.totals.Lost++
+		for _, w := range r.wins {
+			if !w.implicit && w.endIdx >= idx {
+				w.f.Lost++
+				break
+			}
+		}
+	}
+
+	totalTTS := int64(0)
+	for _, w := range r.wins {
+		tts := int64(0)
+		switch {
+		case w.end == EndStable:
+			tts = w.stableAt - w.startTs
+		case w.seenUnstable:
+			tts = NeverStable
+		}
+		if w.implicit {
+			if !hasTrigger {
+				totalTTS = tts
+			}
+			w.f.TimeToStableMs = tts
+			w.f.RebalanceParticipants = int64(len(w.participants))
+			res.Start = &Event{Trigger: w.trigger, AtMs: 0, EndMs: w.endTs - first, End: w.end, Figures: w.f}
+			continue
+		}
+		w.f.TimeToStableMs = tts
+		w.f.RebalanceParticipants = int64(len(w.participants))
+		if totalTTS != NeverStable && (tts == NeverStable || tts > totalTTS) {
+			totalTTS = tts
+		}
+		res.Events = append(res.Events, Event{Trigger: w.trigger, AtMs: w.startTs - first,
+			EndMs: w.endTs - first, End: w.end, Figures: w.f})
+	}
+	r.totals.TimeToStableMs = totalTTS
+	r.totals.RebalanceParticipants = int64(len(r.partsAll))
+	res.Totals = r.totals
+	res.Faults = append(res.Faults, r.faults...)
+	for _, name := range res.NotApplicable {
+		res.Totals.set(name, 0)
+		for i := range res.Events {
+			res.Events[i].Figures.set(name, 0)
+		}
+		if res.Start != nil {
+			res.Start.Figures.set(name, 0)
+		}
+	}
+	if res.NotApplicable == nil {
+		res.NotApplicable = []string{}
+	}
+	for t := range r.universe {
+		var owners []string
+		for name, m := range r.members {
+			if m.live && m.owned[t] {
+				owners = append(owners, name)
+			}
+		}
+		sort.Strings(owners)
+		res.FinalOwners[t.String()] = strings.Join(owners, ",")
+	}
+	for t := range r.universe {
+		r.tr.parts = append(r.tr.parts, t)
+	}
+	sort.Slice(r.tr.parts, func(i, j int) bool {
+		a, b := r.tr.parts[i], r.tr.parts[j]
+		return a.topic < b.topic || a.topic == b.topic && a.part < b.part
+	})
+	for name := range r.members {
+		r.tr.members = append(r.tr.members, name)
+	}
+	sort.Strings(r.tr.members)
+	res.Warnings = r.warn
+	return res, r.tr
+}
