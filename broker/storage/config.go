@@ -49,6 +49,10 @@ type Config struct {
 	// The log uses max(LeaderEpoch, latest epoch on disk); see SetLeaderEpoch.
 	// Default 0, Kafka's first epoch.
 	LeaderEpoch int32
+	// ProducerIDExpirationMs [producer.id.expiration.ms]: an idempotent producer whose last batch's
+	// timestamp is this many ms or more before Now is forgotten, at Open and at each EnforceRetention
+	// (ProducerStateManager.removeExpiredProducers). Default 1 day.
+	ProducerIDExpirationMs int64
 	// FS is the file system; default OS.
 	FS FS
 	// Now is the clock for time-based roll and retention; default time.Now.
@@ -76,6 +80,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.IndexIntervalBytes == 0 {
 		c.IndexIntervalBytes = DefaultIndexIntervalBytes
 	}
+	if c.ProducerIDExpirationMs == 0 {
+		c.ProducerIDExpirationMs = DefaultProducerIDExpirationMs
+	}
 	if c.FS == nil {
 		c.FS = OS
 	}
@@ -95,6 +102,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("storage: log.flush.interval.messages %d: must be at least 1", c.FlushIntervalMessages)
 	case c.IndexIntervalBytes < 0:
 		return c, fmt.Errorf("storage: log.index.interval.bytes %d: must not be negative", c.IndexIntervalBytes)
+	case c.ProducerIDExpirationMs < 1:
+		return c, fmt.Errorf("storage: producer.id.expiration.ms %d: must be at least 1", c.ProducerIDExpirationMs)
 	case c.LeaderEpoch < 0:
 		return c, fmt.Errorf("storage: leader epoch %d: must not be negative", c.LeaderEpoch)
 	}
