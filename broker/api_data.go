@@ -99,6 +99,9 @@ func (b *Broker) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) 
 		}
 		return nil, nil
 	}
+	if hook := b.opts.produceResponse; hook != nil && hook(resp) {
+		return nil, &errClose{closeHookCut, errors.New("the produce response hook cut the connection")}
+	}
 	return resp, nil
 }
 
@@ -118,12 +121,16 @@ func (b *Broker) produceOne(topic string, p int32, records []byte, rp *kmsg.Prod
 	if maxBatch > int(b.cfg.MessageMaxBytes) {
 		return kerr.MessageTooLarge.Code, fmt.Sprintf("batch of %d bytes is larger than message.max.bytes=%d", maxBatch, b.cfg.MessageMaxBytes)
 	}
-	base, err := part.append(records)
+	res, err := part.appendRecords(records)
 	if err != nil {
 		return errCode(err), err.Error()
 	}
-	b.metrics.messages.Add(float64(count))
-	rp.BaseOffset = base
+	if !res.Duplicate {
+		b.metrics.messages.Add(float64(count))
+	}
+	// A duplicate (an idempotent producer's retry) is answered as UnifiedLog answers it: the original
+	// batch's offsets, and its max timestamp as the log append time.
+	rp.BaseOffset, rp.LogAppendTime = res.BaseOffset, res.LogAppendTime
 	rp.LogStartOffset = part.log.LogStartOffset()
 	return 0, ""
 }

@@ -113,6 +113,7 @@ type Broker struct {
 	onLeader atomic.Pointer[LeadershipFunc]
 	coord    *groups // the group coordinator; nil only in tests built with newBroker
 	metrics  *metrics
+	pids     producerIDs // InitProducerId's ids (api_producer.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -203,7 +204,8 @@ func Start(ctx context.Context, cfg Config, log *logrus.Entry, opts ...Option) (
 type Option func(*options)
 
 type options struct {
-	onGroupChange func(coordinator.GroupChanged)
+	onGroupChange   func(coordinator.GroupChanged)
+	produceResponse func(*kmsg.ProduceResponse) bool
 }
 
 // WithGroupObserver has the group coordinator call fn with every state transition of every group it
@@ -211,6 +213,15 @@ type options struct {
 // coordinator's view of each generation, which groupview decodes by protocol.
 func WithGroupObserver(fn func(coordinator.GroupChanged)) Option {
 	return func(o *options) { o.onGroupChange = fn }
+}
+
+// WithProduceResponseHook has the broker call fn with every Produce response (acks 1 and -1) after its
+// partitions were appended and before the response is written; when fn returns true the broker closes
+// the connection instead of answering, so that the client never reads an answer to records the log
+// holds. A test's way to cut a connection at exactly that moment (the idempotent producer's retry
+// must then be answered as a duplicate). fn runs on the connection's goroutine and must not block.
+func WithProduceResponseHook(fn func(*kmsg.ProduceResponse) (cut bool)) Option {
+	return func(o *options) { o.produceResponse = fn }
 }
 
 // ErrBrokerIDRegistered is wrapped by Start's error when /brokers/ids/<broker.id> belongs to another
