@@ -41,6 +41,9 @@ type producerIDs struct {
 // (ZkProducerIdManager.getNewProducerIdBlock), retrying when another broker wrote in between. The
 // first block is 0-999.
 func (b *Broker) claimProducerIDBlock() (start, end int64, err error) {
+	if b.zk == nil { // a broker built without Start (the request fuzzer's)
+		return 0, 0, errors.New("no ZooKeeper connection")
+	}
 	path := b.zp(producerIDBlockPath)
 	// KafkaZkClient.createTopLevelPaths creates the node empty.
 	if _, err := b.zk.Create(path, nil, 0, b.acl()); err != nil && !errors.Is(err, zk.ErrNodeExists) {
