@@ -5,7 +5,8 @@
 //
 // Differences from Kafka, on purpose: replication factor 1 only (no followers, no LeaderAndIsr or
 // UpdateMetadata RPCs between brokers: every broker learns topics, leaders and live brokers by watching
-// ZooKeeper); no transactions or idempotent producer state; no fetch sessions (KIP-227: the broker answers
+// ZooKeeper); idempotent producers (InitProducerId, api_producer.go; the log checks their sequences)
+// but no transactions; no fetch sessions (KIP-227: the broker answers
 // session id 0, which every client handles with full fetches); the log holds v2 record batches only
 // (Produce v0–v2 and Fetch v0–v3, message formats 0 and 1, are converted as Kafka 3.9 converts them:
 // oldformats.go). Group APIs are served by a GroupHandler (SetGroupHandler).
