@@ -39,7 +39,7 @@ func BenchmarkProduceBatchBytes(b *testing.B) {
 	for _, batch := range []int32{16 << 10, 256 << 10, 1 << 20} {
 		b.Run(fmt.Sprintf("batch=%dKiB", batch>>10), func(b *testing.B) {
 			topic := fmt.Sprintf("produce-batch-%d", batch)
-			cl, err := kgo.NewClient(kgo.SeedBrokers(l.Bootstrap()), kgo.DisableIdempotentWrite(),
+			cl, err := kgo.NewClient(kgo.SeedBrokers(l.Bootstrap()),
 				kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()),
 				kgo.ProducerBatchMaxBytes(batch), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
 				kgo.MaxBufferedRecords(100_000), kgo.ProducerLinger(0))

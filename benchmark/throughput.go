@@ -35,15 +35,14 @@ type ThroughputResult struct {
 }
 
 // MeasureThroughput produces o.Records random records of o.RecordBytes to o.Topic on bootstrap
-// with one franz-go client (acks=all, not idempotent: the lab's broker does not implement
-// InitProducerID, and the peer runs with the same settings), waits for every ack, then consumes
+// with one franz-go client (acks=all, idempotent as franz-go is by default, against every target),
+// waits for every ack, then consumes
 // them all back from the earliest offset with a direct (group-less) consumer. It returns an error
 // if a produce fails or fewer records come back than were produced.
 func MeasureThroughput(ctx context.Context, target, bootstrap string, o ThroughputOptions) (ThroughputResult, error) {
 	res := ThroughputResult{Target: target, RecordBytes: o.RecordBytes, Records: o.Records}
 	prod, err := kgo.NewClient(
 		kgo.SeedBrokers(bootstrap),
-		kgo.DisableIdempotentWrite(),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),

@@ -59,6 +59,11 @@ func scanBatches(records []byte) (maxBatch int, count int64, ok bool) {
 // error with acks 0 closes the connection, as Kafka does, so that the client refreshes its metadata.
 func (b *Broker) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	if req.TransactionID == nil && hasTransactionalRecords(req) {
+		// KafkaApis.handleProduceRequest: transactional records need a transactional id the client may
+		// write (ProduceRequest.getErrorResponse for every partition).
+		return b.produceErrorResponse(req, resp, kerr.TransactionalIDAuthorizationFailed.Code)
+	}
 	firstErr := int16(0)
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
@@ -100,6 +105,29 @@ func (b *Broker) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) 
 		}
 		return nil, nil
 	}
+	if hook := b.opts.produceResponse; hook != nil && hook(resp) {
+		return nil, &errClose{closeHookCut, errors.New("the produce response hook cut the connection")}
+	}
+	return resp, nil
+}
+
+// produceErrorResponse answers every partition of req with code (ProduceRequest.getErrorResponse);
+// acks 0 closes the connection instead.
+func (b *Broker) produceErrorResponse(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, code int16) (kmsg.Response, error) {
+	if req.Acks == 0 {
+		return nil, &errClose{closeAcks0Error, fmt.Errorf("acks=0 produce failed with %s", errorLabel(code))}
+	}
+	for _, t := range req.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
 	return resp, nil
 }
 
@@ -127,14 +155,53 @@ func (b *Broker) produceOne(topic string, p int32, records []byte, rp *kmsg.Prod
 			return kerr.InvalidRecord.Code, fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d.", topic, p)
 		}
 	}
-	base, err := part.append(records)
+	res, err := part.appendRecords(records)
 	if err != nil {
+		if producerStateError(err) {
+			// ReplicaManager.appendToLocalLog: an exception outside its list of known ones is answered
+			// with the log start offset and without a message.
+			rp.LogStartOffset = part.log.LogStartOffset()
+			return errCode(err), ""
+		}
 		return errCode(err), err.Error()
 	}
-	b.metrics.messages.Add(float64(count))
-	rp.BaseOffset = base
+	if !res.Duplicate {
+		b.metrics.messages.Add(float64(count))
+	}
+	// A duplicate (an idempotent producer's retry) is answered as UnifiedLog answers it: the original
+	// batch's offsets, and its max timestamp as the log append time.
+	rp.BaseOffset, rp.LogAppendTime = res.BaseOffset, res.LogAppendTime
 	rp.LogStartOffset = part.log.LogStartOffset()
 	return 0, ""
+}
+
+// producerStateError reports the log's refusals of an idempotent producer's batch.
+func producerStateError(err error) bool {
+	return errors.Is(err, storage.ErrOutOfOrderSequence) || errors.Is(err, storage.ErrInvalidProducerEpoch) ||
+		errors.Is(err, storage.ErrInvalidTxnState) || errors.Is(err, storage.ErrInvalidRecord)
+}
+
+// hasTransactionalRecords is RequestUtils.hasTransactionalRecords: a batch of the request is
+// transactional (v3+: record batches).
+func hasTransactionalRecords(req *kmsg.ProduceRequest) bool {
+	if req.Version < 3 {
+		return false
+	}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			for rec := p.Records; len(rec) > 0; {
+				h, err := recordbatch.ReadHeader(rec)
+				if err != nil {
+					break
+				}
+				if h.Attributes&recordbatch.TransactionalBit != 0 {
+					return true
+				}
+				rec = rec[h.Size():]
+			}
+		}
+	}
+	return false
 }
 
 // fetchTarget is one requested partition, resolved once per Fetch.

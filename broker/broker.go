@@ -5,7 +5,8 @@
 //
 // Differences from Kafka, on purpose: replication factor 1 only (no followers, no LeaderAndIsr or
 // UpdateMetadata RPCs between brokers: every broker learns topics, leaders and live brokers by watching
-// ZooKeeper); no transactions or idempotent producer state; no fetch sessions (KIP-227: the broker answers
+// ZooKeeper); idempotent producers (InitProducerId, api_producer.go; the log checks their sequences)
+// but no transactions; no fetch sessions (KIP-227: the broker answers
 // session id 0, which every client handles with full fetches); the log holds v2 record batches only
 // (Produce v0–v2 and Fetch v0–v3, message formats 0 and 1, are converted as Kafka 3.9 converts them:
 // oldformats.go). Group APIs are served by a GroupHandler (SetGroupHandler).
@@ -114,6 +115,7 @@ type Broker struct {
 	coord    *groups // the group coordinator; nil only in tests built with newBroker
 	metrics  *metrics
 	cleaner  *storage.Cleaner // log compaction; nil with log.cleaner.enable=false
+	pids     producerIDs      // InitProducerId's ids (api_producer.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -207,7 +209,8 @@ func Start(ctx context.Context, cfg Config, log *logrus.Entry, opts ...Option) (
 type Option func(*options)
 
 type options struct {
-	onGroupChange func(coordinator.GroupChanged)
+	onGroupChange   func(coordinator.GroupChanged)
+	produceResponse func(*kmsg.ProduceResponse) bool
 }
 
 // WithGroupObserver has the group coordinator call fn with every state transition of every group it
@@ -215,6 +218,15 @@ type options struct {
 // coordinator's view of each generation, which groupview decodes by protocol.
 func WithGroupObserver(fn func(coordinator.GroupChanged)) Option {
 	return func(o *options) { o.onGroupChange = fn }
+}
+
+// WithProduceResponseHook has the broker call fn with every Produce response (acks 1 and -1) after its
+// partitions were appended and before the response is written; when fn returns true the broker closes
+// the connection instead of answering, so that the client never reads an answer to records the log
+// holds. A test's way to cut a connection at exactly that moment (the idempotent producer's retry
+// must then be answered as a duplicate). fn runs on the connection's goroutine and must not block.
+func WithProduceResponseHook(fn func(*kmsg.ProduceResponse) (cut bool)) Option {
+	return func(o *options) { o.produceResponse = fn }
 }
 
 // ErrBrokerIDRegistered is wrapped by Start's error when /brokers/ids/<broker.id> belongs to another

@@ -123,7 +123,7 @@ func TestHandleFrameHeader(t *testing.T) {
 		reason string
 	}{
 		{"unknown key", []byte{0x27, 0x0f, 0, 0, 0, 0, 0, 1, 0xff, 0xff}, closeUnknownKey},
-		{"init producer id (not served)", body(frame(kmsg.NewPtrInitProducerIDRequest(), 0, 1)), closeUnknownKey},
+		{"add partitions to txn (not served)", body(frame(kmsg.NewPtrAddPartitionsToTxnRequest(), 0, 1)), closeUnknownKey},
 		{"metadata v13", body(frame(kmsg.NewPtrMetadataRequest(), 13, 1)), closeBadVersion},
 		{"produce v10", body(frame(kmsg.NewPtrProduceRequest(), 10, 1)), closeBadVersion},
 		{"truncated metadata", body(frame(&kmsg.MetadataRequest{Topics: []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("abc")}}}, 1, 1))[:15], closeMalformed},

@@ -67,7 +67,7 @@ func TestGroupConsumeAndRestartKeepsOffsets(t *testing.T) {
 		return len(assigned["a"][topic]) == 2 && len(assigned["b"][topic]) == 2
 	})
 
-	prod, err := kgo.NewClient(kgo.SeedBrokers(l.Bootstrap()), kgo.DisableIdempotentWrite(),
+	prod, err := kgo.NewClient(kgo.SeedBrokers(l.Bootstrap()),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
 	if err != nil {
 		t.Fatal(err)

@@ -95,6 +95,7 @@ type testBroker struct {
 	id    int32
 	props map[string]string
 	log   *logrus.Logger
+	opts  []broker.Option // Start's options, kept across restarts
 	b     *broker.Broker
 }
 
@@ -112,13 +113,13 @@ func labProps(id int32, zkConnect, dir string) map[string]string {
 	}
 }
 
-func startBroker(t *testing.T, zkConnect string, id int32, extra map[string]string) *testBroker {
+func startBroker(t *testing.T, zkConnect string, id int32, extra map[string]string, opts ...broker.Option) *testBroker {
 	t.Helper()
 	props := labProps(id, zkConnect, t.TempDir())
 	for k, v := range extra {
 		props[k] = v
 	}
-	tb := &testBroker{t: t, id: id, props: props, log: newTestLog(t)}
+	tb := &testBroker{t: t, id: id, props: props, log: newTestLog(t), opts: opts}
 	tb.start()
 	t.Cleanup(func() { tb.stop() })
 	return tb
@@ -132,7 +133,7 @@ func (tb *testBroker) start() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := broker.Start(ctx, cfg, logrus.NewEntry(tb.log))
+	b, err := broker.Start(ctx, cfg, logrus.NewEntry(tb.log), tb.opts...)
 	if err != nil {
 		tb.t.Fatal(err)
 	}

@@ -230,6 +230,9 @@ func TestKill9UnderLoadKeepsAcknowledged(t *testing.T) {
 	})
 	interopCreateTopic(t, l.Bootstrap(), "durable", 2)
 
+	// Not idempotent, on purpose: the test fails every record in flight at the kill (no retries, a
+	// 5 s delivery timeout) and counts only the acknowledged ones; an idempotent producer will not fail
+	// a record sent without an answer (failing it could leave a sequence gap) and retries it instead.
 	prod, err := kgo.NewClient(kgo.SeedBrokers(l.Bootstrap()), kgo.DisableIdempotentWrite(),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(0), kgo.RecordDeliveryTimeout(5*time.Second),
 		kgo.ProducerLinger(0))

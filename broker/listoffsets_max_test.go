@@ -17,7 +17,7 @@ func TestListOffsetsMaxTimestamp(t *testing.T) {
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1, nil)
 	createTopic(t, b.addr(), "ts", 1)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr()), kgo.DisableIdempotentWrite(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}

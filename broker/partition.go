@@ -31,13 +31,19 @@ func newPartition(topic string, czxid int64, id int32, log *storage.Log) *partit
 
 // append stores records (v2 batches) and wakes the fetchers waiting on this partition.
 func (p *partition) append(records []byte) (int64, error) {
+	r, err := p.appendRecords(records)
+	return r.BaseOffset, err
+}
+
+// appendRecords is append with the log's whole answer (a duplicate writes nothing and wakes no one).
+func (p *partition) appendRecords(records []byte) (storage.AppendResult, error) {
 	p.appendMu.Lock()
-	base, err := p.log.Append(records)
+	r, err := p.log.AppendRecords(records)
 	p.appendMu.Unlock()
-	if err == nil {
+	if err == nil && !r.Duplicate {
 		p.notify()
 	}
-	return base, err
+	return r, err
 }
 
 // watch registers ch (buffered, capacity 1) to be signalled on the next append; unwatch removes it.

@@ -32,6 +32,7 @@ var brokerAPIs = map[int16]apiRange{
 	int16(kmsg.CreateTopics):     {0, 7},
 	int16(kmsg.DeleteTopics):     {0, 6},
 	int16(kmsg.CreatePartitions): {0, 3},
+	int16(kmsg.InitProducerID):   {0, 5}, // idempotent producers only (api_producer.go)
 	// KIP-848's APIs: UNSUPPORTED_VERSION, as a ZooKeeper-mode Kafka answers them (api_kip848.go).
 	int16(kmsg.ConsumerGroupHeartbeat): {0, 0},
 	int16(kmsg.ConsumerGroupDescribe):  {0, 0},
@@ -139,6 +140,7 @@ const (
 	closeHandlerFail = "handler_error"
 	closeAcks0Error  = "acks0_produce_error"
 	closeIdle        = "idle"
+	closeHookCut     = "produce_response_hook"
 )
 
 // errClose asks serveConn to close the connection after logging reason.
@@ -332,6 +334,8 @@ func (b *Broker) dispatch(ctx context.Context, req kmsg.Request) (resp kmsg.Resp
 		return b.handleFetch(ctx, r), nil
 	case *kmsg.ListOffsetsRequest:
 		return b.handleListOffsets(r), nil
+	case *kmsg.InitProducerIDRequest:
+		return b.handleInitProducerID(r), nil
 	case *kmsg.CreateTopicsRequest:
 		return b.handleCreateTopics(ctx, r), nil
 	case *kmsg.CreatePartitionsRequest:

@@ -132,7 +132,7 @@ func TestRecoveryTruncationLogged(t *testing.T) {
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, nil)
 	createTopic(t, tb.addr(), "rec", 1)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(tb.addr()), kgo.DefaultProduceTopic("rec"), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite())
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tb.addr()), kgo.DefaultProduceTopic("rec"), kgo.RequiredAcks(kgo.AllISRAcks()))
 	if err != nil {
 		t.Fatal(err)
 	}

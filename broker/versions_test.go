@@ -23,9 +23,11 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	// Three records with known timestamps, one batch each (ProduceSync), from a real client.
+	// Three records with known timestamps, one batch each (ProduceSync), from a real client. Not
+	// idempotent: the sweep sends its first batch again at every Produce version, which an
+	// idempotent producer's batch would make a duplicate (answered with offset 0, not appended).
 	t0 := time.UnixMilli(1_700_000_000_000)
-	prod, err := kgo.NewClient(kgo.SeedBrokers(tb.addr()), kgo.DefaultProduceTopic("sweep"))
+	prod, err := kgo.NewClient(kgo.SeedBrokers(tb.addr()), kgo.DefaultProduceTopic("sweep"), kgo.DisableIdempotentWrite())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +94,13 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 				}
 				if v >= 1 && m.ControllerID != 1 {
 					t.Fatalf("%s: controller %d", name, m.ControllerID)
+				}
+			case kmsg.InitProducerID: // null transactional id: a new producer id each time, epoch 0
+				r := kmsg.NewPtrInitProducerIDRequest()
+				r.TransactionTimeoutMillis = 60000
+				resp := request[*kmsg.InitProducerIDResponse](t, c, r, v)
+				if resp.ErrorCode != 0 || resp.ProducerID != int64(v) || resp.ProducerEpoch != 0 {
+					t.Fatalf("%s: error %d id %d epoch %d, want id %d epoch 0", name, resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch, v)
 				}
 			case kmsg.ApiVersions:
 				r := kmsg.NewPtrApiVersionsRequest()

@@ -90,6 +90,7 @@ type step struct {
 type state struct {
 	member map[string]string // member name -> the member id the broker gave
 	gen    map[string]int32  // member name -> generation
+	pid    map[string]int64  // producer name -> the producer id InitProducerId gave
 }
 
 func (st *state) m(name string) string { return st.member[name] }
@@ -105,7 +106,7 @@ func runCase(t *testing.T, l *lab.Lab, c kcase) []answer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st := &state{member: map[string]string{}, gen: map[string]int32{}}
+	st := &state{member: map[string]string{}, gen: map[string]int32{}, pid: map[string]int64{}}
 	conns := map[string]*wire.Conn{}
 	defer func() {
 		for _, c := range conns {

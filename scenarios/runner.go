@@ -441,7 +441,7 @@ func (r *eraRunner) produce(ctx context.Context) {
 	rec := &timeline.Recorder{Sink: r.col, Era: r.e.Era, Member: "producer"}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(r.lab.Bootstrap(), ",")...),
 		kgo.DefaultProduceTopic(r.e.Topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(), kgo.ProducerLinger(0),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
 		kgo.MaxProduceRequestsInflightPerBroker(1),
 		kgo.ProducerBatchCompression(kgo.NoCompression())) // Kafka's compression.type default (franz-go's is snappy)
 	if err != nil {

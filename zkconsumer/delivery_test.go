@@ -86,7 +86,7 @@ func newClient(t *testing.T, brokers ...*testBroker) *kgo.Client {
 		seeds = append(seeds, b.b.Addr())
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite())
+		kgo.RequiredAcks(kgo.AllISRAcks()))
 	if err != nil {
 		t.Fatal(err)
 	}

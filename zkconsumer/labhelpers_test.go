@@ -39,7 +39,7 @@ func startLab(t *testing.T, brokers int) *lab.Lab {
 func labClient(t *testing.T, l *lab.Lab) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(l.Bootstrap(), ",")...),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite())
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
 	if err != nil {
 		t.Fatal(err)
 	}

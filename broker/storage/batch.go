@@ -47,6 +47,16 @@ type batchInfo struct {
 	lastOffsetDelta int32
 	epoch           int32 // partitionLeaderEpoch
 	maxTimestamp    int64 // ms, -1 when none
+	producerID      int64 // -1: not an idempotent producer's batch
+	producerEpoch   int16
+	baseSequence    int32
+	transactional   bool
+}
+
+// producerBatch is the batch's producer fields for the ProducerState.
+func (b batchInfo) producerBatch() ProducerBatch {
+	return ProducerBatch{ProducerID: b.producerID, ProducerEpoch: b.producerEpoch, BaseSequence: b.baseSequence,
+		LastOffsetDelta: b.lastOffsetDelta, BaseOffset: b.baseOffset, MaxTimestamp: b.maxTimestamp, Transactional: b.transactional}
 }
 
 // parseBatch validates the v2 RecordBatch at the start of b (more bytes may
@@ -85,6 +95,10 @@ func parseBatch(b []byte, stored bool) (batchInfo, error) {
 		lastOffsetDelta: rb.LastOffsetDelta,
 		epoch:           rb.PartitionLeaderEpoch,
 		maxTimestamp:    rb.MaxTimestamp,
+		producerID:      rb.ProducerID,
+		producerEpoch:   rb.ProducerEpoch,
+		baseSequence:    rb.BaseSequence,
+		transactional:   rb.Attributes&recordbatch.TransactionalBit != 0,
 	}, nil
 }
 

@@ -21,7 +21,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rebalancelab/rebalancelab/recordbatch"
@@ -777,10 +776,6 @@ func compress(records []byte, codec int8) ([]byte, error) {
 	}
 	return slices.Clone(out), nil
 }
-
-// ErrInvalidRecord is kerr.InvalidRecord, for records a log refuses
-// (LogValidator's InvalidRecordException).
-var ErrInvalidRecord = kerr.InvalidRecord
 
 // CheckKeys reports whether every record of records (v2 batches back to back,
 // compressed or not) has a key, as LogValidator.validateKey requires on a

@@ -74,6 +74,10 @@ type Config struct {
 	// starts more than this many ms before Now is cleaned whatever its dirty
 	// ratio. Default math.MaxInt64 (never forced). Zero means the default.
 	MaxCompactionLagMs int64
+	// ProducerIDExpirationMs [producer.id.expiration.ms]: an idempotent producer whose last batch's
+	// timestamp is this many ms or more before Now is forgotten, at Open and at each EnforceRetention
+	// (ProducerStateManager.removeExpiredProducers). Default 1 day.
+	ProducerIDExpirationMs int64
 	// FS is the file system; default OS.
 	FS FS
 	// Now is the clock for time-based roll and retention; default time.Now.
@@ -113,6 +117,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxCompactionLagMs == 0 {
 		c.MaxCompactionLagMs = DefaultMaxCompactionLagMs
 	}
+	if c.ProducerIDExpirationMs == 0 {
+		c.ProducerIDExpirationMs = DefaultProducerIDExpirationMs
+	}
 	if c.FS == nil {
 		c.FS = OS
 	}
@@ -142,6 +149,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("storage: min.compaction.lag.ms %d: must not be negative", c.MinCompactionLagMs)
 	case c.MaxCompactionLagMs < 1:
 		return c, fmt.Errorf("storage: max.compaction.lag.ms %d: must be at least 1", c.MaxCompactionLagMs)
+	case c.ProducerIDExpirationMs < 1:
+		return c, fmt.Errorf("storage: producer.id.expiration.ms %d: must be at least 1", c.ProducerIDExpirationMs)
 	case c.LeaderEpoch < 0:
 		return c, fmt.Errorf("storage: leader epoch %d: must not be negative", c.LeaderEpoch)
 	}

@@ -10,7 +10,8 @@ import (
 )
 
 // FuzzAppend: any bytes either append (and then read back exactly, offsets
-// and epoch stamped, and survive a reopen) or fail with ErrCorruptRecord and
+// and epoch stamped, and survive a reopen) or fail with ErrCorruptRecord (or, for
+// idempotent batches out of sequence, a producer-state error) and
 // leave the log unchanged. Never a panic. With fixCRC the target first gives
 // every batch it can delimit a correct CRC-32C, so the fuzzer gets past the
 // checksum to the header and record rules.
@@ -45,8 +46,11 @@ func FuzzAppend(f *testing.F) {
 			t.Fatal("Append modified its input")
 		}
 		if err != nil {
-			if !errors.Is(err, ErrCorruptRecord) || off != -1 {
-				t.Fatalf("Append = %d, %v; want -1, ErrCorruptRecord", off, err)
+			// The producer-state checks refuse idempotent batches out of sequence within the append.
+			refused := errors.Is(err, ErrCorruptRecord) || errors.Is(err, ErrOutOfOrderSequence) ||
+				errors.Is(err, ErrInvalidProducerEpoch) || errors.Is(err, ErrInvalidTxnState) || errors.Is(err, ErrInvalidRecord)
+			if !refused || off != -1 {
+				t.Fatalf("Append = %d, %v; want -1, ErrCorruptRecord or a producer-state error", off, err)
 			}
 		} else {
 			if off != 1 {

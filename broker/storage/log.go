@@ -4,7 +4,8 @@
 // the log owns (baseOffset and partitionLeaderEpoch, outside the CRC).
 //
 // It follows kafka.log.Log / UnifiedLog (append, roll, retention, recovery),
-// kafka.log.LogSegment, kafka.log.OffsetIndex, kafka.server.epoch.LeaderEpochFileCache
+// kafka.log.LogSegment, kafka.log.OffsetIndex, kafka.server.epoch.LeaderEpochFileCache,
+// ProducerStateManager / ProducerAppendInfo (idempotent producers: ProducerState)
 // and kafka.log.LogConfig's defaults; Cleaner (cleaner.go) compacts logs with
 // cleanup.policy=compact as kafka.log.LogCleaner does. All file access goes through FS, so tests
 // can simulate a crash that drops everything not fsynced.
@@ -14,7 +15,10 @@
 // no time index (time retention and roll use timestamps kept in memory); reads
 // return whole batches from one segment; retention never deletes the active
 // segment (Kafka rolls and deletes it); a batch is indexed by its own position
-// (the rule Kafka's recovery uses) even when one Append carries several.
+// (the rule Kafka's recovery uses) even when one Append carries several; no
+// producer snapshot files are written: Open rebuilds the producer state from
+// every remaining batch, so a producer whose batches retention deleted is
+// forgotten by a reopen (Kafka's snapshots remember it until it expires).
 package storage
 
 import (
@@ -40,6 +44,7 @@ type RecoveryStats struct {
 	DeletedSegments int    // whole segments removed because they came after that batch
 	RebuiltIndexes  int    // .index files rewritten because they were missing or inconsistent
 	EpochCheckpoint string // leader-epoch-checkpoint: "ok", "missing" or "rebuilt" (unreadable); both latter are rebuilt from the batches
+	Producers       int    // idempotent producers whose batches the remaining log holds (before expiry)
 	Problem         string // the first torn or corrupt batch, "" when none
 }
 
@@ -64,6 +69,7 @@ type Log struct {
 	// firstDirty is the cleaner checkpoint (LogCleanerManager's
 	// cleaner-offset-checkpoint entry): offsets below it were cleaned. Under mu.
 	firstDirty int64
+	producers  *ProducerState // idempotent producers' last batches (ProducerStateManager)
 }
 
 // Open opens (creating if needed) the log in dir and recovers it: every
@@ -72,13 +78,16 @@ type Log struct {
 // batch and everything after it (the rest of its segment and all later segments)
 // is removed; index files that are missing or differ from the batches are
 // rebuilt. The high watermark is then the offset after the last good batch.
+// The producer state is rebuilt from the batches that remain (Kafka's
+// UnifiedLog.rebuildProducerState from the log start, there being no producer
+// snapshot files here), then producers idle past producer.id.expiration.ms go.
 // Errors: an invalid Config, or an I/O error from the FS.
 func Open(dir string, cfg Config) (*Log, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, cfg: cfg}
+	l := &Log{dir: dir, cfg: cfg, producers: NewProducerState(cfg.ProducerIDExpirationMs)}
 	if err := l.recover(); err != nil {
 		l.closeFiles()
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
@@ -213,6 +222,8 @@ func (l *Log) recover() error {
 	}
 	l.recoveryPoint = leo
 	l.firstDirty = readCleanerCheckpoint(fs, dir)
+	l.recovery.Producers = l.producers.Len()
+	l.producers.RemoveExpired(now.UnixMilli())
 	return nil
 }
 
@@ -241,6 +252,7 @@ func (l *Log) recoverSegment(s *segment, ev *epochValidator, gaps bool) (problem
 			s.rollTs = info.maxTimestamp // LogSegment.loadFirstBatchTimestamp
 		}
 		s.noteBatch(pos, info, last, l.cfg.IndexIntervalBytes)
+		l.producers.Load(info.producerBatch()) // UnifiedLog.loadProducersFromRecords
 		return nil
 	}
 	valid, problem, err := s.scan(size, check)
@@ -325,72 +337,116 @@ func (l *Log) usable() error {
 	return nil
 }
 
-// Append validates records — one or more v2 RecordBatches back to back, as a
-// Produce request carries them — assigns them the next offsets by rewriting
-// each batch's baseOffset, stamps the current leader epoch, and appends them
-// (Log.append with assignOffsets=true). It returns the offset of the first
-// record. records is not modified.
+// Append is AppendRecords returning only the base offset: that of the first
+// record written, or for a duplicate the original batch's.
+func (l *Log) Append(records []byte) (baseOffset int64, err error) {
+	r, err := l.AppendRecords(records)
+	return r.BaseOffset, err
+}
+
+// AppendResult says where an append's records are (Kafka's LogAppendInfo).
+type AppendResult struct {
+	BaseOffset int64 // offset of the first record
+	LastOffset int64 // offset of the last record
+	// Duplicate: the batches' producer had already appended this batch (a retry); nothing was
+	// written, and the offsets are the original batch's.
+	Duplicate bool
+	// LogAppendTime is -1, except for a duplicate: the original batch's max timestamp (ms), which
+	// UnifiedLog.append sets as the duplicate's logAppendTime.
+	LogAppendTime int64
+}
+
+// AppendRecords validates records — one or more v2 RecordBatches back to back,
+// as a Produce request carries them — assigns them the next offsets by rewriting
+// each batch's baseOffset, stamps the current leader epoch, checks the batches of
+// idempotent producers against the producer state, and appends them
+// (UnifiedLog.appendAsLeader). records is not modified.
+//
+// A batch whose producer, epoch and sequence range match one of that producer's
+// last BatchesToRetain batches is a retry already appended: nothing of this
+// append is written and the result is that batch's offsets, Duplicate set
+// (UnifiedLog.analyzeAndValidateProducerState).
 //
 // Errors: ErrCorruptRecord (wrapped; nothing of this Append is written) for an
 // empty slice or any batch that fails validation; ErrRecordBatchTooLarge when
-// records exceed log.segment.bytes; ErrClosed; an I/O error (the write is undone;
+// records exceed log.segment.bytes; ErrOutOfOrderSequence, ErrInvalidProducerEpoch,
+// ErrInvalidTxnState, ErrInvalidRecord from the producer checks (ProducerState.Prepare;
+// nothing is written); ErrClosed; an I/O error (the write is undone;
 // if a write or fsync cannot be undone the log refuses all later calls).
 // With log.flush.interval.messages reached, the log is fsynced before returning.
-func (l *Log) Append(records []byte) (baseOffset int64, err error) {
+func (l *Log) AppendRecords(records []byte) (AppendResult, error) {
+	fail := AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1}
 	infos, err := splitBatches(records)
 	if err != nil {
-		return -1, fmt.Errorf("storage: append: %w", err)
+		return fail, fmt.Errorf("storage: append: %w", err)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.usable(); err != nil {
-		return -1, err
+		return fail, err
 	}
 	if int64(len(records)) > l.cfg.SegmentBytes {
-		return -1, fmt.Errorf("storage: append: %d bytes exceed log.segment.bytes %d: %w", len(records), l.cfg.SegmentBytes, ErrRecordBatchTooLarge)
+		return fail, fmt.Errorf("storage: append: %d bytes exceed log.segment.bytes %d: %w", len(records), l.cfg.SegmentBytes, ErrRecordBatchTooLarge)
 	}
 
 	buf := slices.Clone(records)
-	baseOffset = l.leo()
+	baseOffset := l.leo()
 	next, maxTs := baseOffset, int64(noTimestamp)
+	var pbs []ProducerBatch
 	for i, pos := 0, 0; i < len(infos); pos, i = pos+infos[i].size, i+1 {
 		binary.BigEndian.PutUint64(buf[pos:], uint64(next))
 		binary.BigEndian.PutUint32(buf[pos+offPartitionLeaderEpoch:], uint32(l.epoch))
 		infos[i].baseOffset, infos[i].epoch = next, l.epoch
 		next += int64(infos[i].lastOffsetDelta) + 1
 		maxTs = max(maxTs, infos[i].maxTimestamp)
+		if infos[i].producerID >= 0 {
+			pbs = append(pbs, infos[i].producerBatch())
+		}
 	}
+	var update ProducerUpdate
+	if len(pbs) > 0 {
+		u, dup, isDup, err := l.producers.Prepare(pbs)
+		if err != nil {
+			return fail, fmt.Errorf("storage: append: %w", err)
+		}
+		if isDup {
+			return AppendResult{BaseOffset: dup.FirstOffset(), LastOffset: dup.LastOffset, Duplicate: true, LogAppendTime: dup.Timestamp}, nil
+		}
+		update = u
+	}
+	res := AppendResult{BaseOffset: baseOffset, LastOffset: next - 1, LogAppendTime: -1}
 
 	s := l.active()
 	if l.shouldRoll(s, len(buf), maxTs, next-1) {
 		if err := l.roll(); err != nil {
-			return -1, err
+			return fail, err
 		}
 		s = l.active()
 	}
 	if !s.canHold(next - 1) {
-		return -1, fmt.Errorf("storage: append: %d offsets in one append exceed what a segment indexes: %w", next-baseOffset, ErrRecordBatchTooLarge)
+		return fail, fmt.Errorf("storage: append: %d offsets in one append exceed what a segment indexes: %w", next-baseOffset, ErrRecordBatchTooLarge)
 	}
 	if n := len(l.epochs); n == 0 || l.epochs[n-1].epoch != l.epoch {
 		// The checkpoint is durable before any batch of the new epoch is written.
 		epochs := assignEpoch(slices.Clone(l.epochs), l.epoch, baseOffset)
 		if err := writeEpochCheckpoint(l.cfg.FS, l.dir, epochs); err != nil {
-			return -1, err
+			return fail, err
 		}
 		l.epochs = epochs
 	}
 	if err := l.write(s, buf, infos, maxTs); err != nil {
-		return -1, err
+		return fail, err
 	}
+	l.producers.Apply(update)
 	if l.leo()-l.recoveryPoint >= l.cfg.FlushIntervalMessages {
 		if err := s.log.Sync(); err != nil {
 			l.failed = err
-			return -1, fmt.Errorf("storage: fsync %s: %w", segmentPath(l.dir, s.base, logSuffix), err)
+			return fail, fmt.Errorf("storage: fsync %s: %w", segmentPath(l.dir, s.base, logSuffix), err)
 		}
 		// The index is not fsynced here: recovery rebuilds it from the log.
 		l.recoveryPoint = l.leo()
 	}
-	return baseOffset, nil
+	return res, nil
 }
 
 // write appends buf (the batches infos describes) to s and its index entries to
@@ -555,6 +611,14 @@ func (l *Log) SetLeaderEpoch(epoch int32) error {
 	return nil
 }
 
+// ProducerEntry returns a copy of an idempotent producer's state on this
+// partition (ProducerStateManager.lastEntry); false when it is unknown.
+func (l *Log) ProducerEntry(producerID int64) (ProducerEntry, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.producers.Entry(producerID)
+}
+
 // Recovery reports what Open found and repaired.
 func (l *Log) Recovery() RecoveryStats {
 	l.mu.RLock()
@@ -591,8 +655,11 @@ func (l *Log) syncActive() error {
 // without timestamps, last append) is more than log.retention.ms before Now,
 // then, while the log is larger than log.retention.bytes, those whose removal
 // keeps it at least that large. LogStartOffset moves to the oldest remaining
-// segment. Errors: ErrClosed, an I/O error from Remove (segments before the
-// failing one are gone).
+// segment. The producer state keeps the producers of deleted segments, as
+// Kafka's does (ProducerStateManager.onLogStartOffsetIncremented); producers
+// idle past producer.id.expiration.ms are forgotten here (Kafka checks every
+// producer.id.expiration.check.interval.ms). Errors: ErrClosed, an I/O error
+// from Remove (segments before the failing one are gone).
 //
 // With a cleanup.policy without delete (compact alone) it deletes nothing
 // (UnifiedLog.deleteOldSegments). It waits for a cleaning pass of this log to end.
@@ -604,6 +671,7 @@ func (l *Log) EnforceRetention() error {
 	if err := l.usable(); err != nil {
 		return err
 	}
+	l.producers.RemoveExpired(l.cfg.Now().UnixMilli())
 	if !l.cfg.Delete() {
 		return nil
 	}

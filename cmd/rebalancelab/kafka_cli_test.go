@@ -45,7 +45,7 @@ func TestLabUpKafka(t *testing.T) {
 		t.Fatalf("kcat -L: %v\n%s", err, out)
 	}
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DisableIdempotentWrite())
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}

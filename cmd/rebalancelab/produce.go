@@ -101,7 +101,6 @@ bytes when --size is larger. Batches are uncompressed unless --compression names
 				kgo.DefaultProduceTopic(topic),
 				kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
 				kgo.RequiredAcks(kgo.AllISRAcks()),
-				kgo.DisableIdempotentWrite(),
 				kgo.MaxProduceRequestsInflightPerBroker(1),
 				kgo.AllowAutoTopicCreation(),
 				kgo.ProducerBatchMaxBytes(max(1<<20, int32(size)+512)),

@@ -58,7 +58,7 @@ func TestZKConsumerCLIPrintsAndCommits(t *testing.T) {
 	}
 	defer l.Close()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(l.Bootstrap()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite())
+		kgo.RequiredAcks(kgo.AllISRAcks()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func createTopic(ctx context.Context, bootstrap, topic string, partitions int32)
 func produce(ctx context.Context, bootstrap, topic string, partitions, n int) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(1))
+		kgo.MaxProduceRequestsInflightPerBroker(1))
 	if err != nil {
 		return err
 	}
