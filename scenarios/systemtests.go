@@ -7,6 +7,8 @@ package scenarios
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -16,18 +18,32 @@ const systemTestBounces = 2
 
 // consumerBounce is test_consumer_bounce: the members are stopped and started again — cleanly
 // (graceful stop) or hard (a crash: no commit, no goodbye), all at once or one after the other — while
-// the producer goes on. Clean: the group's consumed position equals the records consumed (nothing is
-// consumed twice); hard: the position is not ahead of them (duplicates allowed, nothing skipped).
+// the producer goes on. Kafka 3.9's test (one partition) asserts, once every member has stopped,
+// `consumer.current_position(partition) == consumer.total_consumed()` after a clean bounce and
+// `current_position(partition) <= total_consumed()` after a hard one, where current_position is
+// VerifiableConsumer's global_position (the offset after the last record consumed) and total_consumed
+// counts every record consumed. Here both are checked for every partition, and beside them the committed
+// position the issue asks for, from the commits as acknowledged (applied commit records): clean, the last
+// commit of every partition equals its consumed position (a clean stop commits what it consumed); hard,
+// it is not ahead of it (VerifiableConsumer's "Committed offset ... is ahead of the current position").
 func consumerBounce(clean bool, mode string) *Scenario {
 	how, stop := "hard", ActCrash
 	if clean {
 		how, stop = "clean", ActStop
 	}
-	rel := Relation{Text: "after the bounces: consumed position == records consumed (no record consumed twice)",
-		check: positionVsConsumed(eq)}
+	rels := []Relation{
+		{Text: "after the bounces, every partition: consumed position == records consumed (no record consumed twice)",
+			check: perPartition(func(p partitionEnd) (int64, int64) { return p.position, p.consumed }, eq)},
+		{Text: "after the bounces, every partition: last acknowledged commit == consumed position",
+			check: perPartition(func(p partitionEnd) (int64, int64) { return p.lastCommit, p.position }, eq)},
+	}
 	if !clean {
-		rel = Relation{Text: "after the bounces: consumed position <= records consumed (nothing skipped)",
-			check: positionVsConsumed(le)}
+		rels = []Relation{
+			{Text: "after the bounces, every partition: consumed position <= records consumed (duplicates allowed)",
+				check: perPartition(func(p partitionEnd) (int64, int64) { return p.position, p.consumed }, le)},
+			{Text: "after the bounces, every partition: last acknowledged commit <= consumed position",
+				check: perPartition(func(p partitionEnd) (int64, int64) { return p.lastCommit, p.position }, le)},
+		}
 	}
 	return &Scenario{
 		Name: fmt.Sprintf("consumer-bounce-%s-%s", how, mode),
@@ -60,10 +76,13 @@ func consumerBounce(clean bool, mode string) *Scenario {
 			return s.steps
 		},
 		Extra: func(e *EraRun) map[string]int64 {
-			pos, consumed := e.positionAndConsumed()
-			return map[string]int64{"consumed_position": pos, "records_consumed": consumed}
+			var pos, consumed, committed int64
+			for _, p := range e.partitionEnds() {
+				pos, consumed, committed = pos+p.position, consumed+p.consumed, committed+p.lastCommit
+			}
+			return map[string]int64{"consumed_position": pos, "records_consumed": consumed, "committed_position": committed}
 		},
-		Relations: []Relation{rel, totalFig(nil, FigLost, eq, 0), ownedOnce(nil)},
+		Relations: append(rels, totalFig(nil, FigLost, eq, 0), ownedOnce(nil)),
 	}
 }
 
@@ -190,15 +209,10 @@ func consumerFailure(autoCommit bool) *Scenario {
 	}
 	if !autoCommit {
 		name = "consumer-failure-manual-commit"
-		rels = append(rels, Relation{Text: "after the stop: last commit == consumed position, every partition",
-			check: func(x checkCtx) (bool, string, bool) {
-				pos, last := x.era.positionsAndLastCommits()
-				ok := len(pos) > 0
-				for tp, p := range pos {
-					ok = ok && last[tp] == p
-				}
-				return ok, fmt.Sprintf("positions %v, last commits %v", pos, last), false
-			}})
+		// Kafka: `consumer.last_commit(partition) == consumer.current_position(partition)`, the last
+		// acknowledged commit against the consumed position.
+		rels = append(rels, Relation{Text: "after the stop, every partition: last acknowledged commit == consumed position",
+			check: perPartition(func(p partitionEnd) (int64, int64) { return p.lastCommit, p.position }, eq)})
 	}
 	return &Scenario{
 		Name: name,
@@ -226,48 +240,62 @@ func consumerFailure(autoCommit bool) *Scenario {
 	}
 }
 
-// positionVsConsumed compares the group's consumed position with the records consumed.
-func positionVsConsumed(c cmp) func(x checkCtx) (bool, string, bool) {
+// partitionEnd is one partition at the end of a run (the members' final stop included), as
+// VerifiableConsumer's event handlers see it: position is the offset after the last record consumed
+// (current_position: global_position, set to maxOffset + 1 by each records_consumed event), consumed the
+// records consumed from it (its share of total_consumed), lastCommit the offset of its last acknowledged
+// commit (last_commit: global_committed, set by each successful offsets_committed event), 0 without one.
+type partitionEnd struct{ position, consumed, lastCommit int64 }
+
+// perPartition checks a against b with c for every partition anything was consumed from (false when
+// nothing was), where f picks a and b from the partition's end.
+func perPartition(f func(partitionEnd) (a, b int64), c cmp) func(x checkCtx) (bool, string, bool) {
 	return func(x checkCtx) (bool, string, bool) {
-		pos, consumed := x.era.positionAndConsumed()
-		return c.holds(pos, consumed), fmt.Sprintf("position %d, consumed %d", pos, consumed), false
-	}
-}
-
-// positionAndConsumed: the group's consumed position, Σ over partitions of the highest delivered
-// offset + 1 (VerifiableConsumer's current_position, summed), and the number of deliveries
-// (total_consumed). The lab's topics start at offset 0, so the two are equal exactly when no record
-// was consumed twice and none was skipped.
-func (e *EraRun) positionAndConsumed() (position, consumed int64) {
-	pos, _ := e.positionsAndLastCommits()
-	for _, p := range pos {
-		position += p
-	}
-	for _, r := range e.allRecords() {
-		if r.Kind == timeline.Deliver {
-			consumed++
+		ends := x.era.partitionEnds()
+		keys := make([]string, 0, len(ends))
+		for k := range ends {
+			keys = append(keys, k)
 		}
+		sort.Strings(keys)
+		ok := len(keys) > 0
+		var got []string
+		for _, k := range keys {
+			a, b := f(ends[k])
+			ok = ok && c.holds(a, b)
+			got = append(got, fmt.Sprintf("%s: %d %s %d", k, a, c, b))
+		}
+		if len(got) == 0 {
+			return false, "nothing consumed", false
+		}
+		return ok, strings.Join(got, "; "), false
 	}
-	return position, consumed
 }
 
-// positionsAndLastCommits: per partition ("<topic>-<p>"), the highest delivered offset + 1, and the
-// offset of the last applied commit, over the whole run including the members' final stop.
-func (e *EraRun) positionsAndLastCommits() (position, lastCommit map[string]int64) {
-	position, lastCommit = map[string]int64{}, map[string]int64{}
+// partitionEnds: per partition ("<topic>-<p>") with a delivery, its end (partitionEnd), from the merged
+// timeline in its order. The position is the offset after the partition's last delivery in that order,
+// as in Kafka, where a re-delivery after a hard bounce moves it back until the consumer catches up.
+func (e *EraRun) partitionEnds() map[string]partitionEnd {
+	ends := map[string]partitionEnd{}
+	committed := map[string]int64{}
 	for _, r := range e.allRecords() {
 		if r.Partition == nil || r.Offset == nil {
 			continue
 		}
 		k := fmt.Sprintf("%s-%d", r.Topic, *r.Partition)
 		switch {
-		case r.Kind == timeline.Deliver && *r.Offset+1 > position[k]:
-			position[k] = *r.Offset + 1
+		case r.Kind == timeline.Deliver:
+			p := ends[k]
+			p.position, p.consumed = *r.Offset+1, p.consumed+1
+			ends[k] = p
 		case r.Kind == timeline.Commit && r.Result == timeline.CommitApplied:
-			lastCommit[k] = *r.Offset
+			committed[k] = *r.Offset
 		}
 	}
-	return position, lastCommit
+	for k, p := range ends {
+		p.lastCommit = committed[k]
+		ends[k] = p
+	}
+	return ends
 }
 
 // allRecords is the scenario's records followed by the members' final stop.

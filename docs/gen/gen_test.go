@@ -47,14 +47,18 @@ func TestParseFlags(t *testing.T) {
 	if len(runs) != 1 || runs[0].name != "split-brain-zombie" || strings.Join(runs[0].eras, ",") != "classic" || runs[0].report {
 		t.Errorf("-only ch3 runs %+v", runs)
 	}
-	// The growth rows reuse the main herd run at its N.
+	// ch4: the main herd run, and make demo's herd-join sweep (N = 4, 16, 64, 3 runs each, every era).
 	runs = sizesFor(false).scenarioRuns(map[string]bool{"ch4": true})
 	var got []string
 	for _, r := range runs {
 		got = append(got, r.key)
 	}
-	if strings.Join(got, " ") != "herd-effect herd-growth-2 herd-growth-8 herd-growth-16" {
+	if strings.Join(got, " ") != "herd-effect herd-sweep" {
 		t.Errorf("ch4 runs %v", got)
+	}
+	if sw := runs[len(runs)-1]; sw.name != "herd-join" || sw.sweep.consumers() != "4,16,64" || sw.sweep.repeat != 3 ||
+		sw.partitions != 64 || strings.Join(sw.eras, ",") != "zk,classic,cooperative,static" {
+		t.Errorf("ch4 sweep %+v", sw)
 	}
 }
 
@@ -502,5 +506,56 @@ func TestZombieRate(t *testing.T) {
 	// A stall of 1002 ms is one second: what the last 2 ms hold counts in it.
 	if got, want := zombieRate("classic", recs[:6], "m1", 1000, 2002), "| classic | 1.0 s | 1 | 1 | 1 of 1 |"; got != want {
 		t.Errorf("zombieRate over 1002 ms = %q, want %q", got, want)
+	}
+}
+
+// sweepOf is a hand-made herd-join sweep: at each N one run whose join has zk reads (N+1)(N+2)+10·N
+// and the times to stable given per era.
+func sweepOf(times map[int]map[string]int64) *scenarios.SweepResult {
+	sw := &scenarios.SweepResult{Scenario: "herd-join", Trigger: "join"}
+	for _, n := range []int{4, 16, 64} {
+		r := &scenarios.RunResult{Scenario: "herd-join", Params: scenarios.Params{Consumers: n, Partitions: 64}}
+		for _, era := range allEras {
+			f := scenarios.Figures{TimeToStableMs: times[n][era], RebalanceParticipants: int64(n + 1)}
+			if era == "zk" {
+				f.ZKReads, f.ZKWatchEvents = scenarios.AlgorithmZKReads(n)+int64(10*n), int64(n)
+			} else {
+				f.GroupRequests = int64(4 * (n + 1))
+			}
+			r.Eras = append(r.Eras, &scenarios.EraRun{Era: era, Applies: true, Result: scenarios.Result{Era: era,
+				NotApplicable: scenarios.NotApplicable(era), Events: []scenarios.Event{{Trigger: "join", Figures: f}}}})
+		}
+		sw.Sizes = append(sw.Sizes, &scenarios.SweepSize{N: n, Runs: []*scenarios.RunResult{r}})
+	}
+	return sw
+}
+
+// TestSweepBlocks: chapter 4's growth tables, fit and crossover sentences follow the sweep: the
+// crossover where the medians cross, "no crossover up to N=…" where they do not.
+func TestSweepBlocks(t *testing.T) {
+	times := map[int]map[string]int64{
+		4:  {"zk": 40, "classic": 300, "cooperative": 600, "static": 300},
+		16: {"zk": 200, "classic": 320, "cooperative": 650, "static": 310},
+		64: {"zk": 2000, "classic": 400, "cooperative": 900, "static": 380},
+	}
+	sw := sweepOf(times)
+	tables, pts := sweepGrowthTables(sw)
+	for _, want := range []string{"| 64 | 65 | 64 | 4930 | 4290 | 75.8 | 260 | 260 | 260 |", "| 4 | 40 ms | 300 ms | 600 ms | 300 ms |"} {
+		if !strings.Contains(tables, want) {
+			t.Errorf("growth tables lack %q:\n%s", want, tables)
+		}
+	}
+	if len(pts) != 3 || pts[2] != (growthPoint{65, 4930}) {
+		t.Errorf("growth points %v", pts)
+	}
+	if s := sweepFitSentence(sw); !strings.Contains(s, "≈ 1.00·N² + 13.0·N + 2") || !strings.Contains(s, "N=64: 4290 of 4930.") {
+		t.Errorf("fit sentence %q", s)
+	}
+	if s := crossoverSentence(sw); !strings.Contains(s, "from N=64") || !strings.Contains(s, "At N=16 the zk era had not lost yet") {
+		t.Errorf("crossover sentence %q", s)
+	}
+	times[64]["zk"] = 300 // cooperative's 900 ms now loses at every size
+	if s := crossoverSentence(sweepOf(times)); !strings.Contains(s, "no crossover up to N=64") {
+		t.Errorf("no-crossover sentence %q", s)
 	}
 }

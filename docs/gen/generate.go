@@ -17,8 +17,25 @@ import (
 // sizes are the knobs -small changes.
 type sizes struct {
 	herd, zombie, divergent, rolling scenarios.Params
-	growth                           []int // members N of the herd-growth runs (zk and classic eras)
-	ch1Messages                      int
+	// sweep is chapter 4's herd-join sweep, every era: the sizes N, the runs per size (medians), the
+	// partitions — those of `make demo` (scripts/demo.sh) at full size.
+	sweep       sweepSizes
+	ch1Messages int
+}
+
+// sweepSizes is a herd-join sweep's knobs.
+type sweepSizes struct {
+	sizes      []int
+	repeat     int
+	partitions int
+}
+
+func (s sweepSizes) consumers() string {
+	parts := make([]string, len(s.sizes))
+	for i, n := range s.sizes {
+		parts[i] = fmt.Sprint(n)
+	}
+	return strings.Join(parts, ",")
 }
 
 func sizesFor(small bool) sizes {
@@ -26,14 +43,15 @@ func sizesFor(small bool) sizes {
 		return sizes{
 			herd: scenarios.Params{Consumers: 2, Partitions: 4}, zombie: scenarios.Params{Consumers: 2, Partitions: 4},
 			divergent: scenarios.Params{Consumers: 2, Partitions: 4}, rolling: scenarios.Params{Consumers: 2, Partitions: 4},
-			growth: []int{2, 3}, ch1Messages: 12,
+			sweep: sweepSizes{sizes: []int{2, 3, 4}, repeat: 1, partitions: 4}, ch1Messages: 12,
 		}
 	}
-	// The scenarios' own defaults (scenarios.Catalog), and a herd growing 2 → 4 → 8 → 16.
+	// The scenarios' own defaults (scenarios.Catalog), and make demo's sweep: N = 4, 16, 64 on 64
+	// partitions, the median of 3 runs per size.
 	return sizes{
 		herd: scenarios.Params{Consumers: 4, Partitions: 8}, zombie: scenarios.Params{Consumers: 2, Partitions: 4},
 		divergent: scenarios.Params{Consumers: 4, Partitions: 8}, rolling: scenarios.Params{Consumers: 4, Partitions: 8},
-		growth: []int{2, 4, 8, 16}, ch1Messages: 12,
+		sweep: sweepSizes{sizes: []int{4, 16, 64}, repeat: 3, partitions: 64}, ch1Messages: 12,
 	}
 }
 
@@ -45,6 +63,9 @@ type scenarioRun struct {
 	consumers  int
 	partitions int
 	report     bool // write the HTML report, timelines, result.json and table.txt under figures/<name>/
+	// sweep, when it has sizes, makes this run a sweep over them (consumers is unused): the result is
+	// in sweeps[key], its table, plot and JSON in figures/ch4-herd-sweep.*.
+	sweep sweepSizes
 }
 
 // Keys of the scenario runs.
@@ -53,9 +74,8 @@ const (
 	runZombie    = "split-brain-zombie"
 	runDivergent = "split-brain-divergent-views"
 	runRolling   = "rolling-restart"
+	runHerdSweep = "herd-sweep"
 )
-
-func growthKey(n int) string { return fmt.Sprintf("herd-growth-%d", n) }
 
 var allEras = []string{"zk", "classic", "cooperative", "static"}
 
@@ -67,11 +87,7 @@ func (s sizes) scenarioRuns(only map[string]bool) []scenarioRun {
 	}
 	if only["ch4"] {
 		add(runHerd, "herd-effect", allEras, s.herd, true)
-		for _, n := range s.growth {
-			if n != s.herd.Consumers { // the main run gives that row
-				add(growthKey(n), "herd-effect", []string{"zk", "classic"}, scenarios.Params{Consumers: n, Partitions: s.herd.Partitions}, false)
-			}
-		}
+		runs = append(runs, scenarioRun{key: runHerdSweep, name: "herd-join", eras: allEras, partitions: s.sweep.partitions, sweep: s.sweep})
 	}
 	switch {
 	case only["ch5"]:
@@ -97,6 +113,7 @@ type generator struct {
 
 	mu      sync.Mutex // progress lines and results
 	results map[string]*scenarios.RunResult
+	sweeps  map[string]*scenarios.SweepResult
 }
 
 func (g *generator) logf(format string, a ...any) {
@@ -114,6 +131,12 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	return w.g.progress.Write(p)
 }
 
+func (g *generator) sweepResult(key string) *scenarios.SweepResult {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.sweeps[key]
+}
+
 func (g *generator) result(key string) *scenarios.RunResult {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -127,6 +150,7 @@ func (g *generator) result(key string) *scenarios.RunResult {
 // measured on a machine doing nothing else of ours.
 func (g *generator) generate(ctx context.Context) error {
 	g.results = map[string]*scenarios.RunResult{}
+	g.sweeps = map[string]*scenarios.SweepResult{}
 	labChapters := func(ctx context.Context) error {
 		steps := []struct {
 			ch string
@@ -147,7 +171,7 @@ func (g *generator) generate(ctx context.Context) error {
 	tasks := []func(context.Context) error{labChapters}
 	runs := g.sz.scenarioRuns(g.cfg.only)
 	if g.cfg.small { // longest first, so that the pool finishes together
-		sort.SliceStable(runs, func(i, j int) bool { return smallRunCost[runs[i].name] > smallRunCost[runs[j].name] })
+		sort.SliceStable(runs, func(i, j int) bool { return runs[i].smallCost() > runs[j].smallCost() })
 	}
 	for _, r := range runs {
 		tasks = append(tasks, func(ctx context.Context) error { return g.runScenario(ctx, r) })
@@ -179,6 +203,14 @@ func (g *generator) generate(ctx context.Context) error {
 
 // smallRunCost orders the -small runs, longest first (seconds measured on 2 cores; only the order matters).
 var smallRunCost = map[string]int{"split-brain-zombie": 38, "split-brain-divergent-views": 26, "herd-effect": 23, "rolling-restart": 20}
+
+// smallCost is r's place in that order; a sweep costs about a herd-join run (≈15 s) per size and run.
+func (r scenarioRun) smallCost() int {
+	if len(r.sweep.sizes) > 0 {
+		return 15 * len(r.sweep.sizes) * max(r.sweep.repeat, 1)
+	}
+	return smallRunCost[r.name]
+}
 
 // runPool runs tasks on workers goroutines; the first error cancels the others and is returned.
 func runPool(ctx context.Context, workers int, tasks []func(context.Context) error) error {
@@ -224,6 +256,9 @@ func runPool(ctx context.Context, workers int, tasks []func(context.Context) err
 // the result; with r.report it writes figures/<name>/ (index.html, timeline-<era>.jsonl,
 // result.json, table.txt).
 func (g *generator) runScenario(ctx context.Context, r scenarioRun) error {
+	if len(r.sweep.sizes) > 0 {
+		return g.runSweep(ctx, r)
+	}
 	start := time.Now()
 	g.logf("scenario %s --era %s --consumers %d --partitions %d", r.name, joinComma(r.eras), r.consumers, r.partitions)
 	o := scenarios.Options{
@@ -270,6 +305,51 @@ func (g *generator) runScenario(ctx context.Context, r scenarioRun) error {
 	g.logf("scenario %s done in %s (relations hold: %v)", r.name, time.Since(start).Round(100*time.Millisecond), res.Passed())
 	return nil
 }
+
+// sweepRunDeadline bounds each run of a sweep; a size that misses it ends the sweep, and the chapter
+// says so (scenarios.SweepSize.Stopped).
+const sweepRunDeadline = 10 * time.Minute
+
+// runSweep runs r's sweep as `rebalancelab scenario run herd-join --era all --consumers 4,16,64
+// --partitions 64 --repeat 3` does (make demo's, without its crossover stop and budget: the chapter
+// shows every size), and writes figures/ch4-herd-sweep.svg (the plot), .txt (the table) and .json.
+func (g *generator) runSweep(ctx context.Context, r scenarioRun) error {
+	start := time.Now()
+	g.logf("scenario %s --era %s --consumers %s --partitions %d --repeat %d (a sweep)", r.name, joinComma(r.eras),
+		r.sweep.consumers(), r.partitions, r.sweep.repeat)
+	res, err := scenarios.RunSweep(ctx, scenarios.SweepOptions{
+		Options: scenarios.Options{Scenario: r.name, Eras: r.eras,
+			Params:  scenarios.Params{Partitions: r.partitions, Seed: g.cfg.seed},
+			Version: g.cfg.version, Progress: lockedWriter{g}},
+		Sizes: r.sweep.sizes, Repeat: r.sweep.repeat, Deadline: sweepRunDeadline,
+	})
+	if err != nil {
+		return fmt.Errorf("sweep %s: %w", r.name, err)
+	}
+	var svg, table, js bytes.Buffer
+	if err := res.WriteSVG(&svg); err != nil {
+		return err
+	}
+	if err := res.WriteTable(&table); err != nil {
+		return err
+	}
+	if err := res.WriteJSON(&js); err != nil {
+		return err
+	}
+	for name, b := range map[string][]byte{sweepFile + ".svg": svg.Bytes(), sweepFile + ".txt": table.Bytes(), sweepFile + ".json": js.Bytes()} {
+		if err := g.out.write(name, b); err != nil {
+			return err
+		}
+	}
+	g.mu.Lock()
+	g.sweeps[r.key] = res
+	g.mu.Unlock()
+	g.logf("sweep %s done in %s", r.name, time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// sweepFile is the figures' name of chapter 4's sweep, without its extension.
+const sweepFile = "ch4-herd-sweep"
 
 func joinComma(s []string) string { return strings.Join(s, ",") }
 
