@@ -53,6 +53,7 @@ type Log struct {
 	epochs        []epochEntry // LeaderEpochFileCache, as in the checkpoint
 	epoch         int32        // stamped into appended batches
 	recoveryPoint int64        // offsets below are fsynced (Log.recoveryPoint)
+	logStart      int64        // log start offset DeleteRecords set (checkpointed); see logStartLocked
 	closed        bool
 	failed        error // a failed write/fsync that could not be undone: the log refuses further use
 	recovery      RecoveryStats
@@ -186,6 +187,11 @@ func (l *Log) recover() error {
 		l.epoch = l.epochs[n-1].epoch
 	}
 	l.recoveryPoint = leo
+	// The log start offset a DeleteRecords checkpointed; never above the log end (a log cut by
+	// recovery), never below the first segment (UnifiedLog's loading: max(checkpoint, first base)).
+	if ls, err := readLogStartCheckpoint(fs, dir); err == nil && ls > 0 {
+		l.logStart = min(ls, leo)
+	}
 	return nil
 }
 
@@ -464,7 +470,7 @@ func (l *Log) Read(offset int64, maxBytes int32) ([]byte, error) {
 	if err := l.usable(); err != nil {
 		return nil, err
 	}
-	lso, leo := l.segs[0].base, l.leo()
+	lso, leo := l.logStartLocked(), l.leo()
 	if offset < lso || offset > leo {
 		return nil, fmt.Errorf("storage: read offset %d outside [%d, %d]: %w", offset, lso, leo, ErrOffsetOutOfRange)
 	}
@@ -492,11 +498,12 @@ func (l *Log) HighWatermark() int64 {
 }
 
 // LogStartOffset is the first offset still in the log: the base offset of the
-// oldest segment.
+// oldest segment, or the larger offset a DeleteRecords moved it to
+// (DeleteRecordsBefore; UnifiedLog.logStartOffset).
 func (l *Log) LogStartOffset() int64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.segs[0].base
+	return l.logStartLocked()
 }
 
 // LeaderEpoch is the epoch stamped into appended batches.
@@ -564,6 +571,11 @@ func (l *Log) EnforceRetention() error {
 		return err
 	}
 	n := 0 // segments to delete, from the oldest
+	// Segments wholly below the log start offset a DeleteRecords set go whatever the retention
+	// settings (deleteLogStartOffsetBreachedSegments).
+	for n < len(l.segs)-1 && l.segs[n+1].base <= l.logStart {
+		n++
+	}
 	if ms := l.cfg.RetentionMs; ms >= 0 {
 		now := l.cfg.Now().UnixMilli()
 		for n < len(l.segs)-1 {
