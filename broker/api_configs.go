@@ -227,6 +227,12 @@ func (b *Broker) handleDescribeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Re
 				fail(kerr.UnknownTopicOrPartition.Code, "")
 				break
 			}
+			// ZkConfigRepository reads the topic's config from ZooKeeper, not from what the broker applied.
+			if b.zk != nil {
+				if cur, err := b.readEntityConfig(topicConfigPath(r.ResourceName)); err == nil {
+					overrides = cur
+				}
+			}
 			lc := b.logConfigFor(r.ResourceName, overrides)
 			for i := range topicConfigKeys {
 				if n := topicConfigKeys[i].name; wanted(r.ConfigNames, n) {

@@ -363,3 +363,80 @@ func TestDeleteRecordsMovesLogStart(t *testing.T) {
 	waitLeader(t, c, "dr")
 	check(c, "after a restart")
 }
+
+func incrementalAlter(t *testing.T, c *wire.Conn, typ kmsg.ConfigResourceType, name string, cfgs ...kmsg.IncrementalAlterConfigsRequestResourceConfig) (int16, string) {
+	t.Helper()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	r := kmsg.NewIncrementalAlterConfigsRequestResource()
+	r.ResourceType, r.ResourceName, r.Configs = typ, name, cfgs
+	req.Resources = append(req.Resources, r)
+	res := request[*kmsg.IncrementalAlterConfigsResponse](t, c, req, 1).Resources[0]
+	return res.ErrorCode, deref(res.ErrorMessage)
+}
+
+func op(name string, o kmsg.IncrementalAlterConfigOp, value string) kmsg.IncrementalAlterConfigsRequestResourceConfig {
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Op, c.Value = name, o, kmsg.StringPtr(value)
+	return c
+}
+
+// TestDynamicConfigs: list APPEND and SUBTRACT on a topic's cleanup.policy, APPEND refused on a
+// non-list key; a dynamic cluster-default message.max.bytes lowers the limit of a topic without an
+// override live and is described with its synonyms (DYNAMIC_DEFAULT_BROKER_CONFIG over
+// DEFAULT_CONFIG); broker keys 3.9 cannot change at run time and another broker's id are refused with
+// INVALID_REQUEST and Kafka's messages.
+func TestDynamicConfigs(t *testing.T) {
+	z := startZK(t)
+	tb := startBroker(t, z.Connect(), 1, nil)
+	c := dial(t, tb.addr())
+	if rt := createTopicWithConfigs(t, c, "dyn", nil); rt.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(rt.ErrorCode))
+	}
+	waitLeader(t, c, "dyn")
+	topic := kmsg.ConfigResourceTypeTopic
+	if code, msg := incrementalAlter(t, c, topic, "dyn", op("cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, "compact")); code != 0 {
+		t.Fatalf("APPEND compact: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	if v := deref(describeTopic(t, c, "dyn")["cleanup.policy"].Value); v != "delete,compact" {
+		t.Fatalf("cleanup.policy after APPEND compact = %q, want delete,compact", v)
+	}
+	if code, msg := incrementalAlter(t, c, topic, "dyn", op("cleanup.policy", kmsg.IncrementalAlterConfigOpSubtract, "delete")); code != 0 {
+		t.Fatalf("SUBTRACT delete: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	if v := deref(describeTopic(t, c, "dyn")["cleanup.policy"].Value); v != "compact" {
+		t.Fatalf("cleanup.policy after SUBTRACT delete = %q, want compact", v)
+	}
+	if code, msg := incrementalAlter(t, c, topic, "dyn", op("retention.ms", kmsg.IncrementalAlterConfigOpAppend, "5")); code != kerr.InvalidConfig.Code || msg != "Config value append is not allowed for config key: retention.ms" {
+		t.Fatalf("APPEND on a LONG: %v %q", kerr.ErrorForCode(code), msg)
+	}
+
+	broker := kmsg.ConfigResourceTypeBroker
+	if code, msg := incrementalAlter(t, c, broker, "1", op("log.retention.hours", kmsg.IncrementalAlterConfigOpSet, "1")); code != kerr.InvalidRequest.Code || msg != "Cannot update these configs dynamically: Set(log.retention.hours)" {
+		t.Fatalf("dynamic log.retention.hours: %v %q", kerr.ErrorForCode(code), msg)
+	}
+	if code, msg := incrementalAlter(t, c, broker, "2", op("message.max.bytes", kmsg.IncrementalAlterConfigOpSet, "1500")); code != kerr.InvalidRequest.Code || msg != "Unexpected broker id, expected 1, but received 2" {
+		t.Fatalf("another broker's id: %v %q", kerr.ErrorForCode(code), msg)
+	}
+	big := oneRecordBatch(3000)
+	if got := produceOne(t, c, "dyn", 1, big); got.ErrorCode != 0 {
+		t.Fatalf("%d bytes before the change: %v", len(big), kerr.ErrorForCode(got.ErrorCode))
+	}
+	if code, msg := incrementalAlter(t, c, broker, "", op("message.max.bytes", kmsg.IncrementalAlterConfigOpSet, "1500")); code != 0 {
+		t.Fatalf("cluster default message.max.bytes: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	testutil.WaitFor(t, 10*time.Second, "the dynamic message.max.bytes applied", func() bool {
+		return produceOne(t, c, "dyn", 1, big).ErrorCode == kerr.MessageTooLarge.Code
+	})
+	e := describeTopic(t, c, "dyn")["max.message.bytes"]
+	var syn []string
+	for _, s := range e.ConfigSynonyms {
+		syn = append(syn, fmt.Sprintf("%s=%s/%d", s.Name, deref(s.Value), s.Source))
+	}
+	if deref(e.Value) != "1500" || e.Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig || strings.Join(syn, " ") != "message.max.bytes=1500/3 message.max.bytes=1048588/5" {
+		t.Fatalf("max.message.bytes described as %s source %d synonyms %v", deref(e.Value), e.Source, syn)
+	}
+	data, _ := getZ(t, zkClient(t, z.Connect()), "/config/brokers/<default>")
+	if string(data) != `{"version":1,"config":{"message.max.bytes":"1500"}}` { // as Kafka's Json.encodeAsBytes writes it
+		t.Fatalf("/config/brokers/<default> = %s", data)
+	}
+}
