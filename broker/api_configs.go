@@ -210,6 +210,7 @@ func (b *Broker) handleDescribeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Re
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
 		rr.Configs = []kmsg.DescribeConfigsResponseResourceConfig{}
+		rr.ErrorMessage = kmsg.StringPtr("") // the schema's default, which ConfigHelper leaves but on its error path
 		fail := func(code int16, msg string) {
 			rr.ErrorCode = code
 			if msg != "" {

@@ -34,6 +34,7 @@ func TestDifferential(t *testing.T) {
 		cases = append(cases, groupCase(v, i))
 	}
 	cases = append(cases, dataCases(v)...)
+	cases = append(cases, configCases(v)...)
 	cases = append(cases, kip848Case())
 
 	var all []difference
