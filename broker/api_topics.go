@@ -134,8 +134,9 @@ func requestTimeout(ctx context.Context, ms int32) (context.Context, context.Can
 }
 
 // handleCreateTopics is KafkaApis.handleCreateTopicsRequest (ZkAdminManager.createTopics). Topic configs
-// are not supported (INVALID_CONFIG naming the key); a manual replica assignment must give every
-// partition 0..n-1 exactly one replica.
+// are validated as LogConfig.validate does (INVALID_CONFIG with Kafka's message) and written to
+// /config/topics/<t>; v5+ answers every config of a new topic (KIP-525), none on failure. A manual
+// replica assignment must give every partition 0..n-1 exactly one replica.
 func (b *Broker) handleCreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	count := map[string]int{}
