@@ -13,7 +13,10 @@
 // no time index (time retention and roll use timestamps kept in memory); reads
 // return whole batches from one segment; retention never deletes the active
 // segment (Kafka rolls and deletes it); a batch is indexed by its own position
-// (the rule Kafka's recovery uses) even when one Append carries several.
+// (the rule Kafka's recovery uses) even when one Append carries several; the
+// log start offset a DeleteRecords sets is checkpointed in the partition's own
+// directory (Kafka keeps one log-start-offset-checkpoint per log dir) before
+// DeleteRecordsBefore returns.
 package storage
 
 import (
