@@ -80,7 +80,7 @@ func (b *Broker) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) 
 			switch {
 			case rp.ErrorCode != 0:
 			case req.Acks == -1 || req.Acks == 0 || req.Acks == 1:
-				rp.ErrorCode, msg = b.produceOne(t.Topic, p.Partition, records, &rp)
+				rp.ErrorCode, msg = b.produceOne(t.Topic, p.Partition, req.Acks, records, &rp)
 			default:
 				rp.ErrorCode, msg = kerr.InvalidRequiredAcks.Code, fmt.Sprintf("acks %d: must be -1, 0 or 1", req.Acks)
 			}
@@ -131,7 +131,7 @@ func (b *Broker) produceErrorResponse(req *kmsg.ProduceRequest, resp *kmsg.Produ
 	return resp, nil
 }
 
-func (b *Broker) produceOne(topic string, p int32, records []byte, rp *kmsg.ProduceResponseTopicPartition) (int16, string) {
+func (b *Broker) produceOne(topic string, p int32, acks int16, records []byte, rp *kmsg.ProduceResponseTopicPartition) (int16, string) {
 	if topic == OffsetsTopic {
 		// ReplicaManager.appendToLocalLog: clients may not write internal topics.
 		return kerr.InvalidTopicException.Code, "Cannot append to internal topic " + topic
@@ -144,8 +144,16 @@ func (b *Broker) produceOne(topic string, p int32, records []byte, rp *kmsg.Prod
 	if !ok {
 		return kerr.CorruptMessage.Code, "record batches are not framed as v2 batches"
 	}
-	if maxBatch > int(b.cfg.MessageMaxBytes) {
-		return kerr.MessageTooLarge.Code, fmt.Sprintf("batch of %d bytes is larger than message.max.bytes=%d", maxBatch, b.cfg.MessageMaxBytes)
+	lc := part.config()
+	// UnifiedLog.analyzeAndValidateRecords: the topic's max.message.bytes (whose default is the broker's
+	// message.max.bytes) bounds every batch.
+	if maxBatch > int(lc.maxMessageBytes) {
+		return kerr.MessageTooLarge.Code, fmt.Sprintf("The record batch size in the append to %s-%d is %d bytes which exceeds the maximum configured value of %d.", topic, p, maxBatch, lc.maxMessageBytes)
+	}
+	// Partition.appendRecordsToLeader: with acks=-1 the ISR (here the leader alone) must hold
+	// min.insync.replicas.
+	if acks == -1 && lc.minInsyncReplicas > 1 {
+		return kerr.NotEnoughReplicas.Code, fmt.Sprintf("The size of the current ISR Set(%d) is insufficient to satisfy the min.isr requirement of %d for partition %s-%d", b.id, lc.minInsyncReplicas, topic, p)
 	}
 	if part.log.Compacted() {
 		// LogValidator.validateKey: every record of a compacted topic needs a key.

@@ -145,7 +145,7 @@ func (b *Broker) autoCreate(ctx context.Context, v *clusterView, name string, al
 	if name == OffsetsTopic {
 		partitions, rf = b.cfg.OffsetsTopicNumPartitions, b.cfg.OffsetsTopicReplicationFactor
 	}
-	code, msg := b.createTopic(ctx, name, partitions, rf, nil)
+	code, msg := b.createTopic(ctx, name, partitions, rf, nil, nil)
 	switch code {
 	case 0, kerr.TopicAlreadyExists.Code:
 		b.log.WithField("topic", name).Info("auto-created topic")

@@ -23,7 +23,11 @@ import (
 // createTopic validates the replication factor against the live brokers, computes the assignment
 // (assignReplicas) unless one is given, and writes /brokers/topics/<name>. It returns a Kafka error code
 // (0 on success) and a message.
-func (b *Broker) createTopic(ctx context.Context, name string, partitions int32, rf int16, assignment map[int32][]int32) (int16, string) {
+//
+// configs (validated already) are written first to /config/topics/<name>, as
+// AdminZkClient.createTopicWithAssignment writes them (an empty config too), not atomically with the
+// assignment.
+func (b *Broker) createTopic(ctx context.Context, name string, partitions int32, rf int16, assignment map[int32][]int32, configs map[string]string) (int16, string) {
 	if b.zk == nil {
 		return kerr.UnknownServerError.Code, "no ZooKeeper connection"
 	}
@@ -50,6 +54,9 @@ func (b *Broker) createTopic(ctx context.Context, name string, partitions int32,
 		if err != nil {
 			return kerr.InvalidReplicationFactor.Code, err.Error()
 		}
+	}
+	if err := b.setOrCreateEntityConfig(topicConfigPath(name), configs); err != nil {
+		return kerr.UnknownServerError.Code, fmt.Sprintf("writing %s: %v", topicConfigPath(name), err)
 	}
 	_, err := b.zk.Create(b.zp(topicPath(name)), encodeAssignment(assignment), 0, b.acl())
 	if errors.Is(err, zk.ErrNoNode) {
@@ -127,8 +134,9 @@ func requestTimeout(ctx context.Context, ms int32) (context.Context, context.Can
 }
 
 // handleCreateTopics is KafkaApis.handleCreateTopicsRequest (ZkAdminManager.createTopics). Topic configs
-// are not supported (INVALID_CONFIG naming the key); a manual replica assignment must give every
-// partition 0..n-1 exactly one replica.
+// are validated as LogConfig.validate does (INVALID_CONFIG with Kafka's message) and written to
+// /config/topics/<t>; v5+ answers every config of a new topic (KIP-525), none on failure. A manual
+// replica assignment must give every partition 0..n-1 exactly one replica.
 func (b *Broker) handleCreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	count := map[string]int{}
@@ -140,10 +148,10 @@ func (b *Broker) handleCreateTopics(ctx context.Context, req *kmsg.CreateTopicsR
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic
 		rt.NumPartitions, rt.ReplicationFactor = -1, -1
-		rt.Configs = []kmsg.CreateTopicsResponseTopicConfig{} // v5+: never null in Kafka (no topic configs here)
-		code, msg, partitions, rf, assignment := b.validateCreate(t, count[t.Topic] > 1)
+		rt.Configs = []kmsg.CreateTopicsResponseTopicConfig{} // v5+: never null in Kafka; emptied on failure
+		code, msg, partitions, rf, assignment, configs := b.validateCreate(t, count[t.Topic] > 1)
 		if code == 0 && !req.ValidateOnly {
-			code, msg = b.createTopic(ctx, t.Topic, partitions, rf, assignment)
+			code, msg = b.createTopic(ctx, t.Topic, partitions, rf, assignment, configs)
 			if code == 0 {
 				created = append(created, len(resp.Topics))
 			}
@@ -153,6 +161,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, req *kmsg.CreateTopicsR
 			rt.ErrorMessage = kmsg.StringPtr(msg)
 		} else {
 			rt.NumPartitions, rt.ReplicationFactor = partitions, rf
+			rt.Configs = b.topicConfigsForCreate(t.Topic, configs)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
@@ -164,6 +173,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, req *kmsg.CreateTopicsR
 			if err := b.waitTopic(wctx, rt.Topic, rt.NumPartitions); err != nil {
 				rt.ErrorCode = kerr.RequestTimedOut.Code
 				rt.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("topic %s written to ZooKeeper, partition states not yet seen: %v", rt.Topic, err))
+				rt.Configs, rt.NumPartitions, rt.ReplicationFactor = []kmsg.CreateTopicsResponseTopicConfig{}, -1, -1
 			}
 		}
 	}
@@ -171,8 +181,38 @@ func (b *Broker) handleCreateTopics(ctx context.Context, req *kmsg.CreateTopicsR
 }
 
 // validateCreate checks one CreateTopics entry (AdminZkClient.validateTopicCreate and
-// ZkAdminManager.createTopics) and resolves -1 to num.partitions / default.replication.factor.
-func (b *Broker) validateCreate(t kmsg.CreateTopicsRequestTopic, duplicate bool) (code int16, msg string, partitions int32, rf int16, assignment map[int32][]int32) {
+// ZkAdminManager.createTopics) and resolves -1 to num.partitions / default.replication.factor. The
+// topic configs are checked last, as LogConfig.validate is: unknown names, then values, each refusal
+// INVALID_CONFIG with Kafka's message.
+func (b *Broker) validateCreate(t kmsg.CreateTopicsRequestTopic, duplicate bool) (code int16, msg string, partitions int32, rf int16, assignment map[int32][]int32, configs map[string]string) {
+	code, msg, partitions, rf, assignment = b.validateCreateLayout(t, duplicate)
+	if code != 0 {
+		return code, msg, 0, 0, nil, nil
+	}
+	configs = map[string]string{}
+	for _, c := range t.Configs {
+		if c.Value != nil {
+			configs[c.Name] = *c.Value
+		}
+	}
+	if err := validateTopicConfigs(configs); err != nil {
+		return kerr.InvalidConfig.Code, err.Error(), 0, 0, nil, nil
+	}
+	return 0, "", partitions, rf, assignment, configs
+}
+
+// nullConfigs lists the configs of a CreateTopics entry with a null value.
+func nullConfigs(t kmsg.CreateTopicsRequestTopic) []string {
+	var out []string
+	for _, c := range t.Configs {
+		if c.Value == nil {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+func (b *Broker) validateCreateLayout(t kmsg.CreateTopicsRequestTopic, duplicate bool) (code int16, msg string, partitions int32, rf int16, assignment map[int32][]int32) {
 	if duplicate {
 		return kerr.InvalidRequest.Code, fmt.Sprintf("Create topics request contains multiple entries for the topic %s.", t.Topic), 0, 0, nil
 	}
@@ -183,8 +223,8 @@ func (b *Broker) validateCreate(t kmsg.CreateTopicsRequestTopic, duplicate bool)
 	if _, ok := v.topics[t.Topic]; ok {
 		return kerr.TopicAlreadyExists.Code, fmt.Sprintf("Topic '%s' already exists.", t.Topic), 0, 0, nil
 	}
-	if len(t.Configs) > 0 {
-		return kerr.InvalidConfig.Code, fmt.Sprintf("Topic config %s is not supported by this broker (broker defaults apply).", t.Configs[0].Name), 0, 0, nil
+	if nulls := nullConfigs(t); len(nulls) > 0 {
+		return kerr.InvalidConfig.Code, "Null value not supported for topic configs: " + strings.Join(nulls, ","), 0, 0, nil
 	}
 	if len(t.ReplicaAssignment) > 0 {
 		if t.NumPartitions != -1 || t.ReplicationFactor != -1 {
@@ -431,6 +471,10 @@ func (b *Broker) deleteTopic(name string) (int16, string) {
 		}
 		if err != nil {
 			return kerr.UnknownServerError.Code, fmt.Sprintf("deleting %s: %v", topicPath(name), err)
+		}
+		// The controller's TopicDeletionManager deletes the topic's config node with it.
+		if err := b.zk.Delete(b.zp(topicConfigPath(name)), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			b.log.WithField("topic", name).WithError(err).Warn("deleting the topic's config node")
 		}
 		b.log.WithField("topic", name).Info("topic deleted from ZooKeeper")
 		return 0, ""

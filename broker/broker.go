@@ -105,7 +105,8 @@ type Broker struct {
 	// found the node owned by another session (0: no conflict).
 	regConflict atomic.Int64
 
-	view atomic.Pointer[clusterView] // ZooKeeper's picture, as the zk loop last published it
+	view atomic.Pointer[clusterView]          // ZooKeeper's picture, as the zk loop last published it
+	dyn  atomic.Pointer[dynamicBrokerConfigs] // /config/brokers, as the zk loop last read it (dynconfig.go)
 
 	partsMu sync.RWMutex
 	parts   map[topicPartition]*partition // local logs, opened when this broker leads them
@@ -448,7 +449,7 @@ func (b *Broker) EnsureOffsetsTopic(ctx context.Context) error {
 	if _, ok := b.Partitions(OffsetsTopic); ok {
 		return nil
 	}
-	code, msg := b.createTopic(ctx, OffsetsTopic, b.cfg.OffsetsTopicNumPartitions, b.cfg.OffsetsTopicReplicationFactor, nil)
+	code, msg := b.createTopic(ctx, OffsetsTopic, b.cfg.OffsetsTopicNumPartitions, b.cfg.OffsetsTopicReplicationFactor, nil, b.cfg.offsetsTopicConfigs())
 	switch code {
 	case 0, kerr.TopicAlreadyExists.Code:
 	default:

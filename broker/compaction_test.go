@@ -11,18 +11,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
-// compactionProps make every topic compacted through the broker defaults (log.cleanup.policy is a
-// broker-level setting in Kafka), with small segments, a short cleaner back-off and a 1 s
-// delete.retention.ms.
-var compactionProps = map[string]string{
-	"log.cleanup.policy":              "compact",
-	"log.segment.bytes":               "32768",
-	"log.cleaner.backoff.ms":          "100",
-	"log.cleaner.delete.retention.ms": "1000",
+// compactionProps: a short cleaner back-off (a broker setting); the topic itself is made compacted by
+// its own configs (compactedTopicConfigs).
+var compactionProps = map[string]string{"log.cleaner.backoff.ms": "100"}
+
+// compactedTopicConfigs make a topic compacted, with small segments and a 1 s delete.retention.ms,
+// through CreateTopics (the topic configs of LogConfig) while the broker's own default stays delete.
+var compactedTopicConfigs = map[string]*string{
+	"cleanup.policy":      kmsg.StringPtr("compact"),
+	"segment.bytes":       kmsg.StringPtr("32768"),
+	"delete.retention.ms": kmsg.StringPtr("1000"),
 }
 
 type keyed struct {
@@ -94,7 +97,7 @@ func consumeFromStart(ctx context.Context, t *testing.T, addr, topic string) []*
 }
 
 // TestCompactionEndToEnd is the must-show through the broker: 100,000 writes to 100 keys from a
-// franz-go producer on a topic with cleanup.policy=compact (the broker default) and 32 KiB segments;
+// franz-go producer on a topic created with cleanup.policy=compact and 32 KiB segments (its own configs);
 // once the broker's cleaner has run, a franz-go consumer reading from the start (offset 0, cleaned
 // away: the fetch answers the next batch) holds the last value of every key at the offset the
 // producer was told, far fewer records than were written; the
@@ -112,7 +115,7 @@ func TestCompactionEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	if created, err := kadm.NewClient(admin).CreateTopic(ctx, 1, 1, nil, topic); err != nil || created.Err != nil {
+	if created, err := kadm.NewClient(admin).CreateTopic(ctx, 1, 1, compactedTopicConfigs, topic); err != nil || created.Err != nil {
 		t.Fatalf("create: %v %v", err, created.Err)
 	}
 

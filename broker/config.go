@@ -139,6 +139,12 @@ type Config struct {
 	// OffsetMetadataMaxBytes [offset.metadata.max.bytes]: default 4096.
 	OffsetMetadataMaxBytes int32
 
+	// Properties are the server.properties keys this Config was built from (ConfigFromProperties; nil for
+	// a Config built in code). DescribeConfigs reports them as STATIC_BROKER_CONFIG, and the topic-config
+	// defaults of the keys below that have no field here (log.cleanup.policy, min.insync.replicas,
+	// compression.type, log.cleaner.delete.retention.ms, ...: logSynonymKeys) come from them.
+	Properties map[string]string
+
 	// ZKDialer, when set, dials ZooKeeper (e.g. through a lab fault proxy). Not a server.properties key.
 	ZKDialer zk.Dialer
 }
@@ -397,7 +403,52 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	if err := c.Validate(); err != nil {
 		return Config{}, err
 	}
+	c.Properties = make(map[string]string, len(props))
+	for k, v := range props {
+		c.Properties[k] = strings.TrimSpace(v)
+	}
 	return c, nil
+}
+
+// logSynonymKeys are the broker keys that only give topics their default (ServerTopicConfigSynonyms)
+// and have no Config field: each is checked with its topic key's type and validator and kept in
+// Config.Properties.
+var logSynonymKeys = []string{
+	"log.roll.jitter.ms", "log.roll.jitter.hours", "log.index.size.max.bytes", "log.flush.interval.ms",
+	"log.flush.scheduler.interval.ms", "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
+	"log.cleaner.max.compaction.lag.ms", "log.segment.delete.delay.ms", "log.cleaner.min.cleanable.ratio",
+	"log.cleanup.policy", "unclean.leader.election.enable", "min.insync.replicas", "compression.type",
+	"compression.gzip.level", "compression.lz4.level", "compression.zstd.level", "log.preallocate",
+	"log.message.format.version", "log.message.timestamp.type", "log.message.timestamp.difference.max.ms",
+	"log.message.timestamp.before.max.ms", "log.message.timestamp.after.max.ms",
+	"log.message.downconversion.enable", "log.local.retention.ms", "log.local.retention.bytes",
+}
+
+// synonymKey is the configKey a broker key is checked with: its topic key's type and validator under
+// the broker key's name (hours and minutes are INTs of their own).
+func synonymKey(broker string) *configKey {
+	for i := range topicConfigKeys {
+		k := &topicConfigKeys[i]
+		for _, s := range k.synonyms {
+			if s.name == broker {
+				if s.scale != 1 {
+					return &configKey{name: broker, typ: typeInt}
+				}
+				return &configKey{name: broker, typ: k.typ, check: k.check}
+			}
+		}
+	}
+	return nil
+}
+
+func init() {
+	for _, key := range logSynonymKeys {
+		k := synonymKey(key)
+		properties[key] = func(_ *Config, v string) error {
+			_, err := parseValue(k, v)
+			return err
+		}
+	}
 }
 
 // Validate checks what KafkaConfig checks at startup for the keys used here. Errors name the key.

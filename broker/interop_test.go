@@ -188,20 +188,28 @@ func TestKafkaPythonRoundTrip(t *testing.T) {
 // are n of them.
 func runKafkaPython(t *testing.T, script, bootstrap, topic string, n int) []string {
 	t.Helper()
+	out := kafkaPython(t, script, bootstrap, topic, strconv.Itoa(n))
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 || lines[0] != strconv.Itoa(n) {
+		t.Fatalf("kafka-python read %q, want %d messages", lines[0], n)
+	}
+	return strings.Split(lines[1], ",")
+}
+
+// kafkaPython runs a kafka-python script (/usr/bin/python3 -c script args...) and returns its stdout;
+// a failure ends the test with its stderr.
+func kafkaPython(t *testing.T, script string, args ...string) []byte {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "/usr/bin/python3", "-c", script, bootstrap, topic, strconv.Itoa(n))
+	cmd := exec.CommandContext(ctx, "/usr/bin/python3", append([]string{"-c", script}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("kafka-python: %v\n%s", err, stderr.String())
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != 2 || lines[0] != strconv.Itoa(n) {
-		t.Fatalf("kafka-python read %q, want %d messages\n%s", lines[0], n, stderr.String())
-	}
-	return strings.Split(lines[1], ",")
+	return out
 }
 
 // brokerBinary is the rebalancelab binary for process-mode brokers: $REBALANCELAB_BIN (make test

@@ -131,7 +131,7 @@ func TestMalformedInput(t *testing.T) {
 			{0, 0, 0, 10, 0x27, 0x0f, 0, 0, 0, 0, 0, 1, 0xff, 0xff}, // key 9999
 			frameOf(kmsg.NewPtrAddPartitionsToTxnRequest(), 0, 1),   // known to Kafka, not served here
 			frameOf(kmsg.NewPtrOffsetForLeaderEpochRequest(), 0, 2), // replication API: not served
-			frameOf(kmsg.NewPtrDescribeConfigsRequest(), 0, 3),      // not implemented
+			frameOf(kmsg.NewPtrDescribeACLsRequest(), 0, 3),         // not implemented
 		} {
 			c := rawConn(t, tb.addr())
 			c.Write(frame)
@@ -177,7 +177,7 @@ func TestMalformedInput(t *testing.T) {
 		if err := resp.ReadFrom(readResponse(t, c, 8)); err != nil {
 			t.Fatal(err)
 		}
-		if resp.ErrorCode != 0 || len(resp.ApiKeys) != 21 { // 11 data/admin APIs (InitProducerId among them) + 10 group APIs
+		if resp.ErrorCode != 0 || len(resp.ApiKeys) != 26 { // 16 data/admin APIs (InitProducerId and the config APIs among them) + 10 group APIs
 			t.Fatalf("ApiVersions v0 after the retry: error %d, %d keys", resp.ErrorCode, len(resp.ApiKeys))
 		}
 		metadataOK("unsupported version")

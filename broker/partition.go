@@ -16,6 +16,8 @@ type partition struct {
 	log   *storage.Log
 	czxid int64 // the incarnation of the topic it belongs to (topicView.czxid)
 
+	cfg atomic.Pointer[logConfig] // the topic's effective config (logconfig.go), replaced live
+
 	leading atomic.Bool  // this broker leads it per ZooKeeper (as last seen)
 	epoch   atomic.Int32 // leader epoch of that state
 
@@ -28,6 +30,9 @@ type partition struct {
 func newPartition(topic string, czxid int64, id int32, log *storage.Log) *partition {
 	return &partition{topic: topic, czxid: czxid, id: id, log: log, waiters: make(map[chan struct{}]struct{})}
 }
+
+// config is the partition's topic config now.
+func (p *partition) config() *logConfig { return p.cfg.Load() }
 
 // append stores records (v2 batches) and wakes the fetchers waiting on this partition.
 func (p *partition) append(records []byte) (int64, error) {

@@ -33,6 +33,12 @@ var brokerAPIs = map[int16]apiRange{
 	int16(kmsg.DeleteTopics):     {0, 6},
 	int16(kmsg.CreatePartitions): {0, 3},
 	int16(kmsg.InitProducerID):   {0, 5}, // idempotent producers only (api_producer.go)
+	// Configs and admin (api_configs.go, api_deleterecords.go): Kafka 3.9's ranges.
+	int16(kmsg.DescribeConfigs):         {0, 4},
+	int16(kmsg.AlterConfigs):            {0, 2},
+	int16(kmsg.IncrementalAlterConfigs): {0, 1},
+	int16(kmsg.DescribeCluster):         {0, 1},
+	int16(kmsg.DeleteRecords):           {0, 2},
 	// KIP-848's APIs: UNSUPPORTED_VERSION, as a ZooKeeper-mode Kafka answers them (api_kip848.go).
 	int16(kmsg.ConsumerGroupHeartbeat): {0, 0},
 	int16(kmsg.ConsumerGroupDescribe):  {0, 0},
@@ -342,6 +348,16 @@ func (b *Broker) dispatch(ctx context.Context, req kmsg.Request) (resp kmsg.Resp
 		return b.handleCreatePartitions(ctx, r), nil
 	case *kmsg.DeleteTopicsRequest:
 		return b.handleDeleteTopics(ctx, r), nil
+	case *kmsg.DescribeConfigsRequest:
+		return b.handleDescribeConfigs(r), nil
+	case *kmsg.AlterConfigsRequest:
+		return b.handleAlterConfigs(r), nil
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return b.handleIncrementalAlterConfigs(r), nil
+	case *kmsg.DescribeClusterRequest:
+		return b.handleDescribeCluster(ctx, r), nil
+	case *kmsg.DeleteRecordsRequest:
+		return b.handleDeleteRecords(r), nil
 	case *kmsg.ConsumerGroupHeartbeatRequest:
 		return b.handleConsumerGroupHeartbeat(r), nil
 	case *kmsg.ConsumerGroupDescribeRequest:

@@ -121,6 +121,37 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 				if len(resp.Groups) != 2 || resp.Groups[0].ErrorCode != kerr.UnsupportedVersion.Code || resp.Groups[1].Group != "sweep-g" || resp.Groups[1].ErrorCode != kerr.UnsupportedVersion.Code {
 					t.Fatalf("%s: %+v", name, resp.Groups)
 				}
+			case kmsg.DeleteRecords: // before v: the log start offset moves to v
+				r := kmsg.NewPtrDeleteRecordsRequest()
+				r.TimeoutMillis = 5000
+				r.Topics = []kmsg.DeleteRecordsRequestTopic{{Topic: "sweep", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: int64(v)}}}}
+				if p := request[*kmsg.DeleteRecordsResponse](t, c, r, v).Topics[0].Partitions[0]; p.ErrorCode != 0 || p.LowWatermark != int64(v) {
+					t.Fatalf("%s: %v low watermark %d, want %d", name, kerr.ErrorForCode(p.ErrorCode), p.LowWatermark, v)
+				}
+			case kmsg.DescribeConfigs: // the topic's 36 configs
+				r := kmsg.NewPtrDescribeConfigsRequest()
+				r.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "sweep"}}
+				if res := request[*kmsg.DescribeConfigsResponse](t, c, r, v).Resources[0]; res.ErrorCode != 0 || len(res.Configs) != 36 {
+					t.Fatalf("%s: %v, %d configs", name, kerr.ErrorForCode(res.ErrorCode), len(res.Configs))
+				}
+			case kmsg.AlterConfigs: // the topic's whole config replaced
+				r := kmsg.NewPtrAlterConfigsRequest()
+				r.Resources = []kmsg.AlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "sweep", Configs: []kmsg.AlterConfigsRequestResourceConfig{{Name: "retention.bytes", Value: kmsg.StringPtr("-1")}}}}
+				if res := request[*kmsg.AlterConfigsResponse](t, c, r, v).Resources[0]; res.ErrorCode != 0 {
+					t.Fatalf("%s: %v %v", name, kerr.ErrorForCode(res.ErrorCode), res.ErrorMessage)
+				}
+			case kmsg.IncrementalAlterConfigs: // one SET
+				r := kmsg.NewPtrIncrementalAlterConfigsRequest()
+				r.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "sweep", Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "retention.bytes", Op: kmsg.IncrementalAlterConfigOpSet, Value: kmsg.StringPtr("-1")}}}}
+				if res := request[*kmsg.IncrementalAlterConfigsResponse](t, c, r, v).Resources[0]; res.ErrorCode != 0 {
+					t.Fatalf("%s: %v %v", name, kerr.ErrorForCode(res.ErrorCode), res.ErrorMessage)
+				}
+			case kmsg.DescribeCluster: // this broker, the controller, the cluster id
+				r := kmsg.NewPtrDescribeClusterRequest()
+				r.EndpointType = 1
+				if resp := request[*kmsg.DescribeClusterResponse](t, c, r, v); resp.ErrorCode != 0 || len(resp.Brokers) != 1 || resp.ControllerID != 1 || resp.ClusterID == "" {
+					t.Fatalf("%s: %+v", name, resp)
+				}
 			case kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.CreatePartitions: // create, add partitions, then delete, at version v each
 				if k.ApiKey != 19 {
 					continue // exercised below with the topic CreateTopics made

@@ -23,6 +23,8 @@ type topicView struct {
 	// czxid is the topic znode's creation zxid: the topic's incarnation. A topic deleted and created
 	// again under the same name has another (the ZooKeeper-era stand-in for Kafka's topic id).
 	czxid int64
+	// configs is /config/topics/<t> as last read (nil until read; never mutated, replaced).
+	configs map[string]string
 }
 
 type partitionView struct {
@@ -39,7 +41,7 @@ func emptyView() *clusterView {
 func (v *clusterView) clone() *clusterView {
 	c := &clusterView{brokers: maps.Clone(v.brokers), controller: v.controller, topics: make(map[string]*topicView, len(v.topics)), next: make(chan struct{})}
 	for name, t := range v.topics {
-		c.topics[name] = &topicView{replicas: maps.Clone(t.replicas), states: maps.Clone(t.states), czxid: t.czxid}
+		c.topics[name] = &topicView{replicas: maps.Clone(t.replicas), states: maps.Clone(t.states), czxid: t.czxid, configs: t.configs}
 	}
 	return c
 }

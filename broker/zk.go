@@ -64,8 +64,11 @@ const (
 	taskRegister taskKind = iota
 	taskElect
 	taskBrokers
+	taskConfigChanges // /config/changes (dynconfig.go)
+	taskBrokerConfig  // /config/brokers/<id> and <default>
 	taskTopics
 	taskTopic
+	taskTopicConfig // /config/topics/<t>
 	taskState
 )
 
@@ -85,6 +88,11 @@ type zkState struct {
 	conflictSeen bool                // registration conflict already logged
 	registered   bool                // /brokers/ids/<id> created in this session
 	failedOpen   map[topicPartition]bool
+	// Config change notifications (dynconfig.go): the last one processed, whether the first read
+	// has noted it, and whether a config changed since the partitions were last given theirs.
+	lastChange    int64
+	changesPrimed bool
+	configDirty   bool
 }
 
 type controllerRole struct {
@@ -147,6 +155,7 @@ func (b *Broker) zkLoop() {
 			ok = b.reconcile(s)
 		}
 		// Logs first, then the view: once Metadata names this broker leader, it serves the partition.
+		b.applyConfigs(s)
 		if !b.applyLeadership(s) {
 			ok = false
 		}
@@ -174,7 +183,7 @@ func (b *Broker) onZKEvent(s *zkState, ev zk.Event) {
 				s.registered = false
 				s.armed = map[string]bool{}
 				s.conflictSeen = false
-				for _, k := range []taskKind{taskRegister, taskElect, taskBrokers, taskTopics} {
+				for _, k := range []taskKind{taskRegister, taskElect, taskBrokers, taskConfigChanges, taskBrokerConfig, taskTopics} {
 					s.pending[zkTask{kind: k}] = struct{}{}
 				}
 				for t := range s.work.topics {
@@ -209,6 +218,8 @@ func (b *Broker) onZKEvent(s *zkState, ev zk.Event) {
 		s.pending[zkTask{kind: taskTopics}] = struct{}{}
 	case path == controllerPath:
 		s.pending[zkTask{kind: taskElect}] = struct{}{}
+	case path == configChangesPath:
+		s.pending[zkTask{kind: taskConfigChanges}] = struct{}{}
 	case strings.HasPrefix(path, brokerTopicsPath+"/"):
 		rest := strings.Split(strings.TrimPrefix(path, brokerTopicsPath+"/"), "/")
 		switch {
@@ -280,6 +291,12 @@ func (b *Broker) runTask(s *zkState, t zkTask) error {
 		return b.loadTopic(s, t.topic)
 	case taskState:
 		return b.loadState(s, t.topic, t.partition)
+	case taskConfigChanges:
+		return b.loadConfigChanges(s)
+	case taskBrokerConfig:
+		return b.loadBrokerConfigs(s)
+	case taskTopicConfig:
+		return b.loadTopicConfig(s, t.topic)
 	}
 	return nil
 }
@@ -534,7 +551,7 @@ func (b *Broker) forgetTopic(s *zkState, topic string) {
 		}
 	}
 	for t := range s.pending {
-		if t.kind == taskState && t.topic == topic {
+		if (t.kind == taskState || t.kind == taskTopicConfig) && t.topic == topic {
 			delete(s.pending, t)
 		}
 	}
@@ -579,6 +596,7 @@ func (b *Broker) loadTopic(s *zkState, topic string) error {
 		b.log.WithFields(logrus.Fields{"topic": topic, "partitions": len(assignment)}).Info("topic partitions changed")
 	}
 	tv.replicas = assignment
+	s.pending[zkTask{kind: taskTopicConfig, topic: topic}] = struct{}{}
 	for p := range tv.states {
 		if _, ok := assignment[p]; !ok {
 			delete(tv.states, p)
@@ -817,8 +835,9 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 			b.log.WithFields(fields).WithField("old_czxid", stale).Warn("partition log belongs to a deleted incarnation of the topic; deleted")
 		}
 		var lg *storage.Log
+		lc := b.logConfigFor(tp.Topic, v.topics[tp.Topic].configs)
 		if err == nil {
-			lg, err = storage.Open(dir, b.cfg.storageConfig(tp.Topic, epoch))
+			lg, err = storage.Open(dir, lc.storageConfig(b.cfg.storageConfig(tp.Topic, epoch)))
 		}
 		if err != nil {
 			if !s.failedOpen[tp] {
@@ -830,6 +849,7 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 		}
 		delete(s.failedOpen, tp)
 		p := newPartition(tp.Topic, czxid, tp.Partition, lg)
+		p.cfg.Store(lc)
 		p.epoch.Store(epoch)
 		p.leading.Store(true)
 		b.partsMu.Lock()

@@ -34,6 +34,7 @@ func TestDifferential(t *testing.T) {
 		cases = append(cases, groupCase(v, i))
 	}
 	cases = append(cases, dataCases(v)...)
+	cases = append(cases, configCases(v)...)
 	cases = append(cases, kip848Case())
 	cases = append(cases, idempotentCase(v)) // last: it appends to dataTopic, whose offsets the data cases read
 

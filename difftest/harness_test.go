@@ -271,6 +271,8 @@ func (n *normaliser) walk(key string, v any) any {
 			sort.SliceStable(x, func(i, j int) bool { return show(field(x[i], "Topic")) < show(field(x[j], "Topic")) })
 		case "Partitions":
 			sort.SliceStable(x, func(i, j int) bool { return show(field(x[i], "Partition")) < show(field(x[j], "Partition")) })
+		case "Configs": // CreateTopics v5+ lists a new topic's configs in a Scala HashMap's order
+			sort.SliceStable(x, func(i, j int) bool { return show(field(x[i], "Name")) < show(field(x[j], "Name")) })
 		case "Members": // a group's members in the order of its map of (random) member ids
 			sort.SliceStable(x, func(i, j int) bool { return show(field(x[i], "MemberID")) < show(field(x[j], "MemberID")) })
 		}

@@ -18,7 +18,10 @@
 // (the rule Kafka's recovery uses) even when one Append carries several; no
 // producer snapshot files are written: Open rebuilds the producer state from
 // every remaining batch, so a producer whose batches retention deleted is
-// forgotten by a reopen (Kafka's snapshots remember it until it expires).
+// forgotten by a reopen (Kafka's snapshots remember it until it expires); the
+// log start offset a DeleteRecords sets is checkpointed in the partition's own
+// directory (Kafka keeps one log-start-offset-checkpoint per log dir) before
+// DeleteRecordsBefore returns.
 package storage
 
 import (
@@ -59,6 +62,7 @@ type Log struct {
 	epochs        []epochEntry // LeaderEpochFileCache, as in the checkpoint
 	epoch         int32        // stamped into appended batches
 	recoveryPoint int64        // offsets below are fsynced (Log.recoveryPoint)
+	logStart      int64        // log start offset DeleteRecords set (checkpointed); see logStartLocked
 	closed        bool
 	failed        error // a failed write/fsync that could not be undone: the log refuses further use
 	recovery      RecoveryStats
@@ -222,6 +226,11 @@ func (l *Log) recover() error {
 	}
 	l.recoveryPoint = leo
 	l.firstDirty = readCleanerCheckpoint(fs, dir)
+	// The log start offset a DeleteRecords checkpointed; never above the log end (a log cut by
+	// recovery), never below the first segment (UnifiedLog's loading: max(checkpoint, first base)).
+	if ls, err := readLogStartCheckpoint(fs, dir); err == nil && ls > 0 {
+		l.logStart = min(ls, leo)
+	}
 	l.recovery.Producers = l.producers.Len()
 	l.producers.RemoveExpired(now.UnixMilli())
 	return nil
@@ -550,7 +559,7 @@ func (l *Log) Read(offset int64, maxBytes int32) ([]byte, error) {
 	if err := l.usable(); err != nil {
 		return nil, err
 	}
-	lso, leo := l.segs[0].base, l.leo()
+	lso, leo := l.logStartLocked(), l.leo()
 	if offset < lso || offset > leo {
 		return nil, fmt.Errorf("storage: read offset %d outside [%d, %d]: %w", offset, lso, leo, ErrOffsetOutOfRange)
 	}
@@ -580,11 +589,12 @@ func (l *Log) HighWatermark() int64 {
 }
 
 // LogStartOffset is the first offset still in the log: the base offset of the
-// oldest segment.
+// oldest segment, or the larger offset a DeleteRecords moved it to
+// (DeleteRecordsBefore; UnifiedLog.logStartOffset).
 func (l *Log) LogStartOffset() int64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.segs[0].base
+	return l.logStartLocked()
 }
 
 // Compacted reports whether the log's cleanup.policy includes compact: the
@@ -676,6 +686,11 @@ func (l *Log) EnforceRetention() error {
 		return nil
 	}
 	n := 0 // segments to delete, from the oldest
+	// Segments wholly below the log start offset a DeleteRecords set go whatever the retention
+	// settings (deleteLogStartOffsetBreachedSegments).
+	for n < len(l.segs)-1 && l.segs[n+1].base <= l.logStart {
+		n++
+	}
 	if ms := l.cfg.RetentionMs; ms >= 0 {
 		now := l.cfg.Now().UnixMilli()
 		for n < len(l.segs)-1 {

@@ -1,0 +1,133 @@
+package storage
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// logStartCheckpointName is the file, in the partition's directory, that holds the log start offset
+// a DeleteRecords moved (Kafka's log-start-offset-checkpoint, which Kafka keeps per log dir for all its
+// partitions: "0\n<count>\n<topic> <partition> <offset>\n..."). Here it is per partition and holds
+// "0\n1\n<offset>\n": the same version and count lines, one entry without the topic and partition
+// the directory already names.
+const logStartCheckpointName = "log-start-offset-checkpoint"
+
+// readLogStartCheckpoint returns the checkpointed log start offset, -1 when there is none. An
+// unreadable file is an error the caller may choose to ignore (Kafka logs it and starts from the
+// first segment's base offset).
+func readLogStartCheckpoint(fs FS, dir string) (int64, error) {
+	f, err := fs.OpenFile(filepath.Join(dir, logStartCheckpointName), os.O_RDONLY, 0)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return -1, nil
+		}
+		return -1, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return -1, err
+	}
+	if size > 4096 {
+		return -1, fmt.Errorf("%s: %d bytes, too large", logStartCheckpointName, size)
+	}
+	b := make([]byte, size)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		return -1, err
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) != 3 || lines[0] != "0" || lines[1] != "1" {
+		return -1, fmt.Errorf("%s: unexpected content %q", logStartCheckpointName, b)
+	}
+	off, err := strconv.ParseInt(lines[2], 10, 64)
+	if err != nil || off < 0 {
+		return -1, fmt.Errorf("%s: bad offset %q", logStartCheckpointName, lines[2])
+	}
+	return off, nil
+}
+
+// writeLogStartCheckpoint replaces the checkpoint atomically and durably (write, fsync, rename, fsync
+// of the directory), as CheckpointFile.write does.
+func writeLogStartCheckpoint(fs FS, dir string, off int64) error {
+	name := filepath.Join(dir, logStartCheckpointName)
+	tmp := name + ".tmp"
+	f, err := fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write([]byte("0\n1\n" + strconv.FormatInt(off, 10) + "\n"))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fs.Rename(tmp, name)
+	}
+	if err == nil {
+		err = syncDir(fs, dir)
+	}
+	if err != nil {
+		return fmt.Errorf("storage: write %s: %w", name, err)
+	}
+	return nil
+}
+
+// DeleteRecordsBefore moves the log start offset up to offset (UnifiedLog.maybeIncrementLogStartOffset
+// for a client's DeleteRecords): reads below it fail with ErrOffsetOutOfRange from now on, the new
+// value is checkpointed before it returns (so it survives a restart), and the segments wholly below
+// it are deleted by the next EnforceRetention (deleteLogStartOffsetBreachedSegments), as in Kafka. An
+// offset at or below the current log start offset changes nothing. It returns the log start offset
+// after the call (the low watermark DeleteRecords answers).
+//
+// Errors: ErrOffsetOutOfRange (wrapped) when offset is above the high watermark, with Kafka's message;
+// ErrClosed; the checkpoint's I/O error (the log start offset is then not moved).
+func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usable(); err != nil {
+		return -1, err
+	}
+	if hw := l.leo(); offset > hw {
+		return -1, fmt.Errorf("Cannot increment the log start offset to %d of partition %s since it is larger than the high watermark %d: %w",
+			offset, filepath.Base(l.dir), hw, ErrOffsetOutOfRange)
+	}
+	cur := l.logStartLocked()
+	if offset <= cur {
+		return cur, nil
+	}
+	if err := writeLogStartCheckpoint(l.cfg.FS, l.dir, offset); err != nil {
+		return -1, err
+	}
+	l.logStart = offset
+	return offset, nil
+}
+
+// logStartLocked is the log start offset: the larger of the one DeleteRecords set and the first
+// segment's base offset (retention may have deleted past it).
+func (l *Log) logStartLocked() int64 {
+	return max(l.logStart, l.segs[0].base)
+}
+
+// SetConfig replaces the log's settings while it runs (UnifiedLog.updateConfig, after a topic's or
+// the broker's dynamic config changed): segment size and age, retention, flush and index intervals
+// apply from the next append or retention pass. FS, Now and LeaderEpoch are kept. Errors: an invalid
+// Config (as Open), ErrClosed.
+func (l *Log) SetConfig(cfg Config) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	cfg.FS, cfg.Now, cfg.LeaderEpoch = l.cfg.FS, l.cfg.Now, l.cfg.LeaderEpoch
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	l.cfg = cfg
+	return nil
+}
