@@ -6,7 +6,7 @@ VERSION   := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 TESTFLAGS ?= -race -count=1 -timeout 20m
 FUZZTIME  ?= 15s
 
-.PHONY: all build deps test fuzz demo vet clean difftest
+.PHONY: all build deps test fuzz demo vet clean difftest kafka-scenarios
 
 all: build
 
@@ -41,6 +41,12 @@ soak: deps
 # to difftest-out.txt. `make test` runs it too.
 difftest: deps
 	DIFFTEST_OUT=$(CURDIR)/difftest-out.txt $(GO) test -count=1 -v -run TestDifferential ./difftest/
+
+# Every scenario on every era against real Kafka 3.9 brokers (`--era all --broker kafka`, the scenario
+# tests' small sizes), outside `make test` (tens of minutes here); fails when a relation does not hold.
+# Results in kafka-scenarios-out/ (summary.txt: a line per scenario). KAFKA_SCENARIOS_ONLY=a,b runs those.
+kafka-scenarios: deps build
+	@scripts/kafka-scenarios.sh $(BIN)
 
 demo: deps build
 	@scripts/demo.sh $(BIN)

@@ -417,7 +417,15 @@ func TestDynamicConfigs(t *testing.T) {
 	if code, msg := incrementalAlter(t, c, broker, "2", op("message.max.bytes", kmsg.IncrementalAlterConfigOpSet, "1500")); code != kerr.InvalidRequest.Code || msg != "Unexpected broker id, expected 1, but received 2" {
 		t.Fatalf("another broker's id: %v %q", kerr.ErrorForCode(code), msg)
 	}
-	big := oneRecordBatch(3000)
+	big := oneRecordBatch(3000) // keyless
+	// cleanup.policy=compact applies at once: the compacted topic refuses a keyless record
+	// (LogValidator.validateKey); back to delete for the size checks below.
+	if got := produceOne(t, c, "dyn", 1, big); got.ErrorCode != kerr.InvalidRecord.Code {
+		t.Fatalf("a keyless batch on the compacted topic: %v, want INVALID_RECORD", kerr.ErrorForCode(got.ErrorCode))
+	}
+	if code, msg := incrementalAlter(t, c, topic, "dyn", op("cleanup.policy", kmsg.IncrementalAlterConfigOpSet, "delete")); code != 0 {
+		t.Fatalf("SET cleanup.policy=delete: %v %s", kerr.ErrorForCode(code), msg)
+	}
 	if got := produceOne(t, c, "dyn", 1, big); got.ErrorCode != 0 {
 		t.Fatalf("%d bytes before the change: %v", len(big), kerr.ErrorForCode(got.ErrorCode))
 	}

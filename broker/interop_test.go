@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -278,9 +279,12 @@ func TestKill9UnderLoadKeepsAcknowledged(t *testing.T) {
 	cancel()
 	wg.Wait()
 	prod.Close() // fails what is in flight; only callbacks with err == nil counted
+	// The acknowledgements so far; a promise may still finish after Close returns, and the check below
+	// reads this snapshot, not the map its callback writes.
 	mu.Lock()
-	want := len(acked)
+	ackedAtKill := maps.Clone(acked)
 	mu.Unlock()
+	want := len(ackedAtKill)
 
 	sctx, scancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer scancel()
@@ -298,7 +302,7 @@ func TestKill9UnderLoadKeepsAcknowledged(t *testing.T) {
 		pctx, pcancel := context.WithTimeout(context.Background(), time.Second)
 		defer pcancel()
 		cons.PollFetches(pctx).EachRecord(func(r *kgo.Record) { found[string(r.Value)] = true })
-		for v := range acked {
+		for v := range ackedAtKill {
 			if !found[v] {
 				return false
 			}

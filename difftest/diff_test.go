@@ -17,7 +17,8 @@ import (
 
 // TestDifferential runs every script on both brokers and fails on each difference the README's
 // fidelity table does not list, and on each row of the table that no difference matched (a stale
-// row). DIFFTEST_OUT=FILE writes every difference found, listed or not, to FILE.
+// row). DIFFTEST_OUT=FILE writes every difference found, listed or not, to FILE; DIFFTEST_ANSWERS=FILE
+// every step's normalised answer from both brokers.
 func TestDifferential(t *testing.T) {
 	rows := readAccepted(t)
 	for _, l := range []*lab.Lab{ours, kafka} {
@@ -33,23 +34,56 @@ func TestDifferential(t *testing.T) {
 	for i := 0; i <= top; i++ {
 		cases = append(cases, groupCase(v, i))
 	}
+	for i := staticFirstIndex; i <= top; i++ {
+		cases = append(cases, staticCase(v, i))
+	}
 	cases = append(cases, dataCases(v)...)
 	cases = append(cases, configCases(v)...)
 	cases = append(cases, kip848Case())
 	cases = append(cases, idempotentCase(v)) // last: it appends to dataTopic, whose offsets the data cases read
 
 	var all []difference
-	for _, c := range cases {
-		a := runCase(t, ours, c)
-		b := runCase(t, kafka, c)
-		all = append(all, compareCase(c, a, b)...)
+	var answers strings.Builder // DIFFTEST_ANSWERS: every step's answer of both brokers
+	run := func(cases []kcase) {
+		for _, c := range cases {
+			a := runCase(t, ours, c)
+			b := runCase(t, kafka, c)
+			all = append(all, compareCase(c, a, b)...)
+			for i := range max(len(a), len(b)) {
+				var an, bn answer
+				if i < len(a) {
+					an = a[i]
+				}
+				if i < len(b) {
+					bn = b[i]
+				}
+				fmt.Fprintf(&answers, "%s/%s\n\tours:  %s\n\tkafka: %s\n", c.name, max(an.step, bn.step), show(an.body), show(bn.body))
+			}
+		}
 	}
+	run(cases)
+	// A second broker in each cluster, started after every other case (they see one broker): it
+	// leads no __consumer_offsets partition, so it is no group's coordinator.
+	for _, l := range []*lab.Lab{ours, kafka} {
+		addBroker(t, l)
+	}
+	var late []kcase
+	for vf := v.min[kmsg.OffsetFetch.Int16()]; vf <= v.max[kmsg.OffsetFetch.Int16()]; vf++ {
+		late = append(late, nonCoordinatorCase(vf))
+	}
+	run(late)
+	cases = append(cases, late...)
 	if f := os.Getenv("DIFFTEST_OUT"); f != "" {
 		var b strings.Builder
 		for _, d := range all {
 			fmt.Fprintf(&b, "%s\n\tours:  %s\n\tkafka: %s\n", d.key, d.ours, d.kafka)
 		}
 		if err := os.WriteFile(f, []byte(b.String()), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	if f := os.Getenv("DIFFTEST_ANSWERS"); f != "" {
+		if err := os.WriteFile(f, []byte(answers.String()), 0o644); err != nil {
 			t.Error(err)
 		}
 	}
@@ -82,6 +116,35 @@ func TestDifferential(t *testing.T) {
 		}
 	}
 	t.Logf("%d cases, %d differences, all listed in README.md's fidelity table (%d patterns)", len(cases), len(all), len(rows))
+}
+
+// addBroker starts l's second broker and waits until it knows the cluster (its Metadata lists both).
+func addBroker(t *testing.T, l *lab.Lab) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	n, err := l.AddBroker(ctx)
+	if err != nil {
+		t.Fatalf("%s: second broker: %v", l.BrokerImpl(), err)
+	}
+	c, err := wire.Dial(ctx, nil, n.Addr(), "difftest-second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for {
+		m := kmsg.NewPtrMetadataRequest()
+		m.SetVersion(7)
+		resp, err := c.Request(ctx, m)
+		if err == nil && len(resp.(*kmsg.MetadataResponse).Brokers) == 2 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: the second broker never listed both brokers: %v", l.BrokerImpl(), ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // setUp creates the topics the scripts use and waits until the group coordinator answers.

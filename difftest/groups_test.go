@@ -116,9 +116,10 @@ func groupCase(v versions, i int) kcase {
 		r.Topics = append(r.Topics, t)
 		return r
 	}
-	fetchOffsets := func(all bool) *kmsg.OffsetFetchRequest {
+	fetchOffsetsOf := func(g string, all, requireStable bool) *kmsg.OffsetFetchRequest {
 		r := kmsg.NewPtrOffsetFetchRequest()
 		r.SetVersion(vFetch)
+		r.RequireStable = requireStable
 		if vFetch >= 8 {
 			rg := kmsg.NewOffsetFetchRequestGroup()
 			rg.Group = g
@@ -138,6 +139,7 @@ func groupCase(v versions, i int) kcase {
 		}
 		return r
 	}
+	fetchOffsets := func(all bool) *kmsg.OffsetFetchRequest { return fetchOffsetsOf(g, all, false) }
 	describe := func() *kmsg.DescribeGroupsRequest {
 		r := kmsg.NewPtrDescribeGroupsRequest()
 		r.SetVersion(vDescribe)
@@ -215,6 +217,16 @@ func groupCase(v versions, i int) kcase {
 	if vFetch >= 2 {
 		add(step{name: "fetch-offsets-all", req: func(*state) kmsg.Request { return fetchOffsets(true) }})
 	}
+	// OffsetFetch's error paths: a group that does not exist (no error: no offsets), and v7+'s
+	// require_stable (UNSTABLE_OFFSET_COMMIT only while a transactional commit is pending, which
+	// neither broker has here: this broker serves no transactions).
+	add(step{name: "fetch-offsets-unknown-group", req: func(*state) kmsg.Request { return fetchOffsetsOf(g+"-never", false, false) }})
+	if vFetch >= 2 {
+		add(step{name: "fetch-offsets-all-unknown-group", req: func(*state) kmsg.Request { return fetchOffsetsOf(g+"-never", true, false) }})
+	}
+	if vFetch >= 7 {
+		add(step{name: "fetch-offsets-require-stable", req: func(*state) kmsg.Request { return fetchOffsetsOf(g, false, true) }})
+	}
 	add(step{name: "describe-stable", req: func(*state) kmsg.Request { return describe() }})
 
 	// A second member: the stable group rebalances, a's heartbeat says so, a rejoins, both sync.
@@ -228,8 +240,12 @@ func groupCase(v versions, i int) kcase {
 			return r.(*kmsg.DescribeGroupsResponse).Groups[0].State == "PreparingRebalance"
 		}},
 		step{name: "heartbeat-a-rebalancing", req: func(st *state) kmsg.Request { return heartbeat(g, st.m("a"), st.gen["a"]) }},
+		// A commit while the group prepares a rebalance (its generation still current) is taken; ...
+		step{name: "commit-a-preparing", req: func(st *state) kmsg.Request { return commit(st.m("a"), st.gen["a"], 0, 6, "") }},
 		step{name: "rejoin-a", req: joinAs("a"), after: remember("a")},
 		step{name: "join-b-answer", await: "join-b-pending", after: remember("b")},
+		// ... one between the join and the sync (CompletingRebalance) is REBALANCE_IN_PROGRESS.
+		step{name: "commit-b-completing", req: func(st *state) kmsg.Request { return commit(st.m("b"), st.gen["b"], 1, 6, "") }},
 		step{name: "sync-b-pending", conn: "b", async: true, req: func(st *state) kmsg.Request { return sync(g, st.m("b"), st.gen["b"], "consumer", nil) }},
 		step{name: "sync-a-leader", req: func(st *state) kmsg.Request {
 			return sync(g, st.m("a"), st.gen["a"], "consumer", map[string][]byte{st.m("a"): consumerAssignment(0), st.m("b"): consumerAssignment(1)})

@@ -68,6 +68,8 @@ func runMain(m *testing.M) int {
 type kcase struct {
 	name  string
 	steps []step
+	// addr, when set, is the broker every connection of the case dials (default: the lab's bootstrap).
+	addr func(l *lab.Lab) string
 }
 
 // step is one request. Its request is built per broker from that broker's earlier answers (st). An
@@ -107,6 +109,10 @@ func runCase(t *testing.T, l *lab.Lab, c kcase) []answer {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	st := &state{member: map[string]string{}, gen: map[string]int32{}, pid: map[string]int64{}}
+	addr := l.Bootstrap()
+	if c.addr != nil {
+		addr = c.addr(l)
+	}
 	conns := map[string]*wire.Conn{}
 	defer func() {
 		for _, c := range conns {
@@ -120,7 +126,7 @@ func runCase(t *testing.T, l *lab.Lab, c kcase) []answer {
 		if c, ok := conns[name]; ok {
 			return c
 		}
-		c, err := wire.Dial(ctx, nil, l.Bootstrap(), "difftest-"+name)
+		c, err := wire.Dial(ctx, nil, addr, "difftest-"+name)
 		if err != nil {
 			t.Fatalf("%s: dial %s: %v", l.BrokerImpl(), name, err)
 		}

@@ -208,6 +208,25 @@ func Start(ctx context.Context, o Options) (*Lab, error) {
 	return l, nil
 }
 
+// AddBroker starts one more broker in the running lab (the next id, a free port, its own data dir) and
+// returns once it is registered, as Start's brokers are. It leads nothing that exists already: with
+// replication factor 1 nothing moves to it (a group whose coordinator it is not answers
+// NOT_COORDINATOR there).
+func (l *Lab) AddBroker(ctx context.Context) (*BrokerNode, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	i := len(l.brokers) + 1
+	n := &BrokerNode{l: l, id: int32(i), port: port, dir: filepath.Join(l.dir, fmt.Sprintf("broker-%d", i))}
+	n.props = l.brokerProps(n)
+	l.brokers = append(l.brokers, n)
+	if err := n.Start(ctx); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
 // brokerProps is the broker's server.properties: LabBrokerSettings, ShortTimings (unless
 // KafkaDefaults), Options.BrokerConfig, then the per-broker keys.
 func (l *Lab) brokerProps(n *BrokerNode) map[string]string {

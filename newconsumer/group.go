@@ -554,6 +554,7 @@ func (c *Consumer) commitOnce(ctx context.Context, offsets map[TopicPartition]in
 		})
 	}
 	var result error
+	sent := c.tl.NowMs() // the commit records' sent_ms: the coordinator applies it when it arrives
 	c.coordRequest(ctx, conn, req, c.cfg.RequestTimeout, gen, func(r kmsg.Response, err error) {
 		if err != nil {
 			c.recordGroup(kmsg.OffsetCommit, 0, err)
@@ -568,7 +569,7 @@ func (c *Consumer) commitOnce(ctx context.Context, offsets map[TopicPartition]in
 			for _, p := range t.Partitions {
 				rec := timeline.Record{Kind: timeline.Commit, Topic: t.Topic, Partition: timeline.I32(p.Partition),
 					Offset: timeline.I64(offsets[TopicPartition{Topic: t.Topic, Partition: p.Partition}]), Generation: timeline.I32(gen.id),
-					Result: timeline.CommitApplied, MemberID: gen.memberID}
+					Result: timeline.CommitApplied, MemberID: gen.memberID, SentMs: sent, API: "OffsetCommit"}
 				if p.ErrorCode != 0 {
 					rec.Result, rec.Err = timeline.CommitRejected, errName(p.ErrorCode)
 					if firstCode == 0 {

@@ -28,7 +28,7 @@ func prepare(records []timeline.Record, era string) (recs []timeline.Record, war
 	if !knownEras[era] {
 		warn = append(warn, fmt.Sprintf("unknown era %q: no figure marked not applicable", era))
 	}
-	return recs, warn
+	return redateCommits(recs, era), warn
 }
 
 // givenUp marks the rebalance_end records that end a given-up rebalance (see Compute).

@@ -68,7 +68,7 @@ var FigureTable = []FigureDef{
 	{Name: FigLost, Unit: "count", field: func(f *Figures) *int64 { return &f.Lost },
 		Definition: "produced offsets never delivered by the end of the run; in events, in the first window that ends at or after the produce"},
 	{Name: FigStaleCommitsApplied, Unit: "count", field: func(f *Figures) *int64 { return &f.StaleCommitsApplied },
-		Definition: "commits by a member for a partition of which it was not the owner of record at that moment (zk: per the owner znodes; coordinator: wrong generation or member) that landed: `commit{result:applied}`"},
+		Definition: "commits by a member for a partition of which it was not the owner of record when the commit was applied (zk: per the owner znodes; coordinator: wrong generation or member) that landed: `commit{result:applied}`; applied when its request arrived: its `sent_ms`, or the end of a stall of the link carrying it that held the request (without `sent_ms`, its answer's `ts_ms`)"},
 	{Name: FigStaleCommitsRejected, Unit: "count", field: func(f *Figures) *int64 { return &f.StaleCommitsRejected },
 		Definition: "the same stale commits that were refused: `commit{result:rejected}`"},
 	{Name: FigInvConsumedNotMember, Unit: "count", field: func(f *Figures) *int64 { return &f.InvConsumedNotMember },

@@ -283,6 +283,65 @@ func TestFiguresStaleCommits(t *testing.T) {
 	want(t, "totals", res.Totals, map[string]int64{FigStaleCommitsRejected: 1, FigStaleCommitsApplied: 1})
 }
 
+// sent sets the last record's sent_ms (ms after base) and API: a commit whose request went out at ms.
+func (b *tlb) sent(ms int64, api string) *tlb {
+	b.recs[len(b.recs)-1].SentMs, b.recs[len(b.recs)-1].API = base+ms, api
+	return b
+}
+
+// A commit is judged at the moment it was applied, not at its answer: the split-brain zombie Z's
+// coordinator link stalls 1000..6000 ms; B takes Z's partition 0 at 3000. Z's commit sent at 999 (or
+// in the millisecond the stall began) went through before the stall and was applied while Z owned
+// the partition; only its answer waited for the heal: not stale. Its commit sent at 1500 was held by
+// the stall and arrived at the heal, when B owned the partition: stale (refused). A commit without
+// sent_ms is judged at its answer as before: stale applied. Dated by their answers (the old rule),
+// the first two would count as 2 stale commits applied.
+func TestFiguresCommitJudgedWhenApplied(t *testing.T) {
+	b := newTL("classic").joined(0, "Z", 0).joined(0, "B", 1).
+		produce(1, 0, 0, 1, 2, 3, 4).produce(1, 1, 0).deliver(5, "Z", 0, 0, 1, 2).deliver(5, "B", 1, 0).
+		trigger(1000, "stall").faultPhase(1000, "stall", "Z/coordinator", timeline.FaultBegin).
+		begin(2900, "B").revoke(2900, "B", 1).assign(3000, "B", 0, 1).end(3000, "B", true, 1).
+		deliver(3010, "B", 0, 3, 4).
+		faultPhase(6000, "stall", "Z/coordinator", timeline.FaultEnd).
+		commit(6002, "Z", 0, 3, 1, timeline.CommitApplied).sent(999, "OffsetCommit").
+		commit(6003, "Z", 0, 3, 1, timeline.CommitApplied).sent(1000, "OffsetCommit").
+		commit(6004, "Z", 0, 3, 1, timeline.CommitRejected).sent(1500, "OffsetCommit").
+		commit(6005, "Z", 0, 3, 1, timeline.CommitApplied).
+		begin(6010, "Z").revoke(6010, "Z", 0).assign(6100, "Z").end(6100, "Z", true, 1)
+	res := b.compute(t, FigureOptions{})
+	want(t, "totals", res.Totals, map[string]int64{FigStaleCommitsApplied: 1, FigStaleCommitsRejected: 1})
+
+	stalls := stallWindows(b.recs)
+	for i, exp := range map[int]int64{len(b.recs) - 8: 999, len(b.recs) - 7: 1000, len(b.recs) - 6: 6000, len(b.recs) - 5: 6005} {
+		if got := commitAppliedMs(b.recs[i], "classic", stalls) - base; got != exp {
+			t.Errorf("record %d (sent %d, answered %d): applied at %d, want %d", i, b.recs[i].SentMs-base, b.recs[i].TsMs-base, got, exp)
+		}
+	}
+	if b.recs[len(b.recs)-8].TsMs != base+6002 {
+		t.Errorf("Compute changed its input: %+v", b.recs[len(b.recs)-8])
+	}
+}
+
+// zk era: a write of the offsets znode rides on the ZooKeeper link, 0.8.2's OffsetCommit to Kafka on
+// the broker connections; only a stall of the carrying link holds a commit.
+func TestCommitAppliedMsByLink(t *testing.T) {
+	b := newTL("zk").faultPhase(100, "stall", "Z/zookeeper", timeline.FaultBegin).
+		commit(900, "Z", 0, 1, 0, timeline.CommitApplied).sent(200, "").
+		commit(901, "Z", 0, 1, 0, timeline.CommitApplied).sent(200, "OffsetCommit").
+		faultPhase(800, "stall", "Z/zookeeper", timeline.FaultEnd).
+		commit(950, "Z", 0, 1, 0, timeline.CommitApplied).sent(300, "").
+		commit(960, "Z", 0, 1, 0, timeline.CommitApplied).sent(970, "")
+	stalls := stallWindows(b.recs)
+	for i, exp := range []int64{0, 800, 200, 0, 800, 960} {
+		if i == 0 || i == 3 {
+			continue // the fault records
+		}
+		if got := commitAppliedMs(b.recs[i], "zk", stalls) - base; got != exp {
+			t.Errorf("record %d: applied at %d, want %d", i, got, exp)
+		}
+	}
+}
+
 // Duplicates and lost counted exactly; each lost offset in the first window ending at/after its produce.
 func TestFiguresDuplicatesAndLost(t *testing.T) {
 	b := newTL("classic").joined(0, "m1", 0, 1).

@@ -22,7 +22,7 @@ const (
 	Assigned       Kind = "assigned"        // Partitions, Generation
 	Revoked        Kind = "revoked"         // Partitions
 	Deliver        Kind = "deliver"         // Topic, Partition, Offset (handed to the application)
-	Commit         Kind = "commit"          // Topic, Partition, Offset, Generation, Result, Error
+	Commit         Kind = "commit"          // Topic, Partition, Offset, Generation, Result, Error, SentMs, API
 	ZKOp           Kind = "zk_op"           // Op: read|write, Path
 	ZKWatch        Kind = "zk_watch"        // Path, Type
 	GroupRequest   Kind = "group_request"   // API, Error
@@ -84,6 +84,11 @@ type Record struct {
 	Phase      string             `json:"phase,omitempty"`
 	Name       string             `json:"name,omitempty"`
 	Text       string             `json:"text,omitempty"`
+	// SentMs (commit): when the member sent the commit's request (Unix ms; TsMs is when its answer
+	// came). The figures judge a commit at the moment it was applied, which the answer can postdate by
+	// a whole stall (scenarios: commitAppliedMs). 0: unknown, judged at TsMs. A commit's API is the request that
+	// carried it: "OffsetCommit", or "" for a ZooKeeper write of /consumers/<g>/offsets.
+	SentMs int64 `json:"sent_ms,omitempty"`
 
 	// Kafka-side identities, for readers; figures never key on them.
 	MemberID   string `json:"member_id,omitempty"`   // coordinator member id
@@ -149,14 +154,19 @@ func (rc *Recorder) Emit(r Record) {
 		return
 	}
 	if r.TsMs == 0 {
-		now := time.Now
-		if rc.Now != nil {
-			now = rc.Now
-		}
-		r.TsMs = now().UnixMilli()
+		r.TsMs = rc.NowMs()
 	}
 	r.Era, r.Member = rc.Era, rc.Member
 	rc.Sink.Emit(r)
+}
+
+// NowMs is the Recorder's clock in Unix ms (Now, or time.Now; also for a nil Recorder), the time a
+// record stamps: for fields such as SentMs that date something before the record.
+func (rc *Recorder) NowMs() int64 {
+	if rc != nil && rc.Now != nil {
+		return rc.Now().UnixMilli()
+	}
+	return time.Now().UnixMilli()
 }
 
 // Collector keeps records in memory, for tests and for the runner's merge.

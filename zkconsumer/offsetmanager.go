@@ -214,12 +214,13 @@ func (c *Connector) commitToKafka(ctx context.Context, work []committed) (done b
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
 	}
 	rctx, cancel := c.offsetsRequestContext(ctx)
+	sent := c.rec.NowMs()
 	r, rerr := conn.Request(rctx, req)
 	cancel()
 	if rerr != nil {
 		c.offsets.disconnect(conn)
 		for _, w := range work {
-			c.emit(commitRecord(w, rerr))
+			c.emit(commitRecord(w, sent, "OffsetCommit", rerr))
 		}
 		return false, fmt.Errorf("committing offsets to the offset manager %s: %w", conn.Addr(), rerr)
 	}
@@ -239,7 +240,7 @@ func (c *Connector) commitToKafka(ctx context.Context, work []committed) (done b
 		} else {
 			perr = kerr.ErrorForCode(code)
 		}
-		c.emit(commitRecord(w, perr))
+		c.emit(commitRecord(w, sent, "OffsetCommit", perr))
 		if perr != nil {
 			errs = append(errs, fmt.Errorf("committing %s-%d=%d to Kafka: %w", w.tp.Topic, w.tp.Partition, w.offset, perr))
 			retryable = retryable || code != kerr.OffsetMetadataTooLarge.Code
@@ -259,10 +260,11 @@ func (c *Connector) commitToKafka(ctx context.Context, work []committed) (done b
 	return !(len(errs) > 0 && retryable), errors.Join(errs...)
 }
 
-// commitRecord is the timeline's commit record of one partition: applied, or rejected with err.
-func commitRecord(w committed, err error) timeline.Record {
+// commitRecord is the timeline's commit record of one partition: applied, or rejected with err; sent
+// is when its request went out (Unix ms), api the request ("OffsetCommit", or "" for ZooKeeper's setData).
+func commitRecord(w committed, sent int64, api string, err error) timeline.Record {
 	r := timeline.Record{Kind: timeline.Commit, Topic: w.tp.Topic, Partition: timeline.I32(w.tp.Partition),
-		Offset: timeline.I64(w.offset), Result: timeline.CommitApplied}
+		Offset: timeline.I64(w.offset), Result: timeline.CommitApplied, SentMs: sent, API: api}
 	if err != nil {
 		r.Result, r.Err = timeline.CommitRejected, err.Error()
 	}
@@ -427,11 +429,12 @@ func (c *Connector) commitOffsets(ctx context.Context, attempts int) error {
 	c.mu.Unlock()
 	var errs []error
 	for _, w := range work {
+		sent := c.rec.NowMs()
 		err := c.commitOffsetToZooKeeper(w)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("committing %s: %w", c.offsetPath(w.tp), err))
 		}
-		c.emit(commitRecord(w, err))
+		c.emit(commitRecord(w, sent, "", err))
 	}
 	return errors.Join(errs...)
 }

@@ -462,9 +462,13 @@ func (c *Core) offsetFetch(r *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse
 			resp.Groups = append(resp.Groups, rg)
 			continue
 		}
-		// v0-v7: one group; a group error is top-level from v2 (there are no partitions to carry it
-		// before v2, since a failed group fetch has none)
+		// v0-v7: one group; a group error is top-level from v2, and before v2 (no top-level error
+		// code) it is every requested partition's, as OffsetFetchRequest.getErrorResponse answers
 		resp.ErrorCode = err
+		if err != 0 && v < 2 {
+			offsetFetchPartitionErrors(resp, r, err)
+			continue
+		}
 		byTopic := map[string]int{}
 		for _, o := range offsets {
 			i, ok := byTopic[o.tp.topic]
@@ -579,6 +583,22 @@ func (c *Core) deleteGroups(r *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsRespo
 	return resp
 }
 
+// offsetFetchPartitionErrors answers every partition r asks for with code, no offset (-1) and no
+// metadata: how OffsetFetch v0-v1, which has no top-level error code, carries a group's error
+// (OffsetFetchRequest.getErrorResponse for version < 2).
+func offsetFetchPartitionErrors(resp *kmsg.OffsetFetchResponse, r *kmsg.OffsetFetchRequest, code int16) {
+	for _, t := range r.Topics {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p, -1, -1, strPtr(""), code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+}
+
 // errorResponse is the request's getErrorResponse: every part of the answer carries code.
 func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 	v := req.GetVersion()
@@ -620,6 +640,9 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 			}
 		} else {
 			resp.ErrorCode = code
+			if v < 2 {
+				offsetFetchPartitionErrors(resp, r, code)
+			}
 		}
 		return resp
 	case *kmsg.DescribeGroupsRequest:

@@ -685,3 +685,40 @@ func mustLoad(t *testing.T, core *Core, now time.Time, p int32) []Effect {
 	}
 	return effects
 }
+
+// OffsetFetch v0-v1 have no top-level error code: a group's error (here NOT_COORDINATOR) is every
+// requested partition's, with no offset and no metadata (OffsetFetchRequest.getErrorResponse); from
+// v2 it is top-level, from v8 the group's. The differential test found v1 answering nothing.
+func TestOffsetFetchErrorResponseByVersion(t *testing.T) {
+	for _, v := range []int16{1, 2, 8} {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.SetVersion(v)
+		req.Group = "g"
+		rt := kmsg.NewOffsetFetchRequestTopic()
+		rt.Topic, rt.Partitions = "t", []int32{0, 3}
+		req.Topics = append(req.Topics, rt)
+		rg := kmsg.NewOffsetFetchRequestGroup()
+		rg.Group = "g"
+		req.Groups = append(req.Groups, rg)
+		resp := errorResponse(req, kerr.NotCoordinator.Code).(*kmsg.OffsetFetchResponse)
+		switch v {
+		case 1:
+			if len(resp.Topics) != 1 || resp.Topics[0].Topic != "t" || len(resp.Topics[0].Partitions) != 2 {
+				t.Fatalf("v1: %+v", resp.Topics)
+			}
+			for i, p := range resp.Topics[0].Partitions {
+				if p.Partition != rt.Partitions[i] || p.ErrorCode != kerr.NotCoordinator.Code || p.Offset != -1 || p.Metadata == nil || *p.Metadata != "" {
+					t.Errorf("v1 partition %d: %+v", i, p)
+				}
+			}
+		case 2:
+			if resp.ErrorCode != kerr.NotCoordinator.Code || len(resp.Topics) != 0 {
+				t.Errorf("v2: error %d, topics %+v", resp.ErrorCode, resp.Topics)
+			}
+		case 8:
+			if len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != kerr.NotCoordinator.Code || len(resp.Topics) != 0 {
+				t.Errorf("v8: %+v", resp)
+			}
+		}
+	}
+}

@@ -1,0 +1,94 @@
+package scenarios
+
+// When a commit was applied: the replay judges a commit record at the moment its request reached the
+// coordinator (zk: ZooKeeper), not at its answer (docs/design.md, "What the members must emit").
+
+import (
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/timeline"
+)
+
+// redateCommits returns recs (sorted by ts_ms) with every commit record that carries sent_ms moved,
+// stably, to the moment its request was applied (commitAppliedMs): the replay judges a commit there,
+// against the owner of record of that moment, not at its answer.
+func redateCommits(recs []timeline.Record, era string) []timeline.Record {
+	stalls := stallWindows(recs)
+	moved := false
+	for i := range recs {
+		if recs[i].Kind != timeline.Commit || recs[i].SentMs == 0 {
+			continue
+		}
+		if at := commitAppliedMs(recs[i], era, stalls); at != recs[i].TsMs {
+			if !moved {
+				recs = slices.Clone(recs) // the caller's records stay as they were
+				moved = true
+			}
+			recs[i].TsMs = at
+		}
+	}
+	if moved {
+		sort.SliceStable(recs, func(i, j int) bool { return recs[i].TsMs < recs[j].TsMs })
+	}
+	return recs
+}
+
+// stallWindows are the stall faults' windows by target ("<member>/<link>"), from their begin and end
+// records in order; a stall without an end lasts to math.MaxInt64.
+func stallWindows(recs []timeline.Record) map[string][]span {
+	out := map[string][]span{}
+	for _, rec := range recs {
+		if rec.Kind != timeline.Fault || rec.Action != lab.FaultStall {
+			continue
+		}
+		ws := out[rec.Target]
+		switch rec.Phase {
+		case timeline.FaultBegin:
+			out[rec.Target] = append(ws, span{rec.TsMs, math.MaxInt64})
+		case timeline.FaultEnd:
+			if n := len(ws); n > 0 && ws[n-1].end == math.MaxInt64 {
+				ws[n-1].end = rec.TsMs
+			}
+		}
+	}
+	return out
+}
+
+// commitLink is the member's link (lab.Link) that carries a commit record's request in era: the
+// coordinator link for the coordinator eras; in the zk era ZooKeeper for a write of its offsets znode
+// (api ""), the broker connections (lab.LinkFetch) for 0.8.2's OffsetCommit to Kafka.
+func commitLink(era, api string) lab.Link {
+	switch {
+	case era != "zk":
+		return lab.LinkCoordinator
+	case api == "":
+		return lab.LinkZooKeeper
+	}
+	return lab.LinkFetch
+}
+
+// commitAppliedMs is when the coordinator (zk: ZooKeeper) applied a commit record's request, as far
+// as the timeline can tell: it checks the member and generation, and applies the commit, when the
+// request arrives, which is its sent_ms, unless the link that carries it (CommitLink) was stalled then
+// — a stall holds the bytes and its heal delivers them, so the request arrived at the stall's end. A
+// request sent in the millisecond a stall began counts as through (the begin record is stamped once
+// the stall took effect). Never after the answer (ts_ms), which bounds it; without sent_ms, ts_ms.
+// stalls is stallWindows' result. (The answer of a commit applied before a stall comes only after the
+// heal: dated by its answer, such a commit would be judged against the owners of after the stall.)
+func commitAppliedMs(rec timeline.Record, era string, stalls map[string][]span) int64 {
+	sent := rec.SentMs
+	if sent <= 0 || sent > rec.TsMs {
+		return rec.TsMs
+	}
+	at := sent
+	for _, w := range stalls[rec.Member+"/"+string(commitLink(era, rec.API))] {
+		if w.start < sent && sent < w.end {
+			at = w.end
+			break
+		}
+	}
+	return min(at, rec.TsMs)
+}
