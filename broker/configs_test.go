@@ -418,14 +418,17 @@ func TestDynamicConfigs(t *testing.T) {
 		t.Fatalf("another broker's id: %v %q", kerr.ErrorForCode(code), msg)
 	}
 	big := oneRecordBatch(3000) // keyless
-	// cleanup.policy=compact applies at once: the compacted topic refuses a keyless record
-	// (LogValidator.validateKey); back to delete for the size checks below.
-	if got := produceOne(t, c, "dyn", 1, big); got.ErrorCode != kerr.InvalidRecord.Code {
-		t.Fatalf("a keyless batch on the compacted topic: %v, want INVALID_RECORD", kerr.ErrorForCode(got.ErrorCode))
-	}
+	// cleanup.policy=compact applies live (the brokers read the change notification): the compacted
+	// topic refuses a keyless record (LogValidator.validateKey); back to delete for the size checks.
+	testutil.WaitFor(t, 10*time.Second, "cleanup.policy=compact applied", func() bool {
+		return produceOne(t, c, "dyn", 1, big).ErrorCode == kerr.InvalidRecord.Code
+	})
 	if code, msg := incrementalAlter(t, c, topic, "dyn", op("cleanup.policy", kmsg.IncrementalAlterConfigOpSet, "delete")); code != 0 {
 		t.Fatalf("SET cleanup.policy=delete: %v %s", kerr.ErrorForCode(code), msg)
 	}
+	testutil.WaitFor(t, 10*time.Second, "cleanup.policy=delete applied", func() bool {
+		return produceOne(t, c, "dyn", 1, big).ErrorCode != kerr.InvalidRecord.Code
+	})
 	if got := produceOne(t, c, "dyn", 1, big); got.ErrorCode != 0 {
 		t.Fatalf("%d bytes before the change: %v", len(big), kerr.ErrorForCode(got.ErrorCode))
 	}
