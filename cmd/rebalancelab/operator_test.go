@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -44,35 +45,44 @@ func needTool(t *testing.T, name, pkg string) string {
 	return p
 }
 
-// startChild starts a child process killed at the end of the test, its output in a file in dir
-// (quoted by the test on failure through logs).
-func startChild(t *testing.T, dir, name string, args ...string) (logs func() string) {
+// child is a process a test started; it is stopped (SIGTERM, then SIGKILL after 10 s) at the end
+// of the test at the latest.
+type child struct {
+	cmd     *exec.Cmd
+	logPath string
+	exited  chan struct{}
+}
+
+// startChild starts name with args, its output in a file in dir (logs quotes it).
+func startChild(t *testing.T, dir, name string, args ...string) *child {
 	t.Helper()
-	logPath := filepath.Join(dir, filepath.Base(name)+".log")
-	f, err := os.Create(logPath)
+	f, err := os.CreateTemp(dir, filepath.Base(name)+"-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	c := &child{cmd: exec.Command(name, args...), logPath: f.Name(), exited: make(chan struct{})}
+	c.cmd.Stdout, c.cmd.Stderr = f, f
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-		f.Close()
-	})
-	return func() string { b, _ := os.ReadFile(logPath); return string(b) }
+	go func() { c.cmd.Wait(); f.Close(); close(c.exited) }()
+	t.Cleanup(c.stop)
+	return c
 }
+
+// stop sends SIGTERM and waits for the exit (SIGKILL after 10 s).
+func (c *child) stop() {
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+	case <-time.After(10 * time.Second):
+		c.cmd.Process.Kill()
+		<-c.exited
+	}
+}
+
+func (c *child) logs() string { b, _ := os.ReadFile(c.logPath); return string(b) }
 
 // promQuery asks Prometheus' HTTP API (/api/v1/query) for an instant vector: its samples' values by
 // their labels rendered as "{k=v,...}" (sorted by Prometheus); nil when the query matches nothing.
@@ -160,9 +170,9 @@ func TestPrometheusScrapesLab(t *testing.T) {
 	}
 
 	consumerAddr, zkAddr, promAddr := freeAddr(t), freeAddr(t), freeAddr(t)
-	consumerLog := startChild(t, dir, bin, "consumer", "--bootstrap", bootstrap, "--group", "pg", "--topic", "pt",
+	consumer := startChild(t, dir, bin, "consumer", "--bootstrap", bootstrap, "--group", "pg", "--topic", "pt",
 		"--metrics-addr", consumerAddr, "--config", "auto.offset.reset=earliest", "--log-level", "warn")
-	zkLog := startChild(t, dir, bin, "zkconsumer", "--zk", line.ZooKeeper, "--group", "zg", "--topic", "pt",
+	zkc := startChild(t, dir, bin, "zkconsumer", "--zk", line.ZooKeeper, "--group", "zg", "--topic", "pt",
 		"--metrics-addr", zkAddr, "--config", "auto.offset.reset=smallest", "--log-level", "warn")
 
 	brokerTarget := strings.TrimSuffix(strings.TrimPrefix(line.Metrics, "http://"), "/metrics")
@@ -181,7 +191,7 @@ scrape_configs:
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	promLog := startChild(t, dir, prom, "--config.file", cfgPath, "--storage.tsdb.path", filepath.Join(dir, "tsdb"),
+	promc := startChild(t, dir, prom, "--config.file", cfgPath, "--storage.tsdb.path", filepath.Join(dir, "tsdb"),
 		"--web.listen-address", promAddr)
 	base := "http://" + promAddr
 
@@ -218,6 +228,203 @@ scrape_configs:
 		}
 	}
 	if t.Failed() {
-		t.Logf("prometheus log:\n%s\nconsumer log:\n%s\nzkconsumer log:\n%s", promLog(), consumerLog(), zkLog())
+		t.Logf("prometheus log:\n%s\nconsumer log:\n%s\nzkconsumer log:\n%s", promc.logs(), consumer.logs(), zkc.logs())
 	}
+}
+
+// burrowLag is the answer of Burrow's /v3/kafka/<cluster>/consumer/<group>/lag.
+type burrowLag struct {
+	Error   bool
+	Message string
+	Status  struct {
+		Status     string
+		Complete   float64
+		TotalLag   int64 `json:"totallag"`
+		Partitions []struct {
+			Topic      string
+			Partition  int32
+			Status     string
+			CurrentLag int64 `json:"current_lag"`
+			End        struct{ Offset int64 }
+		}
+	}
+}
+
+func (b burrowLag) String() string {
+	s := fmt.Sprintf("%s total lag %d:", b.Status.Status, b.Status.TotalLag)
+	for _, p := range b.Status.Partitions {
+		s += fmt.Sprintf(" %s-%d %s end %d lag %d;", p.Topic, p.Partition, p.Status, p.End.Offset, p.CurrentLag)
+	}
+	return s
+}
+
+func burrowGroupLag(base, group string) (burrowLag, bool) {
+	var b burrowLag
+	resp, err := http.Get(base + "/v3/kafka/lab/consumer/" + group + "/lag")
+	if err != nil {
+		return b, false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&b) != nil || b.Error {
+		return b, false
+	}
+	return b, true
+}
+
+// TestBurrowWatchesLab: Debian's Burrow 1.2.1 watches a running lab with a short-interval burrow.toml:
+// its kafka cluster module (sarama, kafka-version 2.1.0) reads the broker's topics and high
+// watermarks, its kafka_zk consumer module the zk era's offsets under /consumers, and its kafka
+// consumer module __consumer_offsets (OffsetCommitValue v3, which 1.2.1 decodes; its GroupMetadataValue
+// v3 it cannot: Burrow 1.2.1 decodes group metadata values v0-v1 only, as for Kafka 3.9's own). With a
+// zkconsumer (group bz) and a 3.9 consumer (group bk) caught up on topic bt's 2 × 10 records, Burrow
+// reports both groups OK with total lag 0 and each partition's committed end offset 10; once both
+// stop (graceful: a last commit) and 5 more records go to each partition, it reports every partition
+// of each group STOP (or STALL) with current lag 5 and end offset 10, the group ERR with total lag
+// exactly 10.
+func TestBurrowWatchesLab(t *testing.T) {
+	burrow := needTool(t, "Burrow", "burrow")
+	bin := zkCLIBinary(t)
+	dir := t.TempDir()
+	u := startLabUp(t, bin)
+	var line labUpLine
+	select {
+	case s := <-u.stdout:
+		if err := json.Unmarshal([]byte(s), &line); err != nil {
+			t.Fatalf("lab up's first line %q: %v", s, err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("no first line from lab up; stderr:\n%s", u.stderr)
+	}
+	bootstrap := line.Brokers[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DisableIdempotentWrite())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, "bt"); err != nil {
+		t.Fatal(err)
+	}
+	produce := func(n int) {
+		t.Helper()
+		var recs []*kgo.Record
+		for p := int32(0); p < 2; p++ {
+			for i := 0; i < n; i++ {
+				recs = append(recs, &kgo.Record{Topic: "bt", Partition: p, Value: []byte(strconv.Itoa(i))})
+			}
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(10)
+	zkc := startChild(t, dir, bin, "zkconsumer", "--zk", line.ZooKeeper, "--group", "bz", "--topic", "bt",
+		"--config", "auto.offset.reset=smallest", "--config", "auto.commit.interval.ms=500", "--log-level", "warn")
+	kc := startChild(t, dir, bin, "consumer", "--bootstrap", bootstrap, "--group", "bk", "--topic", "bt",
+		"--config", "auto.offset.reset=earliest", "--config", "auto.commit.interval.ms=500", "--log-level", "warn")
+	// Burrow's kafka consumer module needs __consumer_offsets to exist when it starts: the 3.9
+	// member's first commit is the barrier.
+	adm := kadm.NewClient(cl)
+	testutil.WaitFor(t, time.Minute, "group bk to commit offset 10 on both partitions", func() bool {
+		os, err := adm.FetchOffsets(ctx, "bk")
+		if err != nil {
+			return false
+		}
+		a, _ := os.Lookup("bt", 0)
+		b, _ := os.Lookup("bt", 1)
+		return a.At == 10 && b.At == 10
+	})
+
+	httpAddr := freeAddr(t)
+	cfg := fmt.Sprintf(`[general]
+pidfile=%q
+[logging]
+level="info"
+[zookeeper]
+servers=[%q]
+timeout=6
+root-path="/burrow"
+[client-profile.lab]
+client-id="burrow-lab"
+kafka-version="2.1.0"
+[cluster.lab]
+class-name="kafka"
+servers=[%q]
+client-profile="lab"
+topic-refresh=2
+offset-refresh=1
+[consumer.lab-kafka]
+class-name="kafka"
+cluster="lab"
+servers=[%q]
+client-profile="lab"
+[consumer.lab-zk]
+class-name="kafka_zk"
+cluster="lab"
+servers=[%q]
+zookeeper-timeout=6
+[httpserver.default]
+address=%q
+[storage.default]
+class-name="inmemory"
+workers=4
+intervals=3
+expire-group=604800
+min-distance=1
+[evaluator.default]
+class-name="caching"
+expire-cache=1
+`, filepath.Join(dir, "burrow.pid"), line.ZooKeeper, bootstrap, bootstrap, line.ZooKeeper, httpAddr)
+	if err := os.WriteFile(filepath.Join(dir, "burrow.toml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bc := startChild(t, dir, burrow, "--config-dir", dir)
+	base := "http://" + httpAddr
+	defer func() {
+		if t.Failed() {
+			t.Logf("burrow log:\n%s\nzkconsumer log:\n%s\nconsumer log:\n%s", bc.logs(), zkc.logs(), kc.logs())
+		}
+	}()
+
+	// check waits until Burrow reports group's status as want with totalLag, and for every partition
+	// a status among wantPart, current lag perPartition and end, its last commit.
+	check := func(within time.Duration, group, want string, wantPart []string, totalLag, perPartition, end int64) {
+		t.Helper()
+		var last burrowLag
+		defer func() {
+			if t.Failed() {
+				t.Logf("Burrow's last answer for %s: %v", group, last)
+			}
+		}()
+		testutil.WaitFor(t, within, fmt.Sprintf("Burrow: group %s %s, partitions %v, total lag %d", group, want, wantPart, totalLag), func() bool {
+			b, ok := burrowGroupLag(base, group)
+			if !ok {
+				return false
+			}
+			last = b
+			if b.Status.TotalLag != totalLag || len(b.Status.Partitions) != 2 {
+				return false
+			}
+			for _, p := range b.Status.Partitions {
+				if p.Topic != "bt" || p.CurrentLag != perPartition || p.End.Offset != end || !slices.Contains(wantPart, p.Status) {
+					return false
+				}
+			}
+			return b.Status.Status == want
+		})
+		t.Logf("Burrow, group %s: %v", group, last)
+	}
+	// Burrow starts its consumer modules one after the other, the kafka one subscribing to the 50
+	// partitions of __consumer_offsets one by one (12 s here): the first answer can take a while.
+	check(2*time.Minute, "bz", "OK", []string{"OK"}, 0, 0, 10)
+	check(time.Minute, "bk", "OK", []string{"OK"}, 0, 0, 10)
+
+	zkc.stop()
+	kc.stop()
+	produce(5)
+	// A partition's STOP or STALL makes the group's status ERR (Burrow's group status is the worst
+	// partition's, capped at ERR).
+	check(time.Minute, "bz", "ERR", []string{"STOP", "STALL"}, 10, 5, 10)
+	check(time.Minute, "bk", "ERR", []string{"STOP", "STALL"}, 10, 5, 10)
 }
