@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -285,7 +286,7 @@ func TestBurrowWatchesLab(t *testing.T) {
 	burrow := needTool(t, "Burrow", "burrow")
 	bin := zkCLIBinary(t)
 	dir := t.TempDir()
-	u := startLabUp(t, bin)
+	u := startLabUp(t, bin, "--metrics-addr", "127.0.0.1:0")
 	var line labUpLine
 	select {
 	case s := <-u.stdout:
@@ -427,4 +428,15 @@ expire-cache=1
 	// partition's, capped at ERR).
 	check(time.Minute, "bz", "ERR", []string{"STOP", "STALL"}, 10, 5, 10)
 	check(time.Minute, "bk", "ERR", []string{"STOP", "STALL"}, 10, 5, 10)
+
+	// What the broker answered with an error, by API (sarama's requests among them), for the log.
+	if resp, err := http.Get(line.Metrics); err == nil {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, l := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(l, "kafka_server_requests_total{") && !strings.Contains(l, `error="NONE"`) {
+				t.Logf("broker: %s", l)
+			}
+		}
+	}
 }
