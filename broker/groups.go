@@ -60,6 +60,7 @@ func (b *Broker) startGroupCoordinator() error {
 		return err
 	}
 	g.co = co
+	b.metrics.coord.Store(co)
 	g.serving.Store(true)
 	b.coord = g
 	go g.run()

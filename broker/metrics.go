@@ -4,9 +4,12 @@ import (
 	"reflect"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/broker/coordinator"
 )
 
 // metrics live on a private registry per broker, so that several brokers in one process (the lab's
@@ -22,6 +25,8 @@ type metrics struct {
 	// purgatory counts the requests parked now, by delayed operation ("Fetch": long polls waiting
 	// for MinBytes), as Kafka's DelayedOperationPurgatory PurgatorySize gauge.
 	purgatory *prometheus.GaugeVec
+	// coord is the group coordinator once started; groupCollector reads it at each scrape.
+	coord atomic.Pointer[coordinator.Coordinator]
 }
 
 func newMetrics(id int32) *metrics {
@@ -48,8 +53,62 @@ func newMetrics(id int32) *metrics {
 			Name: "kafka_server_purgatory_size", Help: "Requests parked now, by delayed operation (Fetch: long polls waiting for data).", ConstLabels: labels,
 		}, []string{"delayed_operation"}),
 	}
-	m.reg.MustRegister(m.requests, m.bytesIn, m.bytesOut, m.closed, m.messages, m.purgatory)
+	m.reg.MustRegister(m.requests, m.bytesIn, m.bytesOut, m.closed, m.messages, m.purgatory, newGroupCollector(m, labels))
 	return m
+}
+
+// groupCollector exports the group coordinator's figures, read from coordinator.Stats at each scrape
+// (the coordinator's lock is held only to count, never across the scrape's I/O), named after Kafka
+// 3.9's meters: kafka.coordinator.group:type=GroupMetadataManager,name=NumGroups{,Empty,
+// PreparingRebalance,CompletingRebalance,Stable,Dead} and NumOffsets, and
+// kafka.coordinator.group:type=group-coordinator-metrics group-completed-rebalance-count and
+// offset-commit-count. Before the coordinator starts it exports nothing.
+type groupCollector struct {
+	m                                     *metrics
+	groups, numGroups, offsets, rebal, oc *prometheus.Desc
+}
+
+func newGroupCollector(m *metrics, labels prometheus.Labels) *groupCollector {
+	return &groupCollector{
+		m: m,
+		groups: prometheus.NewDesc("kafka_coordinator_group_groups",
+			"Groups the coordinator holds, by state (GroupMetadataManager NumGroups<State>).", []string{"state"}, labels),
+		numGroups: prometheus.NewDesc("kafka_coordinator_group_num_groups",
+			"Groups the coordinator holds (GroupMetadataManager NumGroups).", nil, labels),
+		offsets: prometheus.NewDesc("kafka_coordinator_group_num_offsets",
+			"Committed offsets the coordinator holds, over all groups (GroupMetadataManager NumOffsets).", nil, labels),
+		rebal: prometheus.NewDesc("kafka_coordinator_group_completed_rebalances_total",
+			"Rebalances completed: CompletingRebalance -> Stable transitions (group-coordinator-metrics group-completed-rebalance-count).", nil, labels),
+		oc: prometheus.NewDesc("kafka_coordinator_group_offset_commits_total",
+			"Partition offsets stored by OffsetCommit (group-coordinator-metrics offset-commit-count).", nil, labels),
+	}
+}
+
+func (c *groupCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.groups
+	ch <- c.numGroups
+	ch <- c.offsets
+	ch <- c.rebal
+	ch <- c.oc
+}
+
+func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
+	co := c.m.coord.Load()
+	if co == nil {
+		return
+	}
+	st := co.Stats()
+	total := 0
+	for _, s := range []coordinator.GroupState{coordinator.Empty, coordinator.PreparingRebalance,
+		coordinator.CompletingRebalance, coordinator.Stable, coordinator.Dead} {
+		n := st.GroupsByState[s]
+		total += n
+		ch <- prometheus.MustNewConstMetric(c.groups, prometheus.GaugeValue, float64(n), s.String())
+	}
+	ch <- prometheus.MustNewConstMetric(c.numGroups, prometheus.GaugeValue, float64(total))
+	ch <- prometheus.MustNewConstMetric(c.offsets, prometheus.GaugeValue, float64(st.NumOffsets))
+	ch <- prometheus.MustNewConstMetric(c.rebal, prometheus.CounterValue, float64(st.CompletedRebalances))
+	ch <- prometheus.MustNewConstMetric(c.oc, prometheus.CounterValue, float64(st.OffsetCommits))
 }
 
 // responseErrorCode is the first non-zero error code in a response (0 if none), for the requests

@@ -45,7 +45,8 @@ import (
 // initialised from the committed offset or auto.offset.reset.
 type partitionState struct {
 	position int64
-	reset    bool // the position was out of range: reset it by auto.offset.reset, not from the commit
+	hwm      int64 // high watermark of the last fetch that answered for it; -1 before one
+	reset    bool  // the position was out of range: reset it by auto.offset.reset, not from the commit
 }
 
 // Consumer is a group member. Poll, CommitSync and Close are meant for one goroutine, as Java's
@@ -97,6 +98,8 @@ type Consumer struct {
 	fetched        []*completedFetch       // records fetched, not yet handed out
 	inFlight       map[TopicPartition]bool // partitions with a Fetch in flight
 	leaderBusy     map[string]bool         // brokers with a Fetch in flight
+
+	rebalances rebalanceCounts // from the records emitted, for Collector
 }
 
 var clientSeq atomic.Int64
@@ -219,7 +222,10 @@ func (c *Consumer) ownedLocked() []TopicPartition {
 	return out
 }
 
-func (c *Consumer) emit(r timeline.Record) { c.tl.Emit(r) }
+func (c *Consumer) emit(r timeline.Record) {
+	c.rebalances.note(r)
+	c.tl.Emit(r)
+}
 
 func (c *Consumer) logLocked() *logrus.Entry {
 	return c.log.WithFields(logrus.Fields{"member": c.m.gen.memberID, "generation": c.m.gen.id})
@@ -640,7 +646,7 @@ func (c *Consumer) onJoinComplete(res joinResult, attempt int) {
 		if st := c.owned[tp]; st != nil {
 			next[tp] = st
 		} else {
-			next[tp] = &partitionState{position: -1}
+			next[tp] = &partitionState{position: -1, hwm: -1}
 		}
 	}
 	c.owned = next

@@ -462,12 +462,12 @@ func (c *Consumer) fetchFrom(ctx context.Context, addr string, ps []TopicPartiti
 				c.log.WithError(err).WithField("partition", tp.String()).Error("fetch: bad record batch")
 				c.emit(timeline.Record{Kind: timeline.Error, Text: fmt.Sprintf("fetch %s at %d: %v", tp, pos, err)})
 			}
-			if len(recs) == 0 && next <= pos {
-				continue
-			}
 			c.mu.Lock()
 			if st := c.owned[tp]; st != nil && st.position == pos {
-				c.fetched = append(c.fetched, &completedFetch{tp: tp, pos: pos, records: recs, next: next})
+				st.hwm = p.HighWatermark
+				if len(recs) > 0 || next > pos {
+					c.fetched = append(c.fetched, &completedFetch{tp: tp, pos: pos, records: recs, next: next})
+				}
 			}
 			c.mu.Unlock()
 		}

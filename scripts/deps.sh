@@ -2,7 +2,8 @@
 # Installs what the lab and the tests need when it is missing: a ZooKeeper server (Debian's
 # `zookeeper` package, 3.8), a JDK 17 (ZooKeeper's and Kafka's JVMs, the interop build) and Maven,
 # kcat (librdkafka), kafka-python, a C compiler (the race detector that `make test` uses needs cgo)
-# and Chromium (a test loads the scenario report in it). As root it uses apt-get; otherwise it says
+# Chromium (a test loads the scenario report in it), and Prometheus and Burrow (a test has each watch
+# a running lab). As root it uses apt-get; otherwise it says
 # what to install. Then the interop build (interop/, Maven): the pinned Kafka 3.9 broker's classpath, resolved
 # from Maven Central into interop/kafka-3.9/target/lib, rebuilt when missing or older than a POM.
 # Idempotent and quiet when all is present.
@@ -21,6 +22,9 @@ command -v kcat >/dev/null 2>&1 || need+=(kcat)
 python3 -c 'import kafka' >/dev/null 2>&1 || /usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || need+=(python3-kafka)
 command -v "${CC:-gcc}" >/dev/null 2>&1 || command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v chromium >/dev/null 2>&1 || need+=(chromium) # the scenario report's browser test
+# The operator's tools a test points at a running lab: Debian's Prometheus (2.42) and Burrow (1.2.1).
+command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
+command -v Burrow >/dev/null 2>&1 || need+=(burrow) # Debian installs it as /usr/bin/Burrow
 
 if [ ${#need[@]} -gt 0 ]; then
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -32,7 +36,7 @@ if [ ${#need[@]} -gt 0 ]; then
 		cat >&2 <<MSG
 deps: missing: ${need[*]}
   rebalancelab runs a REAL ZooKeeper server and tests against real Kafka clients. Get them by one of:
-  - Debian/Ubuntu:  sudo apt-get install zookeeper openjdk-17-jdk-headless maven kcat python3-kafka gcc chromium
+  - Debian/Ubuntu:  sudo apt-get install zookeeper openjdk-17-jdk-headless maven kcat python3-kafka gcc chromium prometheus burrow
   - a ZooKeeper 3.8 tarball: export ZOOKEEPER_HOME=/path/to/apache-zookeeper-3.8.x-bin (needs java on PATH)
   - an external ensemble:    rebalancelab ... --zk HOST:PORT
 MSG

@@ -153,6 +153,8 @@ type Connector struct {
 	delivering    []TopicPartition         // partitions recorded as assigned, handed to the fetchers
 
 	commitMu sync.Mutex
+
+	rebalances rebalanceTimer // from the records emitted, for Collector
 }
 
 // New validates cfg, derives the consumer id (consumer.id, or "<hostname>-<unix ms>-<8 hex>", as
@@ -264,6 +266,7 @@ func keys(m map[TopicPartition]*partitionInfo) []TopicPartition {
 }
 
 func (c *Connector) emit(r timeline.Record) {
+	c.rebalances.note(r)
 	r.ConsumerID = c.consumerID
 	c.rec.Emit(r)
 }

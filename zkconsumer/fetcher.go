@@ -500,6 +500,7 @@ func (f *brokerFetcher) fetchOnce(ctx context.Context, conn *wire.Conn, v apiVer
 			}
 			switch perr := kerr.ErrorForCode(rp.ErrorCode); perr {
 			case nil:
+				s.pi.hw.Store(rp.HighWatermark)
 				fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
 					Offset: reqOffset, Topic: tp.Topic, Partition: tp.Partition, IsolationLevel: kgo.ReadUncommitted(),
 				}, rp, kgo.DefaultDecompressor(), nil)

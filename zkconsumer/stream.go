@@ -24,12 +24,14 @@ type partitionInfo struct {
 	queue    *threadQueue
 	fetched  atomic.Int64
 	consumed atomic.Int64
+	hw       atomic.Int64 // high watermark of the last fetch that answered for it; -1 before one
 }
 
 func newPartitionInfo(tp TopicPartition, q *threadQueue, offset int64) *partitionInfo {
 	pi := &partitionInfo{tp: tp, queue: q}
 	pi.fetched.Store(offset)
 	pi.consumed.Store(offset)
+	pi.hw.Store(-1)
 	return pi
 }
 

@@ -204,6 +204,11 @@ type Core struct {
 	cleanup   TimerID
 
 	faults []error
+
+	// completedRebalances counts CompletingRebalance → Stable transitions (GroupCoordinator's
+	// group-completed-rebalance-count); offsetCommits counts offsets a commit stored (offset-commit-count).
+	completedRebalances uint64
+	offsetCommits       uint64
 }
 
 // NewCore returns a coordinator core with cfg (see DefaultConfig). log may be nil (no logging); seed
@@ -711,6 +716,29 @@ func (c *Core) Group(id string) (GroupInfo, bool) {
 	}
 	sort.Strings(gi.PendingMembers)
 	return gi, true
+}
+
+// Stats is what the broker's metrics read from the core at a scrape: Kafka 3.9's GroupMetadataManager
+// gauges (NumGroups, NumGroups<State>, NumOffsets) and GroupCoordinator's group-coordinator-metrics
+// counts (group-completed-rebalance-count, offset-commit-count).
+type Stats struct {
+	GroupsByState       map[GroupState]int // every state, 0 included
+	NumOffsets          int                // committed offsets over all groups
+	CompletedRebalances uint64             // CompletingRebalance → Stable transitions since start
+	OffsetCommits       uint64             // partition offsets stored by OffsetCommit since start
+}
+
+// Stats counts the groups by state and their offsets: O(groups), in memory.
+func (c *Core) Stats() Stats {
+	st := Stats{GroupsByState: map[GroupState]int{}, CompletedRebalances: c.completedRebalances, OffsetCommits: c.offsetCommits}
+	for _, s := range []GroupState{Empty, PreparingRebalance, CompletingRebalance, Stable, Dead} {
+		st.GroupsByState[s] = 0
+	}
+	for _, g := range c.groups {
+		st.GroupsByState[g.state]++
+		st.NumOffsets += len(g.offsets)
+	}
+	return st
 }
 
 // Groups returns the ids of the groups the core holds, sorted.

@@ -139,6 +139,13 @@ func Start(ctx context.Context, cfg Config, olog OffsetsLog, log *logrus.Entry) 
 	return c, errors.Join(errs...)
 }
 
+// Stats is Core.Stats under the driver's lock (held only to count: no I/O).
+func (c *Coordinator) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.core.Stats()
+}
+
 // OnElection loads __consumer_offsets partition p and starts coordinating its groups
 // (GroupCoordinator.onElection): BeginElection, then LoadPartition. The log is read without holding
 // up other partitions' requests.

@@ -53,6 +53,9 @@ func (c *Core) transition(g *group, s GroupState) {
 		c.fail("%v", err)
 		return
 	}
+	if s == Stable {
+		c.completedRebalances++
+	}
 	if c.cfg.ObserveGroups {
 		c.emit(observe(g, c.nowMs))
 	}

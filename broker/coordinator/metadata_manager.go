@@ -101,6 +101,7 @@ func (c *Core) storeOffsets(g *group, entries []commitEntry, cb commitCallback) 
 	}
 	c.appendRecords(p, recs, func(code int16, seq int64) {
 		if code == errNone {
+			c.offsetCommits += uint64(len(filtered))
 			if !g.is(Dead) {
 				for _, e := range filtered {
 					c.onOffsetCommitAppend(g, e.tp, commitRecord{appendedAt: seq, om: e.om})

@@ -31,9 +31,10 @@ func init() {
 		dataDir  string
 		configs  []string
 		groupLog string
+		metrics  string
 	)
 	cmd := &cobra.Command{
-		Use:   "broker --id N --zk ADDRS --listen HOST:PORT --data DIR [--config key=value ...]",
+		Use:   "broker --id N --zk ADDRS --listen HOST:PORT --data DIR [--config key=value ...] [--group-log FILE] [--metrics-addr HOST:PORT]",
 		Short: "Run one Kafka broker (real wire protocol) registered in ZooKeeper, until interrupted",
 		Long: `Runs a broker with Kafka 3.9's defaults for every server.properties key (--config key=value
 overrides, repeatable; unknown keys are an error), except offsets.topic.replication.factor=1 as in
@@ -43,7 +44,8 @@ started for the broker and removed when it stops. It fails (exit 1, no JSON line
 ZooKeeper session within zookeeper.connection.timeout.ms, or when another live broker holds
 /brokers/ids/<id> (after waiting zookeeper.session.timeout.ms for a previous incarnation's session to
 expire). The first line on stdout is
-{"broker_id":N,"listen":"HOST:PORT","advertised":"HOST:PORT","zookeeper":"..."}; SIGINT/SIGTERM close
+{"broker_id":N,"listen":"HOST:PORT","advertised":"HOST:PORT","zookeeper":"..."} (with --metrics-addr,
+also "metrics":"http://HOST:PORT/metrics", the broker's Prometheus metrics); SIGINT/SIGTERM close
 the broker gracefully (ZooKeeper session closed, logs flushed).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -120,7 +122,17 @@ the broker gracefully (ZooKeeper session closed, logs flushed).`,
 				}
 				return err
 			}
-			line, _ := json.Marshal(map[string]any{"broker_id": b.ID(), "listen": b.Addr(), "advertised": b.AdvertisedAddr(), "zookeeper": cfg.ZooKeeperConnect})
+			first := map[string]any{"broker_id": b.ID(), "listen": b.Addr(), "advertised": b.AdvertisedAddr(), "zookeeper": cfg.ZooKeeperConnect}
+			if metrics != "" {
+				ms, err := serveMetrics(metrics, b.Metrics())
+				if err != nil {
+					b.Close()
+					return err
+				}
+				defer ms.Close()
+				first["metrics"] = ms.URL
+			}
+			line, _ := json.Marshal(first)
 			fmt.Fprintln(os.Stdout, string(line))
 			<-ctx.Done()
 			return b.Close()
@@ -132,5 +144,6 @@ the broker gracefully (ZooKeeper session closed, logs flushed).`,
 	cmd.Flags().StringVar(&dataDir, "data", "", "log.dirs (default /tmp/kafka-logs, Kafka's)")
 	cmd.Flags().StringArrayVar(&configs, "config", nil, "server.properties key=value (repeatable)")
 	cmd.Flags().StringVar(&groupLog, "group-log", "", "append every group state transition the coordinator makes, decoded by protocol (groupview), as JSON lines to FILE")
+	addMetricsFlag(cmd, &metrics, "the broker (kafka_server_*, kafka_network_*, kafka_coordinator_group_*)")
 	rootCmd.AddCommand(cmd)
 }

@@ -24,9 +24,10 @@ func init() {
 		instanceID string
 		configs    []string
 		print      bool
+		metrics    string
 	)
 	cmd := &cobra.Command{
-		Use:   "consumer --bootstrap ADDR --group G --topic T [--assignor NAME] [--instance-id ID] [--config k=v ...] [--print]",
+		Use:   "consumer --bootstrap ADDR --group G --topic T [--assignor NAME] [--instance-id ID] [--config k=v ...] [--print] [--metrics-addr HOST:PORT]",
 		Short: "Run a coordinator-era consumer (Kafka 3.9's classic group protocol) until interrupted",
 		Long: `Runs one group member of the coordinator era in group G: FindCoordinator, JoinGroup, the leader's
 assignment, SyncGroup, heartbeats, fetching, auto-commit (package newconsumer). --topic T subscribes
@@ -35,7 +36,9 @@ sticky, cooperative-sticky, or a comma-separated preference list (Kafka 3.9's de
 range,cooperative-sticky). --instance-id makes the member static (group.instance.id, KIP-345).
 --config takes Kafka 3.9 consumer properties (session.timeout.ms, heartbeat.interval.ms,
 auto.offset.reset, enable.auto.commit, ...; unknown keys are an error). --print writes one line per
-delivered message: "topic partition offset value". SIGINT/SIGTERM close gracefully: commit (with
+delivered message: "topic partition offset value". --metrics-addr serves the member's Prometheus
+metrics (rebalances, generation, assigned partitions, records-lag per partition) at /metrics, its URL
+logged. SIGINT/SIGTERM close gracefully: commit (with
 auto-commit), onPartitionsRevoked, LeaveGroup (not for a static member).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -84,6 +87,12 @@ auto-commit), onPartitionsRevoked, LeaveGroup (not for a static member).`,
 			if err != nil {
 				return err
 			}
+			ms, err := memberMetrics(metrics, c.Collector())
+			if err != nil {
+				c.Kill()
+				return err
+			}
+			defer ms.Close()
 			if err := c.Subscribe(subscribe...); err != nil {
 				return err
 			}
@@ -123,5 +132,6 @@ auto-commit), onPartitionsRevoked, LeaveGroup (not for a static member).`,
 	f.StringVar(&instanceID, "instance-id", "", "group.instance.id: a static member (KIP-345)")
 	f.StringArrayVar(&configs, "config", nil, "Kafka consumer property key=value (repeatable)")
 	f.BoolVar(&print, "print", false, `print "topic partition offset value" per delivered message`)
+	addMetricsFlag(cmd, &metrics, "this member (kafka_consumer_*)")
 	rootCmd.AddCommand(cmd)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
@@ -15,6 +17,20 @@ import (
 type labUpLine struct {
 	ZooKeeper string   `json:"zookeeper"`
 	Brokers   []string `json:"brokers"`
+	Metrics   string   `json:"metrics,omitempty"` // --metrics-addr: every broker's Prometheus metrics (label broker)
+}
+
+// labGatherer gathers the registries of the lab's running in-process brokers at each scrape.
+func labGatherer(l *lab.Lab) prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		var gs prometheus.Gatherers
+		for _, n := range l.Brokers() {
+			if b := n.Broker(); b != nil {
+				gs = append(gs, b.Metrics())
+			}
+		}
+		return gs.Gather()
+	})
 }
 
 func init() {
@@ -25,10 +41,11 @@ func init() {
 		dataDir       string
 		kafkaDefaults bool
 		brokerImpl    string
+		metrics       string
 	)
 	labCmd := &cobra.Command{Use: "lab", Short: "A real environment: ZooKeeper (standalone or ensemble) and brokers"}
 	up := &cobra.Command{
-		Use:   "up [--zk-nodes 1|3] [--brokers N] [--broker rebalancelab|kafka] [--zk ADDRS] [--data DIR]",
+		Use:   "up [--zk-nodes 1|3] [--brokers N] [--broker rebalancelab|kafka] [--zk ADDRS] [--data DIR] [--metrics-addr HOST:PORT]",
 		Short: "Start ZooKeeper and N brokers on loopback; run until SIGINT/SIGTERM, then clean up",
 		Long: `Starts a real ZooKeeper (Debian's zookeeper package or $ZOOKEEPER_HOME; --zk uses a running one
 instead) with --zk-nodes servers, and --brokers in-process brokers registered in it, all on free
@@ -37,7 +54,8 @@ instead) with --zk-nodes servers, and --brokers in-process brokers registered in
 ` + "`make deps`" + ` makes) instead of this project's, with the same timings.
 The first line on stdout is
   {"zookeeper":"127.0.0.1:P1,...","brokers":["127.0.0.1:P",...]}
-then it runs until SIGINT/SIGTERM and stops everything (brokers, ZooKeeper JVMs); signals during the
+(with --metrics-addr HOST:PORT also "metrics":"http://HOST:PORT/metrics": every broker's Prometheus
+metrics on one endpoint, told apart by the label broker) then it runs until SIGINT/SIGTERM and stops everything (brokers, ZooKeeper JVMs); signals during the
 clean-up are caught, a third one forces the exit. Without --data the files live in a temp dir that is
 removed; with --data they are kept. With --zk, a broker that gets no ZooKeeper session within
 zookeeper.connection.timeout.ms makes it fail (exit 1, no JSON line).`,
@@ -48,6 +66,9 @@ zookeeper.connection.timeout.ms makes it fail (exit 1, no JSON line).`,
 			}
 			if brokers < 0 {
 				return fmt.Errorf("--brokers %d: want 0 or more", brokers)
+			}
+			if metrics != "" && brokerImpl == lab.BrokerKafka {
+				return fmt.Errorf("--metrics-addr serves this project's brokers; Kafka 3.9's metrics are JMX (use --broker rebalancelab)")
 			}
 			ctx := cmd.Context()
 			l, err := lab.Start(ctx, lab.Options{
@@ -71,6 +92,15 @@ zookeeper.connection.timeout.ms makes it fail (exit 1, no JSON line).`,
 			for _, b := range l.Brokers() {
 				line.Brokers = append(line.Brokers, b.Addr())
 			}
+			if metrics != "" {
+				ms, err := serveMetrics(metrics, labGatherer(l))
+				if err != nil {
+					l.Close()
+					return err
+				}
+				defer ms.Close()
+				line.Metrics = ms.URL
+			}
 			out, _ := json.Marshal(line)
 			fmt.Fprintln(os.Stdout, string(out))
 			<-ctx.Done()
@@ -84,6 +114,7 @@ zookeeper.connection.timeout.ms makes it fail (exit 1, no JSON line).`,
 	up.Flags().StringVar(&dataDir, "data", "", "directory for ZooKeeper and broker data and logs (kept); default: a temp dir, removed")
 	addBrokerFlag(up, &brokerImpl)
 	up.Flags().BoolVar(&kafkaDefaults, "kafka-defaults", false, "run brokers with Kafka's default timings instead of lab.ShortTimings")
+	addMetricsFlag(up, &metrics, "every broker (label broker)")
 	labCmd.AddCommand(up)
 	rootCmd.AddCommand(labCmd)
 }

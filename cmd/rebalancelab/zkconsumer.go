@@ -27,9 +27,10 @@ func init() {
 		consumerID string
 		configs    []string
 		print      bool
+		metrics    string
 	)
 	cmd := &cobra.Command{
-		Use:   "zkconsumer --zk ADDRS --group G (--topic T[:threads] | --whitelist REGEX) [--consumer-id ID] [--config k=v ...] [--print]",
+		Use:   "zkconsumer --zk ADDRS --group G (--topic T[:threads] | --whitelist REGEX) [--consumer-id ID] [--config k=v ...] [--print] [--metrics-addr HOST:PORT]",
 		Short: "Run a ZooKeeper-era consumer (Kafka 0.8.2's ZookeeperConsumerConnector) until interrupted",
 		Long: `Runs one ZooKeeper-era consumer connector in group G: it registers in /consumers/G/ids, rebalances
 with the other members through ZooKeeper (range or roundrobin, owner znodes) and fetches from the
@@ -40,7 +41,8 @@ group's offset manager (and with dual.commit.enabled, its default then, in ZooKe
 properties (rebalance.max.retries, auto.commit.enable, auto.offset.reset, ...); an unknown key, a key
 given twice or a number outside its type and range is an error before anything starts or connects.
 --consumer-id sets consumer.id. --print writes one line per delivered message: "topic partition
-offset value". Without --zk a ZooKeeper server is started (and removed at exit). SIGINT/SIGTERM shut
+offset value". --metrics-addr serves the connector's Prometheus metrics (0.8.2's RebalanceRateAndTime,
+ConsumerLag per partition, MaxLag; owned partitions) at /metrics, its URL logged. Without --zk a ZooKeeper server is started (and removed at exit). SIGINT/SIGTERM shut
 down gracefully: commit (with auto-commit), close the session (its registration and owner znodes go
 with it).`,
 		Args: cobra.NoArgs,
@@ -103,6 +105,11 @@ with it).`,
 				return err
 			}
 			defer c.Shutdown()
+			ms, err := memberMetrics(metrics, c.Collector())
+			if err != nil {
+				return err
+			}
+			defer ms.Close()
 
 			var streams []<-chan zkconsumer.Message
 			if whitelist != "" {
@@ -158,6 +165,7 @@ with it).`,
 	cmd.Flags().StringVar(&consumerID, "consumer-id", "", "consumer.id (default: <hostname>-<unix ms>-<8 hex>)")
 	cmd.Flags().StringArrayVar(&configs, "config", nil, "Kafka 0.8.2 consumer property key=value (repeatable)")
 	cmd.Flags().BoolVar(&print, "print", false, `print "topic partition offset value" per delivered message`)
+	addMetricsFlag(cmd, &metrics, "this connector (0.8.2's meters)")
 	rootCmd.AddCommand(cmd)
 }
 
