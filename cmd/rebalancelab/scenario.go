@@ -48,6 +48,8 @@ func init() {
 		untilCross    bool
 		zkConfigs     []string
 		brokerImpl    string
+		bootstrap     string
+		keep          bool
 	)
 	run := &cobra.Command{
 		Use:   "run NAME [--era all] [--broker rebalancelab|kafka|rebalancelab,kafka] [--consumers N|N1,N2,...] [--partitions P] [--json FILE] [--report DIR] [--plot FILE.svg] [--seed S] [--zk ADDRS] [--zk-config k=v ...]",
@@ -74,8 +76,19 @@ plots embedded (DIR/sweep.svg). A size that does not finish within --deadline st
 sweep and says why (one broker at a time).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if membersAs != "goroutines" {
-				return fmt.Errorf("--members-as %q: only \"goroutines\" is implemented (members as processes are not yet)", membersAs)
+			var memberBin string
+			switch membersAs {
+			case scenarios.MembersAsGoroutines:
+			case scenarios.MembersAsProcesses:
+				var err error
+				if memberBin, err = os.Executable(); err != nil {
+					return fmt.Errorf("--members-as processes: this binary's path: %w", err)
+				}
+			default:
+				return fmt.Errorf("--members-as %q: want goroutines or processes", membersAs)
+			}
+			if err := checkExternalFlags(cmd, bootstrap, keep); err != nil {
+				return err
 			}
 			sizes := []int{0} // 0: the scenario's default
 			if consumers != "" {
@@ -91,7 +104,7 @@ sweep and says why (one broker at a time).`,
 			options := func(brokerImpl, jsonFile, reportDir string) scenarios.Options {
 				o := scenarios.Options{
 					Scenario: args[0], Eras: eras, KafkaDefaults: kafkaDefaults, ExternalZK: zkAddrs, ZKConfig: zkConfig,
-					Broker:    brokerImpl,
+					Broker: brokerImpl, MembersAs: membersAs, MemberBinary: memberBin, Bootstrap: bootstrap, Keep: keep,
 					Params:    scenarios.Params{Consumers: sizes[0], Partitions: partitions, Seed: seed, DownMs: downMs},
 					ReportDir: reportDir, Version: version, Progress: cmd.ErrOrStderr(),
 					Log: logrus.NewEntry(logrus.StandardLogger()),
@@ -187,11 +200,12 @@ sweep and says why (one broker at a time).`,
 	f.StringVar(&jsonFile, "json", "", "write the result JSON to FILE (timelines next to it unless --report)")
 	f.StringVar(&reportDir, "report", "", "write DIR/index.html and DIR/timeline-<era>.jsonl (a sweep: the largest size's run, with DIR/sweep.svg embedded)")
 	f.Int64Var(&seed, "seed", 1, "seed of the scripted events (same seed, same script)")
-	f.StringVar(&zkAddrs, "zk", "", "use this running ZooKeeper (host:port,...) instead of starting one")
+	f.StringVar(&zkAddrs, "zk", "", "use this running ZooKeeper (host:port,...) instead of starting one; with --bootstrap, the cluster's ZooKeeper (the zk era needs it)")
+	addExternalFlags(run, &bootstrap, &keep)
 	f.BoolVar(&kafkaDefaults, "kafka-defaults", false, "Kafka's own timing (45 s sessions...) instead of the lab's short settings")
 	f.StringArrayVar(&zkConfigs, "zk-config", nil, "Kafka 0.8.2 consumer property key=value for every zk-era member (repeatable), e.g. offsets.storage=kafka")
 	addBrokerListFlag(run, &brokerImpl)
-	f.StringVar(&membersAs, "members-as", "goroutines", `how members run: "goroutines" (processes: not implemented yet)`)
+	f.StringVar(&membersAs, "members-as", scenarios.MembersAsGoroutines, `how members run: "goroutines" of this process, or "processes": one rebalancelab process per member (a crash is a kill -9, a restart a new process)`)
 	f.StringVar(&plotFile, "plot", "", "sweep: write the log-log plots of the figures against N to FILE.svg")
 	f.IntVar(&repeat, "repeat", 1, "sweep: runs per size (medians are reported)")
 	f.DurationVar(&deadline, "deadline", 10*time.Minute, "sweep: bound on each run; a size that does not finish stops the sweep")
