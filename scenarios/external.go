@@ -110,9 +110,9 @@ type zkQuiet struct{}
 
 func (zkQuiet) Printf(string, ...any) {}
 
-// cleanup removes what the era made on an existing cluster: its topic, its group (DeleteGroups, retried
-// while members' sessions are still open: a static member's graceful stop leaves it in the group
-// until its session expires) and, in ZooKeeper, /consumers/<group>. Failures are the era's errors.
+// cleanup removes what the era made on an existing cluster: its group (DeleteGroups, retried while
+// members' sessions are still open: a static member's graceful stop leaves it in the group until its
+// session expires), its topic and, in ZooKeeper, /consumers/<group>. Failures are the era's errors.
 func (r *eraRunner) cleanup() {
 	e := r.e
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(r.t.maxSession())*time.Millisecond+60*time.Second)
@@ -130,13 +130,8 @@ func (r *eraRunner) cleanup() {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	var removed []string
-	if resp, err := adm.DeleteTopics(ctx, e.Topic); err != nil {
-		fail("delete topic %s: %v", e.Topic, err)
-	} else if tr := resp[e.Topic]; tr.Err != nil && !errors.Is(tr.Err, kerr.UnknownTopicOrPartition) {
-		fail("delete topic %s: %v", e.Topic, tr.Err)
-	} else {
-		removed = append(removed, "topic "+e.Topic)
-	}
+	// The group first: deleting the topic first makes Kafka drop the group's offsets of it and with
+	// them an empty group, which DeleteGroups then cannot tell from a group that never existed.
 	for {
 		resp, err := adm.DeleteGroups(ctx, e.Group)
 		if err == nil {
@@ -155,6 +150,13 @@ func (r *eraRunner) cleanup() {
 			fail("delete group %s: %v", e.Group, err)
 			break
 		}
+	}
+	if resp, err := adm.DeleteTopics(ctx, e.Topic); err != nil {
+		fail("delete topic %s: %v", e.Topic, err)
+	} else if tr := resp[e.Topic]; tr.Err != nil && !errors.Is(tr.Err, kerr.UnknownTopicOrPartition) {
+		fail("delete topic %s: %v", e.Topic, tr.Err)
+	} else {
+		removed = append(removed, "topic "+e.Topic)
 	}
 	if r.zkConnect != "" {
 		root := "/consumers/" + e.Group
