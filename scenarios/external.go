@@ -130,25 +130,36 @@ func (r *eraRunner) cleanup() {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	var removed []string
-	// The group first: deleting the topic first makes Kafka drop the group's offsets of it and with
-	// them an empty group, which DeleteGroups then cannot tell from a group that never existed.
-	for {
-		resp, err := adm.DeleteGroups(ctx, e.Group)
-		if err == nil {
-			err = resp[e.Group].Err
+	// The groups first: deleting the topic first makes Kafka drop the group's offsets of it and with
+	// them an empty group, which DeleteGroups then cannot tell from a group that never existed. The
+	// era's group and those named after it (bench storm's kgo peer, <group>.kgo).
+	groups := []string{e.Group}
+	if ls, err := adm.ListGroups(ctx); err == nil {
+		for _, g := range ls.Groups() {
+			if strings.HasPrefix(g, e.Group+".") {
+				groups = append(groups, g)
+			}
 		}
-		if err == nil {
-			removed = append(removed, "group "+e.Group)
-			break
-		}
-		if errors.Is(err, kerr.GroupIDNotFound) {
-			break // the group never had offsets in Kafka (the zk era with offsets in ZooKeeper)
-		}
-		retry := errors.Is(err, kerr.NonEmptyGroup) || errors.Is(err, kerr.CoordinatorLoadInProgress) ||
-			errors.Is(err, kerr.CoordinatorNotAvailable) || errors.Is(err, kerr.NotCoordinator)
-		if !retry || !sleepCtx(ctx, 200*time.Millisecond) {
-			fail("delete group %s: %v", e.Group, err)
-			break
+	}
+	for _, g := range groups {
+		for {
+			resp, err := adm.DeleteGroups(ctx, g)
+			if err == nil {
+				err = resp[g].Err
+			}
+			if err == nil {
+				removed = append(removed, "group "+g)
+				break
+			}
+			if errors.Is(err, kerr.GroupIDNotFound) {
+				break // the group never had offsets in Kafka (the zk era with offsets in ZooKeeper)
+			}
+			retry := errors.Is(err, kerr.NonEmptyGroup) || errors.Is(err, kerr.CoordinatorLoadInProgress) ||
+				errors.Is(err, kerr.CoordinatorNotAvailable) || errors.Is(err, kerr.NotCoordinator)
+			if !retry || !sleepCtx(ctx, 200*time.Millisecond) {
+				fail("delete group %s: %v", g, err)
+				break
+			}
 		}
 	}
 	if resp, err := adm.DeleteTopics(ctx, e.Topic); err != nil {
