@@ -52,11 +52,11 @@ func init() {
 		keep          bool
 	)
 	run := &cobra.Command{
-		Use:   "run NAME [--era all] [--broker rebalancelab|kafka|rebalancelab,kafka] [--consumers N|N1,N2,...] [--partitions P] [--json FILE] [--report DIR] [--plot FILE.svg] [--seed S] [--zk ADDRS] [--zk-config k=v ...]",
+		Use:   "run NAME [--era all] [--broker rebalancelab|kafka|rebalancelab,kafka] [--consumers N|N1,N2,...] [--partitions P] [--json FILE] [--report DIR] [--plot FILE.svg] [--seed S] [--zk ADDRS] [--zk-config k=v ...] [--members-as goroutines|processes] [--bootstrap ADDRS [--keep]]",
 		Short: "Run a scenario on one or more eras and print the figures side by side",
 		Long: `Starts a lab (a real ZooKeeper — three nodes for zk-quorum-loss — and one broker), then for each era a
 topic, a producer (one record every 20 ms, acks=all) and the scenario's members, running as goroutines of
-this process, each behind its own fault proxies. The scripted events are fixed by --seed. At the end the
+this process (or as processes: --members-as), each behind its own fault proxies. The scripted events are fixed by --seed. At the end the
 producer stops, the members deliver what was produced and stop gracefully, and the figures are computed
 from the timeline. The table goes to stdout with the relations the scenario expects (ok/FAIL); progress
 goes to stderr. --zk-config k=v gives every zk-era member a Kafka 0.8.2 consumer property (e.g.
@@ -65,6 +65,12 @@ result JSON, --report DIR an HTML page with the timelines beside it.
 --broker kafka runs it on a real Kafka 3.9 broker; --broker rebalancelab,kafka runs it on each in turn
 and then prints one table of both, "a / b" where a figure differs (--json FILE and --report DIR then get
 one result per broker: <FILE's dir>/<broker>/FILE, DIR/<broker>).
+--members-as processes runs each member as a process of its own (this binary's hidden "member"
+command): a crash is a real kill -9, a restart a new process; the JSON says how each process ended.
+--bootstrap B runs on that existing cluster instead of a lab (--zk Z: its ZooKeeper, which the zk era
+needs; the cluster must be in ZooKeeper mode): topics and groups rebalancelab.<run id>.<scenario>.<era>,
+removed after each era (group, topic, /consumers/<group>) unless --keep; scenarios that stop ZooKeeper
+nodes or brokers are refused.
 Exit status 1 on errors and when a relation does not hold (the table and JSON are written first).
 
 With a list of sizes (--consumers 4,16,64,256) the scenario runs at each size (--repeat times, medians
