@@ -21,6 +21,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"time"
 
@@ -195,6 +196,9 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 	}
 	if len(o.Consumers) == 0 {
 		return nil, errors.New("no consumer counts (--consumers N,...)")
+	}
+	if o.Bootstrap != "" && o.ExternalZK == "" && slices.Contains(eras, "zk") {
+		return nil, scenarios.ErrExternalNeedsZK
 	}
 	ns := append([]int(nil), o.Consumers...)
 	sort.Ints(ns)

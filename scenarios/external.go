@@ -31,7 +31,10 @@ const BrokerExternal = "external"
 // rebalancelab.<run id>.<scenario>.<era>.
 const ExternalPrefix = "rebalancelab."
 
-var errNeedsLab = errors.New("stops ZooKeeper nodes or brokers: needs the lab's own processes, not an existing cluster (--bootstrap)")
+var errNeedsLab = errors.New("needs the lab's own processes, not an existing cluster (--bootstrap)")
+
+// ErrExternalNeedsZK: the zk era was asked for on an existing cluster without its ZooKeeper.
+var ErrExternalNeedsZK = errors.New("the zk era on an existing cluster needs its ZooKeeper: --zk HOST:PORT (a cluster in ZooKeeper mode, Kafka 3.9 or older); or leave the zk era out (--era classic,cooperative,static)")
 
 // newRunID is a run's id: the start time in base 36 and 16 random bits ("m3x9k2ab-1f3c").
 func newRunID() string {
@@ -45,12 +48,12 @@ func newRunID() string {
 // ZooKeeper.
 func checkExternal(sc *Scenario, script []Step, eras []string, zkConnect string) error {
 	if sc.StopsZKNode {
-		return fmt.Errorf("scenario %s %v", sc.Name, errNeedsLab)
+		return fmt.Errorf("stops ZooKeeper nodes: %w", errNeedsLab)
 	}
 	for _, st := range script {
 		switch st.Action {
 		case ActZKStop, ActZKStart, ActBrokerStop, ActBrokerStart:
-			return fmt.Errorf("scenario %s (step %q) %v", sc.Name, st, errNeedsLab)
+			return fmt.Errorf("stops ZooKeeper nodes or brokers (step %q): %w", st, errNeedsLab)
 		}
 	}
 	if zkConnect != "" {
@@ -58,7 +61,7 @@ func checkExternal(sc *Scenario, script []Step, eras []string, zkConnect string)
 	}
 	for _, e := range eras {
 		if e == "zk" && sc.NotApplicable["zk"] == "" {
-			return errors.New("the zk era on an existing cluster needs its ZooKeeper: --zk HOST:PORT (a cluster in ZooKeeper mode, Kafka 3.9 or older); or leave the zk era out (--era classic,cooperative,static)")
+			return ErrExternalNeedsZK
 		}
 	}
 	return nil
