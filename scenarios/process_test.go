@@ -137,3 +137,27 @@ func TestRollingRestartAsProcesses(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitBrainZombieAsProcesses: the link faults of split-brain-zombie (the zombie's coordination link
+// stalled past its session while its fetch link stays up, then healed) reach member processes through
+// the runner's proxies (--route): the stall's begin and end are recorded on the zombie's link, and every
+// relation holds on the zk and classic eras (two owners at once; zk's stale commits land, classic's are
+// fenced).
+func TestSplitBrainZombieAsProcesses(t *testing.T) {
+	res := runScenarioWith(t, "split-brain-zombie", Params{Consumers: 2, Partitions: 4, Seed: 1}, asProcesses(t, "zk", "classic"))
+	for _, e := range res.Eras {
+		link := map[string]string{"zk": "zookeeper", "classic": "coordinator"}[e.Era]
+		phases := map[string]int{}
+		for _, r := range e.Records {
+			if r.Kind == timeline.Fault && r.Action == "stall" && strings.HasSuffix(r.Target, "/"+link) {
+				phases[r.Phase]++
+			}
+		}
+		if phases[timeline.FaultBegin] != 1 || phases[timeline.FaultEnd] != 1 {
+			t.Errorf("%s: stall records on the %s link by phase %v, want one begin and one end", e.Era, link, phases)
+		}
+		if len(e.Processes) != 2 {
+			t.Errorf("%s: processes %+v, want 2", e.Era, e.Processes)
+		}
+	}
+}
