@@ -21,6 +21,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"time"
 
@@ -82,6 +83,12 @@ type StormOptions struct {
 	// Broker is the lab's broker implementation (scenarios.Options.Broker): "" or "rebalancelab", or
 	// "kafka" (a real Kafka 3.9 JVM; its resources are not in this process's figures).
 	Broker string
+	// Bootstrap, ExternalZK and Keep run every cell on an existing cluster instead of a lab
+	// (scenarios.Options' fields of the same names): nothing is started, the run's topics and groups
+	// (the kgo peer's too) are removed after each (era, N) unless Keep; the zk era needs ExternalZK.
+	Bootstrap  string
+	ExternalZK string
+	Keep       bool
 	// SampleEvery: resource sampling period, 0: 50 ms. PollEvery: the broker-side DescribeGroups poll
 	// period, 0: 20 ms.
 	SampleEvery time.Duration
@@ -190,6 +197,9 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 	if len(o.Consumers) == 0 {
 		return nil, errors.New("no consumer counts (--consumers N,...)")
 	}
+	if o.Bootstrap != "" && o.ExternalZK == "" && slices.Contains(eras, "zk") {
+		return nil, scenarios.ErrExternalNeedsZK
+	}
 	ns := append([]int(nil), o.Consumers...)
 	sort.Ints(ns)
 	for _, n := range ns {
@@ -230,6 +240,9 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 		"resources": "peak_rss_bytes, goroutines_peak: sampled in this process (members, broker, proxies) every sample_every_ms; cpu_ms: getrusage delta; the ZooKeeper JVM excluded",
 		"cases":     "storm: N members start at once; join: one joins the stable group of N; leave: one of the N leaves the group of N+1",
 	}}
+	if o.Bootstrap != "" {
+		res.Params["broker"], res.Params["bootstrap"] = scenarios.BrokerExternal, o.Bootstrap
+	}
 	total := len(ns) * len(eras) * len(StormCases)
 	done := 0
 	for _, n := range ns {

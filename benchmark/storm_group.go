@@ -67,7 +67,7 @@ func runStormGroup(ctx context.Context, o StormOptions, era string, n int, progr
 		Definition: g.scenario(), Eras: []string{era},
 		Params:  scenarios.Params{Consumers: n, Partitions: p, Seed: o.Seed},
 		Version: o.Version, Log: o.LabLog, LabLog: o.LabLog, Progress: o.RunnerProgress, OnStep: g.onStep,
-		Broker: o.Broker,
+		Broker: o.Broker, Bootstrap: o.Bootstrap, ExternalZK: o.ExternalZK, Keep: o.Keep,
 	})
 	g.finish(runCtx, ctx, res, err)
 	return g.cells[:]

@@ -226,6 +226,7 @@ func TestStormBadOptions(t *testing.T) {
 		{StormOptions{Consumers: []int{10}, Partitions: 1001}, "--partitions 1001"},
 		{StormOptions{Consumers: []int{10}, Eras: []string{"kafka"}}, `unknown era "kafka"`},
 		{StormOptions{Consumers: []int{10}, Deadline: -time.Second}, "deadline -1s"},
+		{StormOptions{Consumers: []int{10}, Eras: []string{"all"}, Bootstrap: "127.0.0.1:1"}, "needs its ZooKeeper: --zk"},
 	} {
 		_, err := RunStorm(context.Background(), c.o)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -190,3 +190,8 @@ func waitTCP(ctx context.Context, addr string, p *proc) error {
 		}
 	}
 }
+
+// ChildSysProcAttr is the process attributes the lab gives its children (its own process group; on
+// Linux SIGKILL when the parent thread dies), for other packages' child processes (member processes).
+// As with startProc, Pdeathsig needs the fork and the wait on one goroutine locked to its OS thread.
+func ChildSysProcAttr() *syscall.SysProcAttr { return childSysProcAttr() }

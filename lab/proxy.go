@@ -639,3 +639,97 @@ func (m *MemberLinks) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// ProxyAddr returns the address of the member's proxy for (l, upstream), creating the proxy (with l's
+// current faults) when it does not exist yet: a member in another process dials it instead of
+// upstream (Route). A link that is not Proxied answers upstream itself.
+func (m *MemberLinks) ProxyAddr(l Link, upstream string) (string, error) {
+	if !m.Proxied(l) {
+		return upstream, nil
+	}
+	p, err := m.proxyFor(l, upstream)
+	if err != nil {
+		return "", err
+	}
+	return p.Addr(), nil
+}
+
+// Route sends a link's connections to Upstream through Proxy: how a member running in another process
+// (`rebalancelab member --route`) reaches the fault proxies the runner owns.
+type Route struct {
+	Link     Link
+	Upstream string // host:port the member would dial
+	Proxy    string // host:port it dials instead
+}
+
+// String is the --route form, LINK:UPSTREAM=PROXY ("fetch:127.0.0.1:9092=127.0.0.1:40111").
+func (r Route) String() string { return fmt.Sprintf("%s:%s=%s", r.Link, r.Upstream, r.Proxy) }
+
+// ParseRoute parses Route.String's form.
+func ParseRoute(s string) (Route, error) {
+	link, rest, ok := strings.Cut(s, ":")
+	up, proxy, ok2 := strings.Cut(rest, "=")
+	if !ok || !ok2 {
+		return Route{}, fmt.Errorf("route %q: want LINK:UPSTREAM=PROXY (e.g. fetch:127.0.0.1:9092=127.0.0.1:40111)", s)
+	}
+	switch Link(link) {
+	case LinkZooKeeper, LinkCoordinator, LinkFetch:
+	default:
+		return Route{}, fmt.Errorf("route %q: unknown link %q (want %s, %s or %s)", s, link, LinkZooKeeper, LinkCoordinator, LinkFetch)
+	}
+	for _, a := range []string{up, proxy} {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return Route{}, fmt.Errorf("route %q: %w", s, err)
+		}
+	}
+	return Route{Link: Link(link), Upstream: up, Proxy: proxy}, nil
+}
+
+// RoutedLinks are the dialers of a member whose proxies live in another process (the runner's): a
+// dial of (link, upstream) with a Route goes to its proxy, every other dial goes to its address
+// directly (OnUnrouted, when set, hears of each such dial of a link that has routes: a fault on it
+// would not reach that connection).
+type RoutedLinks struct {
+	routes     map[Link]map[string]string
+	OnUnrouted func(l Link, addr string)
+}
+
+// NewRoutedLinks returns the dialers for routes.
+func NewRoutedLinks(routes []Route) *RoutedLinks {
+	r := &RoutedLinks{routes: map[Link]map[string]string{}}
+	for _, rt := range routes {
+		if r.routes[rt.Link] == nil {
+			r.routes[rt.Link] = map[string]string{}
+		}
+		r.routes[rt.Link][rt.Upstream] = rt.Proxy
+	}
+	return r
+}
+
+// Dialer is MemberLinks.Dialer's counterpart: addr mapped through l's routes.
+func (r *RoutedLinks) Dialer(l Link) wire.DialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		to := addr
+		if p, ok := r.routes[l][addr]; ok {
+			to = p
+		} else if len(r.routes[l]) > 0 && r.OnUnrouted != nil {
+			r.OnUnrouted(l, addr)
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, to)
+	}
+}
+
+// ZKDialer is Dialer(LinkZooKeeper) in go-zookeeper's shape, for zk.WithDialer.
+func (r *RoutedLinks) ZKDialer() zk.Dialer {
+	dial := r.Dialer(LinkZooKeeper)
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		ctx := context.Background()
+		if timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
+		return dial(ctx, network, address)
+	}
+}

@@ -7,10 +7,12 @@
 // triggers, and settles that wait for a stable group. The script is a pure function of the scenario, the
 // params, the timing and --seed: the same inputs give the same bytes (FormatScript).
 //
-// Run (runner.go) starts the lab, then for each era a fresh topic and group, a producer (one record per
-// tick, acks=all: each acknowledged offset is a produce record) and the members, each a goroutine of this
-// process behind its own lab.MemberLinks (`--members-as processes` is not implemented). Every member writes
-// its timeline through a timeline.Recorder into the era's collector; the runner adds member_start,
+// Run (runner.go) starts the lab (or, with Options.Bootstrap, uses an existing cluster: external.go),
+// then for each era a fresh topic and group, a producer (one record per tick, acks=all: each
+// acknowledged offset is a produce record) and the members, each a goroutine of this process behind its
+// own lab.MemberLinks, or with Options.MembersAs "processes" a `rebalancelab member` process dialling
+// those proxies (process.go). Every member writes its timeline through a timeline.Recorder into the
+// era's collector (a process's through its stdout); the runner adds member_start,
 // member_stop, trigger and fault records. When the script ends, the producer stops, the members deliver
 // everything produced, a "shutdown" trigger is recorded and the members stop gracefully; the figures
 // (Compute, figures.go: a replay of the records, which follow docs/design.md "What the members must emit")

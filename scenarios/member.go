@@ -1,8 +1,9 @@
 package scenarios
 
-// Members: one consumer of the era run as goroutines in the runner's process (the default;
-// `--members-as processes` is not implemented yet). Each member gets its own lab.MemberLinks, so a fault
-// on one member's link leaves the others alone.
+// Members: one consumer of the era, run as goroutines in the runner's process (the default) or, with
+// Options.MembersAs "processes", in a `rebalancelab member` process of its own (process.go) that builds
+// the same consumer with newConsumer. Each member gets its own lab.MemberLinks, so a fault on one
+// member's link leaves the others alone.
 
 import (
 	"context"
@@ -12,11 +13,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/sirupsen/logrus"
 
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/newconsumer"
 	"github.com/rebalancelab/rebalancelab/timeline"
+	"github.com/rebalancelab/rebalancelab/wire"
 	"github.com/rebalancelab/rebalancelab/zkconsumer"
 )
 
@@ -332,8 +335,15 @@ func memberProps(era, name, group, connect string, t Timing, kafkaDefaults bool,
 	return p
 }
 
+// memberDialers are a member's links as its consumer dials them: *lab.MemberLinks (the proxies live in
+// this process) or *lab.RoutedLinks (a member process dialling the runner's proxies).
+type memberDialers interface {
+	ZKDialer() zk.Dialer
+	Dialer(l lab.Link) wire.DialFunc
+}
+
 // newConsumer builds the era's client for one member, dialling through its links.
-func newConsumer(era, topic string, props map[string]string, links *lab.MemberLinks, rec *timeline.Recorder, log *logrus.Entry) (consumer, error) {
+func newConsumer(era, topic string, props map[string]string, links memberDialers, rec *timeline.Recorder, log *logrus.Entry) (consumer, error) {
 	if era == "zk" {
 		cfg, err := zkconsumer.FromProperties(props)
 		if err != nil {

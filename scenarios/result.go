@@ -21,7 +21,10 @@ type RunResult struct {
 	Timing        Timing
 	KafkaDefaults bool
 	ZKConfig      map[string]string // Options.ZKConfig: the zk members' extra 0.8.2 properties
-	Broker        string            // the broker implementation: "rebalancelab" or "kafka" (lab.Broker*)
+	Broker        string            // the broker implementation: "rebalancelab" or "kafka" (lab.Broker*), or BrokerExternal
+	Cluster       string            // BrokerExternal: the cluster's bootstrap addresses
+	MembersAs     string            // MembersAsGoroutines or MembersAsProcesses
+	RunID         string            // the run's id (an existing cluster's names carry it)
 	Versions      map[string]string // "rebalancelab", "zookeeper", and "kafka" on a Kafka broker
 	Script        []Step
 	Eras          []*EraRun
@@ -52,6 +55,8 @@ type EraRun struct {
 	ZKCrosscheck *ZKCrosscheck
 	Relations    []RelationResult
 	Errors       []string // runner problems (a member that could not start, a fault that failed)
+	// Processes: with members as processes, how each member process ended, in the order they did.
+	Processes []MemberProcess
 }
 
 // Passed reports whether every checked relation of every era held (skipped ones do not count).
@@ -303,6 +308,7 @@ type jsonRun struct {
 	Scenario    string            `json:"scenario"`
 	Description string            `json:"description"`
 	Seed        int64             `json:"seed"`
+	RunID       string            `json:"run_id,omitempty"`
 	Params      map[string]any    `json:"params"`
 	Versions    map[string]string `json:"versions"`
 	Passed      bool              `json:"relations_hold"`
@@ -329,6 +335,7 @@ type jsonEra struct {
 	Relations     []RelationResult  `json:"relations"`
 	Errors        []string          `json:"errors,omitempty"`
 	Warnings      []string          `json:"warnings,omitempty"`
+	Processes     []MemberProcess   `json:"processes,omitempty"`
 }
 
 // ParamsMap is the "params" object of the JSON and of the HTML page; "zk_config" only when given.
@@ -339,6 +346,10 @@ func (r *RunResult) ParamsMap() map[string]any {
 		"zookeeper.session.timeout.ms": r.Timing.ZKSessionTimeoutMs, "rebalance.backoff.ms": r.Timing.RebalanceBackoffMs,
 		"session.timeout.ms": r.Timing.SessionTimeoutMs, "heartbeat.interval.ms": r.Timing.HeartbeatIntervalMs,
 		"produce_interval_ms": r.Timing.ProduceIntervalMs,
+		"members_as":          r.MembersAs,
+	}
+	if r.Cluster != "" {
+		m["bootstrap"] = r.Cluster
 	}
 	if len(r.ZKConfig) > 0 {
 		m["zk_config"] = r.ZKConfig
@@ -351,12 +362,12 @@ func (r *RunResult) ParamsMap() map[string]any {
 // extra counters and the ZooKeeper cross-check).
 func (r *RunResult) WriteJSON(w io.Writer) error {
 	out := jsonRun{Scenario: r.Scenario, Description: r.Description, Seed: r.Seed, Params: r.ParamsMap(),
-		Versions: r.Versions, Passed: r.Passed(), Script: r.Script}
+		Versions: r.Versions, Passed: r.Passed(), Script: r.Script, RunID: r.RunID}
 	for _, e := range r.Eras {
 		je := jsonEra{Era: e.Era, Applies: e.Applies, Reason: e.Reason, Group: e.Group, Topic: e.Topic,
 			Events: e.Result.Events, Faults: e.Result.Faults, NotApplicable: e.Result.NotApplicable, Timeline: e.Timeline,
 			EndOwners: e.EndOwners, Drained: e.Drained, Extra: e.Extra, ZKCrosscheck: e.ZKCrosscheck,
-			Relations: e.Relations, Errors: e.Errors, Warnings: e.Result.Warnings}
+			Relations: e.Relations, Errors: e.Errors, Warnings: e.Result.Warnings, Processes: e.Processes}
 		if e.Applies {
 			je.FiguresCover = "the timeline up to the " + scriptEndTrigger + " trigger; the members' final stop follows it in the timeline file"
 			t := e.Result.Totals
@@ -387,7 +398,11 @@ func (r *RunResult) WriteTable(w io.Writer) error {
 			results = append(results, e.Result)
 		}
 	}
-	fmt.Fprintf(w, "%s (seed %d, %d consumers, %d partitions, broker %s)\n", r.Scenario, r.Seed, r.Params.Consumers, r.Params.Partitions, r.brokerName())
+	procs := ""
+	if r.MembersAs == MembersAsProcesses {
+		procs = ", members as processes"
+	}
+	fmt.Fprintf(w, "%s (seed %d, %d consumers, %d partitions, broker %s%s)\n", r.Scenario, r.Seed, r.Params.Consumers, r.Params.Partitions, r.brokerName(), procs)
 	if len(results) > 0 {
 		if err := RenderTable(w, results...); err != nil {
 			return err
@@ -490,6 +505,8 @@ func (r *RunResult) brokerName() string {
 		return "rebalancelab"
 	case r.Versions["kafka"] != "":
 		return r.Broker + " " + r.Versions["kafka"]
+	case r.Broker == BrokerExternal:
+		return "external " + r.Cluster
 	}
 	return r.Broker
 }

@@ -48,6 +48,12 @@ func runScenario(t *testing.T, name string, p Params) *RunResult {
 // runScenarioOn is runScenario on the given broker implementation (lab.Broker*; "" the default).
 func runScenarioOn(t *testing.T, broker, name string, p Params) *RunResult {
 	t.Helper()
+	return runScenarioWith(t, name, p, func(o *Options) { o.Broker = broker })
+}
+
+// runScenarioWith is runScenario with Options changed by opt (eras, broker, members as processes).
+func runScenarioWith(t *testing.T, name string, p Params, opt func(o *Options)) *RunResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var progress bytes.Buffer
@@ -56,8 +62,10 @@ func runScenarioOn(t *testing.T, broker, name string, p Params) *RunResult {
 	if dir := os.Getenv("REBALANCELAB_REPORT"); dir != "" {
 		report = filepath.Join(dir, name)
 	}
-	res, err := Run(ctx, Options{Scenario: name, Eras: testEras(), Params: p, Version: "test",
-		Log: quietLog(), LabLog: quietLog(), Progress: &progress, ReportDir: report, Broker: broker})
+	o := Options{Scenario: name, Eras: testEras(), Params: p, Version: "test",
+		Log: quietLog(), LabLog: quietLog(), Progress: &progress, ReportDir: report}
+	opt(&o)
+	res, err := Run(ctx, o)
 	if err != nil {
 		t.Fatalf("%s: %v\nprogress:\n%s", name, err, progress.String())
 	}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"sort"
 	"strconv"
@@ -52,6 +53,18 @@ type Options struct {
 	// Definition, when set, is run instead of the catalog's scenario named Scenario (benchmarks build
 	// their own scripts; its Relations are checked as usual).
 	Definition *Scenario
+	// MembersAs is how members run: MembersAsGoroutines ("" too) or MembersAsProcesses, one
+	// `MemberBinary member ...` process per member incarnation (process.go): a crash is a kill -9, a
+	// restart a new process.
+	MembersAs    string
+	MemberBinary string // the rebalancelab binary, for MembersAsProcesses
+	// Bootstrap, when set, is an existing Kafka cluster ("host:port,...") the run uses instead of a
+	// lab: nothing is started; ExternalZK is then that cluster's ZooKeeper (needed by the zk era: a
+	// cluster in ZooKeeper mode). Topics and groups are named rebalancelab.<run id>.<scenario>.<era> and
+	// removed after each era (DeleteTopics, DeleteGroups, and /consumers/<group> in ZooKeeper) unless
+	// Keep. Scenarios that stop ZooKeeper nodes or brokers are refused: they need the lab's processes.
+	Bootstrap string
+	Keep      bool
 	// OnStep, when set, is called before and after every scripted step, on the runner's goroutine:
 	// the script waits while it runs. Cancelling Run's context from it stops the era as Ctrl-C does
 	// (members crash-stopped, the figures of what ran so far kept).
@@ -170,10 +183,28 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 	if o.Broker == "" {
 		o.Broker = lab.BrokerRebalancelab
 	}
+	switch o.MembersAs {
+	case "":
+		o.MembersAs = MembersAsGoroutines
+	case MembersAsGoroutines:
+	case MembersAsProcesses:
+		if err := checkMemberBinary(o.MemberBinary); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("members as %q: want %q or %q", o.MembersAs, MembersAsGoroutines, MembersAsProcesses)
+	}
 	res := &RunResult{Scenario: sc.Name, Description: sc.Description, Seed: p.Seed, Params: p, Timing: t,
-		KafkaDefaults: o.KafkaDefaults, ZKConfig: o.ZKConfig, Broker: o.Broker,
+		KafkaDefaults: o.KafkaDefaults, ZKConfig: o.ZKConfig, Broker: o.Broker, MembersAs: o.MembersAs,
+		RunID:    newRunID(),
 		Versions: map[string]string{"rebalancelab": o.Version},
 		Script:   sc.Script(p, t, newRandSource(p.Seed, sc.Name))}
+	if o.Bootstrap != "" {
+		res.Broker, res.Cluster = BrokerExternal, o.Bootstrap
+		if err := checkExternal(sc, res.Script, eras, o.ExternalZK); err != nil {
+			return nil, err
+		}
+	}
 	var toRun []*EraRun
 	for _, era := range eras {
 		e := &EraRun{Era: era, Applies: true}
@@ -213,22 +244,47 @@ func runEras(ctx context.Context, o Options, sc *Scenario, res *RunResult, eras 
 			fmt.Fprintf(o.Progress, format+"\n", a...)
 		}
 	}
-	progress("%s: starting the lab (ZooKeeper %d node(s), 1 %s broker)", sc.Name, sc.ZKNodes, o.Broker)
-	l, err := lab.Start(ctx, lab.Options{ZK: lab.ZKOptions{Nodes: sc.ZKNodes, Log: o.LabLog}, ExternalZK: o.ExternalZK,
-		Brokers: 1, KafkaDefaults: o.KafkaDefaults, Broker: o.Broker, Log: o.LabLog})
-	if err != nil {
-		return fmt.Errorf("lab: %w", err)
+	var l *lab.Lab
+	bootstrap, zkConnect := o.Bootstrap, o.ExternalZK
+	if o.Bootstrap == "" {
+		progress("%s: starting the lab (ZooKeeper %d node(s), 1 %s broker)", sc.Name, sc.ZKNodes, o.Broker)
+		var err error
+		l, err = lab.Start(ctx, lab.Options{ZK: lab.ZKOptions{Nodes: sc.ZKNodes, Log: o.LabLog}, ExternalZK: o.ExternalZK,
+			Brokers: 1, KafkaDefaults: o.KafkaDefaults, Broker: o.Broker, Log: o.LabLog})
+		if err != nil {
+			return fmt.Errorf("lab: %w", err)
+		}
+		defer l.Close()
+		if v := l.KafkaVersion(); v != "" {
+			res.Versions["kafka"] = v
+		}
+		bootstrap, zkConnect = l.Bootstrap(), l.ZKConnect()
+	} else {
+		progress("%s: an existing cluster (no lab): bootstrap %s, ZooKeeper %s, run id %s", sc.Name, o.Bootstrap,
+			map[bool]string{true: zkConnect, false: "none"}[zkConnect != ""], res.RunID)
+		if zkConnect != "" {
+			if err := checkZKMode(ctx, zkConnect); err != nil {
+				return err
+			}
+		}
 	}
-	defer l.Close()
-	if v := l.KafkaVersion(); v != "" {
-		res.Versions["kafka"] = v
+	var zkAddrs []string
+	if zkConnect != "" {
+		zkAddrs = strings.Split(zkConnect, ",")
+		res.Versions["zookeeper"] = zkVersion(ctx, zkAddrs)
 	}
-	zkAddrs := strings.Split(l.ZKConnect(), ",")
-	res.Versions["zookeeper"] = zkVersion(ctx, zkAddrs)
 	for _, e := range eras {
-		r := &eraRunner{o: o, sc: sc, res: res, e: e, lab: l, zkAddrs: zkAddrs, t: res.Timing, p: res.Params,
-			progress: progress, log: o.Log.WithField("era", e.Era)}
-		if err := r.run(ctx); err != nil {
+		r := &eraRunner{o: o, sc: sc, res: res, e: e, lab: l, bootstrap: bootstrap, zkConnect: zkConnect, zkAddrs: zkAddrs,
+			t: res.Timing, p: res.Params, progress: progress, log: o.Log.WithField("era", e.Era)}
+		err := r.run(ctx)
+		if o.Bootstrap != "" && e.Topic != "" {
+			if o.Keep {
+				progress("[%s %s] kept: topic and group %s (--keep)", sc.Name, e.Era, e.Group)
+			} else {
+				r.cleanup()
+			}
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -257,16 +313,22 @@ func zkVersion(ctx context.Context, addrs []string) string {
 
 // eraRunner runs one era.
 type eraRunner struct {
-	o        Options
-	sc       *Scenario
-	res      *RunResult
-	e        *EraRun
-	lab      *lab.Lab
-	zkAddrs  []string
-	t        Timing
-	p        Params
-	progress func(format string, a ...any)
-	log      *logrus.Entry
+	o   Options
+	sc  *Scenario
+	res *RunResult
+	e   *EraRun
+	lab *lab.Lab // nil on an existing cluster (Options.Bootstrap)
+	// bootstrap and zkConnect are the brokers' and ZooKeeper's addresses (the lab's or the cluster's);
+	// brokerAddrs every address a member may dial a broker at (bootstrap and advertised), for the
+	// routes of member processes.
+	bootstrap   string
+	zkConnect   string
+	brokerAddrs []string
+	zkAddrs     []string
+	t           Timing
+	p           Params
+	progress    func(format string, a ...any)
+	log         *logrus.Entry
 
 	start   time.Time
 	col     *timeline.Collector
@@ -303,6 +365,9 @@ func (r *eraRunner) run(parent context.Context) error {
 	e := r.e
 	runID := strconv.FormatInt(time.Now().UnixMilli()%(36*36*36*36*36*36), 36)
 	e.Group = fmt.Sprintf("%s.%s.%s", r.sc.Name, e.Era, runID)
+	if r.o.Bootstrap != "" { // a shared cluster: every name of the run under one prefix
+		e.Group = fmt.Sprintf("%s%s.%s.%s", ExternalPrefix, r.res.RunID, r.sc.Name, e.Era)
+	}
 	e.Topic = e.Group
 	parts := make([]int32, r.p.Partitions)
 	for i := range parts {
@@ -417,20 +482,39 @@ func (r *eraRunner) sortedRecords() []timeline.Record {
 	return recs
 }
 
+// createTopic creates the era's topic and learns every broker's advertised address.
 func (r *eraRunner) createTopic(ctx context.Context) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(r.lab.Bootstrap(), ",")...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(r.bootstrap, ",")...))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	resp, err := kadm.NewClient(cl).CreateTopic(cctx, int32(r.p.Partitions), 1, nil, r.e.Topic)
+	adm := kadm.NewClient(cl)
+	resp, err := adm.CreateTopic(cctx, int32(r.p.Partitions), 1, nil, r.e.Topic)
 	if err == nil {
 		err = resp.Err
 	}
 	if err != nil {
 		return fmt.Errorf("create topic %s: %w", r.e.Topic, err)
+	}
+	seen := map[string]bool{}
+	add := func(a string) {
+		if a != "" && !seen[a] {
+			seen[a] = true
+			r.brokerAddrs = append(r.brokerAddrs, a)
+		}
+	}
+	for _, a := range strings.Split(r.bootstrap, ",") {
+		add(strings.TrimSpace(a))
+	}
+	if bs, err := adm.ListBrokers(cctx); err == nil {
+		for _, b := range bs {
+			add(net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
+		}
+	} else if r.o.MembersAs == MembersAsProcesses {
+		return fmt.Errorf("metadata (the brokers' advertised addresses, for the member processes' routes): %w", err)
 	}
 	return nil
 }
@@ -439,7 +523,7 @@ func (r *eraRunner) createTopic(ctx context.Context) error {
 // acknowledged record is a produce{topic, partition, offset} record. Values are sequence numbers.
 func (r *eraRunner) produce(ctx context.Context) {
 	rec := &timeline.Recorder{Sink: r.col, Era: r.e.Era, Member: "producer"}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(r.lab.Bootstrap(), ",")...),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(r.bootstrap, ",")...),
 		kgo.DefaultProduceTopic(r.e.Topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
 		kgo.MaxProduceRequestsInflightPerBroker(1),
@@ -509,6 +593,9 @@ func (r *eraRunner) faultedLinks(name string) []lab.Link {
 		case ActStall, ActLatency, ActCut, ActHeal:
 			add(r.resolveLink(st.Link))
 		case ActCrash:
+			if r.o.MembersAs == MembersAsProcesses {
+				continue // a kill -9: the kernel closes the process's connections
+			}
 			for _, l := range crashLinks {
 				add(l)
 			}
@@ -572,7 +659,7 @@ func (r *eraRunner) onStep(ctx context.Context, i int, st Step, done, settled bo
 	if r.o.OnStep == nil {
 		return
 	}
-	info := StepInfo{Era: r.e.Era, Group: r.e.Group, Topic: r.e.Topic, Bootstrap: r.lab.Bootstrap(),
+	info := StepInfo{Era: r.e.Era, Group: r.e.Group, Topic: r.e.Topic, Bootstrap: r.bootstrap,
 		ZKAddrs: r.zkAddrs, Index: i, Step: st, Done: done, Settled: settled, Records: r.sortedRecords}
 	if r.e.Era == "zk" {
 		info.ZKWatchers = r.watchCheck
@@ -611,6 +698,10 @@ func (r *eraRunner) do(ctx context.Context, st Step) bool {
 			r.errorf("%s: %v", st, err)
 		}
 	case ActZKStop, ActZKStart:
+		if r.lab == nil {
+			r.errorf("%s: %s", st, errNeedsLab)
+			return true
+		}
 		z := r.lab.ZooKeeper()
 		if z == nil || st.Node >= len(z.Nodes()) {
 			r.errorf("%s: no such lab ZooKeeper node", st)
@@ -630,6 +721,10 @@ func (r *eraRunner) do(ctx context.Context, st Step) bool {
 		}
 		r.nodeFault(st.Action == ActZKStop, string(ActZKStop), fmt.Sprintf("zookeeper/%d", st.Node))
 	case ActBrokerStop, ActBrokerStart:
+		if r.lab == nil {
+			r.errorf("%s: %s", st, errNeedsLab)
+			return true
+		}
 		bs := r.lab.Brokers()
 		if st.Node >= len(bs) {
 			r.errorf("%s: no such broker", st)
@@ -673,9 +768,9 @@ func (r *eraRunner) startMember(name, as string) {
 	}
 	g := &gate{next: r.col}
 	m := &member{name: name, gate: g, rec: &timeline.Recorder{Sink: g, Era: r.e.Era, Member: name}, done: make(chan struct{})}
-	connect := r.lab.ZKConnect()
+	connect := r.zkConnect
 	if r.e.Era != "zk" {
-		connect = r.lab.Bootstrap()
+		connect = r.bootstrap
 	}
 	var extra map[string]string
 	if r.sc.MemberProps != nil {
@@ -691,7 +786,13 @@ func (r *eraRunner) startMember(name, as string) {
 			props[k] = v
 		}
 	}
-	impl, err := newConsumer(r.e.Era, r.e.Topic, props, r.linksOf(name), m.rec, r.o.LabLog.WithField("member", name))
+	var impl consumer
+	var err error
+	if r.o.MembersAs == MembersAsProcesses {
+		impl, err = r.newProcess(name, props, g)
+	} else {
+		impl, err = newConsumer(r.e.Era, r.e.Topic, props, r.linksOf(name), m.rec, r.o.LabLog.WithField("member", name))
+	}
 	if err != nil {
 		r.errorf("start %s: %v", name, err)
 		return
@@ -736,6 +837,17 @@ func (r *eraRunner) crashMember(name string) {
 	m := r.current(name)
 	if m == nil || m.isEnded() {
 		r.errorf("crash %s: not running", name)
+		return
+	}
+	if p, ok := m.impl.(*procConsumer); ok {
+		// A real crash: kill -9, and member_stop{crash} once the process is dead and what it wrote
+		// before has been read (so every record of it precedes its stop).
+		p.stop(false)
+		r.fault("crash", name)
+		m.end("crash")
+		m.gate.close()
+		m.cancel()
+		<-m.done
 		return
 	}
 	links := r.linksOf(name)
@@ -901,17 +1013,19 @@ func (r *eraRunner) watchCheck(ctx context.Context) *ZKCrosscheck {
 	}
 	c.IdsWatchersServer = len(watchers)
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	live := map[string]*member{}
 	var names []string
 	for name, m := range r.members {
 		if !m.isEnded() {
 			names = append(names, name)
+			live[name] = m
 		}
 	}
+	r.mu.Unlock() // a member process answers zkSession over its pipe: not under the lock
 	sort.Strings(names)
 	for _, name := range names {
 		c.IdsWatchersExpected++
-		if sid := r.members[name].impl.zkSession(); sid == 0 || !watchers[sid] {
+		if sid := live[name].impl.zkSession(); sid == 0 || !watchers[sid] {
 			c.MembersWithoutWatch = append(c.MembersWithoutWatch, name)
 		}
 	}

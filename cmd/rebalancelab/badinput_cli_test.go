@@ -61,7 +61,8 @@ func (c *countingListener) accepted() int {
 
 // Bad input at the command line is refused with a clear message, exit status 1, before anything
 // connects: a numeric --config value outside its Kafka type or range (for each command that takes
-// --config), a repeated --topic (zkconsumer, consumer) and a repeated --config key. The ZooKeeper and
+// --config), a repeated --topic (zkconsumer, consumer), a repeated --config key, and on an existing
+// cluster (--bootstrap) a scenario that stops nodes or the zk era without --zk. The ZooKeeper and
 // bootstrap addresses given are a listener that counts connections: it must see none.
 func TestCLIBadInputRefusedBeforeConnecting(t *testing.T) {
 	bin := zkCLIBinary(t)
@@ -92,6 +93,12 @@ func TestCLIBadInputRefusedBeforeConnecting(t *testing.T) {
 		{"RepeatedConfigKey", func(a string) []string {
 			return []string{"zkconsumer", "--zk", a, "--group", "g", "--topic", "t", "--config", "rebalance.max.retries=2", "--config", "rebalance.max.retries=9"}
 		}, "rebalancelab: --config rebalance.max.retries=9: rebalance.max.retries is already given (--config rebalance.max.retries=2); give each key once\n"},
+		{"ScenarioStoppingNodesOnExistingCluster", func(a string) []string {
+			return []string{"scenario", "run", "zk-quorum-loss", "--bootstrap", a, "--zk", a}
+		}, "rebalancelab: scenario zk-quorum-loss: stops ZooKeeper nodes: needs the lab's own processes, not an existing cluster (--bootstrap)\n"},
+		{"BenchStormZKEraOnExistingClusterWithoutZK", func(a string) []string {
+			return []string{"bench", "storm", "--era", "zk", "--consumers", "2", "--bootstrap", a}
+		}, "rebalancelab: the zk era on an existing cluster needs its ZooKeeper: --zk HOST:PORT (a cluster in ZooKeeper mode, Kafka 3.9 or older); or leave the zk era out (--era classic,cooperative,static)\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			l := newCountingListener(t)

@@ -27,6 +27,9 @@ func init() {
 		noPeer     bool
 		markdown   bool
 		brokerImpl string
+		bootstrap  string
+		zkAddrs    string
+		keep       bool
 	)
 	storm := &cobra.Command{
 		Use:   "storm [--era all] [--consumers 10,100,1000] [--partitions P] [--json FILE] [--plot FILE.svg]",
@@ -44,19 +47,28 @@ the cells after it in that (era, N) are not run. In classic and cooperative, N f
 the same storm first on the same broker; both groups' time to stable is measured from the broker
 (DescribeGroups until Stable with N members and every partition assigned once), with the ratio.
 In the zk era the join cell checks zk_watch_events >= N against the server's own watch count (mntr)
-and wchp. The table goes to stdout, a progress bar to stderr. Exit status 1 when a check fails.`,
+and wchp. The table goes to stdout, a progress bar to stderr. Exit status 1 when a check fails.
+--bootstrap B [--zk Z] runs every cell on that existing cluster instead of a lab (see scenario run;
+peak_rss_bytes and cpu_ms then cover the members and proxies only).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ns, err := parseSizes("--consumers", consumers)
 			if err != nil {
 				return err
 			}
+			if err := checkExternalFlags(cmd, bootstrap, keep); err != nil {
+				return err
+			}
+			if zkAddrs != "" && bootstrap == "" {
+				return fmt.Errorf("--zk: with --bootstrap (the existing cluster's ZooKeeper); bench storm starts its own lab otherwise")
+			}
 			if deadline <= 0 {
 				return fmt.Errorf("--deadline %s: want a positive duration (e.g. 120s)", deadline)
 			}
 			bar := newProgressBar(cmd.ErrOrStderr())
 			o := benchmark.StormOptions{Eras: eras, Consumers: ns, Partitions: partitions, Deadline: deadline,
-				Seed: seed, Peer: !noPeer, Version: version, Progress: bar.update, Broker: brokerImpl}
+				Seed: seed, Peer: !noPeer, Version: version, Progress: bar.update, Broker: brokerImpl,
+				Bootstrap: bootstrap, ExternalZK: zkAddrs, Keep: keep}
 			if logrus.GetLevel() >= logrus.DebugLevel {
 				o.LabLog = logrus.NewEntry(logrus.StandardLogger())
 				o.RunnerProgress = cmd.ErrOrStderr()
@@ -103,6 +115,8 @@ and wchp. The table goes to stdout, a progress bar to stderr. Exit status 1 when
 	f.DurationVar(&deadline, "deadline", benchmark.DefaultStormDeadline, "per-cell deadline: the group must be stable within it")
 	f.Int64Var(&seed, "seed", 1, "seed of the scripted events (start order, who leaves)")
 	addBrokerFlag(storm, &brokerImpl)
+	addExternalFlags(storm, &bootstrap, &keep)
+	f.StringVar(&zkAddrs, "zk", "", "with --bootstrap: the cluster's ZooKeeper (host:port,...), which the zk era needs (a cluster in ZooKeeper mode)")
 	f.BoolVar(&noPeer, "no-peer", false, "skip the franz-go kgo peer storms")
 	f.BoolVar(&markdown, "markdown", false, "print the tables as Markdown (for the README)")
 	benchCmd.AddCommand(storm)

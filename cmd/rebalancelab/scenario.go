@@ -48,13 +48,15 @@ func init() {
 		untilCross    bool
 		zkConfigs     []string
 		brokerImpl    string
+		bootstrap     string
+		keep          bool
 	)
 	run := &cobra.Command{
-		Use:   "run NAME [--era all] [--broker rebalancelab|kafka|rebalancelab,kafka] [--consumers N|N1,N2,...] [--partitions P] [--json FILE] [--report DIR] [--plot FILE.svg] [--seed S] [--zk ADDRS] [--zk-config k=v ...]",
+		Use:   "run NAME [--era all] [--broker rebalancelab|kafka|rebalancelab,kafka] [--consumers N|N1,N2,...] [--partitions P] [--json FILE] [--report DIR] [--plot FILE.svg] [--seed S] [--zk ADDRS] [--zk-config k=v ...] [--members-as goroutines|processes] [--bootstrap ADDRS [--keep]]",
 		Short: "Run a scenario on one or more eras and print the figures side by side",
 		Long: `Starts a lab (a real ZooKeeper — three nodes for zk-quorum-loss — and one broker), then for each era a
 topic, a producer (one record every 20 ms, acks=all) and the scenario's members, running as goroutines of
-this process, each behind its own fault proxies. The scripted events are fixed by --seed. At the end the
+this process (or as processes: --members-as), each behind its own fault proxies. The scripted events are fixed by --seed. At the end the
 producer stops, the members deliver what was produced and stop gracefully, and the figures are computed
 from the timeline. The table goes to stdout with the relations the scenario expects (ok/FAIL); progress
 goes to stderr. --zk-config k=v gives every zk-era member a Kafka 0.8.2 consumer property (e.g.
@@ -63,6 +65,12 @@ result JSON, --report DIR an HTML page with the timelines beside it.
 --broker kafka runs it on a real Kafka 3.9 broker; --broker rebalancelab,kafka runs it on each in turn
 and then prints one table of both, "a / b" where a figure differs (--json FILE and --report DIR then get
 one result per broker: <FILE's dir>/<broker>/FILE, DIR/<broker>).
+--members-as processes runs each member as a process of its own (this binary's hidden "member"
+command): a crash is a real kill -9, a restart a new process; the JSON says how each process ended.
+--bootstrap B runs on that existing cluster instead of a lab (--zk Z: its ZooKeeper, which the zk era
+needs; the cluster must be in ZooKeeper mode): topics and groups rebalancelab.<run id>.<scenario>.<era>,
+removed after each era (group, topic, /consumers/<group>) unless --keep; scenarios that stop ZooKeeper
+nodes or brokers are refused.
 Exit status 1 on errors and when a relation does not hold (the table and JSON are written first).
 
 With a list of sizes (--consumers 4,16,64,256) the scenario runs at each size (--repeat times, medians
@@ -74,8 +82,19 @@ plots embedded (DIR/sweep.svg). A size that does not finish within --deadline st
 sweep and says why (one broker at a time).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if membersAs != "goroutines" {
-				return fmt.Errorf("--members-as %q: only \"goroutines\" is implemented (members as processes are not yet)", membersAs)
+			var memberBin string
+			switch membersAs {
+			case scenarios.MembersAsGoroutines:
+			case scenarios.MembersAsProcesses:
+				var err error
+				if memberBin, err = os.Executable(); err != nil {
+					return fmt.Errorf("--members-as processes: this binary's path: %w", err)
+				}
+			default:
+				return fmt.Errorf("--members-as %q: want goroutines or processes", membersAs)
+			}
+			if err := checkExternalFlags(cmd, bootstrap, keep); err != nil {
+				return err
 			}
 			sizes := []int{0} // 0: the scenario's default
 			if consumers != "" {
@@ -91,7 +110,7 @@ sweep and says why (one broker at a time).`,
 			options := func(brokerImpl, jsonFile, reportDir string) scenarios.Options {
 				o := scenarios.Options{
 					Scenario: args[0], Eras: eras, KafkaDefaults: kafkaDefaults, ExternalZK: zkAddrs, ZKConfig: zkConfig,
-					Broker:    brokerImpl,
+					Broker: brokerImpl, MembersAs: membersAs, MemberBinary: memberBin, Bootstrap: bootstrap, Keep: keep,
 					Params:    scenarios.Params{Consumers: sizes[0], Partitions: partitions, Seed: seed, DownMs: downMs},
 					ReportDir: reportDir, Version: version, Progress: cmd.ErrOrStderr(),
 					Log: logrus.NewEntry(logrus.StandardLogger()),
@@ -187,11 +206,12 @@ sweep and says why (one broker at a time).`,
 	f.StringVar(&jsonFile, "json", "", "write the result JSON to FILE (timelines next to it unless --report)")
 	f.StringVar(&reportDir, "report", "", "write DIR/index.html and DIR/timeline-<era>.jsonl (a sweep: the largest size's run, with DIR/sweep.svg embedded)")
 	f.Int64Var(&seed, "seed", 1, "seed of the scripted events (same seed, same script)")
-	f.StringVar(&zkAddrs, "zk", "", "use this running ZooKeeper (host:port,...) instead of starting one")
+	f.StringVar(&zkAddrs, "zk", "", "use this running ZooKeeper (host:port,...) instead of starting one; with --bootstrap, the cluster's ZooKeeper (the zk era needs it)")
+	addExternalFlags(run, &bootstrap, &keep)
 	f.BoolVar(&kafkaDefaults, "kafka-defaults", false, "Kafka's own timing (45 s sessions...) instead of the lab's short settings")
 	f.StringArrayVar(&zkConfigs, "zk-config", nil, "Kafka 0.8.2 consumer property key=value for every zk-era member (repeatable), e.g. offsets.storage=kafka")
 	addBrokerListFlag(run, &brokerImpl)
-	f.StringVar(&membersAs, "members-as", "goroutines", `how members run: "goroutines" (processes: not implemented yet)`)
+	f.StringVar(&membersAs, "members-as", scenarios.MembersAsGoroutines, `how members run: "goroutines" of this process, or "processes": one rebalancelab process per member (a crash is a kill -9, a restart a new process)`)
 	f.StringVar(&plotFile, "plot", "", "sweep: write the log-log plots of the figures against N to FILE.svg")
 	f.IntVar(&repeat, "repeat", 1, "sweep: runs per size (medians are reported)")
 	f.DurationVar(&deadline, "deadline", 10*time.Minute, "sweep: bound on each run; a size that does not finish stops the sweep")

@@ -1,0 +1,435 @@
+package scenarios
+
+// Members as processes (Options.MembersAs = MembersAsProcesses): each member incarnation is a
+// `rebalancelab member` child process that runs the era's consumer (newConsumer, as a goroutine member
+// does) and writes its timeline records to stdout, one JSON line each, unbuffered (one write per
+// record), so that what a process recorded before a kill -9 is in the pipe when it dies. The runner
+// reads them into the era's timeline; every process runs on this host, so their ts_ms and the
+// runner's come from one clock and merge as the in-process timelines do.
+//
+// The channel, runner → member: the process starts its member when it starts; SIGTERM (or a "stop"
+// line on stdin, or stdin's end) is a graceful stop — zk Shutdown, newconsumer Close with its
+// LeaveGroup — after which the process exits 0; SIGKILL is a crash (the kernel closes its sockets; no
+// closeSession, no LeaveGroup). A "session" line asks for the member's ZooKeeper session id, answered
+// on stdout as {"ctl":"session","session_id":N} (the zk cross-check's wchp half). A member that gives
+// up (its consumer's run fails) stops gracefully and exits 1 with the error on stderr. Logs go to
+// stderr as logrus JSON, which the runner logs again under the lab's logger.
+//
+// Links: the runner owns the member's fault proxies (lab.MemberLinks, created before the process
+// starts for every upstream it will dial: the ZooKeeper nodes and the brokers' advertised addresses)
+// and passes them as --route LINK:UPSTREAM=PROXY; the process dials through lab.RoutedLinks.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/timeline"
+)
+
+// How members run (Options.MembersAs).
+const (
+	MembersAsGoroutines = "goroutines" // in the runner's process (default)
+	MembersAsProcesses  = "processes"  // one `rebalancelab member` process per member incarnation
+)
+
+// MemberProcess is how one member process ended (EraRun.Processes, the result JSON's "processes").
+type MemberProcess struct {
+	Member string `json:"member"`
+	PID    int    `json:"pid"`
+	// Stop is how the runner ended it: "sigterm" (graceful stop), "sigkill" (crash, Ctrl-C), or ""
+	// when the process ended by itself (a member that gave up).
+	Stop     string `json:"stop,omitempty"`
+	Status   string `json:"status"`           // os.ProcessState's text: "exit status 0", "signal: killed"
+	ExitCode int    `json:"exit_code"`        // -1 when a signal ended it
+	Signal   string `json:"signal,omitempty"` // the signal that ended it: "SIGKILL", "SIGTERM", ...
+}
+
+// MemberOptions configures RunMember: one scenario member in this process (`rebalancelab member`).
+type MemberOptions struct {
+	Era, Name, Topic string
+	Props            map[string]string // the era's consumer properties (memberProps, as the runner built them)
+	Routes           []lab.Route       // the runner's proxies for the faulted links
+	Out              io.Writer         // timeline records and control answers, JSON lines (stdout)
+	In               io.Reader         // the runner's commands, one a line (stdin)
+	Log              *logrus.Entry
+}
+
+// RunMember runs one member until ctx ends (SIGTERM), a "stop" line or the end of o.In, then stops it
+// gracefully; an error means the consumer could not be built or the member gave up.
+func RunMember(ctx context.Context, o MemberOptions) error {
+	if _, err := ResolveEras([]string{o.Era}); err != nil || o.Era == "all" {
+		return fmt.Errorf("member: --era %q: want one of %s", o.Era, strings.Join(Eras, ", "))
+	}
+	out := &lineOut{w: o.Out}
+	rec := &timeline.Recorder{Sink: out, Era: o.Era, Member: o.Name}
+	links := lab.NewRoutedLinks(o.Routes)
+	var warned sync.Map
+	links.OnUnrouted = func(l lab.Link, addr string) {
+		if _, dup := warned.LoadOrStore(string(l)+" "+addr, true); !dup {
+			o.Log.WithFields(logrus.Fields{"link": l, "addr": addr}).Warn("no route to a proxy for this address: dialled directly, faults will not reach it")
+		}
+	}
+	impl, err := newConsumer(o.Era, o.Topic, o.Props, links, rec, o.Log)
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(context.Background()) // ended after the graceful stop, not by ctx
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- impl.run(runCtx) }()
+	cmds := make(chan string)
+	go func() { // ends with the process
+		sc := bufio.NewScanner(o.In)
+		for sc.Scan() {
+			cmds <- strings.TrimSpace(sc.Text())
+		}
+		close(cmds)
+	}()
+	stop := func() error {
+		impl.stop(true)
+		cancel()
+		<-done
+		return nil
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return stop()
+		case c, ok := <-cmds:
+			switch {
+			case !ok || c == "stop":
+				return stop()
+			case c == "session":
+				out.ctl(ctlLine{Ctl: "session", SessionID: impl.zkSession()})
+			case c != "":
+				o.Log.WithField("command", c).Warn("unknown command (want stop or session)")
+			}
+		case err := <-done:
+			if err == nil {
+				return nil
+			}
+			impl.stop(true) // the application gives up and closes its consumer
+			return fmt.Errorf("member %s gives up: %w", o.Name, err)
+		}
+	}
+}
+
+// ctlLine is a control answer on a member process's stdout (records never have "ctl").
+type ctlLine struct {
+	Ctl       string `json:"ctl"`
+	SessionID int64  `json:"session_id"`
+}
+
+var ctlPrefix = []byte(`{"ctl":`)
+
+// lineOut writes one JSON line per call, each with a single Write (no buffering: a record written is
+// in the pipe even if the process is killed right after).
+type lineOut struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineOut) write(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	b = append(b, '\n')
+	l.mu.Lock()
+	_, _ = l.w.Write(b)
+	l.mu.Unlock()
+}
+
+func (l *lineOut) Emit(r timeline.Record) { l.write(r) }
+func (l *lineOut) ctl(c ctlLine)          { l.write(c) }
+
+// ---- the runner's side ----
+
+// memberStopWait bounds a member process's graceful stop (appStopWait for the application's last
+// commit, newconsumer Close's 30 s), after which it is killed.
+const memberStopWait = 60 * time.Second
+
+// procConsumer is the runner's handle on one member process; it implements consumer, so the runner
+// starts, stops and crashes it as it does a goroutine member.
+type procConsumer struct {
+	name string
+	argv []string
+	sink timeline.Sink // the member's gate: the process's records as it wrote them
+	log  *logrus.Entry
+	// onExit records how the process ended (EraRun.Processes).
+	onExit func(MemberProcess)
+
+	started chan struct{} // closed once the start was attempted (cmd set, or startErr)
+	exited  chan struct{} // closed once the process was waited for and its output read
+
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser
+	startErr error
+	stopReq  string // "sigterm", "sigkill"
+	tail     []string
+
+	sessMu   sync.Mutex
+	sessions chan int64
+}
+
+func newProcConsumer(name string, argv []string, sink timeline.Sink, log *logrus.Entry, onExit func(MemberProcess)) *procConsumer {
+	return &procConsumer{name: name, argv: argv, sink: sink, log: log, onExit: onExit,
+		started: make(chan struct{}), exited: make(chan struct{}), sessions: make(chan int64, 1)}
+}
+
+// run starts the process and waits for it. The fork and the wait happen on this goroutine locked to
+// its OS thread, so that Pdeathsig (lab.ChildSysProcAttr) kills the member if the runner dies.
+func (p *procConsumer) run(ctx context.Context) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer close(p.exited)
+	cmd := exec.Command(p.argv[0], p.argv[1:]...)
+	cmd.SysProcAttr = lab.ChildSysProcAttr()
+	cmd.Stdout = &lineSplitter{fn: p.stdoutLine}
+	cmd.Stderr = &lineSplitter{fn: p.stderrLine}
+	stdin, err := cmd.StdinPipe()
+	if err == nil {
+		p.mu.Lock()
+		if p.stopReq != "" { // stopped before it started
+			p.mu.Unlock()
+			close(p.started)
+			return nil
+		}
+		err = cmd.Start()
+		if err == nil {
+			p.cmd, p.stdin = cmd, stdin
+		}
+		p.startErr = err
+		p.mu.Unlock()
+	}
+	close(p.started)
+	if err != nil {
+		return fmt.Errorf("start member process: %w", err)
+	}
+	stopCtx := make(chan struct{})
+	defer close(stopCtx)
+	go func() { // the era ended with the process still running: kill it
+		select {
+		case <-ctx.Done():
+			p.signal("sigkill", syscall.SIGKILL)
+		case <-stopCtx:
+		}
+	}()
+	werr := cmd.Wait()
+	st := cmd.ProcessState
+	mp := MemberProcess{Member: p.name, PID: cmd.Process.Pid, ExitCode: st.ExitCode(), Status: st.String()}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		mp.Signal = signalName(ws.Signal())
+	}
+	p.mu.Lock()
+	mp.Stop = p.stopReq
+	tail := strings.Join(p.tail, "\n")
+	p.mu.Unlock()
+	if p.onExit != nil {
+		p.onExit(mp)
+	}
+	if mp.Stop != "" || (werr == nil && st.Success()) {
+		return nil
+	}
+	return fmt.Errorf("process %d: %s: %s", mp.PID, mp.Status, tail)
+}
+
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGSEGV:
+		return "SIGSEGV"
+	case syscall.SIGABRT:
+		return "SIGABRT"
+	}
+	return fmt.Sprintf("signal %d", int(s))
+}
+
+// signal sends sig once the process has started (the first stop request names the stop).
+func (p *procConsumer) signal(how string, sig syscall.Signal) {
+	<-p.started
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopReq == "" || how == "sigkill" {
+		p.stopReq = how
+	}
+	if p.cmd != nil && p.cmd.Process != nil {
+		_ = p.cmd.Process.Signal(sig)
+	}
+}
+
+// stop: graceful, SIGTERM and wait for the exit (SIGKILL after memberStopWait); not graceful, SIGKILL
+// (a crash: what the process wrote before it died has been read when stop returns).
+func (p *procConsumer) stop(graceful bool) {
+	select {
+	case <-p.started:
+	default:
+		p.mu.Lock()
+		if p.cmd == nil && p.startErr == nil && p.stopReq == "" {
+			p.stopReq = map[bool]string{true: "sigterm", false: "sigkill"}[graceful]
+		}
+		p.mu.Unlock()
+		<-p.started
+	}
+	if graceful {
+		p.signal("sigterm", syscall.SIGTERM)
+		t := time.NewTimer(memberStopWait)
+		defer t.Stop()
+		select {
+		case <-p.exited:
+			return
+		case <-t.C:
+			p.log.Warn("member process did not stop within 60 s of SIGTERM: killed")
+		}
+	}
+	p.signal("sigkill", syscall.SIGKILL)
+	<-p.exited
+}
+
+// zkSession asks the process ("session"); 0 when it does not answer within 3 s or is not running.
+func (p *procConsumer) zkSession() int64 {
+	p.sessMu.Lock()
+	defer p.sessMu.Unlock()
+	select {
+	case <-p.exited:
+		return 0
+	case <-p.started:
+	}
+	p.mu.Lock()
+	stdin := p.stdin
+	p.mu.Unlock()
+	if stdin == nil {
+		return 0
+	}
+	select { // a late answer to an earlier question
+	case <-p.sessions:
+	default:
+	}
+	if _, err := io.WriteString(stdin, "session\n"); err != nil {
+		return 0
+	}
+	t := time.NewTimer(3 * time.Second)
+	defer t.Stop()
+	select {
+	case id := <-p.sessions:
+		return id
+	case <-p.exited:
+	case <-t.C:
+	}
+	return 0
+}
+
+func (p *procConsumer) stdoutLine(b []byte) {
+	if bytes.HasPrefix(b, ctlPrefix) {
+		var c ctlLine
+		if json.Unmarshal(b, &c) == nil && c.Ctl == "session" {
+			select {
+			case p.sessions <- c.SessionID:
+			default:
+			}
+		}
+		return
+	}
+	var rec timeline.Record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		p.log.WithError(err).WithField("line", string(b)).Warn("member process: not a timeline record")
+		return
+	}
+	p.sink.Emit(rec)
+}
+
+// stderrLine logs the process's logrus JSON lines again, at their level, under the runner's lab
+// logger; it keeps the last lines for the error of a member that gave up.
+func (p *procConsumer) stderrLine(b []byte) {
+	p.mu.Lock()
+	p.tail = append(p.tail, string(b))
+	if len(p.tail) > 5 {
+		p.tail = p.tail[1:]
+	}
+	p.mu.Unlock()
+	var fields map[string]any
+	if json.Unmarshal(b, &fields) != nil {
+		p.log.Info(string(b))
+		return
+	}
+	lvl, err := logrus.ParseLevel(fmt.Sprint(fields["level"]))
+	if err != nil {
+		lvl = logrus.InfoLevel
+	}
+	msg := fmt.Sprint(fields["msg"])
+	for _, k := range []string{"level", "msg", "time"} {
+		delete(fields, k)
+	}
+	p.log.WithFields(fields).Log(lvl, msg)
+}
+
+// lineSplitter is an io.Writer that calls fn with every complete line (without its newline).
+type lineSplitter struct {
+	buf []byte
+	fn  func([]byte)
+}
+
+func (l *lineSplitter) Write(b []byte) (int, error) {
+	l.buf = append(l.buf, b...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			break
+		}
+		if i > 0 {
+			l.fn(l.buf[:i])
+		}
+		l.buf = l.buf[i+1:]
+	}
+	return len(b), nil
+}
+
+// memberArgv is the command line of a member process.
+func memberArgv(bin, logLevel, era, name, topic string, props map[string]string, routes []lab.Route) []string {
+	argv := []string{bin, "--log-level", logLevel, "member", "--era", era, "--name", name, "--topic", topic}
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		argv = append(argv, "--config", k+"="+props[k])
+	}
+	for _, r := range routes {
+		argv = append(argv, "--route", r.String())
+	}
+	return argv
+}
+
+// checkMemberBinary refuses a MemberBinary that cannot run member processes.
+func checkMemberBinary(bin string) error {
+	if bin == "" {
+		return errors.New(`members as processes need Options.MemberBinary: the rebalancelab binary (make build; tests: $REBALANCELAB_BIN)`)
+	}
+	st, err := os.Stat(bin)
+	if err != nil {
+		return fmt.Errorf("member binary: %w", err)
+	}
+	if st.IsDir() || st.Mode()&0o111 == 0 {
+		return fmt.Errorf("member binary %s is not an executable file", bin)
+	}
+	return nil
+}
