@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
@@ -77,7 +78,21 @@ func TestOffsetCommitFetchV0InZooKeeper(t *testing.T) {
 	find := kmsg.NewPtrFindCoordinatorRequest()
 	find.CoordinatorKey = "old"
 	request[*kmsg.FindCoordinatorResponse](t, c, find, 0)
-	testutil.WaitFor(t, 20*time.Second, "the group coordinator", func() bool { return answered(fetchResp(1)) })
+	// v0-1 carry a group's error on every partition (no top-level error field): wait until none carries
+	// a coordinator error (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE).
+	testutil.WaitFor(t, 20*time.Second, "the group coordinator", func() bool {
+		r := fetchResp(1)
+		if !answered(r) {
+			return false
+		}
+		for _, p := range r.Topics[0].Partitions {
+			switch p.ErrorCode {
+			case kerr.NotCoordinator.Code, kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code:
+				return false
+			}
+		}
+		return true
+	})
 	for _, p := range fetch(1) {
 		if p.Offset != -1 || p.ErrorCode != 0 {
 			t.Fatalf("OffsetFetch v1 (the coordinator) partition %d = offset %d error %d; want -1, 0", p.Partition, p.Offset, p.ErrorCode)
