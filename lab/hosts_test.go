@@ -286,3 +286,48 @@ func TestHostClockOffset(t *testing.T) {
 		t.Fatalf("offset %.3f ms outside ± RTT/2 (%.3f ms) of 0 on the same clock", s.OffsetMs, s.RTTMs/2)
 	}
 }
+
+// TestLabInHost: ZooKeeper and a broker process run inside host 1, on its address; another host and
+// this process (over the bridge) reach both; host 1's link down cuts them off from host 2.
+func TestLabInHost(t *testing.T) {
+	hs := createHosts(t, 2)
+	bin := rebalancelabBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	h1, h2 := hs.Host(1), hs.Host(2)
+	l, err := Start(ctx, Options{Host: h1, BrokerBinary: bin, Log: testLog(t)})
+	if err != nil {
+		t.Fatalf("lab in host 1: %v", err)
+	}
+	defer l.Close()
+	zkAddr, bAddr := l.ZKConnect(), l.Bootstrap()
+	for _, a := range []string{zkAddr, bAddr} {
+		if host, _, _ := net.SplitHostPort(a); host != h1.Addr() {
+			t.Fatalf("lab address %s: want host 1's %s", a, h1.Addr())
+		}
+	}
+	if pid := l.Brokers()[0].PID(); pid == 0 {
+		t.Fatal("broker inside a host: not a process")
+	}
+	if out, err := FourLetter(ctx, zkAddr, "ruok"); err != nil || out != "imok" {
+		t.Fatalf("ruok over the bridge: %q %v", out, err)
+	}
+	for _, a := range []string{zkAddr, bAddr} {
+		if got := dialFrom(t, h2, a); got != "ok" {
+			t.Fatalf("dial %s from host 2: %s", a, got)
+		}
+	}
+	if err := h1.LinkDown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := dialFrom(t, h2, bAddr); got == "ok" {
+		t.Fatalf("dial %s from host 2 with host 1's link down: ok, want a timeout", bAddr)
+	}
+	if err := h1.LinkUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "the broker reachable from host 2 again", func() bool { return dialFrom(t, h2, bAddr) == "ok" })
+	if err := l.Close(); err != nil {
+		t.Fatalf("lab Close: %v", err)
+	}
+}
