@@ -61,7 +61,8 @@ func startHosts(ctx context.Context, o Options, res *RunResult, progress func(st
 	res.HostCapabilities = &caps
 	progress("%d test hosts (network namespaces %sh1..h%d on bridge %s, subnet %s)", n, hs.Prefix(), n, hs.BridgeAddr(), hs.Subnet())
 	if !caps.Netem {
-		note := "netem is not available in this kernel (" + caps.NetemReason + "): link latency comes from the runner's proxies, not tc netem"
+		note := "netem is not available in this kernel (" + caps.NetemReason + "): the kernel cannot delay or drop a host's packets " +
+			"(lab.Host.Netem fails with ErrNoNetem); the scripts' latency steps use the runner's fault proxies, as without hosts"
 		res.Notes = append(res.Notes, note)
 		progress("%s", note)
 	}

@@ -4,7 +4,7 @@ package scenarios
 // `rebalancelab member` child process that runs the era's consumer (newConsumer, as a goroutine member
 // does) and writes its timeline records to stdout, one JSON line each, unbuffered (one write per
 // record), so that what a process recorded before a kill -9 is in the pipe when it dies. The runner
-// reads them into the era's timeline; every process runs on this host, so their ts_ms and the
+// reads them into the era's timeline. Without test hosts (hosts.go) every process runs on this host, so their ts_ms and the
 // runner's come from one clock and merge as the in-process timelines do.
 //
 // The channel, runner → member: the process starts its member when it starts; SIGTERM (or a "stop"
