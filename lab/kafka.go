@@ -221,6 +221,9 @@ func (n *BrokerNode) startKafka(ctx context.Context) error {
 	argv = append(argv, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
 		"-Dlog4j.configuration=file:"+log4j, "-Dkafka.logs.dir="+filepath.Join(n.dir, "logs"),
 		"-cp", filepath.Join(n.l.kafkaClasspath, "*"), "kafka.Kafka", serverProps)
+	if h := n.l.opts.Host; h != nil {
+		argv = h.Argv(argv...)
+	}
 	p, err := startProc(argv, n.dir, os.Environ(), n.LogPath())
 	if err != nil {
 		return fmt.Errorf("lab: broker %d: %w", n.id, err)

@@ -80,6 +80,10 @@ type Options struct {
 	KafkaClasspath string
 	Dir            string // default: a temp dir removed by Close
 	Log            *logrus.Entry
+	// Host, when set, runs ZooKeeper (unless ExternalZK) and every broker inside that test host
+	// (CreateHosts; `ip netns exec`), listening on and advertising the host's address. Brokers are
+	// then processes (BrokersAs "process", BrokerBinary needed, or Kafka's JVMs).
+	Host *Host
 }
 
 // Lab is a running environment: a ZooKeeper (or an external one) and brokers.
@@ -121,6 +125,15 @@ func Start(ctx context.Context, o Options) (*Lab, error) {
 		o.BrokersAs = BrokersProcess
 	default:
 		return nil, fmt.Errorf("lab: unknown broker implementation %q (want one of %s)", o.Broker, strings.Join(BrokerImplementations, ", "))
+	}
+	if o.Host != nil && o.Brokers > 0 && o.Broker == BrokerRebalancelab {
+		if o.BrokersAs == BrokersInProcess {
+			return nil, fmt.Errorf("lab: brokers inside a test host (Options.Host) run as processes, not %q", BrokersInProcess)
+		}
+		o.BrokersAs = BrokersProcess
+	}
+	if o.Host != nil {
+		o.ZK.Host = o.Host
 	}
 	switch o.BrokersAs {
 	case "":
@@ -313,8 +326,14 @@ type BrokerNode struct {
 // ID is the broker's broker.id (1-based in the lab).
 func (n *BrokerNode) ID() int32 { return n.id }
 
-// Addr is the broker's listener (also advertised), "127.0.0.1:port".
-func (n *BrokerNode) Addr() string { return fmt.Sprintf("127.0.0.1:%d", n.port) }
+// Addr is the broker's listener (also advertised), "127.0.0.1:port" (the test host's address with
+// Options.Host).
+func (n *BrokerNode) Addr() string {
+	if h := n.l.opts.Host; h != nil {
+		return fmt.Sprintf("%s:%d", h.Addr(), n.port)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", n.port)
+}
 
 // Properties is a copy of the server.properties the broker runs with.
 func (n *BrokerNode) Properties() map[string]string { return maps.Clone(n.props) }
@@ -398,6 +417,9 @@ func (n *BrokerNode) startProcess(ctx context.Context) error {
 			continue
 		}
 		argv = append(argv, "--config", k+"="+n.props[k])
+	}
+	if h := n.l.opts.Host; h != nil {
+		argv = h.Argv(argv...)
 	}
 	var off int64
 	if st, err := os.Stat(n.LogPath()); err == nil {
@@ -485,3 +507,6 @@ func (n *BrokerNode) Kill() error {
 	}
 	return nil
 }
+
+// Host is the test host ZooKeeper and the brokers run in (Options.Host), or nil.
+func (l *Lab) Host() *Host { return l.opts.Host }

@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv("LAB_TEST_ZK_PARENT_DIR"); dir != "" {
 		zooKeeperParent(dir) // never returns: TestKilledParentLeavesNoJVM kills this process
 	}
+	if mode := os.Getenv("LAB_TEST_HOST_HELPER"); mode != "" {
+		hostHelper(mode) // never returns
+	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) {
 		if binDir != "" {
 			os.RemoveAll(binDir)

@@ -216,11 +216,15 @@ const (
 // NewProxy starts a proxy named name that listens on 127.0.0.1:<free port> and forwards every
 // accepted connection to upstream (dialled when the client connects; if that dial fails the client's
 // connection is closed).
-func NewProxy(name, upstream string) (*Proxy, error) {
+func NewProxy(name, upstream string) (*Proxy, error) { return NewProxyOn(name, "127.0.0.1", upstream) }
+
+// NewProxyOn is NewProxy listening on listenHost (a free port there): the bridge address of test
+// hosts (Hosts.BridgeAddr), so that members inside them reach it.
+func NewProxyOn(name, listenHost, upstream string) (*Proxy, error) {
 	if _, _, err := net.SplitHostPort(upstream); err != nil {
 		return nil, fmt.Errorf("lab: proxy %s: bad upstream %q: %w", name, upstream, err)
 	}
-	tp := toxiproxy.NewProxy(toxiServer, name, "127.0.0.1:0", upstream)
+	tp := toxiproxy.NewProxy(toxiServer, name, net.JoinHostPort(listenHost, "0"), upstream)
 	f := &faults{changed: make(chan struct{}), conns: make(chan struct{})}
 	for _, t := range []struct {
 		name, stream string
@@ -407,6 +411,7 @@ type FaultEvent struct {
 type MemberLinks struct {
 	name    string
 	proxied map[Link]bool // nil: every link
+	listen  string        // the proxies' listen host ("": 127.0.0.1)
 
 	mu      sync.Mutex
 	proxies map[Link]map[string]*Proxy // link → upstream → proxy
@@ -443,6 +448,14 @@ func NewMemberLinksFor(name string, faulted ...Link) *MemberLinks {
 	return m
 }
 
+// ListenOn makes the proxies created from now on listen on host instead of 127.0.0.1 (members in
+// test hosts reach this process at Hosts.BridgeAddr).
+func (m *MemberLinks) ListenOn(host string) {
+	m.mu.Lock()
+	m.listen = host
+	m.mu.Unlock()
+}
+
 // Proxied reports whether link l goes through proxies (and can be faulted).
 func (m *MemberLinks) Proxied(l Link) bool { return m.proxied == nil || m.proxied[l] }
 
@@ -456,7 +469,11 @@ func (m *MemberLinks) proxyFor(l Link, upstream string) (*Proxy, error) {
 	if p := m.proxies[l][upstream]; p != nil {
 		return p, nil
 	}
-	p, err := NewProxy(fmt.Sprintf("%s/%s/%s", m.name, l, upstream), upstream)
+	listen := m.listen
+	if listen == "" {
+		listen = "127.0.0.1"
+	}
+	p, err := NewProxyOn(fmt.Sprintf("%s/%s/%s", m.name, l, upstream), listen, upstream)
 	if err != nil {
 		return nil, err
 	}

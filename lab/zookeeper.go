@@ -48,6 +48,9 @@ type ZKOptions struct {
 	Log      *logrus.Entry // default: logrus' standard logger
 	// StartTimeout bounds start-up and readiness (default DefaultStartTimeout); ctx may end it sooner.
 	StartTimeout time.Duration
+	// Host, when set, runs every node inside that test host (`ip netns exec`, local backend only),
+	// bound to the host's address instead of 127.0.0.1.
+	Host *Host
 }
 
 // ZooKeeper is a running standalone server or ensemble started by the lab.
@@ -121,6 +124,9 @@ func StartZooKeeper(ctx context.Context, o ZKOptions) (*ZooKeeper, error) {
 		}
 		newRunner = func(n *ZKNode) (nodeRunner, error) { return &localRunner{inst: inst, node: n}, nil }
 	case BackendContainer:
+		if o.Host != nil {
+			return nil, fmt.Errorf("lab: the %q backend cannot run inside a test host; use the local backend", BackendContainer)
+		}
 		if o.Nodes != 1 {
 			return nil, fmt.Errorf("lab: the %q backend runs a standalone server only (Nodes=1), got Nodes=%d; use the local backend for an ensemble", BackendContainer, o.Nodes)
 		}
@@ -312,7 +318,7 @@ func (n *ZKNode) writeConfig() error {
 	fmt.Fprintf(&b, "tickTime=%d\n", tick)
 	fmt.Fprintf(&b, "dataDir=%s\n", data)
 	fmt.Fprintf(&b, "clientPort=%d\n", n.clientPort)
-	b.WriteString("clientPortAddress=127.0.0.1\n")
+	fmt.Fprintf(&b, "clientPortAddress=%s\n", z.bindAddr())
 	b.WriteString("admin.enableServer=false\n") // else every node binds port 8080
 	b.WriteString("4lw.commands.whitelist=*\n")
 	b.WriteString("maxClientCnxns=0\n")
@@ -322,7 +328,7 @@ func (n *ZKNode) writeConfig() error {
 		fmt.Fprintf(&b, "initLimit=%d\nsyncLimit=%d\n", initLimitTicks, syncLimitTicks)
 		b.WriteString("reconfigEnabled=false\nstandaloneEnabled=false\n")
 		for _, m := range z.nodes {
-			fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", m.id, m.quorumPort, m.electionPort)
+			fmt.Fprintf(&b, "server.%d=%s:%d:%d\n", m.id, z.bindAddr(), m.quorumPort, m.electionPort)
 		}
 		if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(n.id)+"\n"), 0o644); err != nil {
 			return fmt.Errorf("lab: %w", err)
@@ -389,8 +395,19 @@ func (z *ZooKeeper) Close() error {
 // ID is the node's myid (1-based).
 func (n *ZKNode) ID() int { return n.id }
 
-// Addr is the node's client address, "127.0.0.1:port".
-func (n *ZKNode) Addr() string { return fmt.Sprintf("127.0.0.1:%d", n.clientPort) }
+// Addr is the node's client address, "127.0.0.1:port" (the test host's address with ZKOptions.Host).
+func (n *ZKNode) Addr() string { return fmt.Sprintf("%s:%d", n.z.bindAddr(), n.clientPort) }
+
+// bindAddr is the address the nodes listen on: loopback, or the test host's.
+func (z *ZooKeeper) bindAddr() string {
+	if z.opts.Host != nil {
+		return z.opts.Host.Addr()
+	}
+	return "127.0.0.1"
+}
+
+// Host is the test host the nodes run in (ZKOptions.Host), or nil.
+func (z *ZooKeeper) Host() *Host { return z.opts.Host }
 
 // Running reports whether the node's server process (or container) is running.
 func (n *ZKNode) Running() bool {
@@ -590,6 +607,9 @@ func (r *localRunner) start(ctx context.Context) error {
 		"-Dzookeeper.console.threshold=INFO",
 		"-cp", strings.Join(r.inst.classpath, string(os.PathListSeparator)),
 		zkMainClass, filepath.Join(n.dir, "zoo.cfg"),
+	}
+	if h := n.z.opts.Host; h != nil {
+		argv = h.Argv(argv...)
 	}
 	p, err := startProc(argv, n.dir, os.Environ(), n.LogPath())
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -40,6 +41,8 @@ type Scenario struct {
 	// nodes cannot run on an external ensemble (--zk): every era is then not applicable.
 	ZKNodes     int
 	StopsZKNode bool
+	// MinHosts: the scenario needs this many test hosts (Params.Hosts, --hosts); 0: none.
+	MinHosts int
 	// NotApplicable: era → why the scenario does not apply there (the run says so and skips the era).
 	NotApplicable map[string]string
 	// MemberProps: era → consumer properties on top of the era's (e.g. a shorter auto-commit interval).
@@ -104,7 +107,9 @@ func Catalog() []*Scenario {
 		// Kafka's own consumer system tests (systemtests.go).
 		consumerBounce(true, "all"), consumerBounce(true, "rolling"), consumerBounce(false, "all"),
 		consumerBounce(false, "rolling"), staticMemberBounce(), staticFencing(), consumerFailure(true),
-		consumerFailure(false)}
+		consumerFailure(false),
+		// Over test hosts (host_scenarios.go).
+		hostLinkDown()}
 	return out
 }
 
@@ -139,6 +144,9 @@ func (s *Scenario) params(p Params) (Params, error) {
 	if p.Partitions == 0 {
 		p.Partitions = s.Defaults.Partitions
 	}
+	if p.Hosts == 0 {
+		p.Hosts = s.Defaults.Hosts
+	}
 	maxN := s.MaxConsumers
 	if maxN == 0 {
 		maxN = 200
@@ -150,6 +158,10 @@ func (s *Scenario) params(p Params) (Params, error) {
 		return p, fmt.Errorf("--consumers %d: at most %d members run in one process", p.Consumers, maxN)
 	case p.Partitions < 1 || p.Partitions > 1000:
 		return p, fmt.Errorf("--partitions %d: want 1..1000", p.Partitions)
+	case p.Hosts < 0 || p.Hosts > lab.MaxHosts:
+		return p, fmt.Errorf("--hosts %d: want 0 (none) to %d", p.Hosts, lab.MaxHosts)
+	case p.Hosts < s.MinHosts:
+		return p, fmt.Errorf("--hosts %d: %s needs at least %d test hosts", p.Hosts, s.Name, s.MinHosts)
 	case p.DownMs < 0 || p.DownMs > 3_600_000:
 		return p, fmt.Errorf("--down-ms %d: want 0 (half the session timeout) to 3600000", p.DownMs)
 	}

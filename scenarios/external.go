@@ -258,9 +258,15 @@ func (r *eraRunner) newProcess(name string, props map[string]string, sink timeli
 		return nil, err
 	}
 	argv := memberArgv(r.o.MemberBinary, r.o.LabLog.Logger.GetLevel().String(), r.e.Era, name, r.e.Topic, props, routes)
-	return newProcConsumer(name, argv, sink, r.o.LabLog.WithField("member", name), func(mp MemberProcess) {
+	host := ""
+	if h := r.hostOf(name); h != nil { // inside its test host: `ip netns exec` execs the member itself
+		argv, host = h.Argv(argv...), h.Name()
+	}
+	p := newProcConsumer(name, argv, sink, r.o.LabLog.WithField("member", name), func(mp MemberProcess) {
 		r.mu.Lock()
 		r.e.Processes = append(r.e.Processes, mp)
 		r.mu.Unlock()
-	}), nil
+	})
+	p.host = host
+	return p, nil
 }

@@ -4,7 +4,7 @@ package scenarios
 // `rebalancelab member` child process that runs the era's consumer (newConsumer, as a goroutine member
 // does) and writes its timeline records to stdout, one JSON line each, unbuffered (one write per
 // record), so that what a process recorded before a kill -9 is in the pipe when it dies. The runner
-// reads them into the era's timeline; every process runs on this host, so their ts_ms and the
+// reads them into the era's timeline. Without test hosts (hosts.go) every process runs on this host, so their ts_ms and the
 // runner's come from one clock and merge as the in-process timelines do.
 //
 // The channel, runner → member: the process starts its member when it starts; SIGTERM (or a "stop"
@@ -52,6 +52,7 @@ const (
 // MemberProcess is how one member process ended (EraRun.Processes, the result JSON's "processes").
 type MemberProcess struct {
 	Member string `json:"member"`
+	Host   string `json:"host,omitempty"` // the test host it ran in (--hosts)
 	PID    int    `json:"pid"`
 	// Stop is how the runner ended it: "sigterm" (graceful stop), "sigkill" (crash, Ctrl-C), or ""
 	// when the process ended by itself (a member that gave up).
@@ -175,6 +176,8 @@ type procConsumer struct {
 	log  *logrus.Entry
 	// onExit records how the process ended (EraRun.Processes).
 	onExit func(MemberProcess)
+	// host is the test host the process runs in ("h2"), stamped on its records; "" for this host.
+	host string
 
 	started chan struct{} // closed once the start was attempted (cmd set, or startErr)
 	exited  chan struct{} // closed once the process was waited for and its output read
@@ -235,7 +238,7 @@ func (p *procConsumer) run(ctx context.Context) error {
 	}()
 	werr := cmd.Wait()
 	st := cmd.ProcessState
-	mp := MemberProcess{Member: p.name, PID: cmd.Process.Pid, ExitCode: st.ExitCode(), Status: st.String()}
+	mp := MemberProcess{Member: p.name, Host: p.host, PID: cmd.Process.Pid, ExitCode: st.ExitCode(), Status: st.String()}
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		mp.Signal = signalName(ws.Signal())
 	}
@@ -357,6 +360,9 @@ func (p *procConsumer) stdoutLine(b []byte) {
 	if err := json.Unmarshal(b, &rec); err != nil {
 		p.log.WithError(err).WithField("line", string(b)).Warn("member process: not a timeline record")
 		return
+	}
+	if p.host != "" {
+		rec.Host = p.host
 	}
 	p.sink.Emit(rec)
 }

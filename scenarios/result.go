@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -28,6 +29,11 @@ type RunResult struct {
 	Versions      map[string]string // "rebalancelab", "zookeeper", and "kafka" on a Kafka broker
 	Script        []Step
 	Eras          []*EraRun
+	// Hosts: the test hosts of a run with Params.Hosts (hosts.go), with each one's clock offset as
+	// measured at the start; HostCapabilities what the kernel offered (netem or not).
+	Hosts            []HostInfo
+	HostCapabilities *lab.Capabilities
+	Notes            []string // what the run did differently from what was asked, and why
 }
 
 // EraRun is one era of a run.
@@ -314,6 +320,10 @@ type jsonRun struct {
 	Passed      bool              `json:"relations_hold"`
 	Script      []Step            `json:"script"`
 	Eras        []jsonEra         `json:"eras"`
+	// Hosts: the test hosts, each with its measured clock offset (RunResult.Hosts).
+	Hosts            []HostInfo        `json:"hosts,omitempty"`
+	HostCapabilities *lab.Capabilities `json:"host_capabilities,omitempty"`
+	Notes            []string          `json:"notes,omitempty"`
 }
 
 type jsonEra struct {
@@ -354,6 +364,9 @@ func (r *RunResult) ParamsMap() map[string]any {
 	if len(r.ZKConfig) > 0 {
 		m["zk_config"] = r.ZKConfig
 	}
+	if r.Params.Hosts > 0 {
+		m["hosts"] = r.Params.Hosts
+	}
 	return m
 }
 
@@ -362,7 +375,8 @@ func (r *RunResult) ParamsMap() map[string]any {
 // extra counters and the ZooKeeper cross-check).
 func (r *RunResult) WriteJSON(w io.Writer) error {
 	out := jsonRun{Scenario: r.Scenario, Description: r.Description, Seed: r.Seed, Params: r.ParamsMap(),
-		Versions: r.Versions, Passed: r.Passed(), Script: r.Script, RunID: r.RunID}
+		Versions: r.Versions, Passed: r.Passed(), Script: r.Script, RunID: r.RunID,
+		Hosts: r.Hosts, HostCapabilities: r.HostCapabilities, Notes: r.Notes}
 	for _, e := range r.Eras {
 		je := jsonEra{Era: e.Era, Applies: e.Applies, Reason: e.Reason, Group: e.Group, Topic: e.Topic,
 			Events: e.Result.Events, Faults: e.Result.Faults, NotApplicable: e.Result.NotApplicable, Timeline: e.Timeline,
@@ -408,6 +422,7 @@ func (r *RunResult) WriteTable(w io.Writer) error {
 			return err
 		}
 	}
+	r.writeHosts(w)
 	for _, e := range r.Eras {
 		if !e.Applies {
 			fmt.Fprintf(w, "%s: not applicable: %s\n", e.Era, e.Reason)

@@ -194,6 +194,9 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 	default:
 		return nil, fmt.Errorf("members as %q: want %q or %q", o.MembersAs, MembersAsGoroutines, MembersAsProcesses)
 	}
+	if err := checkHosts(o, p); err != nil {
+		return nil, err
+	}
 	res := &RunResult{Scenario: sc.Name, Description: sc.Description, Seed: p.Seed, Params: p, Timing: t,
 		KafkaDefaults: o.KafkaDefaults, ZKConfig: o.ZKConfig, Broker: o.Broker, MembersAs: o.MembersAs,
 		RunID:    newRunID(),
@@ -245,12 +248,26 @@ func runEras(ctx context.Context, o Options, sc *Scenario, res *RunResult, eras 
 		}
 	}
 	var l *lab.Lab
+	var hs *lab.Hosts
 	bootstrap, zkConnect := o.Bootstrap, o.ExternalZK
-	if o.Bootstrap == "" {
-		progress("%s: starting the lab (ZooKeeper %d node(s), 1 %s broker)", sc.Name, sc.ZKNodes, o.Broker)
+	if res.Params.Hosts > 0 {
 		var err error
-		l, err = lab.Start(ctx, lab.Options{ZK: lab.ZKOptions{Nodes: sc.ZKNodes, Log: o.LabLog}, ExternalZK: o.ExternalZK,
-			Brokers: 1, KafkaDefaults: o.KafkaDefaults, Broker: o.Broker, Log: o.LabLog})
+		if hs, err = startHosts(ctx, o, res, progress); err != nil {
+			return err
+		}
+		defer hs.Close() // after the lab's processes have stopped (deferred below)
+	}
+	if o.Bootstrap == "" {
+		lo := lab.Options{ZK: lab.ZKOptions{Nodes: sc.ZKNodes, Log: o.LabLog}, ExternalZK: o.ExternalZK,
+			Brokers: 1, KafkaDefaults: o.KafkaDefaults, Broker: o.Broker, Log: o.LabLog}
+		where := ""
+		if hs != nil {
+			lo.Host, lo.BrokerBinary = hs.Host(1), o.MemberBinary
+			where = " on test host h1"
+		}
+		progress("%s: starting the lab (ZooKeeper %d node(s), 1 %s broker%s)", sc.Name, sc.ZKNodes, o.Broker, where)
+		var err error
+		l, err = lab.Start(ctx, lo)
 		if err != nil {
 			return fmt.Errorf("lab: %w", err)
 		}
@@ -274,7 +291,7 @@ func runEras(ctx context.Context, o Options, sc *Scenario, res *RunResult, eras 
 		res.Versions["zookeeper"] = zkVersion(ctx, zkAddrs)
 	}
 	for _, e := range eras {
-		r := &eraRunner{o: o, sc: sc, res: res, e: e, lab: l, bootstrap: bootstrap, zkConnect: zkConnect, zkAddrs: zkAddrs,
+		r := &eraRunner{o: o, sc: sc, res: res, e: e, lab: l, hosts: hs, bootstrap: bootstrap, zkConnect: zkConnect, zkAddrs: zkAddrs,
 			t: res.Timing, p: res.Params, progress: progress, log: o.Log.WithField("era", e.Era)}
 		err := r.run(ctx)
 		if o.Bootstrap != "" && e.Topic != "" {
@@ -318,6 +335,8 @@ type eraRunner struct {
 	res *RunResult
 	e   *EraRun
 	lab *lab.Lab // nil on an existing cluster (Options.Bootstrap)
+	// hosts are the run's test hosts (Params.Hosts), nil without.
+	hosts *lab.Hosts
 	// bootstrap and zkConnect are the brokers' and ZooKeeper's addresses (the lab's or the cluster's);
 	// brokerAddrs every address a member may dial a broker at (bootstrap and advertised), for the
 	// routes of member processes.
@@ -416,6 +435,7 @@ func (r *eraRunner) run(parent context.Context) error {
 		return parent.Err()
 	}
 	r.healAll()
+	r.healHosts(ctx)
 	r.stepf("draining")
 	e.Drained = r.drain(ctx, time.Duration(r.t.settleTimeout())*time.Millisecond)
 	recs := r.sortedRecords()
@@ -568,6 +588,9 @@ func (r *eraRunner) linksOf(name string) *lab.MemberLinks {
 	l := r.links[name]
 	if l == nil {
 		l = lab.NewMemberLinksFor(r.e.Era+"/"+name, faulted...)
+		if r.hosts != nil { // members inside test hosts reach this process at the bridge address
+			l.ListenOn(r.hosts.BridgeAddr())
+		}
 		l.OnFault(func(ev lab.FaultEvent) { r.linkFault(name, ev) })
 		r.links[name] = l
 	}
@@ -743,6 +766,8 @@ func (r *eraRunner) do(ctx context.Context, st Step) bool {
 			return true
 		}
 		r.nodeFault(st.Action == ActBrokerStop, string(ActBrokerStop), fmt.Sprintf("broker/%d", bs[st.Node].ID()))
+	case ActHostDown, ActHostUp, ActPartition, ActPartitionHeal:
+		r.hostStep(ctx, st)
 	case ActSettle:
 		start := time.Now()
 		if r.settle(ctx, time.Duration(st.QuietMs)*time.Millisecond, time.Duration(st.TimeoutMs)*time.Millisecond) {

@@ -50,6 +50,13 @@ const (
 	// member rebalancing or joining, scenarios.Compute's definition) and has stayed so for QuietMs, or
 	// until TimeoutMs passed; it never fails the run (a window that never became stable shows it).
 	ActSettle Action = "settle"
+	// ActHostDown / ActHostUp take test host Host (1-based, scenario run --hosts) off the network and
+	// put it back: its link goes down (lab.Host.LinkDown), so its members' connections go silent.
+	ActHostDown Action = "host-down"
+	ActHostUp   Action = "host-up"
+	// ActPartition / ActPartitionHeal drop and restore the traffic between test hosts Host and Peer.
+	ActPartition     Action = "partition"
+	ActPartitionHeal Action = "partition-heal"
 )
 
 // Step is one scripted event. DelayMs is waited after the previous step finished (a settle finishes
@@ -65,6 +72,8 @@ type Step struct {
 	LatencyMs int64  `json:"latency_ms,omitempty"` // latency
 	QuietMs   int64  `json:"quiet_ms,omitempty"`   // settle: how long stable must last
 	TimeoutMs int64  `json:"timeout_ms,omitempty"` // settle: give up after this long
+	Host      int    `json:"host,omitempty"`       // host-down, host-up, partition*: test host (1-based)
+	Peer      int    `json:"peer,omitempty"`       // partition*: the other host
 }
 
 func (s Step) String() string {
@@ -84,6 +93,10 @@ func (s Step) String() string {
 		return fmt.Sprintf("%s %d", s.Action, s.Node)
 	case ActSettle:
 		return "settle"
+	case ActHostDown, ActHostUp:
+		return fmt.Sprintf("%s h%d", s.Action, s.Host)
+	case ActPartition, ActPartitionHeal:
+		return fmt.Sprintf("%s h%d|h%d", s.Action, s.Host, s.Peer)
 	}
 	return string(s.Action)
 }
@@ -156,6 +169,10 @@ type Params struct {
 	// DownMs is how long a restarted member stays down (rolling-restart, static-member-bounce), in ms;
 	// 0 takes half the shorter session timeout of the run's timing (Timing.downTime).
 	DownMs int64 `json:"down_ms,omitempty"`
+	// Hosts is the number of test hosts (network namespaces, scenario run --hosts): members as processes
+	// spread round-robin over them (m1 on h1, m2 on h2, ...), ZooKeeper and the broker on h1. 0: none,
+	// everything on this host's loopback.
+	Hosts int `json:"hosts,omitempty"`
 }
 
 // downMs is p.DownMs, or t's default down time.

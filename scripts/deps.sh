@@ -3,7 +3,7 @@
 # `zookeeper` package, 3.8), a JDK 17 (ZooKeeper's and Kafka's JVMs, the interop build) and Maven,
 # kcat (librdkafka), kafka-python, a C compiler (the race detector that `make test` uses needs cgo)
 # Chromium (a test loads the scenario report in it), and Prometheus and Burrow (a test has each watch
-# a running lab). As root it uses apt-get; otherwise it says
+# a running lab), and iproute2 (test hosts as network namespaces). As root it uses apt-get; otherwise it says
 # what to install. Then the interop build (interop/, Maven): the pinned Kafka 3.9 broker's classpath, resolved
 # from Maven Central into interop/kafka-3.9/target/lib, rebuilt when missing or older than a POM.
 # Idempotent and quiet when all is present.
@@ -25,6 +25,8 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium) # the scenario report's 
 # The operator's tools a test points at a running lab: Debian's Prometheus (2.42) and Burrow (1.2.1).
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v Burrow >/dev/null 2>&1 || need+=(burrow) # Debian installs it as /usr/bin/Burrow
+# Test hosts as network namespaces (lab/hosts.go): ip and tc.
+{ command -v ip >/dev/null 2>&1 && command -v tc >/dev/null 2>&1; } || need+=(iproute2)
 
 if [ ${#need[@]} -gt 0 ]; then
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -36,7 +38,7 @@ if [ ${#need[@]} -gt 0 ]; then
 		cat >&2 <<MSG
 deps: missing: ${need[*]}
   rebalancelab runs a REAL ZooKeeper server and tests against real Kafka clients. Get them by one of:
-  - Debian/Ubuntu:  sudo apt-get install zookeeper openjdk-17-jdk-headless maven kcat python3-kafka gcc chromium prometheus burrow
+  - Debian/Ubuntu:  sudo apt-get install zookeeper openjdk-17-jdk-headless maven kcat python3-kafka gcc chromium prometheus burrow iproute2
   - a ZooKeeper 3.8 tarball: export ZOOKEEPER_HOME=/path/to/apache-zookeeper-3.8.x-bin (needs java on PATH)
   - an external ensemble:    rebalancelab ... --zk HOST:PORT
 MSG

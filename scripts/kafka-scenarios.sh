@@ -12,14 +12,14 @@ seed=${KAFKA_SCENARIOS_SEED:-1}
 only=${KAFKA_SCENARIOS_ONLY:-} # comma-separated names: run only these
 mkdir -p "$out"
 
-# consumers partitions, as in scenarios/run_test.go
+# consumers partitions, as in scenarios/run_test.go (host-link-down: scenarios/hosts_test.go; it runs on 3 test hosts, members as processes)
 declare -A size=(
 	[herd-effect]="2 4" [herd-join]="2 4" [consumer-crash]="2 2" [split-brain-zombie]="2 2"
 	[split-brain-divergent-views]="3 6" [rolling-restart]="2 4" [zk-quorum-loss]="2 2" [storm]="4 8"
 	[consumer-bounce-clean-rolling]="2 1" [consumer-bounce-clean-all]="2 1"
 	[consumer-bounce-hard-rolling]="2 1" [consumer-bounce-hard-all]="2 1"
 	[static-member-bounce]="3 3" [static-fencing]="2 2" [consumer-failure]="2 2"
-	[consumer-failure-manual-commit]="2 2"
+	[consumer-failure-manual-commit]="2 2" [host-link-down]="6 6"
 )
 
 summary="$out/summary.txt"

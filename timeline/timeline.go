@@ -60,7 +60,7 @@ const ZKOwnerConflict = "conflict"
 // written; those whose zero value is meaningful (partition 0, offset 0, generation 0, ok=false) are
 // pointers, set with the helpers below.
 type Record struct {
-	TsMs   int64  `json:"ts_ms"`  // wall clock, Unix ms (one machine clock for every process)
+	TsMs   int64  `json:"ts_ms"`  // wall clock, Unix ms, of the host that stamped it (Host)
 	Era    string `json:"era"`    // zk, classic, cooperative, static, kip848
 	Member string `json:"member"` // the scenario's stable member name (m1, m2, ...), not a Kafka id
 	Kind   Kind   `json:"kind"`
@@ -93,6 +93,10 @@ type Record struct {
 	// Kafka-side identities, for readers; figures never key on them.
 	MemberID   string `json:"member_id,omitempty"`   // coordinator member id
 	ConsumerID string `json:"consumer_id,omitempty"` // zk consumer id
+
+	// Host is the test host whose clock stamped TsMs ("h2": scenario run --hosts); "" for the runner's
+	// host. The run's JSON gives each host's measured clock offset (its "hosts"); ts_ms is not corrected.
+	Host string `json:"host,omitempty"`
 }
 
 // Bool, I32 and I64 make the pointer fields easy to fill.

@@ -50,9 +50,10 @@ func init() {
 		brokerImpl    string
 		bootstrap     string
 		keep          bool
+		hosts         int
 	)
 	run := &cobra.Command{
-		Use:   "run NAME [--era all] [--broker rebalancelab|kafka|rebalancelab,kafka] [--consumers N|N1,N2,...] [--partitions P] [--json FILE] [--report DIR] [--plot FILE.svg] [--seed S] [--zk ADDRS] [--zk-config k=v ...] [--members-as goroutines|processes] [--bootstrap ADDRS [--keep]]",
+		Use:   "run NAME [--era all] [--broker rebalancelab|kafka|rebalancelab,kafka] [--consumers N|N1,N2,...] [--partitions P] [--json FILE] [--report DIR] [--plot FILE.svg] [--seed S] [--zk ADDRS] [--zk-config k=v ...] [--members-as goroutines|processes] [--hosts N] [--bootstrap ADDRS [--keep]]",
 		Short: "Run a scenario on one or more eras and print the figures side by side",
 		Long: `Starts a lab (a real ZooKeeper — three nodes for zk-quorum-loss — and one broker), then for each era a
 topic, a producer (one record every 20 ms, acks=all) and the scenario's members, running as goroutines of
@@ -67,6 +68,11 @@ and then prints one table of both, "a / b" where a figure differs (--json FILE a
 one result per broker: <FILE's dir>/<broker>/FILE, DIR/<broker>).
 --members-as processes runs each member as a process of its own (this binary's hidden "member"
 command): a crash is a real kill -9, a restart a new process; the JSON says how each process ended.
+--hosts N runs on N test hosts, Linux network namespaces on a bridge in a private 10.213.X.0/24 (root and
+iproute2 needed; the run fails naming the reason when namespaces cannot be made): ZooKeeper and the broker
+on h1, the members as processes (implied) round-robin over h1..hN; scripts can take a host's link down and
+partition two hosts; the table and JSON give each host's measured clock offset. host-link-down needs
+hosts (3 by default).
 --bootstrap B runs on that existing cluster instead of a lab (--zk Z: its ZooKeeper, which the zk era
 needs; the cluster must be in ZooKeeper mode): topics and groups rebalancelab.<run id>.<scenario>.<era>,
 removed after each era (group, topic, /consumers/<group>) unless --keep; scenarios that stop ZooKeeper
@@ -82,6 +88,15 @@ plots embedded (DIR/sweep.svg). A size that does not finish within --deadline st
 sweep and says why (one broker at a time).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("members-as") {
+				needs := hosts > 0
+				if sc, err := scenarios.Lookup(args[0]); err == nil && sc.Defaults.Hosts > 0 {
+					needs = true
+				}
+				if needs { // members run inside their test hosts, as processes
+					membersAs = scenarios.MembersAsProcesses
+				}
+			}
 			var memberBin string
 			switch membersAs {
 			case scenarios.MembersAsGoroutines:
@@ -111,7 +126,7 @@ sweep and says why (one broker at a time).`,
 				o := scenarios.Options{
 					Scenario: args[0], Eras: eras, KafkaDefaults: kafkaDefaults, ExternalZK: zkAddrs, ZKConfig: zkConfig,
 					Broker: brokerImpl, MembersAs: membersAs, MemberBinary: memberBin, Bootstrap: bootstrap, Keep: keep,
-					Params:    scenarios.Params{Consumers: sizes[0], Partitions: partitions, Seed: seed, DownMs: downMs},
+					Params:    scenarios.Params{Consumers: sizes[0], Partitions: partitions, Seed: seed, DownMs: downMs, Hosts: hosts},
 					ReportDir: reportDir, Version: version, Progress: cmd.ErrOrStderr(),
 					Log: logrus.NewEntry(logrus.StandardLogger()),
 				}
@@ -212,6 +227,7 @@ sweep and says why (one broker at a time).`,
 	f.StringArrayVar(&zkConfigs, "zk-config", nil, "Kafka 0.8.2 consumer property key=value for every zk-era member (repeatable), e.g. offsets.storage=kafka")
 	addBrokerListFlag(run, &brokerImpl)
 	f.StringVar(&membersAs, "members-as", scenarios.MembersAsGoroutines, `how members run: "goroutines" of this process, or "processes": one rebalancelab process per member (a crash is a kill -9, a restart a new process)`)
+	f.IntVar(&hosts, "hosts", 0, "run on N test hosts (network namespaces): ZooKeeper and the broker on h1, members as processes round-robin over h1..hN (0: the scenario's default, none for most)")
 	f.StringVar(&plotFile, "plot", "", "sweep: write the log-log plots of the figures against N to FILE.svg")
 	f.IntVar(&repeat, "repeat", 1, "sweep: runs per size (medians are reported)")
 	f.DurationVar(&deadline, "deadline", 10*time.Minute, "sweep: bound on each run; a size that does not finish stops the sweep")
