@@ -315,3 +315,10 @@ func (c ConnectREST) Status(ctx context.Context, name string) (ConnectorStatus, 
 	}
 	return s, json.Unmarshal(b, &s)
 }
+
+// StopConnector stops connector name and its tasks (PUT /connectors/{name}/stop, KIP-875; a pause
+// would only stop polling).
+func (c ConnectREST) StopConnector(ctx context.Context, name string) error {
+	_, err := c.do(ctx, http.MethodPut, "/connectors/"+name+"/stop", nil)
+	return err
+}
