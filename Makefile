@@ -48,6 +48,13 @@ difftest: deps
 kafka-scenarios: deps build
 	@scripts/kafka-scenarios.sh $(BIN)
 
+# connect-workers on both Connect protocols (sessioned, eager): real Connect 3.9 workers on the lab's
+# broker, the four layouts and a kill -9 (README "Kafka Connect workers"). `make test` runs the sessioned
+# one (TestConnectWorkers).
+.PHONY: connect-workers
+connect-workers: deps build
+	$(BIN) scenario run connect-workers --connect-protocol sessioned,eager
+
 demo: deps build
 	@scripts/demo.sh $(BIN)
 

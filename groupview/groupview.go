@@ -55,6 +55,12 @@ type Member struct {
 	RevokedConnectors []string `json:"revoked_connectors,omitempty"`
 	RevokedTasks      []string `json:"revoked_tasks,omitempty"`
 	ConnectURL        string   `json:"connect_url,omitempty"`
+	// ConnectVersion is the assignment's version (0: eager, full assignments; 1 compatible, 2
+	// sessioned: incremental, only what is newly assigned and revoked); ConnectDelayMs its scheduled
+	// delay: how long the leader holds back a departed worker's connectors and tasks
+	// (scheduled.rebalance.max.delay.ms, counting down).
+	ConnectVersion int16 `json:"connect_version,omitempty"`
+	ConnectDelayMs int32 `json:"connect_delay_ms,omitempty"`
 
 	DecodeError string `json:"decode_error,omitempty"`
 }
@@ -235,10 +241,11 @@ func decodeConnect(m *Member, om coordinator.ObservedMember) error {
 		slices.Sort(tasks)
 		return connectors, tasks
 	}
+	m.ConnectVersion = version
 	m.Connectors, m.Tasks = assignments()
 	if version >= 1 {
 		m.RevokedConnectors, m.RevokedTasks = assignments()
-		r.Int32() // scheduled delay
+		m.ConnectDelayMs = r.Int32()
 	}
 	if err := r.Complete(); err != nil {
 		return fmt.Errorf("assignment: %w", err)

@@ -102,7 +102,7 @@ func TestDecodeStreams(t *testing.T) {
 
 // connectAssignment is a worker's assignment as Connect 3.9 writes it at version v (1 and 2 with the
 // revoked section): the connector and task ids are INT32, -1 the connector itself.
-func connectAssignment(v int16, assigned, revoked map[string][]int32) []byte {
+func connectAssignment(v int16, assigned, revoked map[string][]int32, delayMs int32) []byte {
 	b := be(nil).i16(v).i16(0).str("w1").str("http://w1:8083/").i64(7)
 	section := func(b be, m map[string][]int32) be {
 		b = b.i32(int32(len(m)))
@@ -118,7 +118,7 @@ func connectAssignment(v int16, assigned, revoked map[string][]int32) []byte {
 	}
 	b = section(b, assigned)
 	if v >= 1 {
-		b = section(b, revoked).i32(0)
+		b = section(b, revoked).i32(delayMs)
 	}
 	return b
 }
@@ -133,11 +133,12 @@ func TestDecodeConnect(t *testing.T) {
 		}
 		g := Decode(coordinator.GroupChanged{Group: "connect-cluster", ProtocolType: "connect", Protocol: "sessioned", Members: []coordinator.ObservedMember{{
 			MemberID: "w2", Metadata: md.AppendTo(nil),
-			Assignment: connectAssignment(v, map[string][]int32{"source": {-1, 0, 70000}, "sink": {1}}, revoked)}}})
+			Assignment: connectAssignment(v, map[string][]int32{"source": {-1, 0, 70000}, "sink": {1}}, revoked, 2750)}}})
 		m := g.Members[0]
-		want := Member{MemberID: "w2", ConnectURL: "http://w2:8083/", Connectors: []string{"source"}, Tasks: []string{"sink-1", "source-0", "source-70000"}}
+		want := Member{MemberID: "w2", ConnectURL: "http://w2:8083/", Connectors: []string{"source"}, Tasks: []string{"sink-1", "source-0", "source-70000"},
+			ConnectVersion: v}
 		if v >= 1 {
-			want.RevokedTasks = []string{"sink-0"}
+			want.RevokedTasks, want.ConnectDelayMs = []string{"sink-0"}, 2750
 		}
 		if !reflect.DeepEqual(m, want) {
 			t.Fatalf("version %d: %+v\nwant %+v", v, m, want)

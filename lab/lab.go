@@ -78,8 +78,10 @@ type Options struct {
 	// FindKafkaClasspath's.
 	Broker         string
 	KafkaClasspath string
-	Dir            string // default: a temp dir removed by Close
-	Log            *logrus.Entry
+	// BrokerOptions are given to every in-process broker (broker.Start), e.g. broker.WithGroupObserver.
+	BrokerOptions []broker.Option
+	Dir           string // default: a temp dir removed by Close
+	Log           *logrus.Entry
 	// Host, when set, runs ZooKeeper (unless ExternalZK) and every broker inside that test host
 	// (CreateHosts; `ip netns exec`), listening on and advertising the host's address. Brokers are
 	// then processes (BrokersAs "process", BrokerBinary needed, or Kafka's JVMs).
@@ -397,7 +399,7 @@ func (n *BrokerNode) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("lab: broker %d: %w", n.id, err)
 	}
-	b, err := broker.Start(ctx, cfg, n.l.opts.Log)
+	b, err := broker.Start(ctx, cfg, n.l.opts.Log, n.l.opts.BrokerOptions...)
 	if err != nil {
 		return fmt.Errorf("lab: %w", err) // broker.Start's errors name the broker
 	}

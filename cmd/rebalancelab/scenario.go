@@ -26,6 +26,7 @@ func init() {
 			for _, s := range scenarios.Catalog() {
 				fmt.Fprintf(w, "%s\t%s\n", s.Name, s.Description)
 			}
+			fmt.Fprintf(w, "%s\t%s\n", scenarios.ConnectScenario, scenarios.ConnectScenarioDescription)
 			return w.Flush()
 		},
 	}
@@ -51,6 +52,7 @@ func init() {
 		bootstrap     string
 		keep          bool
 		hosts         int
+		connectProtos []string
 	)
 	run := &cobra.Command{
 		Use:   "run NAME [--era all] [--broker rebalancelab|kafka|rebalancelab,kafka] [--consumers N|N1,N2,...] [--partitions P] [--json FILE] [--report DIR] [--plot FILE.svg] [--seed S] [--zk ADDRS] [--zk-config k=v ...] [--members-as goroutines|processes] [--hosts N] [--bootstrap ADDRS [--keep]]",
@@ -85,9 +87,18 @@ ZooKeeper reads fitted to a·N² + b·N + c beside the algorithm's own count, th
 coordinator era stabilises faster (the crossover), --plot FILE.svg the log-log plots, --json FILE the
 single-size results as a list under "runs", --report DIR the HTML page of the largest size's run with the
 plots embedded (DIR/sweep.svg). A size that does not finish within --deadline stops the
-sweep and says why (one broker at a time).`,
+sweep and says why (one broker at a time).
+
+connect-workers runs real Kafka Connect 3.9 workers (interop/connect-3.9, from make deps) on a lab with the
+rebalancelab broker, once per --connect-protocol (sessioned, eager): the four layouts, then a worker
+killed with -9; the table shows each worker's connectors and tasks per generation (the coordinator's
+group observer), task downtime per worker, rebalances, records produced and consumed, the relations.
+Of the flags above only --json applies (a list of the runs).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] == scenarios.ConnectScenario {
+				return runConnect(cmd, connectProtos, jsonFile)
+			}
 			if !cmd.Flags().Changed("members-as") {
 				needs := hosts > 0
 				if sc, err := scenarios.Lookup(args[0]); err == nil && sc.Defaults.Hosts > 0 {
@@ -215,6 +226,8 @@ sweep and says why (one broker at a time).`,
 		},
 	}
 	f := run.Flags()
+	f.StringSliceVar(&connectProtos, "connect-protocol", []string{scenarios.ConnectSessioned, scenarios.ConnectEager},
+		"connect-workers: the Connect protocols to run (connect.protocol: sessioned, eager)")
 	f.StringSliceVar(&eras, "era", []string{"all"}, "eras to run: zk, classic, cooperative, static, or all (comma-separated or repeated)")
 	f.StringVar(&consumers, "consumers", "", "members N, or a comma-separated list of sizes to sweep (default: the scenario's)")
 	f.IntVar(&partitions, "partitions", 0, "partitions P of the topic (0: the scenario's default)")
