@@ -78,8 +78,11 @@ type Options struct {
 	// FindKafkaClasspath's.
 	Broker         string
 	KafkaClasspath string
-	Dir            string // default: a temp dir removed by Close
-	Log            *logrus.Entry
+	// BrokerOptions are given to every in-process broker of this project (broker.Start), e.g.
+	// broker.WithGroupObserver; ignored for broker processes and BrokerKafka.
+	BrokerOptions []broker.Option
+	Dir           string // default: a temp dir removed by Close
+	Log           *logrus.Entry
 }
 
 // Lab is a running environment: a ZooKeeper (or an external one) and brokers.
@@ -378,7 +381,7 @@ func (n *BrokerNode) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("lab: broker %d: %w", n.id, err)
 	}
-	b, err := broker.Start(ctx, cfg, n.l.opts.Log)
+	b, err := broker.Start(ctx, cfg, n.l.opts.Log, n.l.opts.BrokerOptions...)
 	if err != nil {
 		return fmt.Errorf("lab: %w", err) // broker.Start's errors name the broker
 	}
