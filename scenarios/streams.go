@@ -204,6 +204,19 @@ func runStreams(ctx context.Context, o Options, sc *Scenario, p Params, t Timing
 	r.compute()
 	era.Errors = r.errs
 	res.checkRelations(sc)
+	// The instances' stderr (Streams' own warnings) beside the report or the timelines: streams-<name>.log.
+	out := o.ReportDir
+	if out == "" {
+		out = o.OutputDir
+	}
+	if out != "" {
+		logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+		for _, l := range logs {
+			if b, err := os.ReadFile(l); err == nil && os.MkdirAll(out, 0o755) == nil {
+				_ = os.WriteFile(filepath.Join(out, "streams-"+filepath.Base(l)), b, 0o644)
+			}
+		}
+	}
 	switch {
 	case o.ReportDir != "":
 		if err := res.WriteReport(o.ReportDir); err != nil && runErr == nil {
