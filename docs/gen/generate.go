@@ -103,7 +103,7 @@ func (s sizes) scenarioRuns(only map[string]bool) []scenarioRun {
 		add(runRolling, "rolling-restart", allEras, s.rolling, true)
 	}
 	if only["ch7"] { // Kafka Streams instances: one size (2 instances, 6 partitions), small or not
-		add(runStreams, "streams-threads", nil, scenarios.Params{Consumers: 2, Partitions: 6}, false)
+		add(runStreams, "streams-threads", []string{scenarios.StreamsEra}, scenarios.Params{Consumers: 2, Partitions: 6}, false)
 	}
 	return runs
 }
