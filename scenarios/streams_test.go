@@ -48,17 +48,20 @@ func TestStreamsThreads(t *testing.T) {
 	}
 	t.Logf("records: %d out for 10000 in: %d duplicates; %d re-processed (at least once)", tot.RecordsOut, tot.Duplicates, tot.RecordsReprocessed)
 
-	// The observer: the first stable generation has the 6 tasks 0_0..0_5, 2 on each of s1's threads.
-	first := s.Lanes[0]
+	// The observer: the start's stable generation has the 6 tasks 0_0..0_5, 2 on each of s1's threads.
+	_, first, err := stableOf(s, "start")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var tasks []string
 	for _, m := range first.Members {
 		if m.Instance != "s1" || len(m.Tasks) != 2 {
-			t.Fatalf("first stable generation: %s, want s1's 3 threads with 2 tasks each", first.summary())
+			t.Fatalf("start's stable generation: %s, want s1's 3 threads with 2 tasks each", first.summary())
 		}
 		tasks = append(tasks, m.Tasks...)
 	}
 	if got := strings.Join(slices.Sorted(slices.Values(tasks)), " "); got != "0_0 0_1 0_2 0_3 0_4 0_5" || len(first.Members) != 3 {
-		t.Fatalf("first stable generation: tasks %s over %d threads, want 0_0..0_5 over 3", got, len(first.Members))
+		t.Fatalf("start's stable generation: tasks %s over %d threads, want 0_0..0_5 over 3", got, len(first.Members))
 	}
 	// With both instances, 6 threads with one task each; after the kill, s1's 3 threads again.
 	if _, l, err := stableOf(s, "join"); err != nil || len(l.Members) != 6 {
