@@ -120,7 +120,7 @@ func decodeConsumer(m *Member, om coordinator.ObservedMember, streams bool) erro
 
 // decodeStreamsAssignment reads the task lists at the head of Streams' AssignmentInfo (big-endian,
 // Java DataOutputStream): version int32; from version 3 the commonly supported version int32; the
-// active tasks (int32 count, task ids); the standby tasks (int32 count, each a task id and its
+// active tasks (int32 count, task ids: one per assigned partition, so repeated; returned distinct); the standby tasks (int32 count, each a task id and its
 // partitions: int32 count of (writeUTF topic, int32 partition)). A task id is int32 subtopology,
 // int32 partition and, from version 10, the named topology as int32 length and that many UTF-16
 // chars. What follows (partitions by host, error code, next rebalance time) is not read.
@@ -165,9 +165,12 @@ func decodeStreamsAssignment(b []byte) (active, standby []string, err error) {
 	if !r.Ok() {
 		return nil, nil, fmt.Errorf("truncated (%d bytes)", len(b))
 	}
+	// Streams writes one active task per assigned partition (StreamsPartitionAssignor lists the task of
+	// each partition of the member's assignment, in the assignment's order), so a task reading both of
+	// two co-partitioned inputs appears twice: the member's tasks are the distinct ids.
 	slices.Sort(active)
 	slices.Sort(standby)
-	return active, standby, nil
+	return slices.Compact(active), slices.Compact(standby), nil
 }
 
 // skipUTF skips one DataOutputStream.writeUTF string (uint16 length, modified UTF-8 bytes); nil when

@@ -92,9 +92,18 @@ func TestDecodeStreams(t *testing.T) {
 			t.Fatalf("version %d: %+v, want active %v standby %v", tc.version, m, tc.active, tc.stand)
 		}
 	}
+	// As Streams 3.9 writes it for a task reading two co-partitioned inputs: the active task list has
+	// one entry per assigned partition (in-a-0, in-a-3, in-b-0, in-b-3 → 0_0 0_3 0_0 0_3).
 	asg := kmsg.NewConsumerMemberAssignment()
-	asg.UserData = streamsAssignment(11, [][2]int32{{0, 0}}, nil, "")[:10]
+	asg.Topics = []kmsg.ConsumerMemberAssignmentTopic{{Topic: "in-a", Partitions: []int32{0, 3}}, {Topic: "in-b", Partitions: []int32{0, 3}}}
+	asg.UserData = streamsAssignment(11, [][2]int32{{0, 0}, {0, 3}, {0, 0}, {0, 3}}, nil, "")
 	g := Decode(coordinator.GroupChanged{ProtocolType: "consumer", Protocol: StreamsProtocol, Members: []coordinator.ObservedMember{{MemberID: "t1", Assignment: asg.AppendTo(nil)}}})
+	if m := g.Members[0]; m.DecodeError != "" || !reflect.DeepEqual(m.ActiveTasks, []string{"0_0", "0_3"}) {
+		t.Fatalf("a task per partition: %+v, want active [0_0 0_3]", m)
+	}
+	asg = kmsg.NewConsumerMemberAssignment()
+	asg.UserData = streamsAssignment(11, [][2]int32{{0, 0}}, nil, "")[:10]
+	g = Decode(coordinator.GroupChanged{ProtocolType: "consumer", Protocol: StreamsProtocol, Members: []coordinator.ObservedMember{{MemberID: "t1", Assignment: asg.AppendTo(nil)}}})
 	if e := g.Members[0].DecodeError; e != "Streams AssignmentInfo: truncated (10 bytes)" {
 		t.Fatalf("a truncated AssignmentInfo: DecodeError %q", e)
 	}

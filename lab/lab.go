@@ -78,7 +78,8 @@ type Options struct {
 	// FindKafkaClasspath's.
 	Broker         string
 	KafkaClasspath string
-	// BrokerOptions are given to every in-process broker (broker.Start), e.g. broker.WithGroupObserver.
+	// BrokerOptions are given to every in-process broker of this project (broker.Start), e.g.
+	// broker.WithGroupObserver; ignored for broker processes and BrokerKafka.
 	BrokerOptions []broker.Option
 	Dir           string // default: a temp dir removed by Close
 	Log           *logrus.Entry

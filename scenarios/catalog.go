@@ -58,6 +58,9 @@ type Scenario struct {
 	ByDesign map[string][]string
 	// Extra computes scenario-specific counters from the era's timeline (reported in the JSON).
 	Extra func(e *EraRun) map[string]int64
+	// Streams, when set, makes this a Streams scenario (streams.go): its members are Kafka Streams
+	// instances, its one era is StreamsEra, and its relations read RunResult.Streams.
+	Streams *StreamsSpec
 }
 
 // scriptRand is the scenario's seeded source (newRandSource).
@@ -109,7 +112,9 @@ func Catalog() []*Scenario {
 		consumerBounce(false, "rolling"), staticMemberBounce(), staticFencing(), consumerFailure(true),
 		consumerFailure(false),
 		// Over test hosts (host_scenarios.go).
-		hostLinkDown()}
+		hostLinkDown(),
+		// Kafka Streams instances on this broker (streams.go).
+		streamsThreads()}
 	return out
 }
 

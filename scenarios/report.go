@@ -636,6 +636,9 @@ func (r *RunResult) writeReport(dir string, plots []Plot) error {
 	if err := r.writeTimelines(dir); err != nil {
 		return err
 	}
+	if r.Streams != nil {
+		return r.writeStreamsReport(dir)
+	}
 	rep := Report{Scenario: r.Scenario, Description: r.Description, Seed: r.Seed, Params: r.ParamsMap(),
 		Versions: r.Versions, Plots: plots}
 	for _, e := range r.Eras {

@@ -34,6 +34,8 @@ type RunResult struct {
 	Hosts            []HostInfo
 	HostCapabilities *lab.Capabilities
 	Notes            []string // what the run did differently from what was asked, and why
+	// Streams is what a Streams scenario measured (Scenario.Streams); nil for the consumer eras'.
+	Streams *StreamsRun
 }
 
 // EraRun is one era of a run.
@@ -104,7 +106,11 @@ func (r *RunResult) checkRelations(sc *Scenario) {
 			continue
 		}
 		e.Relations = nil
-		for _, rel := range append(append([]Relation(nil), sc.Relations...), invariantRelations(sc)...) {
+		rels := append([]Relation(nil), sc.Relations...)
+		if sc.Streams == nil { // Kafka's consumer invariants read the consumer eras' timelines
+			rels = append(rels, invariantRelations(sc)...)
+		}
+		for _, rel := range rels {
 			if !rel.appliesTo(e.Era) {
 				continue
 			}
@@ -324,6 +330,7 @@ type jsonRun struct {
 	Hosts            []HostInfo        `json:"hosts,omitempty"`
 	HostCapabilities *lab.Capabilities `json:"host_capabilities,omitempty"`
 	Notes            []string          `json:"notes,omitempty"`
+	Streams          *StreamsRun       `json:"streams,omitempty"`
 }
 
 type jsonEra struct {
@@ -376,7 +383,12 @@ func (r *RunResult) ParamsMap() map[string]any {
 func (r *RunResult) WriteJSON(w io.Writer) error {
 	out := jsonRun{Scenario: r.Scenario, Description: r.Description, Seed: r.Seed, Params: r.ParamsMap(),
 		Versions: r.Versions, Passed: r.Passed(), Script: r.Script, RunID: r.RunID,
-		Hosts: r.Hosts, HostCapabilities: r.HostCapabilities, Notes: r.Notes}
+		Hosts: r.Hosts, HostCapabilities: r.HostCapabilities, Notes: r.Notes, Streams: r.Streams}
+	if r.Streams != nil {
+		out.Params["threads_per_instance"] = r.Streams.Threads
+		out.Params["records"] = r.Streams.Totals.RecordsIn
+		out.Params["members_as"] = MembersAsProcesses
+	}
 	for _, e := range r.Eras {
 		je := jsonEra{Era: e.Era, Applies: e.Applies, Reason: e.Reason, Group: e.Group, Topic: e.Topic,
 			Events: e.Result.Events, Faults: e.Result.Faults, NotApplicable: e.Result.NotApplicable, Timeline: e.Timeline,
@@ -406,6 +418,9 @@ func (r *RunResult) WriteJSON(w io.Writer) error {
 // WriteTable writes the side-by-side figure table of the eras that ran (RenderTable), then each era's
 // relations and the eras that do not apply.
 func (r *RunResult) WriteTable(w io.Writer) error {
+	if r.Streams != nil {
+		return r.writeStreamsTable(w)
+	}
 	var results []Result
 	for _, e := range r.Eras {
 		if e.Applies {
@@ -482,6 +497,9 @@ func timelineName(era string) string { return "timeline-" + era + ".jsonl" }
 func (r *RunResult) writeTimelines(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
+	}
+	if r.Streams != nil {
+		return r.writeStreamsFiles(dir)
 	}
 	for _, e := range r.Eras {
 		if !e.Applies {

@@ -160,6 +160,22 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if sc.Streams != nil {
+		t := LabTiming()
+		if o.KafkaDefaults {
+			t = KafkaTiming()
+		}
+		if o.Broker == "" {
+			o.Broker = lab.BrokerRebalancelab
+		}
+		if o.LabLog == nil {
+			l := logrus.New()
+			l.SetOutput(os.Stderr)
+			l.SetLevel(logrus.WarnLevel)
+			o.LabLog = logrus.NewEntry(l)
+		}
+		return runStreams(ctx, o, sc, p, t)
+	}
 	eras, err := ResolveEras(o.Eras)
 	if err != nil {
 		return nil, err

@@ -80,6 +80,8 @@ func (s Step) String() string {
 	switch s.Action {
 	case ActTrigger:
 		return fmt.Sprintf("trigger %s", s.Name)
+	case ActRemoveThread, ActAddThread:
+		return fmt.Sprintf("%s %s", s.Action, s.Member)
 	case ActStart, ActStop, ActCrash:
 		if s.As != "" {
 			return fmt.Sprintf("%s %s as %s", s.Action, s.Member, s.As)

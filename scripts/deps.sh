@@ -5,7 +5,9 @@
 # Chromium (a test loads the scenario report in it), and Prometheus and Burrow (a test has each watch
 # a running lab), and iproute2 (test hosts as network namespaces). As root it uses apt-get; otherwise it says
 # what to install. Then the interop build (interop/, Maven): the pinned Kafka 3.9 broker's classpath, resolved
-# from Maven Central into interop/kafka-3.9/target/lib, rebuilt when missing or older than a POM.
+# from Maven Central into interop/kafka-3.9/target/lib, and Kafka Streams 3.9's into interop/streams-3.9/target/lib
+# with the lab's Streams application compiled beside it (rebalancelab-streams-3.9.jar), each rebuilt when missing
+# or older than a POM or a source.
 # Idempotent and quiet when all is present.
 set -euo pipefail
 
@@ -51,7 +53,9 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 for pom in "$root"/interop/*/pom.xml; do
 	mod="$(dirname "$pom")"
 	stamp="$mod/target/lib/.complete"
-	if [ -f "$stamp" ] && [ "$stamp" -nt "$pom" ] && [ "$stamp" -nt "$root/interop/pom.xml" ]; then
+	src="$mod/src/main/java"
+	if [ -f "$stamp" ] && [ "$stamp" -nt "$pom" ] && [ "$stamp" -nt "$root/interop/pom.xml" ] &&
+		{ [ ! -d "$src" ] || [ -z "$(find "$src" -newer "$stamp" -print -quit)" ]; }; then
 		continue
 	fi
 	name="$(basename "$mod")"
@@ -67,5 +71,17 @@ for pom in "$root"/interop/*/pom.xml; do
 		exit 1
 	fi
 	rm -f "$log"
+	# A module with Java sources (the lab's own peers, e.g. streams-3.9's Streams application): javac
+	# against the classpath just copied, one jar in target/lib beside it (no Maven plugin to fetch).
+	if [ -d "$src" ]; then
+		rm -rf "$mod/target/classes"
+		mkdir -p "$mod/target/classes"
+		if ! find "$src" -name '*.java' -print0 |
+			xargs -0 javac -Xlint:-options --release 17 -d "$mod/target/classes" -cp "$mod/target/lib/*"; then
+			echo "deps: javac of interop/$name/src/main/java failed." >&2
+			exit 1
+		fi
+		jar cf "$mod/target/lib/rebalancelab-$name.jar" -C "$mod/target/classes" .
+	fi
 	touch "$stamp"
 done

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/scenarios"
 	"github.com/rebalancelab/rebalancelab/wire"
 )
 
@@ -394,4 +395,46 @@ func printable(b []byte) string {
 		}
 	}
 	return string(b)
+}
+
+// ch7Streams: the streams-threads run (Kafka Streams 3.9.2 instances on this broker, read through the
+// group observer) as chapter 7's Streams section: its table in figures/ch7-streams-threads.txt and the
+// chapter's blocks ch7-streams-table and ch7-streams-summary.
+func (g *generator) ch7Streams() error {
+	res := g.result(runStreams)
+	if res == nil || res.Streams == nil {
+		return fmt.Errorf("no %s result", runStreams)
+	}
+	table, err := tableText(res)
+	if err != nil {
+		return err
+	}
+	if err := g.out.write("ch7-streams-threads.txt", []byte(table)); err != nil {
+		return err
+	}
+	g.out.block("ch7-streams-table", "```text\n"+table+"```")
+	s := res.Streams
+	ev := map[string]scenarios.StreamsEvent{}
+	for _, e := range s.Events {
+		ev[e.Trigger] = e
+	}
+	first := "no stable generation"
+	if len(s.Lanes) > 0 {
+		first = fmt.Sprintf("generation %d", s.Lanes[0].Generation)
+	}
+	t := s.Totals
+	held := "did not hold"
+	if res.Passed() {
+		held = "held"
+	}
+	g.out.block("ch7-streams-summary", fmt.Sprintf("In this run the first instance's 3 threads were stable %d ms after its start (%s, "+
+		"2 tasks each); removing a thread moved %d tasks in %d ms, adding one back %d in %d ms; the second instance's "+
+		"join took %d ms (%d rebalances) and moved %d tasks, its kill -9 %d ms — about the 2 s session timeout — and moved %d. "+
+		"Of %d records in, %d came out: %d distinct, %d duplicates, %d lost; the instances processed %d records a second time "+
+		"(%d of them after the kill). Every relation of the scenario %s.",
+		ev["start"].TimeToStableMs, first, ev["remove-thread"].TasksMoved, ev["remove-thread"].TimeToStableMs,
+		ev["add-thread"].TasksMoved, ev["add-thread"].TimeToStableMs, ev["join"].TimeToStableMs, ev["join"].Rebalances,
+		ev["join"].TasksMoved, ev["crash"].TimeToStableMs, ev["crash"].TasksMoved,
+		t.RecordsIn, t.RecordsOut, t.DistinctOut, t.Duplicates, t.Lost, t.RecordsReprocessed, ev["crash"].RecordsReprocessed, held))
+	return nil
 }

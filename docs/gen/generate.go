@@ -75,6 +75,7 @@ const (
 	runDivergent = "split-brain-divergent-views"
 	runRolling   = "rolling-restart"
 	runHerdSweep = "herd-sweep"
+	runStreams   = "streams-threads"
 )
 
 var allEras = []string{"zk", "classic", "cooperative", "static"}
@@ -100,6 +101,9 @@ func (s sizes) scenarioRuns(only map[string]bool) []scenarioRun {
 	}
 	if only["ch6"] {
 		add(runRolling, "rolling-restart", allEras, s.rolling, true)
+	}
+	if only["ch7"] { // Kafka Streams instances: one size (2 instances, 6 partitions), small or not
+		add(runStreams, "streams-threads", []string{scenarios.StreamsEra}, scenarios.Params{Consumers: 2, Partitions: 6}, false)
 	}
 	return runs
 }
@@ -191,7 +195,7 @@ func (g *generator) generate(ctx context.Context) error {
 	for _, st := range []struct {
 		ch string
 		fn func() error
-	}{{"ch4", g.ch4}, {"ch5", g.ch5}, {"ch6", g.ch6}} {
+	}{{"ch4", g.ch4}, {"ch5", g.ch5}, {"ch6", g.ch6}, {"ch7", g.ch7Streams}} {
 		if g.cfg.only[st.ch] {
 			if err := st.fn(); err != nil {
 				return fmt.Errorf("%s: %w", st.ch, err)
@@ -202,7 +206,8 @@ func (g *generator) generate(ctx context.Context) error {
 }
 
 // smallRunCost orders the -small runs, longest first (seconds measured on 2 cores; only the order matters).
-var smallRunCost = map[string]int{"split-brain-zombie": 38, "split-brain-divergent-views": 26, "herd-effect": 23, "rolling-restart": 20}
+var smallRunCost = map[string]int{"split-brain-zombie": 38, "split-brain-divergent-views": 26, "herd-effect": 23, "rolling-restart": 20,
+	"streams-threads": 25}
 
 // smallCost is r's place in that order; a sweep costs about a herd-join run (≈15 s) per size and run.
 func (r scenarioRun) smallCost() int {

@@ -1,0 +1,180 @@
+package scenarios
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// streamsThreads is issue 17's streams-threads: Kafka Streams' thread model seen from the coordinator.
+// One instance with 3 stream threads gets 6 tasks, 2 per thread, task i reading partition i of both
+// inputs; a thread removed at run time gives its tasks to the other two; a thread added back and a
+// second instance joining spread the tasks over 6 threads; that instance killed with -9 gives its tasks
+// back to the first instance's threads. Records are produced throughout; every one must come out.
+func streamsThreads() *Scenario {
+	spec := &StreamsSpec{Threads: 3, Records: 10000, RatePerSec: 500, CommitIntervalMs: 1000}
+	return &Scenario{
+		Name: "streams-threads",
+		Description: "Kafka Streams 3.9 instances (3 stream threads each; 2 co-partitioned inputs merged into an output) on this broker: " +
+			"a thread removed and added, a second instance joins, then is killed with -9; tasks per thread from the coordinator's view",
+		Defaults:     Params{Consumers: 2, Partitions: 6},
+		MinConsumers: 2, MaxConsumers: 2,
+		ZKNodes: 1,
+		Streams: spec,
+		Script: func(p Params, t Timing, _ *scriptRand) []Step {
+			s := &script{t: t}
+			hold := int64(2000) // records flow through each layout before the next change
+			s.trigger("start").member(0, ActStart, "s1").settle()
+			s.add(Step{DelayMs: hold, Action: ActTrigger, Name: "remove-thread"}).member(0, ActRemoveThread, "s1").settle()
+			s.add(Step{DelayMs: hold, Action: ActTrigger, Name: "add-thread"}).member(0, ActAddThread, "s1").settle()
+			s.add(Step{DelayMs: hold, Action: ActTrigger, Name: "join"}).member(0, ActStart, "s2").settle()
+			s.add(Step{DelayMs: hold, Action: ActTrigger, Name: "crash"}).member(0, ActCrash, "s2").settle()
+			return s.steps
+		},
+		Relations: []Relation{
+			streamsRel("start: every task on one of s1's 3 threads, partitions/3 per thread", func(r *StreamsRun, p Params) (bool, string) {
+				ev, l, err := stableOf(r, "start")
+				if err != nil {
+					return false, err.Error()
+				}
+				ok := len(l.Members) == r.Threads && l.threadsOf("s1") == r.Threads
+				for _, m := range l.Members {
+					ok = ok && len(m.Tasks) == p.Partitions/r.Threads
+				}
+				return ok, fmt.Sprintf("generation %d: %s (time_to_stable_ms %d)", l.Generation, l.summary(), ev.TimeToStableMs)
+			}),
+			streamsRel("every stable generation: task 0_i reads partition i of both inputs", func(r *StreamsRun, _ Params) (bool, string) {
+				if len(r.Lanes) == 0 {
+					return false, "no stable generation"
+				}
+				for _, l := range r.Lanes {
+					if err := l.coPartitioned(r.Inputs); err != nil {
+						return false, err.Error()
+					}
+				}
+				return true, fmt.Sprintf("%d stable generations, each thread's partitions of %s and %s = its tasks' numbers",
+					len(r.Lanes), r.Inputs[0], r.Inputs[1])
+			}),
+			streamsRel("remove-thread: the removed thread's tasks move to s1's other threads", func(r *StreamsRun, _ Params) (bool, string) {
+				ev, l, err := stableOf(r, "remove-thread")
+				if err != nil {
+					return false, err.Error()
+				}
+				removed := ""
+				for _, a := range r.App {
+					if a.Ev == "thread_removed" {
+						removed = a.Thread
+					}
+				}
+				moved := 0
+				for _, mv := range ev.Moves {
+					if strings.Contains(mv, " "+removed+" -> ") {
+						moved++
+					}
+				}
+				ok := removed != "" && len(l.Members) == r.Threads-1 && l.threadsOf("s1") == r.Threads-1 && moved > 0
+				for _, m := range l.Members {
+					ok = ok && m.Thread != removed
+				}
+				return ok, fmt.Sprintf("removed %s, its %d tasks moved; generation %d: %s", removed, moved, l.Generation, l.summary())
+			}),
+			streamsRel("add-thread: every task on s1's 3 threads again", func(r *StreamsRun, _ Params) (bool, string) {
+				_, l, err := stableOf(r, "add-thread")
+				if err != nil {
+					return false, err.Error()
+				}
+				return len(l.Members) == r.Threads && l.threadsOf("s1") == r.Threads, fmt.Sprintf("generation %d: %s", l.Generation, l.summary())
+			}),
+			streamsRel("join: the tasks spread over both instances, every thread of each with a task", func(r *StreamsRun, _ Params) (bool, string) {
+				ev, l, err := stableOf(r, "join")
+				if err != nil {
+					return false, err.Error()
+				}
+				ok := l.threadsOf("s1") == r.Threads && l.threadsOf("s2") == r.Threads
+				for _, m := range l.Members {
+					ok = ok && len(m.Tasks) > 0
+				}
+				return ok, fmt.Sprintf("generation %d: %s; %d tasks moved", l.Generation, l.summary(), ev.TasksMoved)
+			}),
+			streamsRel("crash: the killed s2's tasks come back to s1's threads", func(r *StreamsRun, _ Params) (bool, string) {
+				ev, l, err := stableOf(r, "crash")
+				if err != nil {
+					return false, err.Error()
+				}
+				fromS2 := 0
+				for _, mv := range ev.Moves {
+					if strings.Contains(mv, " s2-StreamThread-") {
+						fromS2++
+					}
+				}
+				held := 0 // s2's tasks in the stable generation before the kill (the join's)
+				if _, before, err := stableOf(r, "join"); err == nil {
+					for _, m := range before.Members {
+						if m.Instance == "s2" {
+							held += len(m.Tasks)
+						}
+					}
+				}
+				killed := false
+				for _, ip := range r.Instances {
+					killed = killed || (ip.Member == "s2" && ip.Signal == "SIGKILL")
+				}
+				ok := killed && len(l.Members) == r.Threads && l.threadsOf("s1") == r.Threads && held > 0 && fromS2 == held
+				return ok, fmt.Sprintf("s2 SIGKILL %v; %d of its %d tasks moved to s1 (%d moved in all); generation %d: %s (time_to_stable_ms %d)",
+					killed, fromS2, held, ev.TasksMoved, l.Generation, l.summary(), ev.TimeToStableMs)
+			}),
+			streamsRel("every event: stable again (time_to_stable_ms >= 0)", func(r *StreamsRun, _ Params) (bool, string) {
+				var parts []string
+				ok := len(r.Events) == 5
+				for _, ev := range r.Events {
+					ok = ok && ev.TimeToStableMs >= 0
+					parts = append(parts, fmt.Sprintf("%s %d", ev.Trigger, ev.TimeToStableMs))
+				}
+				return ok, strings.Join(parts, ", ")
+			}),
+			streamsRel("records: every input came out at least once (lost == 0, distinct_out == records_in == records)", func(r *StreamsRun, _ Params) (bool, string) {
+				t := r.Totals
+				return t.Lost == 0 && t.DistinctOut == t.RecordsIn && t.RecordsIn == int64(streamsRecords(r)),
+					fmt.Sprintf("records_in %d, records_out %d, distinct_out %d, duplicates %d, lost %d, records_reprocessed %d",
+						t.RecordsIn, t.RecordsOut, t.DistinctOut, t.Duplicates, t.Lost, t.RecordsReprocessed)
+			}),
+		},
+	}
+}
+
+// streamsRecords is the records the scenario produces (its spec's).
+func streamsRecords(*StreamsRun) int { return streamsThreads().Streams.Records }
+
+// streamsRel is a relation on a Streams run.
+func streamsRel(text string, f func(r *StreamsRun, p Params) (bool, string)) Relation {
+	return Relation{Text: text, check: func(c checkCtx) (bool, string, bool) {
+		if c.run == nil || c.run.Streams == nil {
+			return false, errNoStreams.Error(), false
+		}
+		ok, got := f(c.run.Streams, c.p)
+		return ok, got, false
+	}}
+}
+
+// stableOf is the event named trigger and its stable generation.
+func stableOf(r *StreamsRun, trigger string) (StreamsEvent, StreamsLane, error) {
+	for _, ev := range r.Events {
+		if ev.Trigger == trigger {
+			if ev.Stable == nil {
+				return ev, StreamsLane{}, fmt.Errorf("%s: never stable (time_to_stable_ms %d)", trigger, ev.TimeToStableMs)
+			}
+			return ev, *ev.Stable, nil
+		}
+	}
+	return StreamsEvent{}, StreamsLane{}, fmt.Errorf("no %s event", trigger)
+}
+
+// summary: "s1-StreamThread-1 [0_0 0_3], s1-StreamThread-2 [...]".
+func (l StreamsLane) summary() string {
+	var parts []string
+	for _, m := range l.Members {
+		tasks := slices.Clone(m.Tasks)
+		parts = append(parts, fmt.Sprintf("%s [%s]", m.Thread, strings.Join(tasks, " ")))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,168 @@
+package scenarios
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rebalancelab/rebalancelab/groupview"
+)
+
+// TestStreamsThreads is issue 17's Streams must-show, `scenario run streams-threads` as a test: Kafka
+// Streams 3.9.2 (interop/streams-3.9, `make deps`), two instances of 3 stream threads on this broker,
+// 10,000 records from two co-partitioned inputs of 6 partitions, a thread removed and added back, the
+// second instance joining and then killed with -9. Every relation holds; every input comes out at
+// least once (duplicates counted, not forbidden); the observer's stable generations show the 6 tasks
+// and their moves, task i always on partition i of both inputs.
+func TestStreamsThreads(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	var progress bytes.Buffer
+	res, err := Run(ctx, Options{Scenario: "streams-threads", Version: "test", Log: quietLog(), LabLog: quietLog(),
+		Progress: &progress, ReportDir: dir})
+	if err != nil {
+		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
+	}
+	var table bytes.Buffer
+	if err := res.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", table.String())
+	if !res.Passed() {
+		t.Fatalf("a relation does not hold (FAIL lines above)")
+	}
+	if errs := res.Eras[0].Errors; len(errs) > 0 {
+		t.Fatalf("runner errors: %v", errs)
+	}
+	s := res.Streams
+	tot := s.Totals
+	if tot.RecordsIn != 10000 || tot.DistinctOut != 10000 || tot.Lost != 0 || tot.Duplicates != tot.RecordsOut-tot.DistinctOut || tot.Duplicates < 0 {
+		t.Fatalf("records: %+v, want 10000 in, 10000 distinct out, 0 lost", tot)
+	}
+	t.Logf("records: %d out for 10000 in: %d duplicates; %d re-processed (at least once)", tot.RecordsOut, tot.Duplicates, tot.RecordsReprocessed)
+
+	// The observer: the start's stable generation has the 6 tasks 0_0..0_5, 2 on each of s1's threads.
+	_, first, err := stableOf(s, "start")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tasks []string
+	for _, m := range first.Members {
+		if m.Instance != "s1" || len(m.Tasks) != 2 {
+			t.Fatalf("start's stable generation: %s, want s1's 3 threads with 2 tasks each", first.summary())
+		}
+		tasks = append(tasks, m.Tasks...)
+	}
+	if got := strings.Join(slices.Sorted(slices.Values(tasks)), " "); got != "0_0 0_1 0_2 0_3 0_4 0_5" || len(first.Members) != 3 {
+		t.Fatalf("start's stable generation: tasks %s over %d threads, want 0_0..0_5 over 3", got, len(first.Members))
+	}
+	// With both instances, 6 threads with one task each; after the kill, s1's 3 threads again.
+	if _, l, err := stableOf(s, "join"); err != nil || len(l.Members) != 6 {
+		t.Fatalf("join: %v %s", err, l.summary())
+	}
+	crash, l, err := stableOf(s, "crash")
+	if err != nil || len(l.Members) != 3 || l.threadsOf("s1") != 3 || crash.TasksMoved < 3 {
+		t.Fatalf("crash: %v %s, %d moved", err, l.summary(), crash.TasksMoved)
+	}
+	ends := map[string]MemberProcess{}
+	for _, ip := range s.Instances {
+		ends[ip.Member] = ip
+	}
+	if ends["s2"].Signal != "SIGKILL" || ends["s2"].Stop != "sigkill" || ends["s1"].ExitCode != 0 || ends["s1"].Stop != "stop" {
+		t.Fatalf("instances ended %+v, want s2 SIGKILL and s1 exit 0 after stop", s.Instances)
+	}
+
+	// The JSON carries the lanes; the report directory the page and both line files.
+	var js bytes.Buffer
+	if err := res.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var parsed struct {
+		Streams struct {
+			Lanes  []StreamsLane  `json:"lanes"`
+			Events []StreamsEvent `json:"events"`
+		} `json:"streams"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &parsed); err != nil || len(parsed.Streams.Lanes) != len(s.Lanes) || len(parsed.Streams.Events) != 5 {
+		t.Fatalf("JSON streams: %v, %d lanes %d events", err, len(parsed.Streams.Lanes), len(parsed.Streams.Events))
+	}
+	for _, f := range []string{"index.html", streamsAppFile, streamsGroupFile} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Fatalf("report file %s: %v", f, err)
+		}
+	}
+}
+
+// TestStreamsFiguresFromGenerations: the events' figures from hand-written generations (no JVM): a
+// thread leaves, the cooperative protocol's two rounds (the moving tasks revoked, then assigned) make
+// two generations, time to stable is the second's, and the tasks moved are counted against the stable
+// generation before the trigger; a processed record seen before counts as re-processed in its window.
+func TestStreamsFiguresFromGenerations(t *testing.T) {
+	m := func(thread string, tasks ...string) groupview.Member {
+		parts := map[string][]int32{}
+		for _, task := range tasks {
+			p := int32(task[len(task)-1] - '0')
+			parts["a"] = append(parts["a"], p)
+			parts["b"] = append(parts["b"], p)
+		}
+		return groupview.Member{MemberID: thread, ClientID: thread + "-consumer", ActiveTasks: tasks, Partitions: parts}
+	}
+	gens := []groupview.Generation{
+		{TsMs: 1000, State: "Stable", Generation: 1, Members: []groupview.Member{m("s1-StreamThread-1", "0_0", "0_2"), m("s1-StreamThread-2", "0_1", "0_3")}},
+		{TsMs: 2100, State: "PreparingRebalance", Generation: 1},
+		{TsMs: 2150, State: "Stable", Generation: 2, Members: []groupview.Member{m("s1-StreamThread-2", "0_1", "0_3")}},
+		{TsMs: 2160, State: "PreparingRebalance", Generation: 2},
+		{TsMs: 2200, State: "Stable", Generation: 3, Members: []groupview.Member{m("s1-StreamThread-2", "0_0", "0_1", "0_2", "0_3")}},
+	}
+	r := &streamsRunner{run: &StreamsRun{Inputs: []string{"a", "b"}}, p: Params{Partitions: 4}, gens: gens,
+		triggers: []StreamsEvent{{Trigger: "start", AtMs: 500}, {Trigger: "remove-thread", AtMs: 2000}},
+		app:      []StreamsAppEvent{{Ev: "processed", TsMs: 1500, Out: "a/0/0"}, {Ev: "processed", TsMs: 2300, Out: "a/0/0"}, {Ev: "processed", TsMs: 2300, Out: "a/0/1"}}}
+	r.compute()
+	ev := r.run.Events
+	if len(ev) != 2 || ev[0].TimeToStableMs != 500 || ev[0].TasksMoved != 4 {
+		t.Fatalf("start: %+v", ev)
+	}
+	rm := ev[1]
+	if rm.TimeToStableMs != 200 || rm.Rebalances != 2 || rm.Generations != 2 || rm.TasksMoved != 2 || rm.RecordsReprocessed != 1 ||
+		strings.Join(rm.Moves, "; ") != "0_0 s1-StreamThread-1 -> s1-StreamThread-2; 0_2 s1-StreamThread-1 -> s1-StreamThread-2" {
+		t.Fatalf("remove-thread: %+v", rm)
+	}
+	if len(r.run.Lanes) != 3 || r.run.Totals.RecordsProcessed != 3 || r.run.Totals.RecordsReprocessed != 1 || r.run.Totals.Rebalances != 2 {
+		t.Fatalf("lanes %d, totals %+v", len(r.run.Lanes), r.run.Totals)
+	}
+	for _, l := range r.run.Lanes {
+		if err := l.coPartitioned([]string{"a", "b"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := StreamsLane{Generation: 9, Members: []StreamsLaneMember{{Thread: "x", Tasks: []string{"0_1"}, Partitions: map[string][]int32{"a": {1}, "b": {2}}}}}
+	if err := bad.coPartitioned([]string{"a", "b"}); err == nil || !strings.Contains(err.Error(), "b partitions [2]") {
+		t.Fatalf("a task on another partition of b: %v", err)
+	}
+}
+
+// TestStreamsRefusals: a Streams scenario is refused, before anything starts, on Kafka's broker (the
+// observer is this broker's coordinator), on an existing cluster, and for a consumer era.
+func TestStreamsRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Broker: "kafka"}, "--broker kafka: runs on the rebalancelab broker only"},
+		{Options{Bootstrap: "127.0.0.1:1"}, "not on an existing cluster (--bootstrap)"},
+		{Options{Eras: []string{"classic"}}, "--era classic: its members are Kafka Streams instances"},
+	} {
+		tc.o.Scenario = "streams-threads"
+		res, err := Run(context.Background(), tc.o)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || res != nil {
+			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
+		}
+	}
+}
