@@ -34,7 +34,7 @@ import (
 )
 
 // GroupHandler serves the group APIs (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-// OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups): the broker decodes the request,
+// OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups, OffsetDelete): the broker decodes the request,
 // passes it here, and encodes the response it returns at the request's version. The context carries the
 // request's client id and host (RequestInfoFrom) and ends when the connection or the broker closes. An
 // error closes the client's connection (logged).

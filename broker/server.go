@@ -48,7 +48,7 @@ var brokerAPIs = map[int16]apiRange{
 var groupAPIKeys = []int16{
 	int16(kmsg.OffsetCommit), int16(kmsg.OffsetFetch), int16(kmsg.FindCoordinator), int16(kmsg.JoinGroup),
 	int16(kmsg.Heartbeat), int16(kmsg.LeaveGroup), int16(kmsg.SyncGroup), int16(kmsg.DescribeGroups),
-	int16(kmsg.ListGroups), int16(kmsg.DeleteGroups),
+	int16(kmsg.ListGroups), int16(kmsg.DeleteGroups), int16(kmsg.OffsetDelete),
 }
 
 func isGroupAPI(key int16) bool {
@@ -63,7 +63,7 @@ func isGroupAPI(key int16) bool {
 // DefaultGroupAPIVersions is Kafka 3.9's classic group API ranges, advertised for a GroupHandler that
 // does not implement GroupAPIVersioner: OffsetCommit 0-9, OffsetFetch 0-9, FindCoordinator 0-5,
 // JoinGroup 0-9, Heartbeat 0-4, LeaveGroup 0-5, SyncGroup 0-5, DescribeGroups 0-5, ListGroups 0-5,
-// DeleteGroups 0-2.
+// DeleteGroups 0-2, OffsetDelete 0.
 func DefaultGroupAPIVersions() []kmsg.ApiVersionsResponseApiKey {
 	r := func(k kmsg.Key, lo, hi int16) kmsg.ApiVersionsResponseApiKey {
 		return kmsg.ApiVersionsResponseApiKey{ApiKey: int16(k), MinVersion: lo, MaxVersion: hi}
@@ -71,7 +71,7 @@ func DefaultGroupAPIVersions() []kmsg.ApiVersionsResponseApiKey {
 	return []kmsg.ApiVersionsResponseApiKey{
 		r(kmsg.OffsetCommit, 0, 9), r(kmsg.OffsetFetch, 0, 9), r(kmsg.FindCoordinator, 0, 5), r(kmsg.JoinGroup, 0, 9),
 		r(kmsg.Heartbeat, 0, 4), r(kmsg.LeaveGroup, 0, 5), r(kmsg.SyncGroup, 0, 5), r(kmsg.DescribeGroups, 0, 5),
-		r(kmsg.ListGroups, 0, 5), r(kmsg.DeleteGroups, 0, 2),
+		r(kmsg.ListGroups, 0, 5), r(kmsg.DeleteGroups, 0, 2), r(kmsg.OffsetDelete, 0, 0),
 	}
 }
 

@@ -132,6 +132,15 @@ func groupSweep(t *testing.T, c *wire.Conn, key, v int16, name string) bool {
 			code = kerr.GroupIDNotFound.Code
 		}
 		want("error", request[*kmsg.DeleteGroupsResponse](t, c, r, v).Groups[0].ErrorCode, code)
+	case kmsg.OffsetDelete: // after DeleteGroups (key order): the group is gone
+		r := kmsg.NewPtrOffsetDeleteRequest()
+		r.Group = group
+		r.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "sweep", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
+		resp := request[*kmsg.OffsetDeleteResponse](t, c, r, v)
+		want("error", resp.ErrorCode, kerr.GroupIDNotFound.Code)
+		if len(resp.Topics) != 0 {
+			t.Fatalf("%s: topics %+v with a group error, want none", name, resp.Topics)
+		}
 	default:
 		return false
 	}

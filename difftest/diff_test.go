@@ -40,6 +40,7 @@ func TestDifferential(t *testing.T) {
 	cases = append(cases, dataCases(v)...)
 	cases = append(cases, configCases(v)...)
 	cases = append(cases, kip848Case())
+	cases = append(cases, offsetDeleteCase())
 	cases = append(cases, idempotentCase(v)) // last: it appends to dataTopic, whose offsets the data cases read
 
 	var all []difference

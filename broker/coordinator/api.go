@@ -34,6 +34,7 @@ func APIVersions() []APIVersion {
 		{kmsg.DescribeGroups.Int16(), 0, 5},
 		{kmsg.ListGroups.Int16(), 0, 5},
 		{kmsg.DeleteGroups.Int16(), 0, 2},
+		{kmsg.OffsetDelete.Int16(), 0, 0},
 	}
 }
 
@@ -90,6 +91,8 @@ func (c *Core) handleRequest(ev RequestEvent) {
 		c.emit(Respond{ID: ev.ID, Response: c.listGroups(r)})
 	case *kmsg.DeleteGroupsRequest:
 		c.emit(Respond{ID: ev.ID, Response: c.deleteGroups(r)})
+	case *kmsg.OffsetDeleteRequest:
+		c.emit(Respond{ID: ev.ID, Response: c.offsetDelete(r)})
 	default:
 		c.emit(Respond{ID: ev.ID, Err: fmt.Errorf("%w: %T", ErrNotGroupAPI, req)})
 	}
@@ -583,6 +586,64 @@ func (c *Core) deleteGroups(r *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsRespo
 	return resp
 }
 
+// ---- OffsetDelete ----
+
+// offsetDelete is KafkaApis.handleOffsetDeleteRequest with GroupCoordinatorAdapter.deleteOffsets:
+// partitions of a topic or partition the cluster does not have get UNKNOWN_TOPIC_OR_PARTITION
+// (Config.PartitionExists) and are not passed on; the rest go to handleDeleteOffsets. A group error
+// is the whole answer (OffsetDeleteRequest.getErrorResponse: the error code and no topics). Topics and
+// partitions are answered in request order, each once (Kafka's response collections are keyed by name
+// and index).
+func (c *Core) offsetDelete(r *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
+	resp := kmsg.NewPtrOffsetDeleteResponse()
+	resp.Version = r.Version
+	var order []topicPartition
+	seen := map[topicPartition]bool{}
+	pre := map[topicPartition]int16{}
+	var valid []topicPartition
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			tp := topicPartition{t.Topic, p.Partition}
+			if seen[tp] {
+				continue
+			}
+			seen[tp] = true
+			order = append(order, tp)
+			if c.cfg.PartitionExists != nil && !c.cfg.PartitionExists(t.Topic, p.Partition) {
+				pre[tp] = kerr.UnknownTopicOrPartition.Code
+				continue
+			}
+			valid = append(valid, tp)
+		}
+	}
+	groupErr, errs := c.handleDeleteOffsets(r.Group, valid)
+	if groupErr != errNone {
+		resp.ErrorCode = groupErr
+		return resp
+	}
+	byTopic := map[string]int{}
+	for _, tp := range order {
+		code, ok := pre[tp]
+		if !ok {
+			if code, ok = errs[tp]; !ok {
+				continue
+			}
+		}
+		i, ok := byTopic[tp.topic]
+		if !ok {
+			t := kmsg.NewOffsetDeleteResponseTopic()
+			t.Topic = tp.topic
+			resp.Topics = append(resp.Topics, t)
+			i = len(resp.Topics) - 1
+			byTopic[tp.topic] = i
+		}
+		p := kmsg.NewOffsetDeleteResponseTopicPartition()
+		p.Partition, p.ErrorCode = tp.partition, code
+		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, p)
+	}
+	return resp
+}
+
 // offsetFetchPartitionErrors answers every partition r asks for with code, no offset (-1) and no
 // metadata: how OffsetFetch v0-v1, which has no top-level error code, carries a group's error
 // (OffsetFetchRequest.getErrorResponse for version < 2).
@@ -666,6 +727,10 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 			g.Group, g.ErrorCode = id, code
 			resp.Groups = append(resp.Groups, g)
 		}
+		return resp
+	case *kmsg.OffsetDeleteRequest:
+		resp := kmsg.NewPtrOffsetDeleteResponse()
+		resp.Version, resp.ErrorCode = v, code
 		return resp
 	case *kmsg.FindCoordinatorRequest:
 		resp := kmsg.NewPtrFindCoordinatorResponse()

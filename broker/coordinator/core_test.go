@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -720,5 +721,106 @@ func TestOffsetFetchErrorResponseByVersion(t *testing.T) {
 				t.Errorf("v8: %+v", resp)
 			}
 		}
+	}
+}
+
+func subscription(topics ...string) string {
+	m := kmsg.NewConsumerMemberMetadata()
+	m.Topics = topics
+	return string(m.AppendTo(nil))
+}
+
+func offsetDeleteReq(group string, tps map[string][]int32, order ...string) *kmsg.OffsetDeleteRequest {
+	r := kmsg.NewPtrOffsetDeleteRequest()
+	r.Group = group
+	for _, topic := range order {
+		t := kmsg.NewOffsetDeleteRequestTopic()
+		t.Topic = topic
+		for _, p := range tps[topic] {
+			rp := kmsg.NewOffsetDeleteRequestTopicPartition()
+			rp.Partition = p
+			t.Partitions = append(t.Partitions, rp)
+		}
+		r.Topics = append(r.Topics, t)
+	}
+	return r
+}
+
+// offsetDeleteErrs flattens an OffsetDelete answer to "topic/partition" -> error code.
+func offsetDeleteErrs(r kmsg.Response) (int16, map[string]int16) {
+	resp := r.(*kmsg.OffsetDeleteResponse)
+	out := map[string]int16{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			out[fmt.Sprintf("%s/%d", t.Topic, p.Partition)] = p.ErrorCode
+		}
+	}
+	return resp.ErrorCode, out
+}
+
+// TestDeleteOffsets is GroupCoordinator.handleDeleteOffsets: a Stable consumer group's subscribed
+// topics get GROUP_SUBSCRIBED_TO_TOPIC and the others are deleted (a tombstone each); an Empty group
+// deletes anything asked, and becomes Dead without offsets; unknown, empty-id and non-consumer groups
+// get their group errors with no partitions; unknown partitions UNKNOWN_TOPIC_OR_PARTITION.
+func TestDeleteOffsets(t *testing.T) {
+	h := newHarness(t, cfgNoDelay())
+	h.core.cfg.PartitionExists = func(topic string, p int32) bool { return (topic == "t" || topic == "u") && p < 2 }
+	o := joinOpts{version: 5, session: 10000, rebalance: 10000, protocols: []kmsg.JoinGroupRequestProtocol{proto("range", subscription("t"))}}
+	ms := h.stableGroup("g", 1, o)
+	for _, c := range []struct {
+		topic string
+		p     int32
+	}{{"t", 0}, {"t", 1}, {"u", 0}} {
+		if e := commitErr(t, h.do(commitReq(5, "g", ms[0].memberID, ms[0].generation, nil, c.topic, c.p, 7))); e != 0 {
+			t.Fatalf("commit %s/%d: %d", c.topic, c.p, e)
+		}
+	}
+	before := h.log.count()
+	ge, errs := offsetDeleteErrs(h.do(offsetDeleteReq("g", map[string][]int32{"t": {0}, "u": {0, 5}, "x": {0}}, "t", "u", "x")))
+	want := map[string]int16{"t/0": kerr.GroupSubscribedToTopic.Code, "u/0": 0, "u/5": kerr.UnknownTopicOrPartition.Code, "x/0": kerr.UnknownTopicOrPartition.Code}
+	if ge != 0 || fmt.Sprint(errs) != fmt.Sprint(want) {
+		t.Fatalf("stable group: error %d, partitions %v, want 0 and %v", ge, errs, want)
+	}
+	if recs := h.log.records()[before:]; len(recs) != 1 || recs[0].Value != nil {
+		t.Fatalf("stable group's delete wrote %d records, want 1 tombstone", len(recs))
+	}
+	if h.fetched("g", "u", 0) != -1 || h.fetched("g", "t", 0) != 7 {
+		t.Fatalf("after delete: u/0 %d (want -1), t/0 %d (want 7)", h.fetched("g", "u", 0), h.fetched("g", "t", 0))
+	}
+
+	// Group errors come alone.
+	for _, c := range []struct {
+		group string
+		code  int16
+	}{{"", kerr.InvalidGroupID.Code}, {"never", kerr.GroupIDNotFound.Code}} {
+		ge, errs := offsetDeleteErrs(h.do(offsetDeleteReq(c.group, map[string][]int32{"t": {0}, "x": {0}}, "t", "x")))
+		if ge != c.code || len(errs) != 0 {
+			t.Fatalf("group %q: %d %v, want %d and no partitions", c.group, ge, errs, c.code)
+		}
+	}
+	conn := joinOpts{version: 5, session: 10000, rebalance: 10000, protocolType: "connect", protocols: []kmsg.JoinGroupRequestProtocol{proto("default", "md")}}
+	h.stableGroup("workers", 1, conn)
+	if ge, errs := offsetDeleteErrs(h.do(offsetDeleteReq("workers", map[string][]int32{"t": {0}}, "t"))); ge != kerr.NonEmptyGroup.Code || len(errs) != 0 {
+		t.Fatalf("connect group: %d %v, want NON_EMPTY_GROUP", ge, errs)
+	}
+
+	// Empty: anything goes, then the group without offsets is Dead.
+	h.do(leaveReq(3, "g", leaveMemberReq(ms[0].memberID, nil)))
+	if s := h.group("g").State; s != Empty {
+		t.Fatalf("after leave: %s", s)
+	}
+	before = h.log.count()
+	ge, errs = offsetDeleteErrs(h.do(offsetDeleteReq("g", map[string][]int32{"t": {0, 1}, "u": {1}}, "t", "u")))
+	if want := map[string]int16{"t/0": 0, "t/1": 0, "u/1": 0}; ge != 0 || fmt.Sprint(errs) != fmt.Sprint(want) {
+		t.Fatalf("empty group: %d %v, want %v", ge, errs, want)
+	}
+	if recs := h.log.records()[before:]; len(recs) != 3 {
+		t.Fatalf("empty group's delete wrote %d records, want 2 offset tombstones and the group's", len(recs))
+	}
+	if _, ok := h.core.Group("g"); ok {
+		t.Fatal("group without offsets still cached")
+	}
+	if ge, _ := offsetDeleteErrs(h.do(offsetDeleteReq("g", map[string][]int32{"t": {0}}, "t"))); ge != kerr.GroupIDNotFound.Code {
+		t.Fatalf("dead group: %d, want GROUP_ID_NOT_FOUND", ge)
 	}
 }

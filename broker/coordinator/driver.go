@@ -227,7 +227,7 @@ func (c *Coordinator) OnResignation(p int32) {
 }
 
 // Handle answers one group-API request (FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
-// LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups) for the version
+// LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups, OffsetDelete) for the version
 // req carries. It blocks until the coordinator has the response — a JoinGroup until the join phase
 // ends, a SyncGroup until the leader's assignment is stored, an OffsetCommit until its records are
 // appended — or until ctx ends (ctx.Err(); the coordinator carries on as Kafka does when a client

@@ -284,7 +284,7 @@ func TestDriverClientInfoAndVersions(t *testing.T) {
 	if len(g.Members) != 1 || g.Members[0].ClientID != "from-broker" || g.Members[0].ClientHost != "/10.0.0.7" {
 		t.Fatalf("member: %+v", g.Members)
 	}
-	want := map[int16][2]int16{8: {0, 9}, 9: {0, 9}, 10: {0, 6}, 11: {0, 9}, 12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 5}, 16: {0, 5}, 42: {0, 2}}
+	want := map[int16][2]int16{8: {0, 9}, 9: {0, 9}, 10: {0, 6}, 11: {0, 9}, 12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 5}, 16: {0, 5}, 42: {0, 2}, 47: {0, 0}}
 	vs := c.GroupAPIVersions()
 	if len(vs) != len(want) {
 		t.Fatalf("versions: %+v", vs)

@@ -531,6 +531,20 @@ func (g *group) removeExpiredOffsets(nowMs, retentionMs int64) []topicPartition 
 	return out
 }
 
+// removeOffsets is GroupMetadata.removeOffsets: drops the offsets (committed and pending) of tps and
+// returns those that had a committed one.
+func (g *group) removeOffsets(tps []topicPartition) []topicPartition {
+	var out []topicPartition
+	for _, tp := range tps {
+		delete(g.pendingOffsets, tp)
+		if _, ok := g.offsets[tp]; ok {
+			delete(g.offsets, tp)
+			out = append(out, tp)
+		}
+	}
+	return out
+}
+
 // removeAllOffsets drops every offset (DeleteGroups) and returns the partitions that had one.
 func (g *group) removeAllOffsets() []topicPartition {
 	out := g.sortedOffsetKeys()

@@ -547,6 +547,55 @@ func (c *Core) handleDeleteGroups(groupIDs []string) map[string]int16 {
 	return errs
 }
 
+// handleDeleteOffsets is GroupCoordinator.handleDeleteOffsets: the offsets of partitions are deleted
+// when the group is Empty, or, in a consumer group that is not Empty, for the topics no member
+// subscribes to (the others get GROUP_SUBSCRIBED_TO_TOPIC; every topic when the subscriptions are not
+// known yet). A group error (INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,
+// NOT_COORDINATOR, GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP for a group of another protocol type with
+// members) comes with no partition errors. Deleting a partition without an offset succeeds. An Empty
+// group left without offsets becomes Dead (cleanupGroupMetadata).
+func (c *Core) handleDeleteOffsets(groupID string, partitions []topicPartition) (int16, map[topicPartition]int16) {
+	if err := c.validateGroupStatus(groupID, kmsg.OffsetDelete.Int16()); err != errNone {
+		return err, nil
+	}
+	notFound := func() int16 {
+		if c.groupNotExists(groupID) {
+			return kerr.GroupIDNotFound.Code
+		}
+		return kerr.NotCoordinator.Code
+	}
+	g := c.groups[groupID]
+	if g == nil {
+		return notFound(), nil
+	}
+	errs := map[topicPartition]int16{}
+	var eligible []topicPartition
+	switch {
+	case g.is(Dead):
+		return notFound(), nil
+	case g.is(Empty):
+		eligible = partitions
+	case g.isConsumerGroup():
+		for _, tp := range partitions {
+			if g.isSubscribedToTopic(tp.topic) {
+				errs[tp] = kerr.GroupSubscribedToTopic.Code
+			} else {
+				eligible = append(eligible, tp)
+			}
+		}
+	default:
+		return kerr.NonEmptyGroup.Code, nil
+	}
+	if len(eligible) > 0 {
+		n := c.cleanupGroupMetadata([]*group{g}, func(g *group) []topicPartition { return g.removeOffsets(eligible) })
+		for _, tp := range eligible {
+			errs[tp] = errNone
+		}
+		c.logGroup(g).Infof("offsets deleted for %d partitions; %d offsets removed", len(eligible), n)
+	}
+	return errNone, errs
+}
+
 func (c *Core) validateHeartbeat(g *group, generation int32, memberID string, instanceID *string) int16 {
 	if g.is(Dead) {
 		return kerr.CoordinatorNotAvailable.Code
