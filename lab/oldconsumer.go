@@ -100,6 +100,7 @@ type OldConsumerEvent struct {
 	Attempt    int    `json:"attempt,omitempty"`
 	Thread     string `json:"thread,omitempty"` // owned: the consumer thread id that claimed Partition
 	Partitions string `json:"partitions,omitempty"`
+	Level      string `json:"level,omitempty"` // log: WARN, ERROR, FATAL
 	Message    string `json:"message,omitempty"`
 	Java       string `json:"java,omitempty"`
 }

@@ -5,7 +5,8 @@
 # Chromium (a test loads the scenario report in it), and Prometheus and Burrow (a test has each watch
 # a running lab), and iproute2 (test hosts as network namespaces). As root it uses apt-get; otherwise it says
 # what to install. Then the interop build (interop/, Maven): the pinned Kafka 3.9 broker's classpath, resolved
-# from Maven Central into interop/kafka-3.9/target/lib, rebuilt when missing or older than a POM.
+# from Maven Central into interop/kafka-3.9/target/lib, rebuilt when missing or older than a POM or a
+# module's source.
 # Idempotent and quiet when all is present.
 set -euo pipefail
 
@@ -51,7 +52,8 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 for pom in "$root"/interop/*/pom.xml; do
 	mod="$(dirname "$pom")"
 	stamp="$mod/target/lib/.complete"
-	if [ -f "$stamp" ] && [ "$stamp" -nt "$pom" ] && [ "$stamp" -nt "$root/interop/pom.xml" ]; then
+	if [ -f "$stamp" ] && [ "$stamp" -nt "$pom" ] && [ "$stamp" -nt "$root/interop/pom.xml" ] &&
+		[ -z "$(find "$mod" -path "$mod/target" -prune -o -newer "$stamp" -type f -print -quit 2>/dev/null)" ]; then
 		continue
 	fi
 	name="$(basename "$mod")"

@@ -39,7 +39,8 @@ import org.apache.log4j.spi.LoggingEvent;
  * started {consumer_id, streams}; delivered {stream, topic, partition, offset}; the connector's rebalance
  * as its own log lines tell it (0.8.2.2 has no ConsumerRebalanceListener; it came in 0.9):
  * rebalance_begin {attempt}, rebalance_end {attempt}, rebalance_failed {attempt}, owned {thread, topic,
- * partition}, selected {partitions}; error {message}; stopped. Stdin: "stop" (or its end) shuts the
+ * partition}, claim_conflict {attempt, partition} (an owner znode held by another thread: the attempt fails),
+ * selected {partitions}; log {level, message} (its WARN and ERROR lines); error {message}; stopped. Stdin: "stop" (or its end) shuts the
  * connector down (it commits its offsets when auto-commit is on) and exits 0.
  */
 public final class OldConsumer {
@@ -91,6 +92,7 @@ public final class OldConsumer {
         private static final Pattern END = Pattern.compile("end rebalancing consumer (\\S+) try #(\\d+)");
         private static final Pattern OWNED = Pattern.compile("(\\S+) successfully owned partition (\\d+) for topic (\\S+)");
         private static final Pattern SELECTED = Pattern.compile("selected partitions : (.*)$");
+        private static final Pattern CONFLICT = Pattern.compile("waiting for the partition ownership to be deleted: (\\d+)");
         private int attempt;
 
         @Override
@@ -104,6 +106,8 @@ public final class OldConsumer {
                 emit("rebalance_end", "attempt", "#" + x.group(2));
             } else if ((x = OWNED.matcher(m)).find()) {
                 emit("owned", "thread", x.group(1), "topic", x.group(3), "partition", "#" + x.group(2));
+            } else if ((x = CONFLICT.matcher(m)).find()) {
+                emit("claim_conflict", "attempt", "#" + attempt, "partition", "#" + x.group(1));
             } else if ((x = SELECTED.matcher(m)).find()) {
                 emit("selected", "partitions", x.group(1));
             } else if (m.contains("Rebalancing attempt failed") || m.contains("exception during rebalance")) {
