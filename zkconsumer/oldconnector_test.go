@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"reflect"
 	"sort"
 	"strings"
@@ -182,7 +183,19 @@ func (a *admin) registrations(group string) map[string]map[string]int {
 // owner over the live threads; each member holds and delivers exactly the partitions the znodes give
 // its threads). A producer runs throughout; every record it produced is delivered (lost == 0), and
 // every rebalance settles (claim conflicts are retried, never given up).
-func TestMixedGroupRealOldConnector(t *testing.T) {
+func TestMixedGroupRealOldConnector(t *testing.T) { mixedGroup(t, lab.Options{Brokers: 1}) }
+
+// TestMixedGroupRealOldConnectorOnKafka is the same on a real Kafka 3.9 broker (ZooKeeper mode), which
+// still serves the old connector's Fetch v0, Metadata v0 and ListOffsets v0. Outside `make test`'s
+// default run (a Kafka JVM beside two old ones): REBALANCELAB_KAFKA_MIXED=1 runs it.
+func TestMixedGroupRealOldConnectorOnKafka(t *testing.T) {
+	if os.Getenv("REBALANCELAB_KAFKA_MIXED") == "" {
+		t.Skip("set REBALANCELAB_KAFKA_MIXED=1 to run the mixed group on a Kafka 3.9 broker")
+	}
+	mixedGroup(t, lab.Options{Brokers: 1, Broker: lab.BrokerKafka})
+}
+
+func mixedGroup(t *testing.T, opts lab.Options) {
 	cp, err := lab.FindOldConsumerClasspath()
 	if err != nil {
 		t.Fatalf("the real 0.8.2.2 connector: %v", err)
@@ -192,7 +205,14 @@ func TestMixedGroupRealOldConnector(t *testing.T) {
 		topic = "t"
 		group = "mixed"
 	)
-	l := startLab(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	opts.Log = testLog()
+	l, err := lab.Start(ctx, opts)
+	cancel()
+	if err != nil {
+		t.Fatalf("starting the lab: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
 	cl := labClient(t, l)
 	createTopicAssigned(t, cl, topic, onBroker1(parts))
 	a := newAdmin(t, l.ZKConnect())
