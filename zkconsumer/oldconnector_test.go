@@ -249,12 +249,24 @@ func mixedGroup(t *testing.T, opts lab.Options) {
 		}
 	}
 
+	// m1old's ZooKeeper session goes through a proxy that counts its requests by op code and the
+	// watch notifications it gets (issue 16's deliverable 2, first step).
+	zkProxy, err := lab.StartZKCountingProxy(l.ZKConnect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { zkProxy.Close() })
+
 	var all []*mixedMember
 	startOld := func(name string) *mixedMember {
+		connect := l.ZKConnect()
+		if name == "m1old" {
+			connect = zkProxy.Addr
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		o, err := lab.StartOldConsumer(ctx, lab.OldConsumerOptions{
-			ZooKeeper: l.ZKConnect(), Group: group, Topic: topic, Streams: 2, ConsumerID: name,
+			ZooKeeper: connect, Group: group, Topic: topic, Streams: 2, ConsumerID: name,
 			Config: props, Classpath: cp, LogPath: t.TempDir() + "/" + name + ".log", Log: testLog(),
 		})
 		if err != nil {
@@ -412,6 +424,13 @@ func mixedGroup(t *testing.T, opts lab.Options) {
 		t.Fatalf("stopping m1old: %v", err)
 	}
 	cancel()
+	// Through its life (its start, two joins, its graceful leave) m1old read the group, claimed owner
+	// znodes, was woken by watches and closed its session.
+	ops := zkProxy.Ops()
+	t.Logf("m1old's ZooKeeper requests by op code %v, watch notifications %d", ops, zkProxy.Watches())
+	if ops["getChildren"]+ops["getChildren2"] == 0 || ops["getData"] == 0 || ops["create"] < 4 || ops["closeSession"] != 1 || zkProxy.Watches() < 2 {
+		t.Errorf("m1old's ZooKeeper requests %v and %d watch notifications: want children and data reads, its owner claims (≥ 4 creates), one closeSession and a watch per join (≥ 2)", ops, zkProxy.Watches())
+	}
 	check("leave of a 0.8.2.2 connector", m2, m3, m4)
 	m2.zk.Shutdown()
 	check("leave of a zkconsumer", m3, m4)
