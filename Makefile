@@ -55,6 +55,12 @@ kafka-scenarios: deps build
 connect-workers: deps build
 	$(BIN) scenario run connect-workers --connect-protocol sessioned,eager
 
+# The zk era's mixed group (real 0.8.2.2 connectors and zkconsumers) on both brokers: ours (also in
+# `make test`) and a real Kafka 3.9 one (README "The real 0.8.2.2 connector beside zkconsumer").
+.PHONY: mixed-groups
+mixed-groups: deps
+	$(GO) test -count=1 -v -run '^TestMixedGroupRealOldConnector' ./zkconsumer/
+
 demo: deps build
 	@scripts/demo.sh $(BIN)
 

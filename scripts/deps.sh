@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Installs what the lab and the tests need when it is missing: a ZooKeeper server (Debian's
 # `zookeeper` package, 3.8), a JDK 17 (ZooKeeper's and Kafka's JVMs, the interop build) and Maven,
-# kcat (librdkafka), kafka-python, a C compiler (the race detector that `make test` uses needs cgo)
+# kcat (librdkafka), kafka-python, a C compiler (the race detector that `make test` uses needs cgo),
 # Chromium (a test loads the scenario report in it), and Prometheus and Burrow (a test has each watch
 # a running lab), and iproute2 (test hosts as network namespaces). As root it uses apt-get; otherwise it says
 # what to install. Then the interop build (interop/, Maven): the pinned Kafka 3.9 broker's classpath, resolved
-# from Maven Central into interop/kafka-3.9/target/lib, and Kafka Streams 3.9's into interop/streams-3.9/target/lib
-# with the lab's Streams application compiled beside it (rebalancelab-streams-3.9.jar), each rebuilt when missing
-# or older than a POM or a source.
+# from Maven Central into interop/<module>/target/lib (with the jar of a module's own Java sources, the
+# lab's peers: Streams' MergeApp, Connect's connectors, the old connector's harness), rebuilt when
+# missing or older than a POM or a module's source.
 # Idempotent and quiet when all is present.
 set -euo pipefail
 
@@ -53,9 +53,8 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 for pom in "$root"/interop/*/pom.xml; do
 	mod="$(dirname "$pom")"
 	stamp="$mod/target/lib/.complete"
-	src="$mod/src/main/java"
 	if [ -f "$stamp" ] && [ "$stamp" -nt "$pom" ] && [ "$stamp" -nt "$root/interop/pom.xml" ] &&
-		{ [ ! -d "$src" ] || [ -z "$(find "$src" -newer "$stamp" -print -quit)" ]; }; then
+		[ -z "$(find "$mod" -path "$mod/target" -prune -o -newer "$stamp" -type f -print -quit 2>/dev/null)" ]; then
 		continue
 	fi
 	name="$(basename "$mod")"
@@ -71,17 +70,5 @@ for pom in "$root"/interop/*/pom.xml; do
 		exit 1
 	fi
 	rm -f "$log"
-	# A module with Java sources (the lab's own peers, e.g. streams-3.9's Streams application): javac
-	# against the classpath just copied, one jar in target/lib beside it (no Maven plugin to fetch).
-	if [ -d "$src" ]; then
-		rm -rf "$mod/target/classes"
-		mkdir -p "$mod/target/classes"
-		if ! find "$src" -name '*.java' -print0 |
-			xargs -0 javac -Xlint:-options --release 17 -d "$mod/target/classes" -cp "$mod/target/lib/*"; then
-			echo "deps: javac of interop/$name/src/main/java failed." >&2
-			exit 1
-		fi
-		jar cf "$mod/target/lib/rebalancelab-$name.jar" -C "$mod/target/classes" .
-	fi
 	touch "$stamp"
 done
