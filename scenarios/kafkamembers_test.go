@@ -104,14 +104,15 @@ func runWithMembers(t *testing.T, broker, members, name string, eras []string, p
 	return res
 }
 
-// checkMixed: Kafka's invariants on the merged timeline (every invariant_* figure 0), nothing lost or
-// duplicated, every partition owned by exactly one live member at the end, and Kafka's members (m2,
+// checkMixed: Kafka's invariants on the merged timeline (every invariant_* figure 0), nothing lost (auto-commit
+// redelivers what moved uncommitted: duplicates are allowed),
+// every partition owned by exactly one live member at the end, and Kafka's members (m2,
 // m4) and ours (m1, m3) both owned partitions and delivered records in the one group.
 func checkMixed(t *testing.T, res *RunResult) {
 	t.Helper()
 	for _, e := range res.Eras {
 		tot := e.Result.Totals
-		for _, name := range append(slices.Clone(InvariantNames), FigLost, FigDuplicates) {
+		for _, name := range append(slices.Clone(InvariantNames), FigLost) {
 			if slices.Contains(e.Result.NotApplicable, name) {
 				continue
 			}
