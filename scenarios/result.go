@@ -364,6 +364,7 @@ func (r *RunResult) ParamsMap() map[string]any {
 		"session.timeout.ms": r.Timing.SessionTimeoutMs, "heartbeat.interval.ms": r.Timing.HeartbeatIntervalMs,
 		"produce_interval_ms": r.Timing.ProduceIntervalMs,
 		"members_as":          r.MembersAs,
+		"members":             r.Members,
 	}
 	if r.Cluster != "" {
 		m["bootstrap"] = r.Cluster
