@@ -72,7 +72,10 @@ type Relation struct {
 	Eras     []string
 	Text     string // e.g. "join: rebalance_participants == N+1"
 	CrossEra bool
-	check    func(c checkCtx) (ok bool, got string, skip bool)
+	// Fig is the figure the relation reads, when it reads one (eventFig, totalFig): a relation on a
+	// figure the era's run did not measure (its Result.NotApplicable) is skipped, never checked on a 0.
+	Fig   string
+	check func(c checkCtx) (ok bool, got string, skip bool)
 }
 
 // RelationResult is a relation as checked on one era of a run.
@@ -243,7 +246,7 @@ func (c cmp) holds(a, b int64) bool {
 
 // eventFig: figure name of the event triggered by trigger, compared with want(params).
 func eventFig(eras []string, trigger, name string, c cmp, wantText string, want func(checkCtx) int64) Relation {
-	return Relation{Eras: eras, Text: fmt.Sprintf("%s: %s %s %s", trigger, name, c, wantText),
+	return Relation{Eras: eras, Text: fmt.Sprintf("%s: %s %s %s", trigger, name, c, wantText), Fig: name,
 		check: func(x checkCtx) (bool, string, bool) {
 			ev, ok := x.era.eventNamed(trigger)
 			if !ok {
@@ -260,7 +263,7 @@ func eventFig(eras []string, trigger, name string, c cmp, wantText string, want 
 
 // totalFig: a whole-run figure compared with a constant.
 func totalFig(eras []string, name string, c cmp, want int64) Relation {
-	return Relation{Eras: eras, Text: fmt.Sprintf("%s %s %d", name, c, want),
+	return Relation{Eras: eras, Text: fmt.Sprintf("%s %s %d", name, c, want), Fig: name,
 		check: func(x checkCtx) (bool, string, bool) {
 			got, err := fig(name, x.era.Result.Totals)
 			if err != nil {

@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// RenderBrokerComparison writes the figures of one scenario run on several brokers (runs, in the
-// order given: e.g. rebalancelab then kafka) as one table, figure by era: a cell holds the value when
+// RenderBrokerComparison writes the figures of one scenario run on several brokers or with several
+// kinds of members (runs, in the order given: e.g. rebalancelab then kafka) as one table, figure by era: a cell holds the value when
 // every broker has the same, else the values of each broker joined by " / " in run order, so a figure
 // that differs between the brokers shows both. Eras that did not apply on every run are left out.
 // Errors: fewer than two runs, runs of different scenarios, or the writer's.
@@ -20,7 +20,11 @@ func RenderBrokerComparison(w io.Writer, runs ...*RunResult) error {
 		if r.Scenario != runs[0].Scenario {
 			return fmt.Errorf("scenarios: runs of %s and %s cannot be compared", runs[0].Scenario, r.Scenario)
 		}
-		names = append(names, r.brokerName())
+		name := r.brokerName()
+		if r.Members != "" && r.Members != MembersRebalancelab {
+			name += " with " + r.Members + " members"
+		}
+		names = append(names, name)
 	}
 	// The eras every run has, in the first run's order, and each run's results by era.
 	byEra := make([]map[string]Result, len(runs))
@@ -71,7 +75,7 @@ func RenderBrokerComparison(w io.Writer, runs ...*RunResult) error {
 		lines = append(lines, line)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s on %s (a / b: the figure differs between the brokers, in that order)\n",
+	fmt.Fprintf(&b, "%s on %s (a / b: the figure differs between the runs, in that order)\n",
 		runs[0].Scenario, strings.Join(names, " / "))
 	writeAligned(&b, lines)
 	_, err := io.WriteString(w, b.String())

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -84,7 +85,7 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 			delivers: map[string][]int64{}, lag: map[tp][]lagPoint{}}, openSeg: map[tp]map[string]int{},
 		inv: newInvariantChecker(), openFault: map[string]int{},
 	}
-	res := Result{Era: era, NotApplicable: NotApplicable(era), Events: []Event{}, FinalOwners: map[string]string{},
+	res := Result{Era: era, NotApplicable: withNotMeasured(NotApplicable(era), opts.NotMeasured), Events: []Event{}, FinalOwners: map[string]string{},
 		Faults: []FaultWindow{}}
 	if len(recs) == 0 {
 		res.Warnings = append(r.warn, "no records")
@@ -215,4 +216,14 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 	sort.Strings(r.tr.members)
 	res.Warnings = r.warn
 	return res, r.tr
+}
+
+// withNotMeasured is na with the names of extra it lacks appended.
+func withNotMeasured(na, extra []string) []string {
+	for _, n := range extra {
+		if !slices.Contains(na, n) {
+			na = append(na, n)
+		}
+	}
+	return na
 }

@@ -163,6 +163,9 @@ type FigureOptions struct {
 	// partition named by a record joins the known set at that record anyway; do not list partitions that
 	// are added during the run.
 	Partitions map[string][]int32
+	// NotMeasured are figures this run cannot measure beside the era's NotApplicable (e.g. with Kafka's
+	// VerifiableConsumer as members, kafkamembers.go): they join the result's not_applicable (n/a).
+	NotMeasured []string `json:"not_measured,omitempty"`
 }
 
 // Eras the figures know about (docs/design.md "Eras").

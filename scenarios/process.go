@@ -191,6 +191,9 @@ type procConsumer struct {
 
 	sessMu   sync.Mutex
 	sessions chan int64
+	// onLine, when set, reads every stdout line instead of the member protocol (a process that is not
+	// a `rebalancelab member`: Kafka's VerifiableConsumer, kafkamembers.go).
+	onLine func([]byte)
 }
 
 func newProcConsumer(name string, argv []string, sink timeline.Sink, log *logrus.Entry, onExit func(MemberProcess)) *procConsumer {
@@ -271,6 +274,8 @@ func signalName(s syscall.Signal) string {
 	return fmt.Sprintf("signal %d", int(s))
 }
 
+func (p *procConsumer) proc() *procConsumer { return p }
+
 // signal sends sig once the process has started (the first stop request names the stop).
 func (p *procConsumer) signal(how string, sig syscall.Signal) {
 	<-p.started
@@ -346,6 +351,10 @@ func (p *procConsumer) zkSession() int64 {
 }
 
 func (p *procConsumer) stdoutLine(b []byte) {
+	if p.onLine != nil {
+		p.onLine(b)
+		return
+	}
 	if bytes.HasPrefix(b, ctlPrefix) {
 		var c ctlLine
 		if json.Unmarshal(b, &c) == nil && c.Ctl == "session" {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -25,6 +26,7 @@ type RunResult struct {
 	Broker        string            // the broker implementation: "rebalancelab" or "kafka" (lab.Broker*), or BrokerExternal
 	Cluster       string            // BrokerExternal: the cluster's bootstrap addresses
 	MembersAs     string            // MembersAsGoroutines or MembersAsProcesses
+	Members       string            // whose consumers: MembersRebalancelab, MembersKafka or MembersMixed
 	RunID         string            // the run's id (an existing cluster's names carry it)
 	Versions      map[string]string // "rebalancelab", "zookeeper", and "kafka" on a Kafka broker
 	Script        []Step
@@ -112,6 +114,11 @@ func (r *RunResult) checkRelations(sc *Scenario) {
 		}
 		for _, rel := range rels {
 			if !rel.appliesTo(e.Era) {
+				continue
+			}
+			if rel.Fig != "" && slices.Contains(e.Result.NotApplicable, rel.Fig) {
+				e.Relations = append(e.Relations, RelationResult{Era: e.Era, Relation: rel.Text, Skipped: true,
+					Got: "n/a (not measured with these members)"})
 				continue
 			}
 			ok, got, skip := rel.check(checkCtx{run: r, era: e, p: r.Params, t: r.Timing})
@@ -364,6 +371,7 @@ func (r *RunResult) ParamsMap() map[string]any {
 		"session.timeout.ms": r.Timing.SessionTimeoutMs, "heartbeat.interval.ms": r.Timing.HeartbeatIntervalMs,
 		"produce_interval_ms": r.Timing.ProduceIntervalMs,
 		"members_as":          r.MembersAs,
+		"members":             r.Members,
 	}
 	if r.Cluster != "" {
 		m["bootstrap"] = r.Cluster

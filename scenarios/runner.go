@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rebalancelab/rebalancelab/broker"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
 	"github.com/rebalancelab/rebalancelab/zkconsumer"
@@ -58,6 +60,10 @@ type Options struct {
 	// restart a new process.
 	MembersAs    string
 	MemberBinary string // the rebalancelab binary, for MembersAsProcesses
+	// Members is whose consumers the coordinator eras run: MembersRebalancelab ("" too: newconsumer),
+	// MembersKafka (Kafka 3.9's VerifiableConsumer JVMs, kafkamembers.go) or MembersMixed (one group of
+	// both). The zk era's members are always ours here.
+	Members string
 	// Bootstrap, when set, is an existing Kafka cluster ("host:port,...") the run uses instead of a
 	// lab: nothing is started; ExternalZK is then that cluster's ZooKeeper (needed by the zk era: a
 	// cluster in ZooKeeper mode). Topics and groups are named rebalancelab.<run id>.<scenario>.<era> and
@@ -213,9 +219,19 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 	if err := checkHosts(o, p); err != nil {
 		return nil, err
 	}
+	switch o.Members {
+	case "":
+		o.Members = MembersRebalancelab
+	case MembersRebalancelab, MembersKafka, MembersMixed:
+		if o.Members != MembersRebalancelab && p.Hosts > 0 {
+			return nil, fmt.Errorf("members %s: Kafka's members do not run inside test hosts (--hosts)", o.Members)
+		}
+	default:
+		return nil, fmt.Errorf("members %q: want one of %s", o.Members, strings.Join(MemberImplementations, ", "))
+	}
 	res := &RunResult{Scenario: sc.Name, Description: sc.Description, Seed: p.Seed, Params: p, Timing: t,
 		KafkaDefaults: o.KafkaDefaults, ZKConfig: o.ZKConfig, Broker: o.Broker, MembersAs: o.MembersAs,
-		RunID:    newRunID(),
+		Members: o.Members, RunID: newRunID(),
 		Versions: map[string]string{"rebalancelab": o.Version},
 		Script:   sc.Script(p, t, newRandSource(p.Seed, sc.Name))}
 	if o.Bootstrap != "" {
@@ -232,6 +248,8 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 			e.Applies, e.Reason = false, sc.NotApplicable[era]
 		case sc.StopsZKNode && o.ExternalZK != "":
 			e.Applies, e.Reason = false, "stops ZooKeeper nodes: needs the 3-node ensemble the lab starts, not an external one (--zk)"
+		case o.Members != MembersRebalancelab:
+			e.Applies, e.Reason = kafkaMembersApply(era, o.Members, res.Script)
 		}
 		res.Eras = append(res.Eras, e)
 		if e.Applies {
@@ -273,9 +291,22 @@ func runEras(ctx context.Context, o Options, sc *Scenario, res *RunResult, eras 
 		}
 		defer hs.Close() // after the lab's processes have stopped (deferred below)
 	}
+	var km *kafkaMembers
+	if o.Members != MembersRebalancelab {
+		var err error
+		if km, err = newKafkaMembers(); err != nil {
+			return err
+		}
+		if v, err := lab.KafkaVersionOf(km.classpath); err == nil {
+			res.Versions["kafka_members"] = v
+		}
+	}
 	if o.Bootstrap == "" {
 		lo := lab.Options{ZK: lab.ZKOptions{Nodes: sc.ZKNodes, Log: o.LabLog}, ExternalZK: o.ExternalZK,
 			Brokers: 1, KafkaDefaults: o.KafkaDefaults, Broker: o.Broker, Log: o.LabLog}
+		if km != nil && o.Broker == lab.BrokerRebalancelab { // rebalance_begin of Kafka members (kafkamembers.go)
+			lo.BrokerOptions = append(lo.BrokerOptions, broker.WithGroupObserver(km.observe))
+		}
 		where := ""
 		if hs != nil {
 			lo.Host, lo.BrokerBinary = hs.Host(1), o.MemberBinary
@@ -307,7 +338,7 @@ func runEras(ctx context.Context, o Options, sc *Scenario, res *RunResult, eras 
 		res.Versions["zookeeper"] = zkVersion(ctx, zkAddrs)
 	}
 	for _, e := range eras {
-		r := &eraRunner{o: o, sc: sc, res: res, e: e, lab: l, hosts: hs, bootstrap: bootstrap, zkConnect: zkConnect, zkAddrs: zkAddrs,
+		r := &eraRunner{o: o, sc: sc, res: res, e: e, lab: l, hosts: hs, kafka: km, bootstrap: bootstrap, zkConnect: zkConnect, zkAddrs: zkAddrs,
 			t: res.Timing, p: res.Params, progress: progress, log: o.Log.WithField("era", e.Era)}
 		err := r.run(ctx)
 		if o.Bootstrap != "" && e.Topic != "" {
@@ -353,6 +384,8 @@ type eraRunner struct {
 	lab *lab.Lab // nil on an existing cluster (Options.Bootstrap)
 	// hosts are the run's test hosts (Params.Hosts), nil without.
 	hosts *lab.Hosts
+	// kafka: Kafka's members (Options.Members), nil when every member is ours.
+	kafka *kafkaMembers
 	// bootstrap and zkConnect are the brokers' and ZooKeeper's addresses (the lab's or the cluster's);
 	// brokerAddrs every address a member may dial a broker at (bootstrap and advertised), for the
 	// routes of member processes.
@@ -409,6 +442,18 @@ func (r *eraRunner) run(parent context.Context) error {
 		parts[i] = int32(i)
 	}
 	r.opts = FigureOptions{Partitions: map[string][]int32{e.Topic: parts}}
+	if r.kafka != nil && e.Era != "zk" {
+		r.kafka.setEra(r)
+		defer r.kafka.setEra(nil)
+		r.opts.NotMeasured = notMeasuredKafka
+		var extra map[string]string
+		if r.sc.MemberProps != nil {
+			extra = r.sc.MemberProps(e.Era, r.t)
+		}
+		if autoCommits(extra) {
+			r.opts.NotMeasured = append(slices.Clone(notMeasuredKafka), notMeasuredAutoCommit...)
+		}
+	}
 	e.Options = r.opts
 	r.col = &timeline.Collector{}
 	r.rec = &timeline.Recorder{Sink: r.col, Era: e.Era, Member: "runner"}
@@ -624,6 +669,9 @@ func (r *eraRunner) faultedLinks(name string) []lab.Link {
 			out = append(out, l)
 		}
 	}
+	if r.kafka != nil && isKafkaMember(r.o.Members, r.e.Era, name) {
+		return nil // Kafka's member dials the brokers itself; a crash is its kill -9
+	}
 	for _, st := range r.res.Script {
 		if st.Member != name {
 			continue
@@ -829,7 +877,9 @@ func (r *eraRunner) startMember(name, as string) {
 	}
 	var impl consumer
 	var err error
-	if r.o.MembersAs == MembersAsProcesses {
+	if r.kafka != nil && isKafkaMember(r.o.Members, r.e.Era, name) {
+		impl, err = r.newVC(name, props, m.rec)
+	} else if r.o.MembersAs == MembersAsProcesses {
 		impl, err = r.newProcess(name, props, g)
 	} else {
 		impl, err = newConsumer(r.e.Era, r.e.Topic, props, r.linksOf(name), m.rec, r.o.LabLog.WithField("member", name))
@@ -880,7 +930,8 @@ func (r *eraRunner) crashMember(name string) {
 		r.errorf("crash %s: not running", name)
 		return
 	}
-	if p, ok := m.impl.(*procConsumer); ok {
+	if pp, ok := m.impl.(interface{ proc() *procConsumer }); ok {
+		p := pp.proc()
 		// A real crash: kill -9, and member_stop{crash} once the process is dead and what it wrote
 		// before has been read (so every record of it precedes its stop).
 		p.stop(false)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -49,6 +50,7 @@ func init() {
 		untilCross    bool
 		zkConfigs     []string
 		brokerImpl    string
+		membersImpl   string
 		bootstrap     string
 		keep          bool
 		hosts         int
@@ -133,8 +135,8 @@ Of the flags above only --json applies (a list of the runs).`,
 			if err != nil {
 				return err
 			}
-			options := func(brokerImpl, jsonFile, reportDir string) scenarios.Options {
-				o := scenarios.Options{
+			options := func(brokerImpl, members, jsonFile, reportDir string) scenarios.Options {
+				o := scenarios.Options{Members: members,
 					Scenario: args[0], Eras: eras, KafkaDefaults: kafkaDefaults, ExternalZK: zkAddrs, ZKConfig: zkConfig,
 					Broker: brokerImpl, MembersAs: membersAs, MemberBinary: memberBin, Bootstrap: bootstrap, Keep: keep,
 					Params:    scenarios.Params{Consumers: sizes[0], Partitions: partitions, Seed: seed, DownMs: downMs, Hosts: hosts},
@@ -150,15 +152,24 @@ Of the flags above only --json applies (a list of the runs).`,
 				return o
 			}
 			brokers := strings.Split(brokerImpl, ",")
-			if len(sizes) > 1 || plotFile != "" || repeat > 1 {
-				if len(brokers) > 1 {
-					return fmt.Errorf("--broker %s: a sweep runs on one broker at a time", brokerImpl)
+			members := strings.Split(membersImpl, ",")
+			for _, m := range members {
+				if !slices.Contains(scenarios.MemberImplementations, m) {
+					return fmt.Errorf("--members %q: want %s (or a comma-separated list)", m, strings.Join(scenarios.MemberImplementations, ", "))
 				}
-				return runSweep(cmd, scenarios.SweepOptions{Options: options(brokerImpl, "", ""), Sizes: sizes,
+			}
+			if len(brokers) > 1 && len(members) > 1 {
+				return fmt.Errorf("--broker %s --members %s: compare brokers or members, one list at a time", brokerImpl, membersImpl)
+			}
+			if len(sizes) > 1 || plotFile != "" || repeat > 1 {
+				if len(brokers) > 1 || len(members) > 1 {
+					return fmt.Errorf("--broker %s --members %s: a sweep runs on one broker and one kind of member at a time", brokerImpl, membersImpl)
+				}
+				return runSweep(cmd, scenarios.SweepOptions{Options: options(brokerImpl, membersImpl, "", ""), Sizes: sizes,
 					Repeat: repeat, Deadline: deadline, Budget: budget, UntilCrossover: untilCross}, jsonFile, plotFile, reportDir)
 			}
-			runOn := func(brokerImpl, jsonFile, reportDir string) (*scenarios.RunResult, error) {
-				res, err := scenarios.Run(cmd.Context(), options(brokerImpl, jsonFile, reportDir))
+			runOn := func(brokerImpl, members, jsonFile, reportDir string) (*scenarios.RunResult, error) {
+				res, err := scenarios.Run(cmd.Context(), options(brokerImpl, members, jsonFile, reportDir))
 				if res != nil && len(res.Eras) > 0 && (err == nil || cmd.Context().Err() != nil) {
 					if werr := res.WriteTable(cmd.OutOrStdout()); werr != nil {
 						return res, werr
@@ -185,8 +196,8 @@ Of the flags above only --json applies (a list of the runs).`,
 				}
 				return res, nil
 			}
-			if len(brokers) == 1 {
-				res, err := runOn(brokerImpl, jsonFile, reportDir)
+			if len(brokers) == 1 && len(members) == 1 {
+				res, err := runOn(brokerImpl, membersImpl, jsonFile, reportDir)
 				if err != nil {
 					return err
 				}
@@ -197,7 +208,19 @@ Of the flags above only --json applies (a list of the runs).`,
 			}
 			var runs []*scenarios.RunResult
 			passed := true
+			type spec struct{ broker, members, dir string }
+			var specs []spec
 			for _, b := range brokers {
+				specs = append(specs, spec{b, membersImpl, b})
+			}
+			if len(members) > 1 {
+				specs = nil
+				for _, m := range members {
+					specs = append(specs, spec{brokerImpl, m, "members-" + m})
+				}
+			}
+			for _, sp := range specs {
+				b := sp.dir
 				jf, rd := jsonFile, reportDir
 				if jf != "" { // DIR/<broker>/FILE, its timelines beside it
 					jf = filepath.Join(filepath.Dir(jf), b, filepath.Base(jf))
@@ -208,7 +231,7 @@ Of the flags above only --json applies (a list of the runs).`,
 				if rd != "" {
 					rd = filepath.Join(rd, b)
 				}
-				res, err := runOn(b, jf, rd)
+				res, err := runOn(sp.broker, sp.members, jf, rd)
 				if err != nil {
 					return err
 				}
@@ -239,6 +262,7 @@ Of the flags above only --json applies (a list of the runs).`,
 	f.BoolVar(&kafkaDefaults, "kafka-defaults", false, "Kafka's own timing (45 s sessions...) instead of the lab's short settings")
 	f.StringArrayVar(&zkConfigs, "zk-config", nil, "Kafka 0.8.2 consumer property key=value for every zk-era member (repeatable), e.g. offsets.storage=kafka")
 	addBrokerListFlag(run, &brokerImpl)
+	f.StringVar(&membersImpl, "members", scenarios.MembersRebalancelab, "the coordinator eras' members: rebalancelab (newconsumer), kafka (Kafka 3.9's VerifiableConsumer JVMs), mixed (one group of both: m1, m3... ours, m2, m4... Kafka's), or a comma-separated list to run each and compare (the zk era's members are ours)")
 	f.StringVar(&membersAs, "members-as", scenarios.MembersAsGoroutines, `how members run: "goroutines" of this process, or "processes": one rebalancelab process per member (a crash is a kill -9, a restart a new process)`)
 	f.IntVar(&hosts, "hosts", 0, "run on N test hosts (network namespaces): ZooKeeper and the broker on h1, members as processes round-robin over h1..hN (0: the scenario's default, none for most)")
 	f.StringVar(&plotFile, "plot", "", "sweep: write the log-log plots of the figures against N to FILE.svg")
