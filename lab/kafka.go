@@ -299,6 +299,7 @@ type labZKLogger struct{ log *logrus.Entry }
 
 func (l labZKLogger) Printf(format string, a ...any) { l.log.Debugf("zk: "+format, a...) }
 
-// FindJava is the java the lab runs Kafka's JVMs with: $JAVA_HOME/bin/java, else java on PATH; the
-// error wraps ErrNoKafka and names the `make deps` step that installs one.
+// FindJava is the java the lab runs its JVMs with (Kafka's brokers and tools, Streams, Connect, the
+// old connector): $JAVA_HOME/bin/java, else java on PATH; the error wraps ErrNoKafka and names the
+// `make deps` step that installs one.
 func FindJava() (string, error) { return findJava() }

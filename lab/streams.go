@@ -67,6 +67,3 @@ func FindStreamsClasspath() (string, error) {
 	return "", fmt.Errorf("lab: %w: %s; run `make deps` (its interop step resolves org.apache.kafka:kafka-streams 3.9.x from Maven Central and compiles the lab's Streams application)",
 		ErrNoStreams, where)
 }
-
-// FindJava returns $JAVA_HOME/bin/java, else java on PATH; the error names `make deps`.
-func FindJava() (string, error) { return findJava() }
