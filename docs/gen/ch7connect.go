@@ -56,9 +56,38 @@ func connectTable(res *scenarios.ConnectResult) (string, error) {
 	return b.String(), nil
 }
 
-// layoutText: "2 workers with tasks.max 2 for the source and 2 for the sink".
-func layoutText(l scenarios.ConnectLayout) string {
-	return fmt.Sprintf("%s with `tasks.max` %d for the source and %d for the sink", plural(l.Workers, "worker"), l.SourceTasks, l.SinkTasks)
+// layoutText describes layout l: in full after no layout ("1 worker, `tasks.max` 1 for the source and
+// 1 for the sink"), else what changed from prev ("2 workers"; "`tasks.max` 2 for the source and 2 for
+// the sink").
+func layoutText(prev *scenarios.ConnectLayout, l scenarios.ConnectLayout) string {
+	tasks := fmt.Sprintf("`tasks.max` %d for the source and %d for the sink", l.SourceTasks, l.SinkTasks)
+	if prev == nil {
+		return plural(l.Workers, "worker") + ", " + tasks
+	}
+	var parts []string
+	if l.Workers != prev.Workers {
+		parts = append(parts, plural(l.Workers, "worker"))
+	}
+	if l.SourceTasks != prev.SourceTasks || l.SinkTasks != prev.SinkTasks {
+		parts = append(parts, tasks)
+	}
+	if len(parts) == 0 {
+		return "the same again"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// layoutTexts describes each layout as layoutText does.
+func layoutTexts(layouts []scenarios.ConnectLayout) []string {
+	var out []string
+	for i, l := range layouts {
+		var prev *scenarios.ConnectLayout
+		if i > 0 {
+			prev = &layouts[i-1]
+		}
+		out = append(out, layoutText(prev, l))
+	}
+	return out
 }
 
 // andList: "a", "a and b", "a, b and c".
@@ -74,10 +103,6 @@ func andList(xs []string) string {
 
 // connectSettingsText introduces the run behind the section: protocol, layouts, the lab's timings.
 func connectSettingsText(ses *scenarios.ConnectResult, layouts []scenarios.ConnectLayout, withEager bool) string {
-	var ls []string
-	for _, l := range layouts {
-		ls = append(ls, layoutText(l))
-	}
 	also := ""
 	if withEager {
 		also = ", which has the eager run after it"
@@ -85,7 +110,7 @@ func connectSettingsText(ses *scenarios.ConnectResult, layouts []scenarios.Conne
 	return fmt.Sprintf("The run behind this section: `connect.protocol=%s` through %s (%s), then the last worker killed, on the lab's "+
 		"timings (`session.timeout.ms=%s`, `heartbeat.interval.ms=%s`, `scheduled.rebalance.max.delay.ms=%d`). Each Stable generation "+
 		"as `worker{connectors | tasks}` ([`figures/%s`](figures/%s)%s):",
-		ses.Protocol, plural(len(layouts), "layout"), andList(ls), lab.ConnectLabSettings["session.timeout.ms"],
+		ses.Protocol, plural(len(layouts), "layout"), strings.Join(layoutTexts(layouts), "; then "), lab.ConnectLabSettings["session.timeout.ms"],
 		lab.ConnectLabSettings["heartbeat.interval.ms"], ses.DelayMs, connectFigure, connectFigure, also)
 }
 
@@ -151,7 +176,8 @@ func connectLayoutsText(res *scenarios.ConnectResult, layouts []scenarios.Connec
 	var items []string
 	var prev scenarios.ConnectGeneration
 	idx := 0
-	for i, l := range layouts {
+	texts := layoutTexts(layouts)
+	for i := range layouts {
 		prefix := fmt.Sprintf("layout %d:", i+1)
 		var gens []scenarios.ConnectGeneration
 		for idx < len(res.Generations) && strings.HasPrefix(res.Generations[idx].Phase, prefix) {
@@ -159,7 +185,7 @@ func connectLayoutsText(res *scenarios.ConnectResult, layouts []scenarios.Connec
 			idx++
 		}
 		if len(gens) == 0 {
-			items = append(items, fmt.Sprintf("Layout %d, %s: no generation of its own", i+1, layoutText(l)))
+			items = append(items, fmt.Sprintf("Layout %d, %s: no generation of its own", i+1, texts[i]))
 			continue
 		}
 		var changes []string
@@ -167,7 +193,7 @@ func connectLayoutsText(res *scenarios.ConnectResult, layouts []scenarios.Connec
 			changes = append(changes, fmt.Sprintf("%d: %s", g.Generation, genChange(prev, g)))
 			prev = g
 		}
-		items = append(items, fmt.Sprintf("Layout %d, %s: %s (%s)", i+1, layoutText(l), genRange(gens), strings.Join(changes, "; ")))
+		items = append(items, fmt.Sprintf("Layout %d, %s: %s (%s)", i+1, texts[i], genRange(gens), strings.Join(changes, "; ")))
 	}
 	topics := slices.Sorted(maps.Keys(res.InternalTopics))
 	var tp []string
@@ -273,10 +299,14 @@ func connectEagerText(ses, eager *scenarios.ConnectResult) string {
 		if stopped > 0 {
 			how = "but the surviving workers stopped their tasks"
 		}
+		which := "the first rebalance after the kill"
+		if eager.Rebalances != 1 {
+			which = fmt.Sprintf("%s after the kill", plural(eager.Rebalances, "rebalance"))
+		}
 		fmt.Fprintf(&b, "In this run's eager counterpart (after the sessioned table in [`figures/%s`](figures/%s)) %s was killed "+
-			"holding %s; its work was held again in generation %d, %d ms after the kill and %s after it (scheduled delay %d ms), "+
+			"holding %s. What it held was assigned again in generation %d, %s, %d ms after it, with a scheduled delay of %d ms, "+
 			"%s (%s). ", connectFigure, connectFigure, eager.Killed, andList(eager.KilledTasks), genAt(eager, eager.ReassignedMs),
-			eager.ReassignedMs-eager.KilledAtMs, plural(eager.Rebalances, "rebalance"), eager.DepartureDelay, how, surv)
+			which, eager.ReassignedMs-eager.KilledAtMs, eager.DepartureDelay, how, surv)
 	}
 	var recs []string
 	dups := false

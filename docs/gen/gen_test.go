@@ -585,8 +585,8 @@ func TestConnectTexts(t *testing.T) {
 		}}
 	layouts := []scenarios.ConnectLayout{{Workers: 1, SourceTasks: 1, SinkTasks: 1}, {Workers: 2, SourceTasks: 1, SinkTasks: 1}}
 	s := connectLayoutsText(res, layouts)
-	for _, want := range []string{"Layout 1, 1 worker with `tasks.max` 1 for the source and 1 for the sink: generations 1–2 (1: worker-1 joins; 2: worker-1 gets sink, src, sink-0 and src-0)",
-		"generations 3–4 (3: worker-2 joins, worker-1 gives up src and src-0; 4: worker-2 gets src and src-0)"} {
+	for _, want := range []string{"Layout 1, 1 worker, `tasks.max` 1 for the source and 1 for the sink: generations 1–2 (1: worker-1 joins; 2: worker-1 gets sink, src, sink-0 and src-0)",
+		"Layout 2, 2 workers: generations 3–4 (3: worker-2 joins, worker-1 gives up src and src-0; 4: worker-2 gets src and src-0)"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("connectLayoutsText = %q; want it to contain %q", s, want)
 		}
