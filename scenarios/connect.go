@@ -449,9 +449,21 @@ func RunConnect(ctx context.Context, o ConnectOptions) (*ConnectResult, error) {
 		}
 	}
 
+	// The last layout's tasks running before the kill: the observer shows an assignment as soon as the
+	// group is Stable, a task starts on its worker a moment later, and a task not started at the kill
+	// would count neither as stopped nor as down (a layout reached in the last generation before the
+	// kill, as when the layouts are one, would lose its surviving workers' tasks from the figures).
+	g, _ := c.last()
+	if err := waitUntil(ctx, 30*time.Second, "every task of the last layout started on its worker", func() bool {
+		ev, err := readConnectEvents(c.events)
+		return err == nil && ev.running(g.Workers)
+	}); err != nil {
+		return c.res, err
+	}
+
 	// The last worker leaves: kill -9.
 	victim := workers[len(workers)-1]
-	g, _ := c.last()
+	g, _ = c.last()
 	for _, h := range g.Workers {
 		if h.Worker == victim.Name {
 			c.res.KilledTasks = append(slices.Clone(h.Connectors), h.Tasks...)
@@ -606,6 +618,20 @@ func (ev *connectEvents) tasksStopped(connector string, tasks int) bool {
 		l := ev.lifecycle[fmt.Sprintf("%s-%d", connector, i)]
 		if len(l) == 0 || l[len(l)-1].Event != "stop" {
 			return false
+		}
+	}
+	return true
+}
+
+// running: every task of the holdings has started on its worker (its last lifecycle event is a start
+// there).
+func (ev *connectEvents) running(hs []ConnectHolding) bool {
+	for _, h := range hs {
+		for _, t := range h.Tasks {
+			l := ev.lifecycle[t]
+			if len(l) == 0 || l[len(l)-1].Event != "start" || l[len(l)-1].Worker != h.Worker {
+				return false
+			}
 		}
 	}
 	return true

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -557,5 +558,63 @@ func TestSweepBlocks(t *testing.T) {
 	times[64]["zk"] = 300 // cooperative's 900 ms now loses at every size
 	if s := crossoverSentence(sweepOf(times)); !strings.Contains(s, "no crossover up to N=64") {
 		t.Errorf("no-crossover sentence %q", s)
+	}
+}
+
+// TestConnectTexts: chapter 7's Connect sentences read the run: a layout's generations and what each
+// changed, the kill's generations and delays, the survivors' stops.
+func TestConnectTexts(t *testing.T) {
+	gen := func(ts int64, n int32, phase string, hs ...scenarios.ConnectHolding) scenarios.ConnectGeneration {
+		return scenarios.ConnectGeneration{TsMs: ts, Generation: n, Protocol: "sessioned", Phase: phase, Workers: hs}
+	}
+	h := func(w string, conns, tasks []string) scenarios.ConnectHolding {
+		return scenarios.ConnectHolding{Worker: w, Connectors: conns, Tasks: tasks}
+	}
+	l1, l2 := "layout 1: 1 worker(s), 1 source and 1 sink task(s)", "layout 2: 2 worker(s), 1 source and 1 sink task(s)"
+	kill := "after worker-2 was killed (-9)"
+	res := &scenarios.ConnectResult{Protocol: "sessioned", DelayMs: 3000, Killed: "worker-2", KilledAtMs: 1000,
+		KilledTasks: []string{"src", "src-0"}, DepartureSeenMs: 3000, DepartureDelay: 3000, ReassignedMs: 6000, Rebalances: 2,
+		TaskDowntimeMs: map[string]int64{"worker-1": 0, "worker-2": 5000}, TasksStopped: map[string]int{"worker-1": 0},
+		Generations: []scenarios.ConnectGeneration{
+			gen(100, 1, l1, h("worker-1", nil, nil)),
+			gen(200, 2, l1, h("worker-1", []string{"sink", "src"}, []string{"sink-0", "src-0"})),
+			gen(300, 3, l2, h("worker-1", []string{"sink"}, []string{"sink-0"}), h("worker-2", nil, nil)),
+			gen(400, 4, l2, h("worker-1", []string{"sink"}, []string{"sink-0"}), h("worker-2", []string{"src"}, []string{"src-0"})),
+			gen(3000, 5, kill, h("worker-1", []string{"sink"}, []string{"sink-0"})),
+			gen(6000, 6, kill, h("worker-1", []string{"sink", "src"}, []string{"sink-0", "src-0"})),
+		}}
+	layouts := []scenarios.ConnectLayout{{Workers: 1, SourceTasks: 1, SinkTasks: 1}, {Workers: 2, SourceTasks: 1, SinkTasks: 1}}
+	s := connectLayoutsText(res, layouts)
+	for _, want := range []string{"Layout 1, 1 worker, `tasks.max` 1 for the source and 1 for the sink: generations 1–2 (1: worker-1 joins; 2: worker-1 gets sink, src, sink-0 and src-0)",
+		"Layout 2, 2 workers: generations 3–4 (3: worker-2 joins, worker-1 gives up src and src-0; 4: worker-2 gets src and src-0)"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("connectLayoutsText = %q; want it to contain %q", s, want)
+		}
+	}
+	s = connectKillText(res)
+	for _, want := range []string{"worker-2 is killed with -9, holding src and src-0", "generation 5, 2000 ms after the kill",
+		"delay** of 3000 ms", "generation 6, 3000 ms after the departure was seen (5000 ms after the kill; 2 rebalances",
+		"No task of the surviving workers stopped (worker-1: 0 of its 1 task stopped, 0 ms", "task (src-0) was down 5000 ms"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("connectKillText = %q; want it to contain %q", s, want)
+		}
+	}
+	// -small: sessioned alone, on the least layout; full sizes: the four layouts, sessioned then eager.
+	for small, want := range map[bool]string{true: "connect-workers-sessioned 2/1/1", false: "connect-workers-sessioned 1/1/1 1/2/2 2/2/2 3/2/2 connect-workers-eager 1/1/1 1/2/2 2/2/2 3/2/2"} {
+		var got []string
+		for _, r := range sizesFor(small).scenarioRuns(map[string]bool{"ch7": true}) {
+			if r.connectProtocol != "" {
+				got = append(got, r.key)
+				for _, l := range r.connectLayouts {
+					got = append(got, fmt.Sprintf("%d/%d/%d", l.Workers, l.SourceTasks, l.SinkTasks))
+				}
+			}
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("small %v: connect runs %q, want %q", small, strings.Join(got, " "), want)
+		}
+	}
+	if s := connectEagerText(res, nil); !strings.Contains(s, "did not include the eager protocol") || !strings.Contains(s, "sessioned: 0 produced") {
+		t.Errorf("connectEagerText without an eager run = %q", s)
 	}
 }

@@ -21,6 +21,15 @@ type sizes struct {
 	// partitions — those of `make demo` (scripts/demo.sh) at full size.
 	sweep       sweepSizes
 	ch1Messages int
+	// connect is chapter 7's connect-workers runs: one per protocol, each through these layouts.
+	connect connectSizes
+}
+
+// connectSizes are the connect-workers knobs: the Connect protocols to run (one run each, in this
+// order) and the layouts each run goes through (scenarios.ConnectLayout: workers, tasks.max).
+type connectSizes struct {
+	protocols []string
+	layouts   []scenarios.ConnectLayout
 }
 
 // sweepSizes is a herd-join sweep's knobs.
@@ -44,14 +53,19 @@ func sizesFor(small bool) sizes {
 			herd: scenarios.Params{Consumers: 2, Partitions: 4}, zombie: scenarios.Params{Consumers: 2, Partitions: 4},
 			divergent: scenarios.Params{Consumers: 2, Partitions: 4}, rolling: scenarios.Params{Consumers: 2, Partitions: 4},
 			sweep: sweepSizes{sizes: []int{2, 3, 4}, repeat: 1, partitions: 4}, ch1Messages: 12,
+			// The least connect-workers allows: its last layout's last worker is killed, so two workers
+			// (started together, before the connectors), one source and one sink task; sessioned only.
+			connect: connectSizes{protocols: []string{scenarios.ConnectSessioned}, layouts: []scenarios.ConnectLayout{{Workers: 2, SourceTasks: 1, SinkTasks: 1}}},
 		}
 	}
 	// The scenarios' own defaults (scenarios.Catalog), and make demo's sweep: N = 4, 16, 64 on 64
-	// partitions, the median of 3 runs per size.
+	// partitions, the median of 3 runs per size; connect-workers as `make connect-workers` runs it
+	// (the four layouts, sessioned then eager).
 	return sizes{
 		herd: scenarios.Params{Consumers: 4, Partitions: 8}, zombie: scenarios.Params{Consumers: 2, Partitions: 4},
 		divergent: scenarios.Params{Consumers: 4, Partitions: 8}, rolling: scenarios.Params{Consumers: 4, Partitions: 8},
 		sweep: sweepSizes{sizes: []int{4, 16, 64}, repeat: 3, partitions: 64}, ch1Messages: 12,
+		connect: connectSizes{protocols: []string{scenarios.ConnectSessioned, scenarios.ConnectEager}, layouts: scenarios.ConnectLayouts},
 	}
 }
 
@@ -66,6 +80,30 @@ type scenarioRun struct {
 	// sweep, when it has sizes, makes this run a sweep over them (consumers is unused): the result is
 	// in sweeps[key], its table, plot and JSON in figures/ch4-herd-sweep.*.
 	sweep sweepSizes
+	// connectProtocol, when set, makes this run a connect-workers run (scenarios.RunConnect) with that
+	// protocol through connectLayouts (eras, consumers and partitions are unused): the result is in
+	// connects[key].
+	connectProtocol string
+	connectLayouts  []scenarios.ConnectLayout
+}
+
+// connectKey is the results key of the connect-workers run with protocol p.
+func connectKey(p string) string { return scenarios.ConnectScenario + "-" + p }
+
+// describe is the run as the plan lists it.
+func (r scenarioRun) describe() string {
+	switch {
+	case len(r.sweep.sizes) > 0:
+		return fmt.Sprintf("%s --era %s --consumers %s --partitions %d --repeat %d", r.name, strings.Join(r.eras, ","),
+			r.sweep.consumers(), r.partitions, r.sweep.repeat)
+	case r.connectProtocol != "":
+		var ls []string
+		for _, l := range r.connectLayouts {
+			ls = append(ls, fmt.Sprintf("%dw/%d+%d", l.Workers, l.SourceTasks, l.SinkTasks))
+		}
+		return fmt.Sprintf("%s --connect-protocol %s (layouts workers/source+sink tasks: %s)", r.name, r.connectProtocol, strings.Join(ls, " "))
+	}
+	return fmt.Sprintf("%s --era %s --consumers %d --partitions %d", r.name, strings.Join(r.eras, ","), r.consumers, r.partitions)
 }
 
 // Keys of the scenario runs.
@@ -104,6 +142,9 @@ func (s sizes) scenarioRuns(only map[string]bool) []scenarioRun {
 	}
 	if only["ch7"] { // Kafka Streams instances: one size (2 instances, 6 partitions), small or not
 		add(runStreams, "streams-threads", []string{scenarios.StreamsEra}, scenarios.Params{Consumers: 2, Partitions: 6}, false)
+		for _, p := range s.connect.protocols { // Kafka Connect workers
+			runs = append(runs, scenarioRun{key: connectKey(p), name: scenarios.ConnectScenario, connectProtocol: p, connectLayouts: s.connect.layouts})
+		}
 	}
 	return runs
 }
@@ -115,9 +156,10 @@ type generator struct {
 	sz       sizes
 	progress io.Writer
 
-	mu      sync.Mutex // progress lines and results
-	results map[string]*scenarios.RunResult
-	sweeps  map[string]*scenarios.SweepResult
+	mu       sync.Mutex // progress lines and results
+	results  map[string]*scenarios.RunResult
+	sweeps   map[string]*scenarios.SweepResult
+	connects map[string]*scenarios.ConnectResult
 }
 
 func (g *generator) logf(format string, a ...any) {
@@ -141,6 +183,12 @@ func (g *generator) sweepResult(key string) *scenarios.SweepResult {
 	return g.sweeps[key]
 }
 
+func (g *generator) connectResult(key string) *scenarios.ConnectResult {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.connects[key]
+}
+
 func (g *generator) result(key string) *scenarios.RunResult {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -148,13 +196,14 @@ func (g *generator) result(key string) *scenarios.RunResult {
 }
 
 // generate runs the lab chapters (1, 2, 3, 7: their own labs, the consumers driven directly) and the
-// scenario runs (chapters 3's fencing, 4, 5, 6), then writes the chapters that read scenario
+// scenario runs (chapters 3's fencing, 4, 5, 6, and 7's streams-threads and connect-workers), then writes the chapters that read scenario
 // results. With -small three of these run at a time (each scenario has its own lab; the runs mostly
 // wait on sessions and settles); otherwise one after the other, so that the committed figures are
 // measured on a machine doing nothing else of ours.
 func (g *generator) generate(ctx context.Context) error {
 	g.results = map[string]*scenarios.RunResult{}
 	g.sweeps = map[string]*scenarios.SweepResult{}
+	g.connects = map[string]*scenarios.ConnectResult{}
 	labChapters := func(ctx context.Context) error {
 		steps := []struct {
 			ch string
@@ -195,7 +244,7 @@ func (g *generator) generate(ctx context.Context) error {
 	for _, st := range []struct {
 		ch string
 		fn func() error
-	}{{"ch4", g.ch4}, {"ch5", g.ch5}, {"ch6", g.ch6}, {"ch7", g.ch7Streams}} {
+	}{{"ch4", g.ch4}, {"ch5", g.ch5}, {"ch6", g.ch6}, {"ch7", g.ch7Streams}, {"ch7", g.ch7Connect}} {
 		if g.cfg.only[st.ch] {
 			if err := st.fn(); err != nil {
 				return fmt.Errorf("%s: %w", st.ch, err)
@@ -207,7 +256,7 @@ func (g *generator) generate(ctx context.Context) error {
 
 // smallRunCost orders the -small runs, longest first (seconds measured on 2 cores; only the order matters).
 var smallRunCost = map[string]int{"split-brain-zombie": 38, "split-brain-divergent-views": 26, "herd-effect": 23, "rolling-restart": 20,
-	"streams-threads": 25}
+	"streams-threads": 25, scenarios.ConnectScenario: 50}
 
 // smallCost is r's place in that order; a sweep costs about a herd-join run (≈15 s) per size and run.
 func (r scenarioRun) smallCost() int {
@@ -264,6 +313,9 @@ func (g *generator) runScenario(ctx context.Context, r scenarioRun) error {
 	if len(r.sweep.sizes) > 0 {
 		return g.runSweep(ctx, r)
 	}
+	if r.connectProtocol != "" {
+		return g.runConnect(ctx, r)
+	}
 	start := time.Now()
 	g.logf("scenario %s --era %s --consumers %d --partitions %d", r.name, joinComma(r.eras), r.consumers, r.partitions)
 	o := scenarios.Options{
@@ -308,6 +360,30 @@ func (g *generator) runScenario(ctx context.Context, r scenarioRun) error {
 	g.results[r.key] = res
 	g.mu.Unlock()
 	g.logf("scenario %s done in %s (relations hold: %v)", r.name, time.Since(start).Round(100*time.Millisecond), res.Passed())
+	return nil
+}
+
+// runConnect runs connect-workers with r's protocol and layouts, as `rebalancelab scenario run
+// connect-workers --connect-protocol P` does (real Connect 3.9 worker JVMs on a lab of its own), and
+// keeps the result; ch7Connect writes its table. A relation that does not hold is reported by the
+// chapter, not an error.
+func (g *generator) runConnect(ctx context.Context, r scenarioRun) error {
+	start := time.Now()
+	g.logf("scenario %s", r.describe())
+	res, err := scenarios.RunConnect(ctx, scenarios.ConnectOptions{Protocol: r.connectProtocol, Layouts: r.connectLayouts,
+		Progress: lockedWriter{g}, Log: quietLog()})
+	if err != nil {
+		if res != nil {
+			var b bytes.Buffer
+			_ = res.WriteTable(&b)
+			g.logf("scenario %s (%s) so far:\n%s", r.name, r.connectProtocol, b.String())
+		}
+		return fmt.Errorf("scenario %s (%s): %w", r.name, r.connectProtocol, err)
+	}
+	g.mu.Lock()
+	g.connects[r.key] = res
+	g.mu.Unlock()
+	g.logf("scenario %s (%s) done in %s (relations hold: %v)", r.name, r.connectProtocol, time.Since(start).Round(100*time.Millisecond), res.Passed())
 	return nil
 }
 

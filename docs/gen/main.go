@@ -147,12 +147,7 @@ func (cfg config) plan() string {
 	}
 	var runs []string
 	for _, s := range sz.scenarioRuns(cfg.only) {
-		if len(s.sweep.sizes) > 0 {
-			runs = append(runs, fmt.Sprintf("%s --era %s --consumers %s --partitions %d --repeat %d", s.name, strings.Join(s.eras, ","),
-				s.sweep.consumers(), s.partitions, s.sweep.repeat))
-			continue
-		}
-		runs = append(runs, fmt.Sprintf("%s --era %s --consumers %d --partitions %d", s.name, strings.Join(s.eras, ","), s.consumers, s.partitions))
+		runs = append(runs, s.describe())
 	}
 	if len(runs) == 0 {
 		runs = []string{"none"}
