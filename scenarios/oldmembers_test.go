@@ -124,3 +124,20 @@ func TestZKEraKafkaMembers(t *testing.T) {
 		t.Errorf("processes %+v: want 4 connectors, each stopped by its stop line, exit 0", e.Processes)
 	}
 }
+
+// TestZKEraKafkaMemberCrash: consumer-crash on the zk era with 0.8.2.2 connectors only, one killed
+// with -9: its session expires on the server, the others take its partitions no sooner than the
+// session timeout less a liveness interval, nothing is lost, every partition is owned once.
+func TestZKEraKafkaMemberCrash(t *testing.T) {
+	res := runWithMembers(t, lab.BrokerRebalancelab, MembersKafka, "consumer-crash", []string{"zk"},
+		Params{Consumers: 3, Partitions: 6, Seed: 1})
+	kills := 0
+	for _, p := range res.Eras[0].Processes {
+		if p.Stop == "sigkill" && p.Signal == "SIGKILL" {
+			kills++
+		}
+	}
+	if kills != 1 {
+		t.Errorf("processes %+v: want one connector killed with SIGKILL", res.Eras[0].Processes)
+	}
+}
