@@ -115,3 +115,28 @@ func ParseSrvrMode(out string) string {
 	}
 	return ""
 }
+
+// ParseWatchesBySession parses `wchc` output — each session id (0x-prefixed hex) on its own line,
+// followed by the paths it watches, one per indented line — into session id → paths.
+func ParseWatchesBySession(wchcOut string) map[int64][]string {
+	m := map[int64][]string{}
+	var sid int64
+	have := false
+	sc := bufio.NewScanner(strings.NewReader(wchcOut))
+	for sc.Scan() {
+		t := strings.TrimSpace(sc.Text())
+		switch {
+		case strings.HasPrefix(t, "0x"):
+			id, err := strconv.ParseUint(t[2:], 16, 64)
+			if have = err == nil; have {
+				sid = int64(id)
+				if _, ok := m[sid]; !ok {
+					m[sid] = nil
+				}
+			}
+		case strings.HasPrefix(t, "/") && have:
+			m[sid] = append(m[sid], t)
+		}
+	}
+	return m
+}

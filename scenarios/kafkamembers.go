@@ -68,10 +68,8 @@ var notMeasuredAutoCommit = []string{FigStaleCommitsApplied, FigStaleCommitsReje
 	FigInvCommitAheadOfPosition, FigInvConsumedBehindCommitted}
 
 // isKafkaMember says whether member name of era runs Kafka's consumer under members.
+// (the zk era's Kafka member is the 0.8.2.2 connector, oldmembers.go).
 func isKafkaMember(members, era, name string) bool {
-	if era == "zk" {
-		return false
-	}
 	switch members {
 	case MembersKafka:
 		return true
@@ -308,6 +306,9 @@ func (c *vcConsumer) run(ctx context.Context) error {
 // dispatch to the era running (by group).
 type kafkaMembers struct {
 	java, classpath string
+	// oldClasspath is the 0.8.2.2 connector's (interop/kafka-0.8.2), "" with oldErr when missing.
+	oldClasspath string
+	oldErr       error
 
 	mu   sync.Mutex
 	era  *eraRunner
@@ -323,7 +324,9 @@ func newKafkaMembers() (*kafkaMembers, error) {
 	if err != nil {
 		return nil, fmt.Errorf("members kafka: %w", err)
 	}
-	return &kafkaMembers{java: java, classpath: cp, live: map[string]*vcTranslator{}}, nil
+	k := &kafkaMembers{java: java, classpath: cp, live: map[string]*vcTranslator{}}
+	k.oldClasspath, k.oldErr = lab.FindOldConsumerClasspath()
+	return k, nil
 }
 
 func (k *kafkaMembers) setEra(r *eraRunner) {
@@ -382,19 +385,29 @@ func (r *eraRunner) newVC(name string, props map[string]string, rec *timeline.Re
 
 func (c *vcConsumer) zkSession() int64 { return 0 }
 
-// kafkaMembersApply says whether era runs with Kafka's members under members, and why not: the zk
-// era's old connector is not part of this axis yet, and a script that faults a member's links needs
-// the member to dial through the runner's proxies, which VerifiableConsumer (dialling the brokers it
-// is told of) does not.
-func kafkaMembersApply(era, members string, script []Step) (bool, string) {
+// kafkaMembersApply says whether era runs with Kafka's members under members, and why not: a script
+// that faults a member's links needs the member to dial through the runner's proxies, which neither
+// VerifiableConsumer (dialling the brokers it is told of) nor the 0.8.2.2 connector does; in the zk
+// era the connector's ZooKeeper proxy fronts one server (zkNodes 1), and the harness commits only by
+// auto-commit (a scenario that turns it off commits itself, which the harness cannot).
+func kafkaMembersApply(era, members string, script []Step, zkNodes int, props map[string]string) (bool, string) {
 	if era == "zk" {
-		return false, "members " + members + ": the zk era's Kafka member (the 0.8.2 connector) is not part of this axis yet"
+		if zkNodes > 1 {
+			return false, "members " + members + ": the 0.8.2.2 connector's counting ZooKeeper proxy fronts one server; the scenario needs an ensemble"
+		}
+		if props["auto.commit.enable"] == "false" {
+			return false, "members " + members + ": the scenario commits itself, and the 0.8.2.2 connector's harness only auto-commits"
+		}
 	}
 	for _, st := range script {
 		switch st.Action {
 		case ActStall, ActLatency, ActCut, ActHeal:
 			if isKafkaMember(members, era, st.Member) {
-				return false, fmt.Sprintf("members %s: the script faults %s's links, and Kafka's VerifiableConsumer does not dial through the runner's proxies", members, st.Member)
+				kind := "Kafka's VerifiableConsumer does"
+				if era == "zk" {
+					kind = "the 0.8.2.2 connector does"
+				}
+				return false, fmt.Sprintf("members %s: the script faults %s's links, and %s not dial through the runner's proxies", members, st.Member, kind)
 			}
 		}
 	}

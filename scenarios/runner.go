@@ -249,7 +249,11 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 		case sc.StopsZKNode && o.ExternalZK != "":
 			e.Applies, e.Reason = false, "stops ZooKeeper nodes: needs the 3-node ensemble the lab starts, not an external one (--zk)"
 		case o.Members != MembersRebalancelab:
-			e.Applies, e.Reason = kafkaMembersApply(era, o.Members, res.Script)
+			var props map[string]string
+			if sc.MemberProps != nil {
+				props = sc.MemberProps(era, t)
+			}
+			e.Applies, e.Reason = kafkaMembersApply(era, o.Members, res.Script, sc.ZKNodes, props)
 		}
 		res.Eras = append(res.Eras, e)
 		if e.Applies {
@@ -299,6 +303,11 @@ func runEras(ctx context.Context, o Options, sc *Scenario, res *RunResult, eras 
 		}
 		if v, err := lab.KafkaVersionOf(km.classpath); err == nil {
 			res.Versions["kafka_members"] = v
+		}
+		for _, e := range eras {
+			if v := oldConsumerVersion(km.oldClasspath); e.Era == "zk" && v != "" {
+				res.Versions["kafka_members_zk"] = v // the zk era's: the 0.8.2.2 connector
+			}
 		}
 	}
 	if o.Bootstrap == "" {
@@ -442,6 +451,9 @@ func (r *eraRunner) run(parent context.Context) error {
 		parts[i] = int32(i)
 	}
 	r.opts = FigureOptions{Partitions: map[string][]int32{e.Topic: parts}}
+	if r.kafka != nil && e.Era == "zk" {
+		r.opts.NotMeasured = notMeasuredOld
+	}
 	if r.kafka != nil && e.Era != "zk" {
 		r.kafka.setEra(r)
 		defer r.kafka.setEra(nil)
@@ -878,7 +890,11 @@ func (r *eraRunner) startMember(name, as string) {
 	var impl consumer
 	var err error
 	if r.kafka != nil && isKafkaMember(r.o.Members, r.e.Era, name) {
-		impl, err = r.newVC(name, props, m.rec)
+		if r.e.Era == "zk" {
+			impl, err = r.newOC(name, props, m.rec)
+		} else {
+			impl, err = r.newVC(name, props, m.rec)
+		}
 	} else if r.o.MembersAs == MembersAsProcesses {
 		impl, err = r.newProcess(name, props, g)
 	} else {

@@ -262,7 +262,7 @@ Of the flags above only --json applies (a list of the runs).`,
 	f.BoolVar(&kafkaDefaults, "kafka-defaults", false, "Kafka's own timing (45 s sessions...) instead of the lab's short settings")
 	f.StringArrayVar(&zkConfigs, "zk-config", nil, "Kafka 0.8.2 consumer property key=value for every zk-era member (repeatable), e.g. offsets.storage=kafka")
 	addBrokerListFlag(run, &brokerImpl)
-	f.StringVar(&membersImpl, "members", scenarios.MembersRebalancelab, "the coordinator eras' members: rebalancelab (newconsumer), kafka (Kafka 3.9's VerifiableConsumer JVMs), mixed (one group of both: m1, m3... ours, m2, m4... Kafka's), or a comma-separated list to run each and compare (the zk era's members are ours)")
+	f.StringVar(&membersImpl, "members", scenarios.MembersRebalancelab, "the members: rebalancelab (ours: newconsumer, zkconsumer), kafka (Kafka 3.9's VerifiableConsumer JVMs in the coordinator eras, the real 0.8.2.2 ZookeeperConsumerConnector in the zk era), mixed (one group of both: m1, m3... ours, m2, m4... Kafka's), or a comma-separated list to run each and compare")
 	f.StringVar(&membersAs, "members-as", scenarios.MembersAsGoroutines, `how members run: "goroutines" of this process, or "processes": one rebalancelab process per member (a crash is a kill -9, a restart a new process)`)
 	f.IntVar(&hosts, "hosts", 0, "run on N test hosts (network namespaces): ZooKeeper and the broker on h1, members as processes round-robin over h1..hN (0: the scenario's default, none for most)")
 	f.StringVar(&plotFile, "plot", "", "sweep: write the log-log plots of the figures against N to FILE.svg")

@@ -1,0 +1,157 @@
+package zkconsumer
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/timeline"
+)
+
+// TestZKCountingProxyMatchesTimeline: a zkconsumer whose ZooKeeper session goes through
+// lab.ZKCountingProxy (as the scenarios' real 0.8.2.2 members' do) counts, through the proxy, the
+// same ZooKeeper requests and notifications as its own timeline records: reads and writes per path
+// (zk_op), watch notifications per path and type (zk_watch). The server agrees: `cons` counts, on the
+// session's connection, the proxy's requests (pings included) plus the connect request, and every
+// path `wchc` lists as watched by the session was read through the proxy.
+func TestZKCountingProxyMatchesTimeline(t *testing.T) {
+	z := startZK(t)
+	a := newAdmin(t, z.Connect())
+	a.fakeBroker(0)
+	a.createTopic("t", 4)
+	proxy, err := lab.StartZKCountingProxy(z.Servers()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	var mu sync.Mutex
+	seen := map[string]int{} // "read /path", "write /path", "watch NodeChildrenChanged /path"
+	proxy.OnEvent = func(ev lab.ZKProxyEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev.Kind {
+		case lab.ZKProxyRead, lab.ZKProxyWrite:
+			seen[ev.Kind+" "+ev.Path]++
+		case lab.ZKProxyWatch:
+			seen["watch "+ev.Op+" "+ev.Path]++
+		}
+	}
+	props := map[string]string{"auto.commit.enable": "false"}
+	m1 := newMember(t, proxy.Addr, "g", "m1", props)
+	createStreams(t, m1, map[string]int{"t": 1})
+	// Two joins and a leave: m1 is notified, re-reads and rebalances each time.
+	m2 := newMember(t, z.Connect(), "g", "m2", props)
+	createStreams(t, m2, map[string]int{"t": 1})
+	m3 := newMember(t, z.Connect(), "g", "m3", props)
+	createStreams(t, m3, map[string]int{"t": 1})
+	m2.Shutdown()
+	idle := func() bool { return m1.rebalanceIdle() && m3.rebalanceIdle() }
+	deadline := time.Now().Add(20 * time.Second)
+	for !idle() && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(800 * time.Millisecond) // the last notifications' re-reads
+	if !idle() {
+		t.Fatal("the group did not settle")
+	}
+
+	fromTimeline := map[string]int{}
+	var reads, writes, watches int
+	for _, r := range m1.rec.Records() {
+		switch r.Kind {
+		case timeline.ZKOp:
+			fromTimeline[r.Op+" "+r.Path]++
+			if r.Op == "read" {
+				reads++
+			} else {
+				writes++
+			}
+		case timeline.ZKWatch:
+			fromTimeline["watch "+r.Type+" "+r.Path]++
+			watches++
+		}
+	}
+	mu.Lock()
+	proxySeen := map[string]int{}
+	for k, v := range seen {
+		proxySeen[k] = v
+	}
+	mu.Unlock()
+	var diff []string
+	for k := range union(fromTimeline, proxySeen) {
+		if fromTimeline[k] != proxySeen[k] {
+			diff = append(diff, k)
+		}
+	}
+	sort.Strings(diff)
+	for _, k := range diff {
+		t.Errorf("%s: timeline %d, proxy %d", k, fromTimeline[k], proxySeen[k])
+	}
+	if proxy.Reads() != reads || proxy.Writes() != writes || proxy.Watches() != watches || reads == 0 || writes == 0 || watches < 2 {
+		t.Errorf("proxy reads %d writes %d watches %d; timeline %d %d %d (want equal, reads and writes > 0, >= 2 notifications)",
+			proxy.Reads(), proxy.Writes(), proxy.Watches(), reads, writes, watches)
+	}
+	t.Logf("m1 through the proxy: %d reads, %d writes, %d notifications; ops %v", reads, writes, watches, proxy.Ops())
+
+	// The server's side: cons (packets received on the session's connection) and wchc (its watches).
+	sid := proxy.SessionID()
+	if sid == 0 || sid != m1.SessionID() {
+		t.Fatalf("proxy saw session %#x, the connector has %#x", sid, m1.SessionID())
+	}
+	total := func() int {
+		n := 0
+		for _, v := range proxy.Ops() {
+			n += v
+		}
+		return n
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var ok bool
+	for try := 0; try < 5 && !ok; try++ {
+		before := total()
+		out, err := lab.FourLetter(ctx, z.Servers()[0], "cons")
+		after := total()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, found := parseCons(out)[sid]
+		if !found {
+			t.Fatalf("cons lists no session %#x:\n%s", sid, out)
+		}
+		// The connect request is a packet the server counts and the proxy does not (no header).
+		ok = int64(before+1) <= got.recved && got.recved <= int64(after+1)
+		t.Logf("cons recved %d; proxy requests %d..%d (+1 connect)", got.recved, before, after)
+	}
+	if !ok {
+		t.Errorf("cons' packet count of the session never matched the proxy's requests + 1")
+	}
+	out, err := lab.FourLetter(ctx, z.Servers()[0], "wchc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	watched := lab.ParseWatchesBySession(out)[sid]
+	if len(watched) == 0 {
+		t.Fatalf("wchc lists no watch of session %#x:\n%s", sid, out)
+	}
+	for _, p := range watched {
+		if proxySeen["read "+p] == 0 {
+			t.Errorf("wchc: session watches %s, which it never read through the proxy", p)
+		}
+	}
+	t.Logf("wchc: session %#x watches %v", sid, watched)
+}
+
+func union(a, b map[string]int) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
