@@ -145,11 +145,12 @@ func checkMixed(t *testing.T, res *RunResult) {
 }
 
 // TestMixedGroupOnRebalancelab: VerifiableConsumer × 2 (m2, m4) + newconsumer × 2 (m1, m3) in one
-// group on this project's broker, range (classic) and cooperative-sticky: herd-effect with 3 stable
+// group on this project's broker, range (classic), cooperative-sticky and static (range with
+// group.instance.id on every member): herd-effect with 3 stable
 // members, m4 (Kafka's) joins, then one leaves. Every relation holds (rebalance_participants of the
 // join == 4), Kafka's invariants hold, every partition is owned once at the end.
 func TestMixedGroupOnRebalancelab(t *testing.T) {
-	res := runWithMembers(t, lab.BrokerRebalancelab, MembersMixed, "herd-effect", []string{"classic", "cooperative"},
+	res := runWithMembers(t, lab.BrokerRebalancelab, MembersMixed, "herd-effect", []string{"classic", "cooperative", "static"},
 		Params{Consumers: 3, Partitions: 6, Seed: 1})
 	checkMixed(t, res)
 }
@@ -161,7 +162,7 @@ func TestMixedGroupOnKafka39(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	var progress bytes.Buffer
-	res, err := Run(ctx, Options{Scenario: "herd-effect", Eras: []string{"classic", "cooperative"},
+	res, err := Run(ctx, Options{Scenario: "herd-effect", Eras: []string{"classic", "cooperative", "static"},
 		Params: Params{Consumers: 3, Partitions: 6, Seed: 1}, Version: "test", Broker: lab.BrokerKafka,
 		Members: MembersMixed, Log: quietLog(), LabLog: quietLog(), Progress: &progress})
 	if err != nil {
