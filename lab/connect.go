@@ -73,36 +73,8 @@ const (
 // FindConnectClasspath returns interop/connect-3.9/target/lib ($REBALANCELAB_CONNECT_CLASSPATH when
 // set), found as FindKafkaClasspath finds Kafka's; the error wraps ErrNoKafka and names `make deps`.
 func FindConnectClasspath() (string, error) {
-	if d := os.Getenv(ConnectClasspathEnv); d != "" {
-		if jars, _ := filepath.Glob(filepath.Join(d, "connect-runtime-*.jar")); len(jars) == 0 {
-			return "", fmt.Errorf("lab: %w: $%s=%s holds no connect-runtime-*.jar", ErrNoKafka, ConnectClasspathEnv, d)
-		}
-		return d, nil
-	}
-	var starts []string
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	if exe, err := os.Executable(); err == nil {
-		if exe, err = filepath.EvalSymlinks(exe); err == nil {
-			starts = append(starts, filepath.Dir(exe))
-		}
-	}
-	for _, s := range starts {
-		for d := s; ; d = filepath.Dir(d) {
-			if isFile(filepath.Join(d, "interop", ConnectModule, "pom.xml")) {
-				cp := filepath.Join(d, "interop", ConnectModule, "target", "lib")
-				if isFile(filepath.Join(cp, kafkaStamp)) {
-					return cp, nil
-				}
-				return "", fmt.Errorf("lab: %w: %s is missing or incomplete; run `make deps` (its interop step resolves org.apache.kafka:connect-runtime 3.9.2 from Maven Central)", ErrNoKafka, cp)
-			}
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
-	}
-	return "", fmt.Errorf("lab: %w: no repository with interop/%s/pom.xml above the working directory or this executable (set $%s)", ErrNoKafka, ConnectModule, ConnectClasspathEnv)
+	return interopModule{module: ConnectModule, env: ConnectClasspathEnv, marker: "connect-runtime-*.jar",
+		what: "resolves org.apache.kafka:connect-runtime 3.9.2 and compiles the lab's connectors", err: ErrNoKafka}.classpath()
 }
 
 // ConnectWorkerOptions configures StartConnectWorker.

@@ -44,10 +44,8 @@ const KafkaClasspathEnv = "REBALANCELAB_KAFKA_CLASSPATH"
 // ErrNoKafka is wrapped by the error returned when the Kafka 3.9 classpath is missing.
 var ErrNoKafka = errors.New("no Kafka 3.9 classpath")
 
-// kafkaClasspathRel is the classpath directory relative to the repository root, and the stamp the
-// interop build (scripts/deps.sh) writes once every jar is copied.
-var kafkaClasspathRel = filepath.Join("interop", KafkaModule, "target", "lib")
-
+// kafkaStamp is the file the interop build (scripts/deps.sh) writes in a module's target/lib once
+// every jar is there.
 const kafkaStamp = ".complete"
 
 // KafkaHeapOpts bounds each Kafka JVM (Kafka's start script reads KAFKA_HEAP_OPTS, default -Xmx1G
@@ -72,44 +70,8 @@ var KafkaSmallLabSettings = map[string]string{
 // the interop build did not finish (no stamp) counts as missing. The error wraps ErrNoKafka and
 // names the `make deps` step that builds it.
 func FindKafkaClasspath() (string, error) {
-	if d := os.Getenv(KafkaClasspathEnv); d != "" {
-		if jars, _ := filepath.Glob(filepath.Join(d, "kafka_2.13-*.jar")); len(jars) == 0 {
-			return "", fmt.Errorf("lab: %w: $%s=%s holds no kafka_2.13-*.jar; unset it or point it at interop/%s/target/lib after `make deps`",
-				ErrNoKafka, KafkaClasspathEnv, d, KafkaModule)
-		}
-		return d, nil
-	}
-	var starts []string
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	if exe, err := os.Executable(); err == nil {
-		if exe, err = filepath.EvalSymlinks(exe); err == nil {
-			starts = append(starts, filepath.Dir(exe))
-		}
-	}
-	var repos []string
-	for _, s := range starts {
-		for d := s; ; d = filepath.Dir(d) {
-			if isFile(filepath.Join(d, "interop", KafkaModule, "pom.xml")) {
-				cp := filepath.Join(d, kafkaClasspathRel)
-				if isFile(filepath.Join(cp, kafkaStamp)) {
-					return cp, nil
-				}
-				repos = append(repos, d)
-				break
-			}
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
-	}
-	where := "no repository with interop/" + KafkaModule + "/pom.xml above the working directory or this executable (set $" + KafkaClasspathEnv + ")"
-	if len(repos) > 0 {
-		where = filepath.Join(repos[0], kafkaClasspathRel) + " is missing or incomplete"
-	}
-	return "", fmt.Errorf("lab: %w: %s; run `make deps` (its interop step, mvn -f interop/pom.xml package, resolves the pinned org.apache.kafka:kafka_2.13 3.9.x from Maven Central)",
-		ErrNoKafka, where)
+	return interopModule{module: KafkaModule, env: KafkaClasspathEnv, marker: "kafka_2.13-*.jar",
+		what: "resolves the pinned org.apache.kafka:kafka_2.13 3.9.x", err: ErrNoKafka}.classpath()
 }
 
 // KafkaVersionOf is the Kafka release in a classpath directory, from its kafka_2.13-<version>.jar

@@ -42,36 +42,8 @@ var OldConsumerJVMFlags = []string{"-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredSt
 // FindOldConsumerClasspath returns interop/kafka-0.8.2/target/lib ($REBALANCELAB_OLDCONSUMER_CLASSPATH
 // when set), found as FindConnectClasspath finds Connect's; the error wraps ErrNoKafka and names `make deps`.
 func FindOldConsumerClasspath() (string, error) {
-	if d := os.Getenv(OldConsumerClasspathEnv); d != "" {
-		if jars, _ := filepath.Glob(filepath.Join(d, "kafka_2.11-0.8.2.2.jar")); len(jars) == 0 {
-			return "", fmt.Errorf("lab: %w: $%s=%s holds no kafka_2.11-0.8.2.2.jar", ErrNoKafka, OldConsumerClasspathEnv, d)
-		}
-		return d, nil
-	}
-	var starts []string
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	if exe, err := os.Executable(); err == nil {
-		if exe, err = filepath.EvalSymlinks(exe); err == nil {
-			starts = append(starts, filepath.Dir(exe))
-		}
-	}
-	for _, s := range starts {
-		for d := s; ; d = filepath.Dir(d) {
-			if isFile(filepath.Join(d, "interop", OldConsumerModule, "pom.xml")) {
-				cp := filepath.Join(d, "interop", OldConsumerModule, "target", "lib")
-				if isFile(filepath.Join(cp, kafkaStamp)) {
-					return cp, nil
-				}
-				return "", fmt.Errorf("lab: %w: %s is missing or incomplete; run `make deps` (its interop step resolves org.apache.kafka:kafka_2.11 0.8.2.2 from Maven Central)", ErrNoKafka, cp)
-			}
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
-	}
-	return "", fmt.Errorf("lab: %w: no repository with interop/%s/pom.xml above the working directory or this executable (set $%s)", ErrNoKafka, OldConsumerModule, OldConsumerClasspathEnv)
+	return interopModule{module: OldConsumerModule, env: OldConsumerClasspathEnv, marker: "kafka_2.11-0.8.2.2.jar",
+		what: "resolves org.apache.kafka:kafka_2.11 0.8.2.2 and compiles the harness", err: ErrNoKafka}.classpath()
 }
 
 // OldConsumerOptions configures StartOldConsumer.

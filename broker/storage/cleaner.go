@@ -832,27 +832,5 @@ func readCleanerCheckpoint(fs FS, dir string) int64 {
 
 // writeCleanerCheckpoint replaces the cleaner checkpoint atomically and durably.
 func writeCleanerCheckpoint(fs FS, dir string, firstDirty int64) error {
-	name := filepath.Join(dir, cleanerCheckpointName)
-	tmp := name + ".tmp"
-	f, err := fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("storage: write %s: %w", name, err)
-	}
-	_, err = fmt.Fprintf(f, "0\n1\n%d\n", firstDirty)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fs.Rename(tmp, name)
-	}
-	if err == nil {
-		err = syncDir(fs, dir)
-	}
-	if err != nil {
-		return fmt.Errorf("storage: write %s: %w", name, err)
-	}
-	return nil
+	return writeCheckpoint(fs, dir, cleanerCheckpointName, fmt.Appendf(nil, "0\n1\n%d\n", firstDirty))
 }

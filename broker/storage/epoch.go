@@ -112,27 +112,5 @@ func readEpochCheckpoint(fs FS, dir string) (entries []epochEntry, found bool, e
 
 // writeEpochCheckpoint replaces the checkpoint atomically and durably.
 func writeEpochCheckpoint(fs FS, dir string, entries []epochEntry) error {
-	name := filepath.Join(dir, epochCheckpointName)
-	tmp := name + ".tmp"
-	f, err := fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(encodeEpochs(entries))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fs.Rename(tmp, name)
-	}
-	if err == nil {
-		err = syncDir(fs, dir)
-	}
-	if err != nil {
-		return fmt.Errorf("storage: write %s: %w", name, err)
-	}
-	return nil
+	return writeCheckpoint(fs, dir, epochCheckpointName, encodeEpochs(entries))
 }

@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 )
 
@@ -94,6 +96,35 @@ func (osFS) SyncDir(dir string) error {
 func syncDir(fs FS, dir string) error {
 	if ds, ok := fs.(DirSyncer); ok {
 		return ds.SyncDir(dir)
+	}
+	return nil
+}
+
+// writeCheckpoint replaces dir/name with data atomically and durably, as Kafka's CheckpointFile.write
+// does: write name.tmp, fsync it, rename it over name, fsync the directory. A crash leaves the old
+// file or the new one, never a torn one.
+func writeCheckpoint(fs FS, dir, name string, data []byte) error {
+	path := filepath.Join(dir, name)
+	tmp := path + ".tmp"
+	f, err := fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("storage: write %s: %w", path, err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fs.Rename(tmp, path)
+	}
+	if err == nil {
+		err = syncDir(fs, dir)
+	}
+	if err != nil {
+		return fmt.Errorf("storage: write %s: %w", path, err)
 	}
 	return nil
 }

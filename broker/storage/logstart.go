@@ -52,29 +52,7 @@ func readLogStartCheckpoint(fs FS, dir string) (int64, error) {
 // writeLogStartCheckpoint replaces the checkpoint atomically and durably (write, fsync, rename, fsync
 // of the directory), as CheckpointFile.write does.
 func writeLogStartCheckpoint(fs FS, dir string, off int64) error {
-	name := filepath.Join(dir, logStartCheckpointName)
-	tmp := name + ".tmp"
-	f, err := fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write([]byte("0\n1\n" + strconv.FormatInt(off, 10) + "\n"))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fs.Rename(tmp, name)
-	}
-	if err == nil {
-		err = syncDir(fs, dir)
-	}
-	if err != nil {
-		return fmt.Errorf("storage: write %s: %w", name, err)
-	}
-	return nil
+	return writeCheckpoint(fs, dir, logStartCheckpointName, []byte("0\n1\n"+strconv.FormatInt(off, 10)+"\n"))
 }
 
 // DeleteRecordsBefore moves the log start offset up to offset (UnifiedLog.maybeIncrementLogStartOffset
