@@ -1,11 +1,13 @@
 package broker
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -33,9 +35,15 @@ type producerIDBlock struct {
 // the controller with AllocateProducerIds, and the controller claims it the same way).
 type producerIDs struct {
 	mu        sync.Mutex
-	claimed   bool  // a block was claimed
-	next, end int64 // ids next..end of the current block are free
+	claimed   bool          // a block was claimed
+	next, end int64         // ids next..end of the current block are free
+	claiming  chan struct{} // closed when the claim in flight ends; nil when none is
+	claimErr  error         // the last claim's error, for the requests that waited for it
 }
+
+// producerIDClaimWait bounds how long an InitProducerId waits for a block to be claimed (ZooKeeper
+// slow or away) before it is answered with a retriable error.
+const producerIDClaimWait = 5 * time.Second
 
 // claimBlock reads /latest_producer_id_block and writes the block after it with the version it read
 // (ZkProducerIdManager.getNewProducerIdBlock), retrying when another broker wrote in between. The
@@ -82,21 +90,57 @@ func (b *Broker) claimProducerIDBlock() (start, end int64, err error) {
 }
 
 // generateProducerID is ZkProducerIdManager.generateProducerId: the next id of the current block,
-// claiming a new block when it is used up.
-func (b *Broker) generateProducerID() (int64, error) {
+// claiming a new block when it is used up. The claim's ZooKeeper round trips run on one goroutine of
+// the broker's (one claim at a time, never under pids.mu); a request waits for it at most
+// producerIDClaimWait or until ctx ends, then gets an error.
+func (b *Broker) generateProducerID(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, producerIDClaimWait)
+	defer cancel()
+	p := &b.pids
+	for {
+		p.mu.Lock()
+		if p.claimed && p.next <= p.end {
+			id := p.next
+			p.next++
+			p.mu.Unlock()
+			return id, nil
+		}
+		done := p.claiming
+		if done == nil {
+			done = make(chan struct{})
+			if !b.spawn(func() { b.claimProducerIDs(done) }) {
+				p.mu.Unlock()
+				return -1, errors.New("the broker is shutting down")
+			}
+			p.claiming = done
+		}
+		p.mu.Unlock()
+		select {
+		case <-done:
+			p.mu.Lock()
+			err := p.claimErr
+			p.mu.Unlock()
+			if err != nil {
+				return -1, err
+			}
+		case <-ctx.Done():
+			return -1, fmt.Errorf("waiting for a producer id block: %w", ctx.Err())
+		}
+	}
+}
+
+// claimProducerIDs claims a block (claimProducerIDBlock) and hands it to generateProducerID's
+// waiters, closing done.
+func (b *Broker) claimProducerIDs(done chan struct{}) {
+	start, end, err := b.claimProducerIDBlock()
 	p := &b.pids
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.claimed || p.next > p.end {
-		start, end, err := b.claimProducerIDBlock()
-		if err != nil {
-			return -1, err
-		}
+	if err == nil {
 		p.next, p.end, p.claimed = start, end, true
 	}
-	id := p.next
-	p.next++
-	return id, nil
+	p.claimErr, p.claiming = err, nil
+	p.mu.Unlock()
+	close(done)
 }
 
 // handleInitProducerID is KafkaApis.handleInitProducerIdRequest with TransactionCoordinator.handleInitProducerId
@@ -108,7 +152,7 @@ func (b *Broker) generateProducerID() (int64, error) {
 // __transaction_state partition. When no block of ids can be claimed (ZooKeeper unreachable) the
 // answer is COORDINATOR_LOAD_IN_PROGRESS, retriable, as 3.9's RPCProducerIdManager answers while it
 // waits for a block.
-func (b *Broker) handleInitProducerID(req *kmsg.InitProducerIDRequest) kmsg.Response {
+func (b *Broker) handleInitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	fail := func(e *kerr.Error) kmsg.Response {
 		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = e.Code, -1, -1
@@ -124,7 +168,7 @@ func (b *Broker) handleInitProducerID(req *kmsg.InitProducerIDRequest) kmsg.Resp
 	default:
 		return fail(kerr.NotCoordinator)
 	}
-	id, err := b.generateProducerID()
+	id, err := b.generateProducerID(ctx)
 	if err != nil {
 		b.log.WithError(err).Warn("InitProducerId: no producer id block")
 		return fail(kerr.CoordinatorLoadInProgress)

@@ -473,7 +473,7 @@ func (lc *logConfig) storageConfig(sc storage.Config) storage.Config {
 	case lc.compact:
 		sc.CleanupPolicy = "compact"
 	default:
-		sc.CleanupPolicy = "delete" // an empty list is delete's behaviour for retention, and no cleaning
+		sc.CleanupPolicy = "delete" // not compacted; without delete in the list, retention was turned off above
 	}
 	// Zero means "default" to storage; Kafka's 0 means at once / always.
 	sc.DeleteRetentionMs = max(lc.deleteRetentionMs, 1)

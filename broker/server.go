@@ -341,7 +341,7 @@ func (b *Broker) dispatch(ctx context.Context, req kmsg.Request) (resp kmsg.Resp
 	case *kmsg.ListOffsetsRequest:
 		return b.handleListOffsets(r), nil
 	case *kmsg.InitProducerIDRequest:
-		return b.handleInitProducerID(r), nil
+		return b.handleInitProducerID(ctx, r), nil
 	case *kmsg.CreateTopicsRequest:
 		return b.handleCreateTopics(ctx, r), nil
 	case *kmsg.CreatePartitionsRequest:

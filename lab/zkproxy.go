@@ -10,8 +10,10 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // ZooKeeper's request op codes (ZooDefs.OpCode) by name.
@@ -38,7 +40,8 @@ type ZKCountingProxy struct {
 	mu        sync.Mutex
 	ops       map[string]int
 	watches   int
-	conns     []net.Conn
+	closed    bool       // Close has begun: a connection accepted now is closed at once
+	conns     []net.Conn // open connections, both sides; a pair is removed when its pipes end
 	sessionID int64
 }
 
@@ -106,18 +109,38 @@ func (p *ZKCountingProxy) accept() {
 		if err != nil {
 			return
 		}
-		u, err := net.Dial("tcp", p.upstream)
+		u, err := net.DialTimeout("tcp", p.upstream, 10*time.Second)
 		if err != nil {
 			c.Close()
 			continue
 		}
 		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			c.Close()
+			u.Close()
+			return
+		}
 		p.conns = append(p.conns, c, u)
-		p.mu.Unlock()
 		p.wg.Add(2)
+		p.mu.Unlock()
 		st := &zkConnState{creates: map[int32]ZKProxyEvent{}}
-		go p.pipe(u, c, true, st)
-		go p.pipe(c, u, false, st)
+		var ended sync.WaitGroup
+		ended.Add(2)
+		pipe := func(dst, src net.Conn, requests bool) {
+			defer ended.Done()
+			p.pipe(dst, src, requests, st)
+		}
+		go pipe(u, c, true)
+		go pipe(c, u, false)
+		p.wg.Add(1)
+		go func() { // forget the pair once both directions ended
+			defer p.wg.Done()
+			ended.Wait()
+			p.mu.Lock()
+			p.conns = slices.DeleteFunc(p.conns, func(x net.Conn) bool { return x == c || x == u })
+			p.mu.Unlock()
+		}()
 	}
 }
 
@@ -269,6 +292,7 @@ func (p *ZKCountingProxy) Watches() int {
 func (p *ZKCountingProxy) Close() error {
 	err := p.ln.Close()
 	p.mu.Lock()
+	p.closed = true
 	for _, c := range p.conns {
 		c.Close()
 	}

@@ -54,8 +54,9 @@ type MemberProcess struct {
 	Member string `json:"member"`
 	Host   string `json:"host,omitempty"` // the test host it ran in (--hosts)
 	PID    int    `json:"pid"`
-	// Stop is how the runner ended it: "sigterm" (graceful stop), "sigkill" (crash, Ctrl-C), or ""
-	// when the process ended by itself (a member that gave up).
+	// Stop is how the runner ended it: "sigterm" (graceful stop), "stop" (graceful stop by a "stop"
+	// line on its stdin: the 0.8.2.2 connector's harness, which has no shutdown hook), "sigkill"
+	// (crash, Ctrl-C), or "" when the process ended by itself (a member that gave up).
 	Stop     string `json:"stop,omitempty"`
 	Status   string `json:"status"`           // os.ProcessState's text: "exit status 0", "signal: killed"
 	ExitCode int    `json:"exit_code"`        // -1 when a signal ended it

@@ -568,9 +568,13 @@ func (l *Log) Read(offset int64, maxBytes int32) ([]byte, error) {
 	}
 	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset }) - 1
 	// Skip segments with no batch at or after offset: empty ones, and those
-	// compaction left ending before it.
-	for l.segs[i].size == 0 || l.segs[i].next <= offset {
+	// compaction left ending before it. None left (offset in a gap compaction
+	// left before an empty active segment): nothing to read yet, as at the end.
+	for i < len(l.segs) && (l.segs[i].size == 0 || l.segs[i].next <= offset) {
 		i++
+	}
+	if i == len(l.segs) {
+		return nil, nil
 	}
 	s := l.segs[i]
 	pos, size, err := s.find(offset)
