@@ -3,7 +3,7 @@ GO        ?= go
 BIN       := bin/rebalancelab
 VERSION   := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 # Packages with goroutines run under the race detector; the whole suite does.
-TESTFLAGS ?= -race -count=1 -timeout 20m
+TESTFLAGS ?= -race -count=1 -timeout 30m
 FUZZTIME  ?= 15s
 
 .PHONY: all build deps test fuzz demo vet clean difftest kafka-scenarios
