@@ -115,7 +115,7 @@ func Catalog() []*Scenario {
 		consumerBounce(false, "rolling"), staticMemberBounce(), staticFencing(), consumerFailure(true),
 		consumerFailure(false),
 		// Over test hosts (host_scenarios.go).
-		hostLinkDown(),
+		hostLinkDown(), hostSlowLink(),
 		// Kafka Streams instances on this broker (streams.go).
 		streamsThreads()}
 	return out

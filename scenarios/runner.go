@@ -415,6 +415,8 @@ type eraRunner struct {
 	mu      sync.Mutex
 	members map[string]*member // current incarnation by name
 	links   map[string]*lab.MemberLinks
+	// hostNet: each test host's delay and loss now in force (host-delay, host-loss), by host index.
+	hostNet map[int]hostNet
 	// retired are the links of crashed incarnations: cut for good (the zombie must not reach anything);
 	// a restart gets new links, as a new process gets new connections. Closed with the others.
 	retired []*lab.MemberLinks
@@ -684,6 +686,11 @@ func (r *eraRunner) faultedLinks(name string) []lab.Link {
 	if r.kafka != nil && isKafkaMember(r.o.Members, r.e.Era, name) {
 		return nil // Kafka's member dials the brokers itself; a crash is its kill -9
 	}
+	if r.hostNetViaProxies(name) { // netem missing: the host's delay and loss go on every link
+		for _, l := range crashLinks {
+			add(l)
+		}
+	}
 	for _, st := range r.res.Script {
 		if st.Member != name {
 			continue
@@ -710,8 +717,11 @@ var crashLinks = []lab.Link{lab.LinkZooKeeper, lab.LinkCoordinator, lab.LinkFetc
 // fault{action, target: "<member>/<link>", phase} stamped with the time it took effect there.
 func (r *eraRunner) linkFault(member string, ev lab.FaultEvent) {
 	action := ev.Fault
-	if ev.Fault == lab.FaultLatency {
+	switch ev.Fault {
+	case lab.FaultLatency:
 		action = fmt.Sprintf("latency %dms", ev.Latency.Milliseconds())
+	case lab.FaultLoss:
+		action = fmt.Sprintf("loss %s%%", strconv.FormatFloat(ev.LossPct, 'f', -1, 64))
 	}
 	phase := timeline.FaultEnd
 	if ev.Begin {
@@ -842,7 +852,7 @@ func (r *eraRunner) do(ctx context.Context, st Step) bool {
 			return true
 		}
 		r.nodeFault(st.Action == ActBrokerStop, string(ActBrokerStop), fmt.Sprintf("broker/%d", bs[st.Node].ID()))
-	case ActHostDown, ActHostUp, ActPartition, ActPartitionHeal:
+	case ActHostDown, ActHostUp, ActPartition, ActPartitionHeal, ActHostDelay, ActHostLoss:
 		r.hostStep(ctx, st)
 	case ActSettle:
 		start := time.Now()
