@@ -56,7 +56,7 @@ func runStormGroup(ctx context.Context, o StormOptions, era string, n int, progr
 	if p == 0 {
 		p = min(n, 1000)
 	}
-	g := &stormGroup{o: o, era: era, n: n, p: p, t: scenarios.LabTiming(), progress: progress}
+	g := &stormGroup{o: o, era: era, n: n, p: p, t: stormTiming(o), progress: progress}
 	for k, c := range StormCases {
 		g.cells[k] = &StormCell{Era: era, N: n, Case: c, Partitions: p, NotApplicable: scenarios.NotApplicable(era)}
 	}
@@ -68,6 +68,7 @@ func runStormGroup(ctx context.Context, o StormOptions, era string, n int, progr
 		Params:  scenarios.Params{Consumers: n, Partitions: p, Seed: o.Seed},
 		Version: o.Version, Log: o.LabLog, LabLog: o.LabLog, Progress: o.RunnerProgress, OnStep: g.onStep,
 		Broker: o.Broker, Bootstrap: o.Bootstrap, ExternalZK: o.ExternalZK, Keep: o.Keep,
+		KafkaDefaults: o.KafkaDefaults, BrokerConfig: o.BrokerConfig,
 	})
 	g.finish(runCtx, ctx, res, err)
 	return g.cells[:]
