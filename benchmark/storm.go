@@ -52,11 +52,16 @@ const (
 	// FigCPUMs: user+system CPU of this process (getrusage RUSAGE_SELF) during the cell, ms: members,
 	// broker, proxies, runner. The ZooKeeper server's CPU is not included.
 	FigCPUMs = "cpu_ms"
+	// FigBrokerCPUMs: the part of cpu_ms spent by the in-process broker's goroutines (its request
+	// handlers and the group coordinator; lab.BrokerProfileLabel), from a CPU profile of the cell
+	// (benchmark/cpuprofile.go): the coordinator's CPU. Null when no profile could run (bench storm
+	// --cpuprofile holds the profiler) or the broker is not in this process.
+	FigBrokerCPUMs = "broker_cpu_ms"
 )
 
 // CellFigureNames are the keys of every cell's figures: scenarios.FigureNames, then the resource
 // figures.
-var CellFigureNames = append(append([]string(nil), scenarios.FigureNames...), FigPeakRSSBytes, FigGoroutinesPeak, FigCPUMs)
+var CellFigureNames = append(append([]string(nil), scenarios.FigureNames...), FigPeakRSSBytes, FigGoroutinesPeak, FigCPUMs, FigBrokerCPUMs)
 
 // DefaultStormDeadline is the per-cell deadline when StormOptions.Deadline is 0.
 const DefaultStormDeadline = 120 * time.Second

@@ -177,6 +177,7 @@ func (g *stormGroup) endCell(ctx context.Context, k int, s scenarios.StepInfo) {
 	c.ElapsedMs = time.Since(st.start).Milliseconds()
 	rss, gor, cpu := st.sampler.Stop()
 	c.Figures = resourceFigures(rss, gor, cpu)
+	c.Figures[FigBrokerCPUMs] = st.sampler.brokerMs
 	recs := s.Records()
 	opts := scenarios.FigureOptions{Partitions: map[string][]int32{s.Topic: partitionIDs(g.p)}}
 	ev, ok := findEvent(scenarios.Compute(recs, g.era, opts), c.Case)
@@ -343,6 +344,7 @@ func (g *stormGroup) finish(runCtx, parent context.Context, res *scenarios.RunRe
 				c.ElapsedMs = time.Since(st.start).Milliseconds()
 				rss, gor, cpu := st.sampler.Stop()
 				c.Figures = resourceFigures(rss, gor, cpu)
+				c.Figures[FigBrokerCPUMs] = st.sampler.brokerMs
 			}
 			c.StoppedReason = why
 			if c.StoppedReason == "" {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -40,7 +41,14 @@ var tableColumns = []struct{ fig, head string }{
 	{FigPeakRSSBytes, "peak RSS MiB"},
 	{FigGoroutinesPeak, "goroutines"},
 	{FigCPUMs, "cpu ms"},
+	{FigBrokerCPUMs, "broker cpu ms"},
+	{perMember + scenarios.FigGroupRequests, "group reqs/member"},
+	{perMember + FigPeakRSSBytes, "KiB/member"},
+	{perMember + FigGoroutinesPeak, "goroutines/member"},
 }
+
+// perMember prefixes a table column that is a figure divided by N (KiB for peak_rss_bytes).
+const perMember = "per_member:"
 
 // WriteTable writes one row per cell (the main figures; "n/a" where the era cannot produce one, "-"
 // where the cell did not measure it), then the kgo peer comparison, the cells' checks and the zk
@@ -122,6 +130,17 @@ func msText(v int64) string {
 
 // cellText is one figure as the table shows it.
 func (c *StormCell) cellText(fig string) string {
+	if base, ok := strings.CutPrefix(fig, perMember); ok {
+		v, ok := c.Figure(base)
+		if !ok || c.N == 0 || slices.Contains(c.NotApplicable, base) {
+			return c.cellText(base)
+		}
+		x := float64(v) / float64(c.N)
+		if base == FigPeakRSSBytes {
+			x /= 1024
+		}
+		return strconv.FormatFloat(x, 'f', 1, 64)
+	}
 	for _, na := range c.NotApplicable {
 		if na == fig {
 			return "n/a"

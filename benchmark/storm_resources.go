@@ -23,10 +23,12 @@ type sampler struct {
 	peakGor  int64
 	rss, gor int64 // results
 	cpu      int64
+	prof     *cellProfile // nil: no broker CPU figure
+	brokerMs *int64
 }
 
 func startSampler(every time.Duration) *sampler {
-	s := &sampler{stop: make(chan struct{}), done: make(chan struct{}), cpu0: processCPU()}
+	s := &sampler{stop: make(chan struct{}), done: make(chan struct{}), cpu0: processCPU(), prof: startCellProfile()}
 	s.sample()
 	go func() {
 		defer close(s.done)
@@ -62,6 +64,9 @@ func (s *sampler) Stop() (rss, goroutines, cpuMs int64) {
 		s.sample()
 		s.rss, s.gor = s.peakRSS, s.peakGor
 		s.cpu = (processCPU() - s.cpu0).Milliseconds()
+		if ms, ok := s.prof.stop(); ok {
+			s.brokerMs = &ms
+		}
 	})
 	return s.rss, s.gor, s.cpu
 }

@@ -223,7 +223,7 @@ func TestStormBadOptions(t *testing.T) {
 	}{
 		{StormOptions{}, "no consumer counts"},
 		{StormOptions{Consumers: []int{10, 0}}, "--consumers 0"},
-		{StormOptions{Consumers: []int{10}, Partitions: 1001}, "--partitions 1001"},
+		{StormOptions{Consumers: []int{10}, Partitions: 10001}, "--partitions 10001"},
 		{StormOptions{Consumers: []int{10}, Eras: []string{"kafka"}}, `unknown era "kafka"`},
 		{StormOptions{Consumers: []int{10}, Deadline: -time.Second}, "deadline -1s"},
 		{StormOptions{Consumers: []int{10}, Eras: []string{"all"}, Bootstrap: "127.0.0.1:1"}, "needs its ZooKeeper: --zk"},
