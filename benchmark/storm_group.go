@@ -60,6 +60,12 @@ func runStormGroup(ctx context.Context, o StormOptions, era string, n int, progr
 	for k, c := range StormCases {
 		g.cells[k] = &StormCell{Era: era, N: n, Case: c, Partitions: p, NotApplicable: scenarios.NotApplicable(era)}
 	}
+	if why := fdShortage(o, n); why != "" {
+		for _, c := range g.cells {
+			c.Figures, c.StoppedReason = nullFigures(), why
+		}
+		return g.cells[:]
+	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	g.cancel = cancel

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -384,4 +385,31 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// TestStormFDShortage: N members whose connections would pass RLIMIT_NOFILE are not run (the broker
+// would fail on EMFILE, not the protocol): every cell says so, at once.
+func TestStormFDShortage(t *testing.T) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	low := lim
+	low.Cur = 3000
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	res, err := RunStorm(context.Background(), StormOptions{Eras: []string{"classic"}, Consumers: []int{1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Cells) != 3 {
+		t.Fatalf("%d cells", len(res.Cells))
+	}
+	for _, c := range res.Cells {
+		if !strings.Contains(c.StoppedReason, "file descriptors") || !strings.Contains(c.StoppedReason, "RLIMIT_NOFILE is 3000") {
+			t.Errorf("%s: stopped_reason %q", c.Case, c.StoppedReason)
+		}
+	}
 }
