@@ -290,8 +290,10 @@ func TestStormSVG(t *testing.T) {
 		Era    string `xml:"data-era,attr"`
 		Figure string `xml:"data-figure,attr"`
 		Case   string `xml:"data-case,attr"`
+		Fit    string `xml:"data-fit,attr"`
 		Points string `xml:"points,attr"`
 	}
+	fits := map[string]string{}
 	dec := xml.NewDecoder(&buf)
 	lines := map[string]polyline{}
 	root := ""
@@ -318,6 +320,10 @@ func TestStormSVG(t *testing.T) {
 			t.Fatal(err)
 		}
 		key := p.Era + "/" + p.Figure + "/" + p.Case
+		if p.Fit != "" { // the fitted power law, dashed
+			fits[key] = p.Fit
+			continue
+		}
 		if _, dup := lines[key]; dup {
 			t.Errorf("two polylines for %s", key)
 		}
@@ -325,6 +331,12 @@ func TestStormSVG(t *testing.T) {
 	}
 	if root != "svg" {
 		t.Errorf("root element %q", root)
+	}
+	// y = N fits as N^1.00; cooperative's stopped cell leaves two sizes, still a fit.
+	for _, key := range []string{"classic/time_to_stable_ms/storm", "cooperative/cpu_ms/join"} {
+		if f := fits[key]; !strings.HasSuffix(f, "·N^1.00") {
+			t.Errorf("fit of %s: %q, want ≈ k·N^1.00", key, f)
+		}
 	}
 	if want := 3 * len(PlotFigures) * len(StormCases); len(lines) != want {
 		t.Errorf("%d polylines, want %d", len(lines), want)
