@@ -124,3 +124,25 @@ func fdShortage(o StormOptions, n int) string {
 	return fmt.Sprintf("not run: %d members need about %d file descriptors in this process (%d each: a bootstrap/fetch and a coordinator connection, both ends, with the broker in-process) and RLIMIT_NOFILE is %d (hard %d; raising it needs CAP_SYS_RESOURCE, e.g. prlimit --nofile)",
 		n, need, fdsPerMember, lim.Cur, lim.Max)
 }
+
+// peerFDsPerMember: a kgo member keeps a connection for its group requests apart from the one for
+// metadata and fetches, and more while it rebalances (measured: EMFILE at N=3,000 beside ours here).
+const peerFDsPerMember = 8
+
+// peerFDShortage says why the kgo peer storm of N cannot run here ("" when it can): its connections
+// and ours (started after it, while its members are still closing) must fit under RLIMIT_NOFILE.
+func peerFDShortage(o StormOptions, n int) string {
+	if o.Bootstrap != "" || o.Broker == "kafka" {
+		return ""
+	}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return ""
+	}
+	need := uint64(peerFDsPerMember*n + 2048)
+	if need <= lim.Cur {
+		return ""
+	}
+	return fmt.Sprintf("kgo peer not run: %d kgo members need about %d file descriptors in this process (%d each with the broker in-process) and RLIMIT_NOFILE is %d (hard %d)",
+		n, need, peerFDsPerMember, lim.Cur, lim.Max)
+}
