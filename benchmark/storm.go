@@ -113,6 +113,9 @@ type StormOptions struct {
 	RunnerProgress io.Writer
 	// Progress is called when a cell (or a peer storm) starts and when everything is done.
 	Progress func(StormProgress)
+	// OnCell, when set, gets each cell as soon as it has ended (its figures, checks and stop reason
+	// known), so that a run killed later keeps what it measured.
+	OnCell func(*StormCell)
 }
 
 // StormProgress is one progress report: Done of Total cells are over; Era, N and Case name the one

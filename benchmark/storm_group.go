@@ -210,6 +210,9 @@ func (g *stormGroup) endCell(ctx context.Context, k int, s scenarios.StepInfo) {
 			}
 		}
 	}
+	if g.o.OnCell != nil {
+		g.o.OnCell(c)
+	}
 	if c.StoppedReason != "" {
 		g.cancel(&stopCause{c.StoppedReason})
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -92,9 +93,27 @@ peak_rss_bytes and cpu_ms then cover the members and proxies only).`,
 				defer pprof.StopCPUProfile()
 			}
 			bar := newProgressBar(cmd.ErrOrStderr())
+			var partial *os.File // FILE.cells.jsonl: each cell as it ends (a killed run keeps them)
+			if jsonFile != "" {
+				if partial, err = os.Create(jsonFile + ".cells.jsonl"); err != nil {
+					return err
+				}
+				defer partial.Close()
+			}
 			o := benchmark.StormOptions{Eras: eras, Consumers: ns, Partitions: partitions, Deadline: deadline,
 				Seed: seed, Peer: !noPeer, Version: version, Progress: bar.update, Broker: brokerImpl,
 				Bootstrap: bootstrap, ExternalZK: zkAddrs, Keep: keep, KafkaDefaults: kafkaDefs, BrokerConfig: bc}
+			if partial != nil {
+				var mu sync.Mutex
+				o.OnCell = func(c *benchmark.StormCell) {
+					mu.Lock()
+					defer mu.Unlock()
+					if b, err := json.Marshal(c); err == nil {
+						partial.Write(append(b, '\n'))
+						partial.Sync()
+					}
+				}
+			}
 			if logrus.GetLevel() >= logrus.DebugLevel {
 				o.LabLog = logrus.NewEntry(logrus.StandardLogger())
 				o.RunnerProgress = cmd.ErrOrStderr()
@@ -136,7 +155,7 @@ peak_rss_bytes and cpu_ms then cover the members and proxies only).`,
 	f.StringSliceVar(&eras, "era", []string{"all"}, "eras: zk, classic, cooperative, static, or all (comma-separated or repeated)")
 	f.StringVar(&consumers, "consumers", "10,100,1000", "member counts N, comma-separated")
 	f.IntVar(&partitions, "partitions", 0, "partitions P of each run's topic (0: N, one per member, at most 1000; at most 10000)")
-	f.StringVar(&jsonFile, "json", "", "write the bench JSON to FILE")
+	f.StringVar(&jsonFile, "json", "", "write the bench JSON to FILE (and each cell as it ends to FILE.cells.jsonl, kept if the run is killed)")
 	f.StringVar(&plotFile, "plot", "", "write a log-log SVG plot to FILE.svg (one line per era per figure)")
 	f.DurationVar(&deadline, "deadline", benchmark.DefaultStormDeadline, "per-cell deadline: the group must be stable within it")
 	f.Int64Var(&seed, "seed", 1, "seed of the scripted events (start order, who leaves)")
