@@ -211,6 +211,13 @@ func (g *stormGroup) endCell(ctx context.Context, k int, s scenarios.StepInfo) {
 		}
 	}
 	if g.o.OnCell != nil {
+		if ok { // the window's figures as of now (finish sets the run's own, the same window)
+			for _, name := range scenarios.FigureNames {
+				v, _ := ev.Figures.Get(name)
+				c.Figures[name] = &v
+			}
+			c.WindowEnd = ev.End
+		}
 		g.o.OnCell(c)
 	}
 	if c.StoppedReason != "" {
