@@ -52,11 +52,16 @@ const (
 	// FigCPUMs: user+system CPU of this process (getrusage RUSAGE_SELF) during the cell, ms: members,
 	// broker, proxies, runner. The ZooKeeper server's CPU is not included.
 	FigCPUMs = "cpu_ms"
+	// FigBrokerCPUMs: the part of cpu_ms spent by the in-process broker's goroutines (its request
+	// handlers and the group coordinator; lab.BrokerProfileLabel), from a CPU profile of the cell
+	// (benchmark/cpuprofile.go): the coordinator's CPU. Null when no profile could run (bench storm
+	// --cpuprofile holds the profiler) or the broker is not in this process.
+	FigBrokerCPUMs = "broker_cpu_ms"
 )
 
 // CellFigureNames are the keys of every cell's figures: scenarios.FigureNames, then the resource
 // figures.
-var CellFigureNames = append(append([]string(nil), scenarios.FigureNames...), FigPeakRSSBytes, FigGoroutinesPeak, FigCPUMs)
+var CellFigureNames = append(append([]string(nil), scenarios.FigureNames...), FigPeakRSSBytes, FigGoroutinesPeak, FigCPUMs, FigBrokerCPUMs)
 
 // DefaultStormDeadline is the per-cell deadline when StormOptions.Deadline is 0.
 const DefaultStormDeadline = 120 * time.Second
@@ -72,8 +77,16 @@ type StormOptions struct {
 	Eras []string
 	// Consumers: the N of each group of cells, e.g. {10, 100, 1000}; each >= 1.
 	Consumers []int
-	// Partitions of each run's topic; 0: N (one partition per member), at most 1000 (the runner's bound).
+	// Partitions of each run's topic; 0: N (one partition per member, at most 1000), at most
+	// scenarios.MaxPartitions.
 	Partitions int
+	// KafkaDefaults: Kafka's own timing (scenarios.KafkaTiming: 45 s sessions, 3 s heartbeats, the
+	// default 300 s max.poll.interval.ms and so rebalance timeout; 0.8.2's 6 s ZooKeeper sessions and
+	// 2 s rebalance.backoff.ms) instead of the lab's short one, on the members and the broker.
+	KafkaDefaults bool
+	// BrokerConfig: server.properties keys for the lab's broker (scenarios.Options.BrokerConfig), e.g.
+	// message.max.bytes raised so that a 10,000-member group record fits.
+	BrokerConfig map[string]string
 	// Deadline per cell: the group must be stable within it (time_to_stable_ms <= Deadline), else the
 	// cell stops; 0: DefaultStormDeadline.
 	Deadline time.Duration
@@ -100,6 +113,9 @@ type StormOptions struct {
 	RunnerProgress io.Writer
 	// Progress is called when a cell (or a peer storm) starts and when everything is done.
 	Progress func(StormProgress)
+	// OnCell, when set, gets each cell as soon as it has ended (its figures, checks and stop reason
+	// known), so that a run killed later keeps what it measured.
+	OnCell func(*StormCell)
 }
 
 // StormProgress is one progress report: Done of Total cells are over; Era, N and Case name the one
@@ -207,8 +223,8 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 			return nil, fmt.Errorf("--consumers %d: want N >= 1", n)
 		}
 	}
-	if o.Partitions < 0 || o.Partitions > 1000 {
-		return nil, fmt.Errorf("--partitions %d: want 1..1000 (0: N)", o.Partitions)
+	if o.Partitions < 0 || o.Partitions > scenarios.MaxPartitions {
+		return nil, fmt.Errorf("--partitions %d: want 1..%d (0: N)", o.Partitions, scenarios.MaxPartitions)
 	}
 	if o.Deadline < 0 {
 		return nil, fmt.Errorf("deadline %s: want > 0", o.Deadline)
@@ -228,13 +244,13 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 		l.SetLevel(logrus.ErrorLevel)
 		o.LabLog = logrus.NewEntry(l)
 	}
-	t := scenarios.LabTiming()
+	t := stormTiming(o)
 	res := &StormResult{Params: map[string]any{
 		"eras": eras, "consumers": ns, "partitions": partitionsParam(o.Partitions), "seed": o.Seed,
 		"cell_deadline_ms": o.Deadline.Milliseconds(), "settle_quiet_ms": t.QuietMs(),
 		"zookeeper.session.timeout.ms": t.ZKSessionTimeoutMs, "rebalance.backoff.ms": t.RebalanceBackoffMs,
 		"session.timeout.ms": t.SessionTimeoutMs, "heartbeat.interval.ms": t.HeartbeatIntervalMs,
-		"produce_interval_ms": t.ProduceIntervalMs, "sample_every_ms": o.SampleEvery.Milliseconds(),
+		"produce_interval_ms": t.ProduceIntervalMs, "kafka_defaults": o.KafkaDefaults, "broker_config": o.BrokerConfig, "sample_every_ms": o.SampleEvery.Milliseconds(),
 		"describe_groups_every_ms": o.PollEvery.Milliseconds(), "peer": peerParam(o.Peer),
 		"rebalancelab": o.Version, "go": runtime.Version(), "cpus": runtime.NumCPU(), "broker": brokerParam(o.Broker),
 		"resources": "peak_rss_bytes, goroutines_peak: sampled in this process (members, broker, proxies) every sample_every_ms; cpu_ms: getrusage delta; the ZooKeeper JVM excluded",
@@ -260,6 +276,14 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 		o.Progress(StormProgress{Done: done, Total: total})
 	}
 	return res, ctx.Err()
+}
+
+// stormTiming is the members' timing: the lab's, or Kafka's own with KafkaDefaults.
+func stormTiming(o StormOptions) scenarios.Timing {
+	if o.KafkaDefaults {
+		return scenarios.KafkaTiming()
+	}
+	return scenarios.LabTiming()
 }
 
 func partitionsParam(p int) any {

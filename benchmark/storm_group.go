@@ -56,9 +56,15 @@ func runStormGroup(ctx context.Context, o StormOptions, era string, n int, progr
 	if p == 0 {
 		p = min(n, 1000)
 	}
-	g := &stormGroup{o: o, era: era, n: n, p: p, t: scenarios.LabTiming(), progress: progress}
+	g := &stormGroup{o: o, era: era, n: n, p: p, t: stormTiming(o), progress: progress}
 	for k, c := range StormCases {
 		g.cells[k] = &StormCell{Era: era, N: n, Case: c, Partitions: p, NotApplicable: scenarios.NotApplicable(era)}
+	}
+	if why := fdShortage(o, n); why != "" {
+		for _, c := range g.cells {
+			c.Figures, c.StoppedReason = nullFigures(), why
+		}
+		return g.cells[:]
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -68,6 +74,7 @@ func runStormGroup(ctx context.Context, o StormOptions, era string, n int, progr
 		Params:  scenarios.Params{Consumers: n, Partitions: p, Seed: o.Seed},
 		Version: o.Version, Log: o.LabLog, LabLog: o.LabLog, Progress: o.RunnerProgress, OnStep: g.onStep,
 		Broker: o.Broker, Bootstrap: o.Bootstrap, ExternalZK: o.ExternalZK, Keep: o.Keep,
+		KafkaDefaults: o.KafkaDefaults, BrokerConfig: o.BrokerConfig,
 	})
 	g.finish(runCtx, ctx, res, err)
 	return g.cells[:]
@@ -176,6 +183,7 @@ func (g *stormGroup) endCell(ctx context.Context, k int, s scenarios.StepInfo) {
 	c.ElapsedMs = time.Since(st.start).Milliseconds()
 	rss, gor, cpu := st.sampler.Stop()
 	c.Figures = resourceFigures(rss, gor, cpu)
+	c.Figures[FigBrokerCPUMs] = st.sampler.brokerMs
 	recs := s.Records()
 	opts := scenarios.FigureOptions{Partitions: map[string][]int32{s.Topic: partitionIDs(g.p)}}
 	ev, ok := findEvent(scenarios.Compute(recs, g.era, opts), c.Case)
@@ -201,6 +209,16 @@ func (g *stormGroup) endCell(ctx context.Context, k int, s scenarios.StepInfo) {
 				c.Peer.Ratio = float64(tts) / float64(c.Peer.TimeToStableMs)
 			}
 		}
+	}
+	if g.o.OnCell != nil {
+		if ok { // the window's figures as of now (finish sets the run's own, the same window)
+			for _, name := range scenarios.FigureNames {
+				v, _ := ev.Figures.Get(name)
+				c.Figures[name] = &v
+			}
+			c.WindowEnd = ev.End
+		}
+		g.o.OnCell(c)
 	}
 	if c.StoppedReason != "" {
 		g.cancel(&stopCause{c.StoppedReason})
@@ -342,6 +360,7 @@ func (g *stormGroup) finish(runCtx, parent context.Context, res *scenarios.RunRe
 				c.ElapsedMs = time.Since(st.start).Milliseconds()
 				rss, gor, cpu := st.sampler.Stop()
 				c.Figures = resourceFigures(rss, gor, cpu)
+				c.Figures[FigBrokerCPUMs] = st.sampler.brokerMs
 			}
 			c.StoppedReason = why
 			if c.StoppedReason == "" {

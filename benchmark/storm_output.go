@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -40,7 +42,14 @@ var tableColumns = []struct{ fig, head string }{
 	{FigPeakRSSBytes, "peak RSS MiB"},
 	{FigGoroutinesPeak, "goroutines"},
 	{FigCPUMs, "cpu ms"},
+	{FigBrokerCPUMs, "broker cpu ms"},
+	{perMember + scenarios.FigGroupRequests, "group reqs/member"},
+	{perMember + FigPeakRSSBytes, "KiB/member"},
+	{perMember + FigGoroutinesPeak, "goroutines/member"},
 }
+
+// perMember prefixes a table column that is a figure divided by N (KiB for peak_rss_bytes).
+const perMember = "per_member:"
 
 // WriteTable writes one row per cell (the main figures; "n/a" where the era cannot produce one, "-"
 // where the cell did not measure it), then the kgo peer comparison, the cells' checks and the zk
@@ -86,6 +95,10 @@ func (r *StormResult) WriteTable(w io.Writer, markdown bool) error {
 		}
 	}
 
+	if err := r.writeFits(w, markdown); err != nil {
+		return err
+	}
+
 	var lines []string
 	for _, c := range r.Cells {
 		for _, ch := range c.Checks {
@@ -122,6 +135,17 @@ func msText(v int64) string {
 
 // cellText is one figure as the table shows it.
 func (c *StormCell) cellText(fig string) string {
+	if base, ok := strings.CutPrefix(fig, perMember); ok {
+		v, ok := c.Figure(base)
+		if !ok || c.N == 0 || slices.Contains(c.NotApplicable, base) {
+			return c.cellText(base)
+		}
+		x := float64(v) / float64(c.N)
+		if base == FigPeakRSSBytes {
+			x /= 1024
+		}
+		return strconv.FormatFloat(x, 'f', 1, 64)
+	}
 	for _, na := range c.NotApplicable {
 		if na == fig {
 			return "n/a"
@@ -239,6 +263,14 @@ func (r *StormResult) WriteSVG(w io.Writer) error {
 					}
 				}
 				p.Series = append(p.Series, s)
+				if f, ok := fitPoints(s.Points); ok { // the fit, dashed, and its formula under the panel
+					fs := sweep.Series{Label: era + " fit", Colour: s.Colour, Dashed: true, Points: f.curve,
+						Attrs: map[string]string{"era": era, "figure": fig, "case": cs, "fit": f.text()}}
+					p.Series = append(p.Series, fs)
+					if len(p.Notes) < 2 {
+						p.Notes = append(p.Notes, era+": "+f.text())
+					}
+				}
 			}
 			ch.Panels = append(ch.Panels, p)
 		}
@@ -247,6 +279,79 @@ func (r *StormResult) WriteSVG(w io.Writer) error {
 }
 
 func colourOf(era string, i int) string { return scenarios.EraColour(era, i) }
+
+// powerFit is y ≈ k·N^e over a series' points (sweep.FitPowerLaw) and its curve across them.
+type powerFit struct {
+	k, e  float64
+	curve []sweep.Point
+}
+
+func (f powerFit) text() string { return fmt.Sprintf("≈ %.3g·N^%.2f", f.k, f.e) }
+
+// fitPoints fits a power law to the points with y > 0; ok=false with fewer than two sizes.
+func fitPoints(pts []sweep.Point) (powerFit, bool) {
+	k, e, err := sweep.FitPowerLaw(pts)
+	if err != nil {
+		return powerFit{}, false
+	}
+	lo, hi := pts[0].X, pts[0].X
+	for _, p := range pts {
+		lo, hi = min(lo, p.X), max(hi, p.X)
+	}
+	f := powerFit{k: k, e: e}
+	for i := 0; i <= 8; i++ {
+		x := lo * math.Pow(hi/lo, float64(i)/8)
+		f.curve = append(f.curve, sweep.Point{X: x, Y: k * math.Pow(x, e)})
+	}
+	return f, true
+}
+
+// GrowthFigures are the figures whose growth with N the table's fit lines give.
+var GrowthFigures = []string{scenarios.FigTimeToStableMs, scenarios.FigGroupRequests, FigCPUMs, FigBrokerCPUMs,
+	FigPeakRSSBytes, FigGoroutinesPeak}
+
+// writeFits prints, per era and case with two sizes or more, each GrowthFigures figure's power law
+// over the completed cells (y ≈ k·N^e: e = 1 grows linearly with N).
+func (r *StormResult) writeFits(w io.Writer, markdown bool) error {
+	var rows [][]string
+	var eras []string
+	for _, c := range r.Cells {
+		if !slices.Contains(eras, c.Era) {
+			eras = append(eras, c.Era)
+		}
+	}
+	for _, era := range eras {
+		for _, cs := range StormCases {
+			row := []string{era, cs}
+			any := false
+			for _, fig := range GrowthFigures {
+				var pts []sweep.Point
+				for _, c := range r.Cells {
+					if c.Era == era && c.Case == cs {
+						if v, ok := c.plotValue(fig); ok && v > 0 {
+							pts = append(pts, sweep.Point{X: float64(c.N), Y: float64(v)})
+						}
+					}
+				}
+				if f, ok := fitPoints(pts); ok {
+					row, any = append(row, fmt.Sprintf("N^%.2f", f.e)), true
+				} else {
+					row = append(row, "-")
+				}
+			}
+			if any {
+				rows = append(rows, row)
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "growth with N (power law fitted over the completed cells' sizes, y ≈ k·N^e):")
+	head := append([]string{"era", "case"}, GrowthFigures...)
+	return writeRows(w, markdown, head, rows)
+}
 
 // cell returns the cell of era, n and case cs, nil if there is none.
 func (r *StormResult) cell(era string, n int, cs string) *StormCell {

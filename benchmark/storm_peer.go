@@ -176,6 +176,10 @@ func (g *stormGroup) runPeer(ctx context.Context, s scenarios.StepInfo) *PeerSto
 	}
 	ps := &PeerStorm{Client: kgoClient(), Balancer: balancer, TimeToStableMs: -1, NewconsumerTimeToStableMs: -1,
 		Measured: fmt.Sprintf("broker side: DescribeGroups every %s until Stable with N members and every partition assigned once", g.o.PollEvery)}
+	if why := peerFDShortage(g.o, g.n); why != "" {
+		ps.StoppedReason = why
+		return ps
+	}
 	group := s.Group + ".kgo"
 	g.readyCoordinator(ctx, s.Bootstrap, group)
 	debug.FreeOSMemory()

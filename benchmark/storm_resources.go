@@ -3,6 +3,7 @@ package benchmark
 // Process resources sampled during a storm cell: peak RSS, peak goroutines, CPU time.
 
 import (
+	"fmt"
 	"os"
 	"runtime"
 	"strconv"
@@ -23,10 +24,12 @@ type sampler struct {
 	peakGor  int64
 	rss, gor int64 // results
 	cpu      int64
+	prof     *cellProfile // nil: no broker CPU figure
+	brokerMs *int64
 }
 
 func startSampler(every time.Duration) *sampler {
-	s := &sampler{stop: make(chan struct{}), done: make(chan struct{}), cpu0: processCPU()}
+	s := &sampler{stop: make(chan struct{}), done: make(chan struct{}), cpu0: processCPU(), prof: startCellProfile()}
 	s.sample()
 	go func() {
 		defer close(s.done)
@@ -62,6 +65,9 @@ func (s *sampler) Stop() (rss, goroutines, cpuMs int64) {
 		s.sample()
 		s.rss, s.gor = s.peakRSS, s.peakGor
 		s.cpu = (processCPU() - s.cpu0).Milliseconds()
+		if ms, ok := s.prof.stop(); ok {
+			s.brokerMs = &ms
+		}
 	})
 	return s.rss, s.gor, s.cpu
 }
@@ -91,4 +97,52 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// fdsPerMember is how many file descriptors a member costs this process with the lab's broker in it:
+// its bootstrap/fetch and coordinator connections (Kafka's clients keep the coordinator's apart), both
+// ends of each.
+const fdsPerMember = 4
+
+// fdShortage says why N members cannot run in this process ("" when they can): with the lab's
+// broker in-process every member's connections cost fdsPerMember descriptors, and past RLIMIT_NOFILE
+// the broker fails its own writes (EMFILE: "too many open files" on __consumer_offsets) instead of the
+// protocol being measured. Go raises the soft limit to the hard one at start; raising the hard one
+// needs CAP_SYS_RESOURCE (prlimit --nofile).
+func fdShortage(o StormOptions, n int) string {
+	if o.Bootstrap != "" || o.Broker == "kafka" {
+		return ""
+	}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return ""
+	}
+	need := uint64(fdsPerMember*(n+1) + 2048) // + ZooKeeper client, logs, segments, the runner
+	if need <= lim.Cur {
+		return ""
+	}
+	return fmt.Sprintf("not run: %d members need about %d file descriptors in this process (%d each: a bootstrap/fetch and a coordinator connection, both ends, with the broker in-process) and RLIMIT_NOFILE is %d (hard %d; raising it needs CAP_SYS_RESOURCE, e.g. prlimit --nofile)",
+		n, need, fdsPerMember, lim.Cur, lim.Max)
+}
+
+// peerFDsPerMember: a kgo member keeps a connection for its group requests apart from the one for
+// metadata and fetches, and more while it rebalances (measured: EMFILE at N=3,000 beside ours here).
+const peerFDsPerMember = 8
+
+// peerFDShortage says why the kgo peer storm of N cannot run here ("" when it can): its connections
+// and ours (started after it, while its members are still closing) must fit under RLIMIT_NOFILE.
+func peerFDShortage(o StormOptions, n int) string {
+	if o.Bootstrap != "" || o.Broker == "kafka" {
+		return ""
+	}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return ""
+	}
+	need := uint64(peerFDsPerMember*n + 2048)
+	if need <= lim.Cur {
+		return ""
+	}
+	return fmt.Sprintf("kgo peer not run: %d kgo members need about %d file descriptors in this process (%d each with the broker in-process) and RLIMIT_NOFILE is %d (hard %d)",
+		n, need, peerFDsPerMember, lim.Cur, lim.Max)
 }

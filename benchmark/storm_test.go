@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -223,7 +224,7 @@ func TestStormBadOptions(t *testing.T) {
 	}{
 		{StormOptions{}, "no consumer counts"},
 		{StormOptions{Consumers: []int{10, 0}}, "--consumers 0"},
-		{StormOptions{Consumers: []int{10}, Partitions: 1001}, "--partitions 1001"},
+		{StormOptions{Consumers: []int{10}, Partitions: 10001}, "--partitions 10001"},
 		{StormOptions{Consumers: []int{10}, Eras: []string{"kafka"}}, `unknown era "kafka"`},
 		{StormOptions{Consumers: []int{10}, Deadline: -time.Second}, "deadline -1s"},
 		{StormOptions{Consumers: []int{10}, Eras: []string{"all"}, Bootstrap: "127.0.0.1:1"}, "needs its ZooKeeper: --zk"},
@@ -289,8 +290,10 @@ func TestStormSVG(t *testing.T) {
 		Era    string `xml:"data-era,attr"`
 		Figure string `xml:"data-figure,attr"`
 		Case   string `xml:"data-case,attr"`
+		Fit    string `xml:"data-fit,attr"`
 		Points string `xml:"points,attr"`
 	}
+	fits := map[string]string{}
 	dec := xml.NewDecoder(&buf)
 	lines := map[string]polyline{}
 	root := ""
@@ -317,6 +320,10 @@ func TestStormSVG(t *testing.T) {
 			t.Fatal(err)
 		}
 		key := p.Era + "/" + p.Figure + "/" + p.Case
+		if p.Fit != "" { // the fitted power law, dashed
+			fits[key] = p.Fit
+			continue
+		}
 		if _, dup := lines[key]; dup {
 			t.Errorf("two polylines for %s", key)
 		}
@@ -324,6 +331,12 @@ func TestStormSVG(t *testing.T) {
 	}
 	if root != "svg" {
 		t.Errorf("root element %q", root)
+	}
+	// y = N fits as N^1.00; cooperative's stopped cell leaves two sizes, still a fit.
+	for _, key := range []string{"classic/time_to_stable_ms/storm", "cooperative/cpu_ms/join"} {
+		if f := fits[key]; !strings.HasSuffix(f, "·N^1.00") {
+			t.Errorf("fit of %s: %q, want ≈ k·N^1.00", key, f)
+		}
 	}
 	if want := 3 * len(PlotFigures) * len(StormCases); len(lines) != want {
 		t.Errorf("%d polylines, want %d", len(lines), want)
@@ -384,4 +397,31 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// TestStormFDShortage: N members whose connections would pass RLIMIT_NOFILE are not run (the broker
+// would fail on EMFILE, not the protocol): every cell says so, at once.
+func TestStormFDShortage(t *testing.T) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	low := lim
+	low.Cur = 3000
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	res, err := RunStorm(context.Background(), StormOptions{Eras: []string{"classic"}, Consumers: []int{1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Cells) != 3 {
+		t.Fatalf("%d cells", len(res.Cells))
+	}
+	for _, c := range res.Cells {
+		if !strings.Contains(c.StoppedReason, "file descriptors") || !strings.Contains(c.StoppedReason, "RLIMIT_NOFILE is 3000") {
+			t.Errorf("%s: stopped_reason %q", c.Case, c.StoppedReason)
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,6 +52,10 @@ var ShortConsumerTimings = map[string]string{
 	"session.timeout.ms":           "2000", // newconsumer [45000]
 	"heartbeat.interval.ms":        "500",  // newconsumer [3000]
 }
+
+// BrokerProfileLabel is the runtime/pprof label (value: the broker id) on every goroutine of an
+// in-process broker.
+const BrokerProfileLabel = "rebalancelab_broker"
 
 // Broker process modes for Options.BrokersAs.
 const (
@@ -400,7 +405,13 @@ func (n *BrokerNode) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("lab: broker %d: %w", n.id, err)
 	}
-	b, err := broker.Start(ctx, cfg, n.l.opts.Log, n.l.opts.BrokerOptions...)
+	// Every goroutine the broker starts carries the profiler label BrokerProfileLabel (goroutines
+	// inherit their creator's labels), so that a CPU profile of this process tells the broker's
+	// (its request handlers and group coordinator) CPU from the members' (bench storm's coordinator CPU).
+	var b *broker.Broker
+	pprof.Do(ctx, pprof.Labels(BrokerProfileLabel, strconv.Itoa(int(n.id))), func(ctx context.Context) {
+		b, err = broker.Start(ctx, cfg, n.l.opts.Log, n.l.opts.BrokerOptions...)
+	})
 	if err != nil {
 		return fmt.Errorf("lab: %w", err) // broker.Start's errors name the broker
 	}

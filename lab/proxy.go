@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
@@ -46,6 +47,7 @@ type faults struct {
 	mu      sync.Mutex
 	stalled bool
 	latency time.Duration
+	loss    float64       // percent of chunks "lost" (see Proxy.Loss)
 	changed chan struct{} // closed (and replaced) on every change of stalled or latency
 	// conns is closed when the proxy's connections are closed (Cut, Close) and replaced when it
 	// listens again: a toxic waiting on a connection of an older generation drops its bytes and ends.
@@ -56,6 +58,37 @@ func (f *faults) state() (stalled bool, latency time.Duration, changed <-chan st
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.stalled, f.latency, f.changed
+}
+
+func (f *faults) lossPct() float64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.loss
+}
+
+// Loss's retransmission model: a lost segment is sent again after the retransmission timeout, which
+// starts at Linux's minimum (TCP_RTO_MIN, 200 ms) and doubles each time the retransmission is lost
+// too, up to TCP_RTO_MAX (120 s).
+const (
+	lossRTOMin = 200 * time.Millisecond
+	lossRTOMax = 120 * time.Second
+)
+
+// lossDelay draws the extra delay one chunk suffers at loss percent: 0 with probability 1 − p, else
+// the sum of the retransmission timeouts until a retransmission gets through (each lost with p).
+func lossDelay(pct float64, draw func() float64) time.Duration {
+	if pct <= 0 {
+		return 0
+	}
+	p := min(pct, 100) / 100
+	var d time.Duration
+	for rto := lossRTOMin; draw() < p; rto = min(2*rto, lossRTOMax) {
+		d += rto
+		if d >= 15*time.Minute { // tcp_retries2's ~15 min: TCP gives up; so does the model (p near 100)
+			break
+		}
+	}
+	return d
 }
 
 // set changes the state and wakes every toxic; it returns when the change is in force.
@@ -113,7 +146,9 @@ func init() { toxics.Register(faultToxicType, new(faultToxic)) }
 // faultPipeState is one connection direction's state, kept across interruptions of the toxic.
 type faultPipeState struct {
 	pending *stream.StreamChunk // a chunk read but not yet delivered
-	conns   <-chan struct{}     // the connection generation this connection belongs to
+	// lossUntil: the pending chunk is "being retransmitted" until then (Proxy.Loss), zero if not lost.
+	lossUntil time.Time
+	conns     <-chan struct{} // the connection generation this connection belongs to
 }
 
 // NewState implements toxics.StatefulToxic: called when a connection starts.
@@ -142,6 +177,10 @@ func (t *faultToxic) Pipe(stub *toxics.ToxicStub) {
 				stub.Close()
 				return
 			}
+			st.lossUntil = time.Time{}
+			if d := lossDelay(t.f.lossPct(), rand.Float64); d > 0 {
+				st.lossUntil = time.Now().Add(d)
+			}
 		}
 		if !t.hold(stub, st, c) {
 			return
@@ -166,11 +205,15 @@ func (t *faultToxic) hold(stub *toxics.ToxicStub, st *faultPipeState, c *stream.
 		var due <-chan time.Time
 		var timer *time.Timer
 		if !stalled {
-			if !t.down || latency <= 0 {
-				return true
+			var until time.Time
+			if t.f.lossPct() > 0 { // a heal (loss 0) releases a chunk being "retransmitted" at once
+				until = st.lossUntil
 			}
-			wait := time.Until(c.Timestamp.Add(latency))
-			if wait <= 0 {
+			if t.down && latency > 0 && c.Timestamp.Add(latency).After(until) {
+				until = c.Timestamp.Add(latency)
+			}
+			wait := time.Until(until)
+			if until.IsZero() || wait <= 0 {
 				return true
 			}
 			timer = time.NewTimer(wait)
@@ -295,6 +338,33 @@ func (p *Proxy) setLatency(d time.Duration) (time.Time, error) {
 	return p.f.set(func(f *faults) { f.latency = d }), nil
 }
 
+// Loss makes the proxy lose pct percent of what it forwards, in both directions, as a TCP connection
+// sees loss: a proxy has no packets to drop (it reads and writes byte streams; the kernel's TCP below
+// it never loses anything on loopback), so each chunk it reads is, with probability pct/100, held for
+// a retransmission timeout (200 ms, doubling while the retransmission is lost too, as Linux's RTO
+// does) before it goes on, and the bytes behind it on the same connection wait with it (TCP delivers
+// in order). The peers therefore see what loss does to a TCP application — stalls of 200 ms and more,
+// head-of-line blocking, timeouts when they are long — but no segment is ever missing, the kernel's
+// congestion window does not shrink, and near 100 % it is a stall (tcp_retries2's ~15 min cap), not
+// resets. A chunk is one read of the socket (up to 32 KiB), not one packet, so the same pct costs fewer
+// events than netem's per-packet loss on large transfers. pct 0 removes it; a new call replaces it.
+func (p *Proxy) Loss(pct float64) error {
+	_, err := p.setLoss(pct)
+	return err
+}
+
+func (p *Proxy) setLoss(pct float64) (time.Time, error) {
+	if pct < 0 || pct > 100 {
+		return time.Time{}, fmt.Errorf("lab: proxy %s: loss %v%%: want 0..100", p.p.Name, pct)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.usable(); err != nil {
+		return time.Time{}, err
+	}
+	return p.f.set(func(f *faults) { f.loss = pct }), nil
+}
+
 // Cut disables the proxy: its listener closes (new connections are refused) and every open
 // connection is closed; bytes a stall held on them are dropped. Heal re-enables it on the same address.
 func (p *Proxy) Cut() error {
@@ -331,7 +401,7 @@ func (p *Proxy) heal() (time.Time, error) {
 	if err := p.usable(); err != nil {
 		return time.Time{}, err
 	}
-	at := p.f.set(func(f *faults) { f.stalled, f.latency = false, 0 })
+	at := p.f.set(func(f *faults) { f.stalled, f.latency, f.loss = false, 0, 0 })
 	if p.cut {
 		p.f.renewConns()
 		if err := p.p.Start(); err != nil {
@@ -381,6 +451,7 @@ type linkState struct {
 	stalled bool
 	cut     bool
 	latency time.Duration
+	loss    float64
 }
 
 // The faults a FaultEvent reports.
@@ -388,6 +459,7 @@ const (
 	FaultStall   = "stall"
 	FaultCut     = "cut"
 	FaultLatency = "latency"
+	FaultLoss    = "loss"
 )
 
 // FaultEvent says when a fault really came into force on a member's link, or left it: the moment
@@ -399,6 +471,7 @@ type FaultEvent struct {
 	Link    Link
 	Fault   string        // FaultStall, FaultCut or FaultLatency
 	Latency time.Duration // FaultLatency: the delay
+	LossPct float64       // FaultLoss: the percentage
 	Begin   bool          // true: in force from At; false: over at At
 	At      time.Time
 }
@@ -491,6 +564,11 @@ func (m *MemberLinks) proxyFor(l Link, upstream string) (*Proxy, error) {
 func applyState(p *Proxy, s linkState) error {
 	if s.latency > 0 {
 		if err := p.Latency(s.latency); err != nil {
+			return err
+		}
+	}
+	if s.loss > 0 {
+		if err := p.Loss(s.loss); err != nil {
 			return err
 		}
 	}
@@ -596,8 +674,14 @@ func changes(l Link, old, new linkState, at time.Time) []FaultEvent {
 	ev := func(fault string, lat time.Duration, begin bool) {
 		out = append(out, FaultEvent{Link: l, Fault: fault, Latency: lat, Begin: begin, At: at})
 	}
+	loss := func(pct float64, begin bool) {
+		out = append(out, FaultEvent{Link: l, Fault: FaultLoss, LossPct: pct, Begin: begin, At: at})
+	}
 	if old.latency > 0 && old.latency != new.latency {
 		ev(FaultLatency, old.latency, false)
+	}
+	if old.loss > 0 && old.loss != new.loss {
+		loss(old.loss, false)
 	}
 	if old.stalled && !new.stalled {
 		ev(FaultStall, 0, false)
@@ -607,6 +691,9 @@ func changes(l Link, old, new linkState, at time.Time) []FaultEvent {
 	}
 	if new.latency > 0 && old.latency != new.latency {
 		ev(FaultLatency, new.latency, true)
+	}
+	if new.loss > 0 && old.loss != new.loss {
+		loss(new.loss, true)
 	}
 	if new.stalled && !old.stalled {
 		ev(FaultStall, 0, true)
@@ -628,6 +715,14 @@ func (m *MemberLinks) Latency(l Link, d time.Duration) error {
 		return fmt.Errorf("lab: negative latency %v", d)
 	}
 	return m.update(l, func(s *linkState) { s.latency = d }, func(p *Proxy) (time.Time, error) { return p.setLatency(d) })
+}
+
+// Loss sets link l's loss (see Proxy.Loss) now and for proxies created later; 0 removes it.
+func (m *MemberLinks) Loss(l Link, pct float64) error {
+	if pct < 0 || pct > 100 {
+		return fmt.Errorf("lab: loss %v%%: want 0..100", pct)
+	}
+	return m.update(l, func(s *linkState) { s.loss = pct }, func(p *Proxy) (time.Time, error) { return p.setLoss(pct) })
 }
 
 // Cut cuts link l (see Proxy.Cut) now and for proxies created later.

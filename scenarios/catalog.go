@@ -115,7 +115,7 @@ func Catalog() []*Scenario {
 		consumerBounce(false, "rolling"), staticMemberBounce(), staticFencing(), consumerFailure(true),
 		consumerFailure(false),
 		// Over test hosts (host_scenarios.go).
-		hostLinkDown(),
+		hostLinkDown(), hostSlowLink(),
 		// Kafka Streams instances on this broker (streams.go).
 		streamsThreads()}
 	return out
@@ -164,8 +164,8 @@ func (s *Scenario) params(p Params) (Params, error) {
 		return p, fmt.Errorf("--consumers %d: %s needs at least %d", p.Consumers, s.Name, s.MinConsumers)
 	case p.Consumers > maxN:
 		return p, fmt.Errorf("--consumers %d: at most %d members run in one process", p.Consumers, maxN)
-	case p.Partitions < 1 || p.Partitions > 1000:
-		return p, fmt.Errorf("--partitions %d: want 1..1000", p.Partitions)
+	case p.Partitions < 1 || p.Partitions > MaxPartitions:
+		return p, fmt.Errorf("--partitions %d: want 1..%d", p.Partitions, MaxPartitions)
 	case p.Hosts < 0 || p.Hosts > lab.MaxHosts:
 		return p, fmt.Errorf("--hosts %d: want 0 (none) to %d", p.Hosts, lab.MaxHosts)
 	case p.Hosts < s.MinHosts:
@@ -175,6 +175,9 @@ func (s *Scenario) params(p Params) (Params, error) {
 	}
 	return p, nil
 }
+
+// MaxPartitions bounds a run's topic (bench storm's P=10,000).
+const MaxPartitions = 10000
 
 // allEras maps every era to figs (Scenario.ByDesign).
 func allEras(figs ...string) map[string][]string {

@@ -293,3 +293,99 @@ func recordsBefore(recs []timeline.Record, ts int64) []timeline.Record {
 	}
 	return recs
 }
+
+// hostSlowLink: the last host's network turns slow and lossy (host-delay, host-loss) for a while, well
+// under the session timeouts, then recovers. Where the kernel has netem it is tc netem on the host's
+// interface; where it has not, the host's members' proxies (the run's notes say which). ZooKeeper and
+// the broker are on h1, never the slowed host.
+func hostSlowLink() *Scenario {
+	return &Scenario{
+		Name: "host-slow-link",
+		Description: "members spread over test hosts (network namespaces); the last host's network gets 200 ms of delay and 5% loss " +
+			"for a while (tc netem, or without netem the host's members' proxies), then recovers: the group stays whole",
+		Defaults:     Params{Consumers: 6, Partitions: 6, Hosts: 3},
+		MinConsumers: 2,
+		MinHosts:     2,
+		ZKNodes:      1,
+		Script: func(p Params, t Timing, r *scriptRand) []Step {
+			s := &script{t: t}
+			s.startAll(p.Consumers)
+			s.trigger("slow").add(Step{Action: ActHostDelay, Host: p.Hosts, LatencyMs: hostSlowDelayMs})
+			s.add(Step{Action: ActHostLoss, Host: p.Hosts, LossPct: hostSlowLossPct})
+			s.add(Step{DelayMs: hostSlowHoldMs, Action: ActTrigger, Name: "recover"})
+			s.add(Step{Action: ActHostDelay, Host: p.Hosts}).add(Step{Action: ActHostLoss, Host: p.Hosts}).settle()
+			return s.steps
+		},
+		Relations: []Relation{
+			slowHostWindows(),
+			ownedOnce(nil),
+			totalFig(nil, FigLost, eq, 0),
+		},
+	}
+}
+
+// host-slow-link's fault: delay, loss, and how long they last.
+const (
+	hostSlowDelayMs = 200
+	hostSlowLossPct = 5
+	hostSlowHoldMs  = 4000
+)
+
+// slowHostWindows: the slowed host's host-delay and host-loss are closed fault windows of about the
+// hold, and without netem every proxy link of its members had the same delay and loss.
+func slowHostWindows() Relation {
+	return Relation{Text: "slow: host-delay and host-loss on the last host are closed fault windows of the hold (without netem: on every link of its members too)",
+		check: func(x checkCtx) (bool, string, bool) {
+			host := fmt.Sprintf("h%d", x.p.Hosts)
+			delay := fmt.Sprintf("%s %dms", ActHostDelay, hostSlowDelayMs)
+			loss := fmt.Sprintf("%s %d%%", ActHostLoss, hostSlowLossPct)
+			found := map[string]bool{}
+			links := map[string]bool{}
+			var got []string
+			for _, f := range x.era.Result.Faults {
+				switch {
+				case f.Target == host && (f.Action == delay || f.Action == loss):
+					if f.Open || f.DurationMs < hostSlowHoldMs {
+						return false, fmt.Sprintf("%s on %s: %d ms (open %v), want closed and >= %d ms", f.Action, host, f.DurationMs, f.Open, hostSlowHoldMs), false
+					}
+					found[f.Action] = true
+				case strings.Contains(f.Target, "/") && (f.Action == fmt.Sprintf("latency %dms", hostSlowDelayMs) || f.Action == fmt.Sprintf("loss %d%%", hostSlowLossPct)):
+					links[f.Target+" "+f.Action] = true
+				}
+			}
+			if !found[delay] || !found[loss] {
+				return false, fmt.Sprintf("fault windows on %s: %v", host, found), false
+			}
+			got = append(got, fmt.Sprintf("%s and %s on %s", delay, loss, host))
+			if x.run.HostCapabilities != nil && !x.run.HostCapabilities.Netem {
+				slowed, _ := membersOfHost(x.p, x.p.Hosts)
+				for _, m := range slowed {
+					for _, a := range []string{fmt.Sprintf("latency %dms", hostSlowDelayMs), fmt.Sprintf("loss %d%%", hostSlowLossPct)} {
+						ok := false
+						for k := range links {
+							if strings.HasPrefix(k, m+"/") && strings.HasSuffix(k, " "+a) {
+								ok = true
+							}
+						}
+						if !ok {
+							return false, fmt.Sprintf("no netem, but no %s window on a link of %s", a, m), false
+						}
+					}
+				}
+				got = append(got, fmt.Sprintf("and on %d links of %s (proxies, no netem)", len(links)/2, strings.Join(slowed, " ")))
+			}
+			return true, strings.Join(got, " "), false
+		}}
+}
+
+// membersOfHost splits the members into those on host (round-robin placement) and the others.
+func membersOfHost(p Params, host int) (on, off []string) {
+	for i := 1; i <= p.Consumers; i++ {
+		if p.Hosts > 0 && (i-1)%p.Hosts+1 == host {
+			on = append(on, memberName(i))
+		} else {
+			off = append(off, memberName(i))
+		}
+	}
+	return on, off
+}

@@ -62,7 +62,10 @@ func startHosts(ctx context.Context, o Options, res *RunResult, progress func(st
 	progress("%d test hosts (network namespaces %sh1..h%d on bridge %s, subnet %s)", n, hs.Prefix(), n, hs.BridgeAddr(), hs.Subnet())
 	if !caps.Netem {
 		note := "netem is not available in this kernel (" + caps.NetemReason + "): the kernel cannot delay or drop a host's packets " +
-			"(lab.Host.Netem fails with ErrNoNetem); the scripts' latency steps use the runner's fault proxies, as without hosts"
+			"(lab.Host.Netem fails with ErrNoNetem); the scripts' latency steps use the runner's fault proxies, as without hosts, " +
+			"and host-delay and host-loss go on every proxy link of the host's members: a delay as netem's on the host's egress (each round trip " +
+			"that much longer), a loss as TCP shows it (each chunk lost with the given probability waits a retransmission timeout of 200 ms, doubling, " +
+			"and delays what follows it) rather than dropped packets; ZooKeeper's and the broker's own traffic to other hosts is not slowed"
 		res.Notes = append(res.Notes, note)
 		progress("%s", note)
 	}
@@ -128,6 +131,8 @@ func (r *eraRunner) hostStep(ctx context.Context, st Step) {
 		if err = h.LinkUp(ctx); err == nil {
 			r.nodeFault(false, string(ActHostDown), h.Name())
 		}
+	case ActHostDelay, ActHostLoss:
+		err = r.hostNetStep(ctx, h, st)
 	case ActPartition, ActPartitionHeal:
 		target := fmt.Sprintf("h%d|h%d", st.Host, st.Peer)
 		if st.Action == ActPartition {
@@ -159,6 +164,137 @@ func (r *eraRunner) healHosts(ctx context.Context) {
 			_ = r.hosts.Heal(ctx, st.Host, st.Peer)
 		}
 	}
+	for i := range r.hosts.Hosts() {
+		if n := r.hostNetOf(i + 1); n.delay > 0 {
+			r.hostStep(ctx, Step{Action: ActHostDelay, Host: i + 1})
+		}
+		if n := r.hostNetOf(i + 1); n.loss > 0 {
+			r.hostStep(ctx, Step{Action: ActHostLoss, Host: i + 1})
+		}
+	}
+}
+
+// hostNet is the delay and loss in force on a test host (host-delay, host-loss).
+type hostNet struct {
+	delay time.Duration
+	loss  float64 // percent
+}
+
+func (r *eraRunner) hostNetOf(i int) hostNet {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.hostNet[i]
+}
+
+// hostNetViaProxies reports whether member name's links must go through proxies for its host's
+// delay or loss: the script has a host-delay or host-loss step on its host and the kernel has no netem.
+func (r *eraRunner) hostNetViaProxies(name string) bool {
+	h := r.hostOf(name)
+	if h == nil || r.hosts.Capabilities().Netem {
+		return false
+	}
+	for _, st := range r.res.Script {
+		if (st.Action == ActHostDelay || st.Action == ActHostLoss) && st.Host == h.Index() {
+			return true
+		}
+	}
+	return false
+}
+
+// membersOn lists the members the run places on host h (round-robin), those of the script's steps
+// included.
+func (r *eraRunner) membersOn(h *lab.Host) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(name string) {
+		if name != "" && !seen[name] {
+			if mh := r.hostOf(name); mh != nil && mh.Index() == h.Index() {
+				out = append(out, name)
+			}
+			seen[name] = true
+		}
+	}
+	for i := 1; i <= r.res.Params.Consumers; i++ {
+		add(memberName(i))
+	}
+	for _, st := range r.res.Script {
+		add(st.Member)
+	}
+	return out
+}
+
+// hostNetStep performs host-delay and host-loss on h: tc netem on the host's interface where the
+// kernel has it (lab.Host.Netem, delay and loss together); else the same delay (the proxies' latency:
+// every round trip takes it longer, as netem on the host's egress makes it) and loss (lab.Proxy.Loss:
+// retransmission delays, since a TCP proxy cannot drop packets) on every proxy link of the host's
+// members. The change is recorded as a fault window on the host: fault{action: "host-delay 300ms" or
+// "host-loss 10%", target: "h<i>"}, begun once in force, ended when the value changes or goes to 0;
+// without netem the links' own fault windows (member/link) are recorded too.
+func (r *eraRunner) hostNetStep(ctx context.Context, h *lab.Host, st Step) error {
+	if st.LatencyMs < 0 || st.LossPct < 0 || st.LossPct > 100 {
+		return fmt.Errorf("want a delay >= 0 and a loss in 0..100%%")
+	}
+	old := r.hostNetOf(h.Index())
+	next := old
+	if st.Action == ActHostDelay {
+		next.delay = time.Duration(st.LatencyMs) * time.Millisecond
+	} else {
+		next.loss = st.LossPct
+	}
+	if next == old {
+		return nil
+	}
+	caps := r.hosts.Capabilities()
+	via := "tc netem on " + h.Name() + "'s eth0"
+	if caps.Netem {
+		if err := h.Netem(ctx, next.delay, next.loss); err != nil {
+			return err
+		}
+	} else {
+		var errs []error
+		names := r.membersOn(h)
+		for _, name := range names {
+			links := r.linksOf(name)
+			for _, l := range crashLinks {
+				if !links.Proxied(l) {
+					continue
+				}
+				if st.Action == ActHostDelay {
+					errs = append(errs, links.Latency(l, next.delay))
+				} else {
+					errs = append(errs, links.Loss(l, next.loss))
+				}
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		via = fmt.Sprintf("the fault proxies of every link of %s (no netem: %s)", strings.Join(names, " "), caps.NetemReason)
+	}
+	r.mu.Lock()
+	if r.hostNet == nil {
+		r.hostNet = map[int]hostNet{}
+	}
+	r.hostNet[h.Index()] = next
+	r.mu.Unlock()
+	label := func(n hostNet) string {
+		if st.Action == ActHostDelay {
+			return fmt.Sprintf("%s %dms", ActHostDelay, n.delay.Milliseconds())
+		}
+		return fmt.Sprintf("%s %s%%", ActHostLoss, strconv.FormatFloat(n.loss, 'f', -1, 64))
+	}
+	oldOn, nextOn := old.delay > 0, next.delay > 0
+	if st.Action == ActHostLoss {
+		oldOn, nextOn = old.loss > 0, next.loss > 0
+	}
+	if oldOn {
+		r.nodeFault(false, label(old), h.Name())
+	}
+	if nextOn {
+		r.nodeFault(true, label(next), h.Name())
+		r.stepf("%s: by %s", st, via)
+	}
+	return nil
 }
 
 // writeHosts prints the test hosts and their clock offsets beside the figures.

@@ -35,6 +35,9 @@ type Options struct {
 	Eras          []string
 	Params        Params // zero fields: the scenario's defaults
 	KafkaDefaults bool   // Kafka's own timing instead of the lab's (KafkaTiming)
+	// BrokerConfig: server.properties keys for the lab's broker over the lab's own (lab.Options.
+	// BrokerConfig), e.g. message.max.bytes raised for a group record of 10,000 members.
+	BrokerConfig map[string]string
 	// ZKConfig are 0.8.2 consumer properties given to every zk-era member over the runner's and the
 	// scenario's own (e.g. offsets.storage=kafka, dual.commit.enabled=false). Checked before anything
 	// starts; group.id, zookeeper.connect and consumer.id are the runner's and refused here.
@@ -312,7 +315,7 @@ func runEras(ctx context.Context, o Options, sc *Scenario, res *RunResult, eras 
 	}
 	if o.Bootstrap == "" {
 		lo := lab.Options{ZK: lab.ZKOptions{Nodes: sc.ZKNodes, Log: o.LabLog}, ExternalZK: o.ExternalZK,
-			Brokers: 1, KafkaDefaults: o.KafkaDefaults, Broker: o.Broker, Log: o.LabLog}
+			Brokers: 1, KafkaDefaults: o.KafkaDefaults, BrokerConfig: o.BrokerConfig, Broker: o.Broker, Log: o.LabLog}
 		if km != nil && o.Broker == lab.BrokerRebalancelab { // rebalance_begin of Kafka members (kafkamembers.go)
 			lo.BrokerOptions = append(lo.BrokerOptions, broker.WithGroupObserver(km.observe))
 		}
@@ -415,6 +418,8 @@ type eraRunner struct {
 	mu      sync.Mutex
 	members map[string]*member // current incarnation by name
 	links   map[string]*lab.MemberLinks
+	// hostNet: each test host's delay and loss now in force (host-delay, host-loss), by host index.
+	hostNet map[int]hostNet
 	// retired are the links of crashed incarnations: cut for good (the zombie must not reach anything);
 	// a restart gets new links, as a new process gets new connections. Closed with the others.
 	retired []*lab.MemberLinks
@@ -684,6 +689,11 @@ func (r *eraRunner) faultedLinks(name string) []lab.Link {
 	if r.kafka != nil && isKafkaMember(r.o.Members, r.e.Era, name) {
 		return nil // Kafka's member dials the brokers itself; a crash is its kill -9
 	}
+	if r.hostNetViaProxies(name) { // netem missing: the host's delay and loss go on every link
+		for _, l := range crashLinks {
+			add(l)
+		}
+	}
 	for _, st := range r.res.Script {
 		if st.Member != name {
 			continue
@@ -710,8 +720,11 @@ var crashLinks = []lab.Link{lab.LinkZooKeeper, lab.LinkCoordinator, lab.LinkFetc
 // fault{action, target: "<member>/<link>", phase} stamped with the time it took effect there.
 func (r *eraRunner) linkFault(member string, ev lab.FaultEvent) {
 	action := ev.Fault
-	if ev.Fault == lab.FaultLatency {
+	switch ev.Fault {
+	case lab.FaultLatency:
 		action = fmt.Sprintf("latency %dms", ev.Latency.Milliseconds())
+	case lab.FaultLoss:
+		action = fmt.Sprintf("loss %s%%", strconv.FormatFloat(ev.LossPct, 'f', -1, 64))
 	}
 	phase := timeline.FaultEnd
 	if ev.Begin {
@@ -842,7 +855,7 @@ func (r *eraRunner) do(ctx context.Context, st Step) bool {
 			return true
 		}
 		r.nodeFault(st.Action == ActBrokerStop, string(ActBrokerStop), fmt.Sprintf("broker/%d", bs[st.Node].ID()))
-	case ActHostDown, ActHostUp, ActPartition, ActPartitionHeal:
+	case ActHostDown, ActHostUp, ActPartition, ActPartitionHeal, ActHostDelay, ActHostLoss:
 		r.hostStep(ctx, st)
 	case ActSettle:
 		start := time.Now()
@@ -1038,19 +1051,34 @@ func (r *eraRunner) closeLinks() {
 
 // settle waits until the group is stable (Compute's definition) and no membership or rebalance record
 // came for quiet, or until timeout; it reports whether the group settled.
+//
+// The full check (stableAt: a Compute over every record so far) is made only once no membership or
+// rebalance record has come for quiet (Collector.Latest, O(1)): until then the group cannot have been
+// stable for quiet anyway. And after a full check that failed the next waits at least twice as long as
+// it took, so that the runner's replays stay a small share of the CPU the members and the broker need
+// (at N=1,000 the 100 ms polls were a third of the run's CPU, and they grow with the records).
 func (r *eraRunner) settle(ctx context.Context, quiet, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
+	wait := 100 * time.Millisecond
 	for {
 		now := time.Now()
-		stable, lastChange := stableAt(r.sortedRecords(), r.e.Era, r.opts, now.UnixMilli())
-		if stable && now.UnixMilli()-lastChange >= quiet.Milliseconds() {
-			return true
+		if now.UnixMilli()-r.col.Latest(changeKinds...) >= quiet.Milliseconds() {
+			wait = 100 * time.Millisecond
+			stable, lastChange := stableAt(r.sortedRecords(), r.e.Era, r.opts, now.UnixMilli())
+			if stable && now.UnixMilli()-lastChange >= quiet.Milliseconds() {
+				return true
+			}
+			wait = max(wait, 2*time.Since(now))
 		}
-		if now.After(deadline) || !sleepCtx(ctx, 100*time.Millisecond) {
+		if now.After(deadline) || !sleepCtx(ctx, wait) {
 			return false
 		}
 	}
 }
+
+// changeKinds are the membership and rebalance records: a settle's quiet period counts from the last.
+var changeKinds = []timeline.Kind{timeline.MemberStart, timeline.MemberStop, timeline.RebalanceBegin,
+	timeline.RebalanceEnd, timeline.Assigned, timeline.Revoked}
 
 // stableAt reports whether the group described by recs is stable at nowMs (a trigger appended at nowMs
 // opens a window that Compute finds never unstable), and the time of the last membership or rebalance
@@ -1058,9 +1086,7 @@ func (r *eraRunner) settle(ctx context.Context, quiet, timeout time.Duration) bo
 func stableAt(recs []timeline.Record, era string, opts FigureOptions, nowMs int64) (bool, int64) {
 	var last int64
 	for _, rec := range recs {
-		switch rec.Kind {
-		case timeline.MemberStart, timeline.MemberStop, timeline.RebalanceBegin, timeline.RebalanceEnd,
-			timeline.Assigned, timeline.Revoked:
+		if slices.Contains(changeKinds, rec.Kind) {
 			last = rec.TsMs
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 )
 
 // Action is what one scripted step does.
@@ -57,23 +58,30 @@ const (
 	// ActPartition / ActPartitionHeal drop and restore the traffic between test hosts Host and Peer.
 	ActPartition     Action = "partition"
 	ActPartitionHeal Action = "partition-heal"
+	// ActHostDelay delays everything test host Host sends by LatencyMs (0: no more delay) and
+	// ActHostLoss loses LossPct percent of it (0: no more loss): tc netem on the host's interface
+	// where the kernel has netem, else every proxy link of the host's members (lab.MemberLinks.Latency
+	// and Loss; a TCP proxy's loss shows as retransmission delays, not as missing packets: lab.Proxy.Loss).
+	ActHostDelay Action = "host-delay"
+	ActHostLoss  Action = "host-loss"
 )
 
 // Step is one scripted event. DelayMs is waited after the previous step finished (a settle finishes
 // when the group is stable, a stop when the member has stopped; a start returns at once).
 type Step struct {
-	DelayMs   int64  `json:"delay_ms"`
-	Action    Action `json:"action"`
-	Name      string `json:"name,omitempty"`       // trigger name
-	Member    string `json:"member,omitempty"`     // member steps
-	As        string `json:"as,omitempty"`         // start: the identity the member takes (see ActStart)
-	Link      string `json:"link,omitempty"`       // stall, latency, cut, heal
-	Node      int    `json:"node,omitempty"`       // zk-* and broker-* steps: node index
-	LatencyMs int64  `json:"latency_ms,omitempty"` // latency
-	QuietMs   int64  `json:"quiet_ms,omitempty"`   // settle: how long stable must last
-	TimeoutMs int64  `json:"timeout_ms,omitempty"` // settle: give up after this long
-	Host      int    `json:"host,omitempty"`       // host-down, host-up, partition*: test host (1-based)
-	Peer      int    `json:"peer,omitempty"`       // partition*: the other host
+	DelayMs   int64   `json:"delay_ms"`
+	Action    Action  `json:"action"`
+	Name      string  `json:"name,omitempty"`       // trigger name
+	Member    string  `json:"member,omitempty"`     // member steps
+	As        string  `json:"as,omitempty"`         // start: the identity the member takes (see ActStart)
+	Link      string  `json:"link,omitempty"`       // stall, latency, cut, heal
+	Node      int     `json:"node,omitempty"`       // zk-* and broker-* steps: node index
+	LatencyMs int64   `json:"latency_ms,omitempty"` // latency
+	QuietMs   int64   `json:"quiet_ms,omitempty"`   // settle: how long stable must last
+	TimeoutMs int64   `json:"timeout_ms,omitempty"` // settle: give up after this long
+	Host      int     `json:"host,omitempty"`       // host-down, host-up, partition*: test host (1-based)
+	Peer      int     `json:"peer,omitempty"`       // partition*: the other host
+	LossPct   float64 `json:"loss_pct,omitempty"`   // host-loss
 }
 
 func (s Step) String() string {
@@ -99,6 +107,10 @@ func (s Step) String() string {
 		return fmt.Sprintf("%s h%d", s.Action, s.Host)
 	case ActPartition, ActPartitionHeal:
 		return fmt.Sprintf("%s h%d|h%d", s.Action, s.Host, s.Peer)
+	case ActHostDelay:
+		return fmt.Sprintf("host-delay h%d %d ms", s.Host, s.LatencyMs)
+	case ActHostLoss:
+		return fmt.Sprintf("host-loss h%d %s%%", s.Host, strconv.FormatFloat(s.LossPct, 'f', -1, 64))
 	}
 	return string(s.Action)
 }

@@ -177,13 +177,32 @@ func (rc *Recorder) NowMs() int64 {
 type Collector struct {
 	mu      sync.Mutex
 	records []Record
+	latest  map[Kind]int64 // the highest TsMs of each kind so far
 }
 
 // Emit appends r.
 func (c *Collector) Emit(r Record) {
 	c.mu.Lock()
 	c.records = append(c.records, r)
+	if c.latest == nil {
+		c.latest = map[Kind]int64{}
+	}
+	if r.TsMs > c.latest[r.Kind] {
+		c.latest[r.Kind] = r.TsMs
+	}
 	c.mu.Unlock()
+}
+
+// Latest is the highest TsMs of the records of the given kinds collected so far (0: none), without
+// copying the records: a poller's cheap test of whether anything of those kinds happened lately.
+func (c *Collector) Latest(kinds ...Kind) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ts int64
+	for _, k := range kinds {
+		ts = max(ts, c.latest[k])
+	}
+	return ts
 }
 
 // Mark returns the number of records collected so far: a position in arrival order for Since. Tests

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +32,9 @@ func init() {
 		bootstrap  string
 		zkAddrs    string
 		keep       bool
+		kafkaDefs  bool
+		brokerConf []string
+		cpuProfile string
 	)
 	storm := &cobra.Command{
 		Use:   "storm [--era all] [--consumers 10,100,1000] [--partitions P] [--json FILE] [--plot FILE.svg]",
@@ -65,10 +70,50 @@ peak_rss_bytes and cpu_ms then cover the members and proxies only).`,
 			if deadline <= 0 {
 				return fmt.Errorf("--deadline %s: want a positive duration (e.g. 120s)", deadline)
 			}
+			bc := map[string]string{}
+			for _, kv := range brokerConf {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return fmt.Errorf("--broker-config %q: want KEY=VALUE (e.g. message.max.bytes=8388608)", kv)
+				}
+				bc[k] = v
+			}
+			if len(bc) == 0 {
+				bc = nil
+			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 			bar := newProgressBar(cmd.ErrOrStderr())
+			var partial *os.File // FILE.cells.jsonl: each cell as it ends (a killed run keeps them)
+			if jsonFile != "" {
+				if partial, err = os.Create(jsonFile + ".cells.jsonl"); err != nil {
+					return err
+				}
+				defer partial.Close()
+			}
 			o := benchmark.StormOptions{Eras: eras, Consumers: ns, Partitions: partitions, Deadline: deadline,
 				Seed: seed, Peer: !noPeer, Version: version, Progress: bar.update, Broker: brokerImpl,
-				Bootstrap: bootstrap, ExternalZK: zkAddrs, Keep: keep}
+				Bootstrap: bootstrap, ExternalZK: zkAddrs, Keep: keep, KafkaDefaults: kafkaDefs, BrokerConfig: bc}
+			if partial != nil {
+				var mu sync.Mutex
+				o.OnCell = func(c *benchmark.StormCell) {
+					mu.Lock()
+					defer mu.Unlock()
+					if b, err := json.Marshal(c); err == nil {
+						partial.Write(append(b, '\n'))
+						partial.Sync()
+					}
+				}
+			}
 			if logrus.GetLevel() >= logrus.DebugLevel {
 				o.LabLog = logrus.NewEntry(logrus.StandardLogger())
 				o.RunnerProgress = cmd.ErrOrStderr()
@@ -109,8 +154,8 @@ peak_rss_bytes and cpu_ms then cover the members and proxies only).`,
 	f := storm.Flags()
 	f.StringSliceVar(&eras, "era", []string{"all"}, "eras: zk, classic, cooperative, static, or all (comma-separated or repeated)")
 	f.StringVar(&consumers, "consumers", "10,100,1000", "member counts N, comma-separated")
-	f.IntVar(&partitions, "partitions", 0, "partitions P of each run's topic (0: N, one per member; at most 1000)")
-	f.StringVar(&jsonFile, "json", "", "write the bench JSON to FILE")
+	f.IntVar(&partitions, "partitions", 0, "partitions P of each run's topic (0: N, one per member, at most 1000; at most 10000)")
+	f.StringVar(&jsonFile, "json", "", "write the bench JSON to FILE (and each cell as it ends to FILE.cells.jsonl, kept if the run is killed)")
 	f.StringVar(&plotFile, "plot", "", "write a log-log SVG plot to FILE.svg (one line per era per figure)")
 	f.DurationVar(&deadline, "deadline", benchmark.DefaultStormDeadline, "per-cell deadline: the group must be stable within it")
 	f.Int64Var(&seed, "seed", 1, "seed of the scripted events (start order, who leaves)")
@@ -118,6 +163,9 @@ peak_rss_bytes and cpu_ms then cover the members and proxies only).`,
 	addExternalFlags(storm, &bootstrap, &keep)
 	f.StringVar(&zkAddrs, "zk", "", "with --bootstrap: the cluster's ZooKeeper (host:port,...), which the zk era needs (a cluster in ZooKeeper mode)")
 	f.BoolVar(&noPeer, "no-peer", false, "skip the franz-go kgo peer storms")
+	f.BoolVar(&kafkaDefs, "kafka-defaults", false, "Kafka's own timing (session.timeout.ms 45000, heartbeat.interval.ms 3000, max.poll.interval.ms 300000; zk era: 0.8.2's zookeeper.session.timeout.ms 6000, rebalance.backoff.ms 2000) instead of the lab's short settings; give --deadline above the 300 s rebalance timeout")
+	f.StringArrayVar(&brokerConf, "broker-config", nil, "KEY=VALUE server.properties setting for the lab's broker (repeatable), e.g. message.max.bytes=8388608 so that a 10,000-member group record fits")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (members, broker, runner) to FILE")
 	f.BoolVar(&markdown, "markdown", false, "print the tables as Markdown (for the README)")
 	benchCmd.AddCommand(storm)
 }
