@@ -390,7 +390,26 @@ func mixedGroup(t *testing.T, opts lab.Options) {
 			}
 			return true
 		})
-		time.Sleep(300 * time.Millisecond) // a second delivery by a wrong member would show by now
+		// The barrier: a marker produced to each partition after the batch, delivered by its owner.
+		// Every member holds only its own partitions (checked above), each partition delivers in
+		// offset order, so once the markers are in, the batch's deliveries are all in too.
+		markers := map[[2]int64]string{}
+		for p := int32(0); p < parts; p++ {
+			for _, off := range produce(t, cl, topic, p, fmt.Sprintf("step%d-marker", step)) {
+				markers[[2]int64{int64(p), off}] = owner[want[p]].name
+			}
+		}
+		testutil.WaitFor(t, 30*time.Second, what+": the markers delivered by their owners", func() bool {
+			pullOld(all)
+			mu.Lock()
+			defer mu.Unlock()
+			for k, name := range markers {
+				if got := delivered[k]; len(got) == 0 || got[0] != name {
+					return false
+				}
+			}
+			return true
+		})
 		pullOld(all)
 		mu.Lock()
 		for k, name := range batch {

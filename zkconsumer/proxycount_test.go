@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -49,14 +50,25 @@ func TestZKCountingProxyMatchesTimeline(t *testing.T) {
 	createStreams(t, m3, map[string]int{"t": 1})
 	m2.Shutdown()
 	idle := func() bool { return m1.rebalanceIdle() && m3.rebalanceIdle() }
-	deadline := time.Now().Add(20 * time.Second)
-	for !idle() && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	time.Sleep(800 * time.Millisecond) // the last notifications' re-reads
-	if !idle() {
-		t.Fatal("the group did not settle")
-	}
+	testutil.WaitFor(t, 20*time.Second, "the group settled", idle)
+	// The last notifications' re-reads may still be on their way through the proxy when the group is
+	// idle: wait (bounded) until the proxy has seen as many requests as m1's timeline records; the
+	// per-path comparison below is the assertion.
+	testutil.WaitFor(t, 10*time.Second, "the proxy's count to reach m1's timeline's", func() bool {
+		n := 0
+		for _, r := range m1.rec.Records() {
+			if r.Kind == timeline.ZKOp || r.Kind == timeline.ZKWatch {
+				n++
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		m := 0
+		for _, v := range seen {
+			m += v
+		}
+		return m >= n
+	})
 
 	fromTimeline := map[string]int{}
 	var reads, writes, watches int
