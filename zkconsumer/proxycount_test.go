@@ -51,56 +51,61 @@ func TestZKCountingProxyMatchesTimeline(t *testing.T) {
 	m2.Shutdown()
 	idle := func() bool { return m1.rebalanceIdle() && m3.rebalanceIdle() }
 	testutil.WaitFor(t, 20*time.Second, "the group settled", idle)
-	// The last notifications' re-reads may still be on their way through the proxy when the group is
-	// idle: wait (bounded) until the proxy has seen as many requests as m1's timeline records; the
-	// per-path comparison below is the assertion.
-	testutil.WaitFor(t, 10*time.Second, "the proxy's count to reach m1's timeline's", func() bool {
-		n := 0
+
+	// count tallies m1's timeline and the proxy per path. A notification the proxy has passed on may
+	// not be in the timeline yet (the watcher records it when it handles it), and a re-read may be on
+	// its way through the proxy before the timeline records its answer: the two agree once m1 is idle
+	// with nothing in flight, so wait (bounded) for agreement with the group idle. A count that never
+	// agrees is the failure, reported per path.
+	var fromTimeline, proxySeen map[string]int
+	var reads, writes, watches int
+	count := func() {
+		fromTimeline = map[string]int{}
+		reads, writes, watches = 0, 0, 0
 		for _, r := range m1.rec.Records() {
-			if r.Kind == timeline.ZKOp || r.Kind == timeline.ZKWatch {
-				n++
+			switch r.Kind {
+			case timeline.ZKOp:
+				fromTimeline[r.Op+" "+r.Path]++
+				if r.Op == "read" {
+					reads++
+				} else {
+					writes++
+				}
+			case timeline.ZKWatch:
+				fromTimeline["watch "+r.Type+" "+r.Path]++
+				watches++
 			}
 		}
 		mu.Lock()
-		defer mu.Unlock()
-		m := 0
-		for _, v := range seen {
-			m += v
+		proxySeen = map[string]int{}
+		for k, v := range seen {
+			proxySeen[k] = v
 		}
-		return m >= n
-	})
-
-	fromTimeline := map[string]int{}
-	var reads, writes, watches int
-	for _, r := range m1.rec.Records() {
-		switch r.Kind {
-		case timeline.ZKOp:
-			fromTimeline[r.Op+" "+r.Path]++
-			if r.Op == "read" {
-				reads++
-			} else {
-				writes++
+		mu.Unlock()
+	}
+	diff := func() []string {
+		var out []string
+		for k := range union(fromTimeline, proxySeen) {
+			if fromTimeline[k] != proxySeen[k] {
+				out = append(out, k)
 			}
-		case timeline.ZKWatch:
-			fromTimeline["watch "+r.Type+" "+r.Path]++
-			watches++
 		}
+		sort.Strings(out)
+		return out
 	}
-	mu.Lock()
-	proxySeen := map[string]int{}
-	for k, v := range seen {
-		proxySeen[k] = v
-	}
-	mu.Unlock()
-	var diff []string
-	for k := range union(fromTimeline, proxySeen) {
-		if fromTimeline[k] != proxySeen[k] {
-			diff = append(diff, k)
+	agreed := testutil.Await(context.Background(), 20*time.Second, "m1's timeline and the proxy to agree on every path with the group idle", func() bool {
+		if !idle() {
+			return false
 		}
-	}
-	sort.Strings(diff)
-	for _, k := range diff {
-		t.Errorf("%s: timeline %d, proxy %d", k, fromTimeline[k], proxySeen[k])
+		count()
+		return len(diff()) == 0 && idle()
+	})
+	if agreed != nil {
+		count()
+		for _, k := range diff() {
+			t.Errorf("%s: timeline %d, proxy %d", k, fromTimeline[k], proxySeen[k])
+		}
+		t.Fatal(agreed)
 	}
 	if proxy.Reads() != reads || proxy.Writes() != writes || proxy.Watches() != watches || reads == 0 || writes == 0 || watches < 2 {
 		t.Errorf("proxy reads %d writes %d watches %d; timeline %d %d %d (want equal, reads and writes > 0, >= 2 notifications)",
