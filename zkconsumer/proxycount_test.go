@@ -2,6 +2,7 @@ package zkconsumer
 
 import (
 	"context"
+	"maps"
 	"sort"
 	"sync"
 	"testing"
@@ -52,57 +53,23 @@ func TestZKCountingProxyMatchesTimeline(t *testing.T) {
 	idle := func() bool { return m1.rebalanceIdle() && m3.rebalanceIdle() }
 	testutil.WaitFor(t, 20*time.Second, "the group settled", idle)
 
-	// count tallies m1's timeline and the proxy per path. A notification the proxy has passed on may
-	// not be in the timeline yet (the watcher records it when it handles it), and a re-read may be on
-	// its way through the proxy before the timeline records its answer: the two agree once m1 is idle
-	// with nothing in flight, so wait (bounded) for agreement with the group idle. A count that never
-	// agrees is the failure, reported per path.
-	var fromTimeline, proxySeen map[string]int
-	var reads, writes, watches int
-	count := func() {
-		fromTimeline = map[string]int{}
-		reads, writes, watches = 0, 0, 0
-		for _, r := range m1.rec.Records() {
-			switch r.Kind {
-			case timeline.ZKOp:
-				fromTimeline[r.Op+" "+r.Path]++
-				if r.Op == "read" {
-					reads++
-				} else {
-					writes++
-				}
-			case timeline.ZKWatch:
-				fromTimeline["watch "+r.Type+" "+r.Path]++
-				watches++
-			}
-		}
-		mu.Lock()
-		proxySeen = map[string]int{}
-		for k, v := range seen {
-			proxySeen[k] = v
-		}
-		mu.Unlock()
-	}
-	diff := func() []string {
-		var out []string
-		for k := range union(fromTimeline, proxySeen) {
-			if fromTimeline[k] != proxySeen[k] {
-				out = append(out, k)
-			}
-		}
-		sort.Strings(out)
-		return out
-	}
+	// The timeline and the proxy agree once m1 is idle with nothing in flight: a notification the
+	// proxy has passed on is recorded only when the watcher handles it, and a re-read may be on its way
+	// through the proxy before the timeline records its answer. So wait (bounded) for agreement on
+	// every path with the group idle; a count that never agrees is the failure, reported per path.
+	var tl zkTally
 	agreed := testutil.Await(context.Background(), 20*time.Second, "m1's timeline and the proxy to agree on every path with the group idle", func() bool {
 		if !idle() {
 			return false
 		}
-		count()
-		return len(diff()) == 0 && idle()
+		mu.Lock()
+		tl = tallyZK(m1.rec.Records(), seen)
+		mu.Unlock()
+		return len(tl.diff()) == 0 && idle()
 	})
+	fromTimeline, proxySeen, reads, writes, watches := tl.timeline, tl.proxy, tl.reads, tl.writes, tl.watches
 	if agreed != nil {
-		count()
-		for _, k := range diff() {
+		for _, k := range tl.diff() {
 			t.Errorf("%s: timeline %d, proxy %d", k, fromTimeline[k], proxySeen[k])
 		}
 		t.Fatal(agreed)
@@ -170,5 +137,44 @@ func union(a, b map[string]int) map[string]bool {
 	for k := range b {
 		out[k] = true
 	}
+	return out
+}
+
+// zkTally is a connector's ZooKeeper traffic counted two ways, keyed "read /path", "write /path" and
+// "watch <type> /path": from its timeline (zk_op, zk_watch records) and from the counting proxy.
+type zkTally struct {
+	timeline, proxy        map[string]int
+	reads, writes, watches int // the timeline's totals
+}
+
+// tallyZK counts recs and copies the proxy's per-path counts (the caller holds their lock).
+func tallyZK(recs []timeline.Record, proxySeen map[string]int) zkTally {
+	t := zkTally{timeline: map[string]int{}, proxy: maps.Clone(proxySeen)}
+	for _, r := range recs {
+		switch r.Kind {
+		case timeline.ZKOp:
+			t.timeline[r.Op+" "+r.Path]++
+			if r.Op == "read" {
+				t.reads++
+			} else {
+				t.writes++
+			}
+		case timeline.ZKWatch:
+			t.timeline["watch "+r.Type+" "+r.Path]++
+			t.watches++
+		}
+	}
+	return t
+}
+
+// diff lists, sorted, the keys whose two counts differ.
+func (t zkTally) diff() []string {
+	var out []string
+	for k := range union(t.timeline, t.proxy) {
+		if t.timeline[k] != t.proxy[k] {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
 	return out
 }
