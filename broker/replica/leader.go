@@ -1,0 +1,281 @@
+// Package replica is the replication protocol of one partition as pure state machines (events and
+// time in, effects out; no I/O, no clock, no locks), as Kafka 3.9's kafka.cluster.Partition and
+// kafka.cluster.Replica hold it for the leader and AbstractFetcherThread for the follower. The broker
+// feeds them its log end offsets, follower fetches and the controller's answers, and carries out what
+// they return: set the log's high watermark, send an AlterPartition to the controller, truncate.
+//
+// Offsets are Kafka offsets (int64); times are milliseconds since the Unix epoch (int64), given by
+// the caller; broker ids and epochs are int32.
+package replica
+
+import (
+	"slices"
+)
+
+// DefaultReplicaLagTimeMaxMs is replica.lag.time.max.ms: a follower that has not caught up to the
+// leader's log end offset for this long leaves the ISR.
+const DefaultReplicaLagTimeMaxMs = 30000
+
+// State is a partition's leadership as the controller last committed it (the state znode: leader,
+// leader_epoch, isr; its znode version is the partition epoch of KIP-497's AlterPartition).
+type State struct {
+	Leader         int32
+	LeaderEpoch    int32
+	ISR            []int32
+	PartitionEpoch int32
+}
+
+// AlterPartition is the request the leader sends to the controller to change the ISR
+// (AlterPartitionRequest v1: topic name, partition, leader epoch, new ISR, partition epoch).
+type AlterPartition struct {
+	LeaderEpoch    int32
+	NewISR         []int32
+	PartitionEpoch int32
+}
+
+// follower is the leader's view of one follower (kafka.cluster.Replica's ReplicaState).
+type follower struct {
+	logEndOffset       int64 // the follower's last fetch offset; -1 until it fetched
+	lastCaughtUpTimeMs int64 // the last time its fetch reached the leader's log end offset then
+	lastFetchLeaderLEO int64 // the leader's log end offset at its previous fetch
+	lastFetchTimeMs    int64
+}
+
+// Leader is the leader's side of one partition (kafka.cluster.Partition while it leads). Create it
+// with NewLeader when the broker becomes leader; feed it Appended, FollowerFetch, Tick and the
+// controller's answers; read HighWatermark and take the AlterPartition requests it emits.
+// Not safe for concurrent use: the broker holds one lock per partition around it.
+type Leader struct {
+	self         int32
+	replicas     []int32
+	state        State
+	lagTimeMaxMs int64
+
+	leo int64 // the leader's own log end offset
+	hw  int64
+	// epochStartOffset is the leader's log end offset when it became leader of this epoch
+	// (Partition.leaderEpochStartOffsetOpt): a follower joins the ISR only past it.
+	epochStartOffset int64
+
+	followers map[int32]*follower
+	// inflight is the ISR change sent to the controller and not answered yet (Kafka's
+	// PendingExpandIsr / PendingShrinkIsr): at most one at a time.
+	inflight *AlterPartition
+}
+
+// NewLeader is Partition.makeLeader: the leader self of replicas with the committed state st, whose
+// log ends at leo with high watermark hw (its own, from the checkpoint or from its time as a
+// follower). As Replica.resetReplicaState does for a new leader, every follower's log end offset is
+// unknown (-1) until it fetches, and its lastCaughtUpTime is nowMs if it is in the ISR (so it has
+// replica.lag.time.max.ms to fetch before it is removed), 0 otherwise.
+func NewLeader(self int32, replicas []int32, st State, leo, hw int64, lagTimeMaxMs, nowMs int64) *Leader {
+	if lagTimeMaxMs <= 0 {
+		lagTimeMaxMs = DefaultReplicaLagTimeMaxMs
+	}
+	l := &Leader{self: self, replicas: slices.Clone(replicas), state: cloneState(st), lagTimeMaxMs: lagTimeMaxMs,
+		leo: leo, hw: min(hw, leo), epochStartOffset: leo, followers: map[int32]*follower{}}
+	for _, r := range replicas {
+		if r != self {
+			f := &follower{logEndOffset: -1, lastFetchLeaderLEO: -1}
+			if slices.Contains(st.ISR, r) {
+				f.lastCaughtUpTimeMs = nowMs
+			}
+			l.followers[r] = f
+		}
+	}
+	l.advanceHW(nowMs)
+	return l
+}
+
+func cloneState(st State) State { st.ISR = slices.Clone(st.ISR); return st }
+
+// State is the committed state the leader works with.
+func (l *Leader) State() State { return cloneState(l.state) }
+
+// HighWatermark is the offset below which every record is on every replica of the maximal ISR.
+func (l *Leader) HighWatermark() int64 { return l.hw }
+
+// LogEndOffset is the leader's own log end offset as last reported.
+func (l *Leader) LogEndOffset() int64 { return l.leo }
+
+// Inflight is the ISR change waiting for the controller's answer, nil when none.
+func (l *Leader) Inflight() *AlterPartition { return l.inflight }
+
+// FollowerLogEndOffset is a follower's log end offset as its last fetch showed it (-1: none yet).
+func (l *Leader) FollowerLogEndOffset(r int32) int64 {
+	if f := l.followers[r]; f != nil {
+		return f.logEndOffset
+	}
+	return -1
+}
+
+// MaximalISR is the ISR the leader must count for the high watermark and for acks=all:
+// the committed ISR, plus a replica being added while the expansion is in flight (Kafka's
+// PartitionState.maximalIsr; a shrink in flight keeps the committed, larger ISR).
+func (l *Leader) MaximalISR() []int32 {
+	isr := slices.Clone(l.state.ISR)
+	if l.inflight != nil {
+		for _, r := range l.inflight.NewISR {
+			if !slices.Contains(isr, r) {
+				isr = append(isr, r)
+			}
+		}
+	}
+	return isr
+}
+
+// Appended reports that the leader's log now ends at leo (after an append as leader). It returns
+// whether the high watermark moved.
+func (l *Leader) Appended(leo, nowMs int64) bool {
+	l.leo = leo
+	return l.advanceHW(nowMs)
+}
+
+// FollowerFetch is Partition.updateFollowerFetchState: follower r fetched from fetchOffset (its log
+// end offset) at nowMs, while the leader's log ended at leaderLEO. It updates r's caught-up time as
+// Replica.updateFetchStateOrThrow does, may propose adding r to the ISR (the returned
+// AlterPartition, nil if none), and reports whether the high watermark moved.
+// A fetch from a broker that is not a replica is ignored (the caller answers it NOT_LEADER_OR_FOLLOWER
+// or UNKNOWN_LEADER_EPOCH before).
+func (l *Leader) FollowerFetch(r int32, fetchOffset, leaderLEO, nowMs int64) (alter *AlterPartition, hwMoved bool) {
+	f := l.followers[r]
+	if f == nil {
+		return nil, false
+	}
+	switch {
+	case fetchOffset >= leaderLEO:
+		f.lastCaughtUpTimeMs = max(f.lastCaughtUpTimeMs, nowMs)
+	case fetchOffset >= f.lastFetchLeaderLEO && f.lastFetchLeaderLEO >= 0:
+		// It reached what the leader had at its previous fetch: caught up as of then.
+		f.lastCaughtUpTimeMs = max(f.lastCaughtUpTimeMs, f.lastFetchTimeMs)
+	}
+	f.logEndOffset = fetchOffset
+	f.lastFetchLeaderLEO = leaderLEO
+	f.lastFetchTimeMs = nowMs
+	l.leo = max(l.leo, leaderLEO)
+	alter = l.maybeExpand(r, nowMs)
+	return alter, l.advanceHW(nowMs)
+}
+
+// caughtUp is Replica.isCaughtUp.
+func (l *Leader) caughtUp(f *follower, nowMs int64) bool {
+	return f.logEndOffset == l.leo || nowMs-f.lastCaughtUpTimeMs <= l.lagTimeMaxMs
+}
+
+// maybeExpand is Partition.maybeExpandIsr: a follower outside the ISR whose log end offset reached
+// the high watermark and the start of the leader's epoch rejoins it (appended at the end, as
+// Kafka's isr + replica).
+func (l *Leader) maybeExpand(r int32, nowMs int64) *AlterPartition {
+	if l.inflight != nil || slices.Contains(l.state.ISR, r) {
+		return nil
+	}
+	f := l.followers[r]
+	if f.logEndOffset < l.hw || f.logEndOffset < l.epochStartOffset {
+		return nil
+	}
+	return l.propose(append(slices.Clone(l.state.ISR), r))
+}
+
+// Tick is Partition.maybeShrinkIsr, run every replica.lag.time.max.ms / 2: the followers of the ISR
+// that are out of sync (not caught up for longer than replica.lag.time.max.ms) are proposed for
+// removal. It returns the AlterPartition to send, nil if none (or one is already in flight).
+func (l *Leader) Tick(nowMs int64) *AlterPartition {
+	if l.inflight != nil {
+		return nil
+	}
+	var keep []int32
+	out := false
+	for _, r := range l.state.ISR {
+		if f := l.followers[r]; f != nil && !l.caughtUp(f, nowMs) {
+			out = true
+			continue
+		}
+		keep = append(keep, r)
+	}
+	if !out {
+		return nil
+	}
+	return l.propose(keep)
+}
+
+// OutOfSync lists the ISR followers that are out of sync at nowMs (Partition.getOutOfSyncReplicas).
+func (l *Leader) OutOfSync(nowMs int64) []int32 {
+	var out []int32
+	for _, r := range l.state.ISR {
+		if f := l.followers[r]; f != nil && !l.caughtUp(f, nowMs) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (l *Leader) propose(isr []int32) *AlterPartition {
+	a := &AlterPartition{LeaderEpoch: l.state.LeaderEpoch, NewISR: isr, PartitionEpoch: l.state.PartitionEpoch}
+	l.inflight = a
+	out := *a
+	out.NewISR = slices.Clone(isr)
+	return &out
+}
+
+// AlterPartitionDone is the controller's answer to the request in flight (Partition.handleAlterPartitionUpdate
+// / handleAlterPartitionError): code 0 with the committed state, or the error code. Either way
+// nothing is in flight afterwards; an accepted state replaces the committed one unless a newer state
+// was installed meanwhile. It reports whether the high watermark moved.
+func (l *Leader) AlterPartitionDone(code int16, st State, nowMs int64) bool {
+	l.inflight = nil
+	if code == 0 && st.LeaderEpoch == l.state.LeaderEpoch && st.PartitionEpoch > l.state.PartitionEpoch {
+		l.state = cloneState(st)
+	}
+	return l.advanceHW(nowMs)
+}
+
+// Update installs a newer committed state for the same leader epoch (the state znode changed: the
+// controller removed a dead follower, or an AlterPartition committed). An older partition epoch is
+// ignored; an in-flight request the new state answers (same or newer partition epoch) is dropped,
+// as Kafka lets the controller's LeaderAndIsr supersede a pending ISR change. It reports whether the
+// high watermark moved.
+func (l *Leader) Update(st State, nowMs int64) bool {
+	if st.LeaderEpoch != l.state.LeaderEpoch || st.PartitionEpoch < l.state.PartitionEpoch {
+		return false
+	}
+	if st.PartitionEpoch > l.state.PartitionEpoch {
+		l.inflight = nil
+	}
+	l.state = cloneState(st)
+	return l.advanceHW(nowMs)
+}
+
+// advanceHW is Partition.maybeIncrementLeaderHW: the high watermark is the smallest log end offset
+// among the leader and the followers of the maximal ISR, and of the followers outside it that are
+// caught up and about to join (so that joining never moves it back); it never moves backward.
+func (l *Leader) advanceHW(nowMs int64) bool {
+	hw := l.leo
+	isr := l.MaximalISR()
+	for r, f := range l.followers {
+		if slices.Contains(isr, r) || l.caughtUp(f, nowMs) && f.logEndOffset >= 0 {
+			hw = min(hw, max(f.logEndOffset, 0))
+		}
+	}
+	if hw > l.hw {
+		l.hw = hw
+		return true
+	}
+	return false
+}
+
+// AcksAllCode is Partition.checkEnoughReplicasReachOffset for a produce with acks=all whose last
+// record is requiredOffset-1: done=false while the high watermark is below requiredOffset; then code
+// 0, or NOT_ENOUGH_REPLICAS_AFTER_APPEND (20) when the maximal ISR is smaller than minISR.
+func (l *Leader) AcksAllCode(requiredOffset int64, minISR int) (done bool, code int16) {
+	if l.hw < requiredOffset {
+		return false, 0
+	}
+	if len(l.MaximalISR()) < minISR {
+		return true, 20
+	}
+	return true, 0
+}
+
+// ISRSize is the committed ISR's size, which Partition.appendRecordsToLeader compares with
+// min.insync.replicas before an acks=all append (NOT_ENOUGH_REPLICAS when smaller).
+func (l *Leader) ISRSize() int { return len(l.state.ISR) }
