@@ -70,7 +70,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
 	if err := l.usable(); err != nil {
 		return -1, err
 	}
-	if hw := l.leo(); offset > hw {
+	if hw := l.hwLocked(); offset > hw {
 		return -1, fmt.Errorf("Cannot increment the log start offset to %d of partition %s since it is larger than the high watermark %d: %w",
 			offset, filepath.Base(l.dir), hw, ErrOffsetOutOfRange)
 	}
@@ -93,7 +93,7 @@ func (l *Log) logStartLocked() int64 {
 
 // SetConfig replaces the log's settings while it runs (UnifiedLog.updateConfig, after a topic's or
 // the broker's dynamic config changed): segment size and age, retention, flush and index intervals
-// apply from the next append or retention pass. FS, Now and LeaderEpoch are kept. Errors: an invalid
+// apply from the next append or retention pass. FS, Now, LeaderEpoch and ReplicatedHighWatermark are kept. Errors: an invalid
 // Config (as Open), ErrClosed.
 func (l *Log) SetConfig(cfg Config) error {
 	l.mu.Lock()
@@ -101,7 +101,7 @@ func (l *Log) SetConfig(cfg Config) error {
 	if l.closed {
 		return ErrClosed
 	}
-	cfg.FS, cfg.Now, cfg.LeaderEpoch = l.cfg.FS, l.cfg.Now, l.cfg.LeaderEpoch
+	cfg.FS, cfg.Now, cfg.LeaderEpoch, cfg.ReplicatedHighWatermark = l.cfg.FS, l.cfg.Now, l.cfg.LeaderEpoch, l.cfg.ReplicatedHighWatermark
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return err
