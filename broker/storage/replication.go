@@ -492,10 +492,13 @@ func (l *Log) rescanSegment(s *segment) error {
 // active segment with base offset offset created; the producer state is cleared and the high
 // watermark, recovery point and log end offset become offset. LeaderEpoch is kept.
 //
-// Crash safety: the checkpoints are written first, then the new segment created (or the one at
-// offset emptied), then the old ones deleted newest first; a crash before the end leaves old
-// segments whose batches Open refuses against the empty epoch checkpoint (cut), so the log comes
-// back empty, and with no segment at all Open creates it at the checkpointed log start offset. It
+// Crash safety: the log start checkpoint is written first, then the empty epoch checkpoint, then
+// the new segment created (or the one at offset emptied), then the old ones deleted newest first.
+// Open after a crash between the two checkpoints finds the old log with its start moved to
+// min(offset, its end), as after a DeleteRecords; after the epoch checkpoint, old segments left
+// have their batches refused against the empty checkpoint (cut), so the log comes back empty
+// (possibly at an old segment's base offset); with no segment at all Open creates one at the
+// checkpointed log start offset. The caller truncates again. It
 // waits for a cleaning pass of this log to end. Errors: ErrClosed, a negative offset
 // (ErrOffsetOutOfRange wrapped), an I/O error (the log then refuses further use; reopening it
 // recovers).
