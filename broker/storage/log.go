@@ -732,7 +732,9 @@ func (l *Log) syncActive() error {
 // without timestamps, last append) is more than log.retention.ms before Now,
 // then, while the log is larger than log.retention.bytes, those whose removal
 // keeps it at least that large. LogStartOffset moves to the oldest remaining
-// segment. The producer state keeps the producers of deleted segments, as
+// segment. With Config.ReplicatedHighWatermark only segments wholly below the
+// high watermark are deleted (the next segment's base offset at or below it, as
+// UnifiedLog.deletableSegments bounds them). The producer state keeps the producers of deleted segments, as
 // Kafka's does (ProducerStateManager.onLogStartOffsetIncremented); producers
 // idle past producer.id.expiration.ms are forgotten here (Kafka checks every
 // producer.id.expiration.check.interval.ms). Errors: ErrClosed, an I/O error
@@ -780,6 +782,12 @@ func (l *Log) EnforceRetention() error {
 		for diff := total - limit; n < len(l.segs)-1 && diff-l.segs[n].size >= 0; n++ {
 			diff -= l.segs[n].size
 		}
+	}
+	// Only segments wholly below the high watermark go (UnifiedLog.deletableSegments' upper bound
+	// min(active segment base, highWatermark)); without ReplicatedHighWatermark it is the log end
+	// offset and bounds nothing.
+	for hw := l.hwLocked(); n > 0 && l.segs[n].base > hw; {
+		n--
 	}
 	if n == 0 {
 		return nil

@@ -2,10 +2,8 @@ package storage
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 )
 
 // logStartCheckpointName is the file, in the partition's directory, that holds the log start offset
@@ -19,34 +17,7 @@ const logStartCheckpointName = "log-start-offset-checkpoint"
 // unreadable file is an error the caller may choose to ignore (Kafka logs it and starts from the
 // first segment's base offset).
 func readLogStartCheckpoint(fs FS, dir string) (int64, error) {
-	f, err := fs.OpenFile(filepath.Join(dir, logStartCheckpointName), os.O_RDONLY, 0)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return -1, nil
-		}
-		return -1, err
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return -1, err
-	}
-	if size > 4096 {
-		return -1, fmt.Errorf("%s: %d bytes, too large", logStartCheckpointName, size)
-	}
-	b := make([]byte, size)
-	if _, err := f.ReadAt(b, 0); err != nil {
-		return -1, err
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) != 3 || lines[0] != "0" || lines[1] != "1" {
-		return -1, fmt.Errorf("%s: unexpected content %q", logStartCheckpointName, b)
-	}
-	off, err := strconv.ParseInt(lines[2], 10, 64)
-	if err != nil || off < 0 {
-		return -1, fmt.Errorf("%s: bad offset %q", logStartCheckpointName, lines[2])
-	}
-	return off, nil
+	return readOffsetCheckpoint(fs, dir, logStartCheckpointName)
 }
 
 // writeLogStartCheckpoint replaces the checkpoint atomically and durably (write, fsync, rename, fsync

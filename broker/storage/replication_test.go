@@ -475,7 +475,7 @@ func TestTruncateTo(t *testing.T) {
 			fs := newMemFS()
 			l, cfg := leaderFixture(t, "/d", fs, func(c *Config) { c.ReplicatedHighWatermark = true })
 			mustAppendRecords(t, l, idemBatch(3, 0, 0, 1500, values(0, 3, 10)...)) // 18-20, epoch 5
-			if err := l.TruncateTo(18); err != nil { // drop it again: the producer goes with it
+			if err := l.TruncateTo(18); err != nil {                               // drop it again: the producer goes with it
 				t.Fatal(err)
 			}
 			if _, ok := l.ProducerEntry(3); ok {
@@ -675,5 +675,52 @@ func TestTruncateCrash(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// TestRetentionBoundedByHighWatermark: with ReplicatedHighWatermark, retention deletes only the
+// segments wholly below the high watermark.
+func TestRetentionBoundedByHighWatermark(t *testing.T) {
+	l, _ := leaderFixture(t, "/d", newMemFS(), func(c *Config) {
+		c.ReplicatedHighWatermark = true
+		c.RetentionBytes = 1
+	})
+	defer mustClose(t, l)
+	for _, c := range []struct {
+		hw   int64
+		segs []int64
+	}{{0, []int64{0, 6, 12}}, {5, []int64{0, 6, 12}}, {6, []int64{6, 12}}, {11, []int64{6, 12}}, {12, []int64{12}}, {18, []int64{12}}} {
+		l.SetHighWatermark(c.hw)
+		if err := l.EnforceRetention(); err != nil {
+			t.Fatal(err)
+		}
+		if got := segBases(l); !slices.Equal(got, c.segs) || l.HighWatermark() != c.hw {
+			t.Fatalf("high watermark %d: segments %v (HW %d), want %v", c.hw, got, l.HighWatermark(), c.segs)
+		}
+	}
+}
+
+// TestTruncateToBelowMidBatchLogStart: a truncation into the batch holding a log start offset
+// DeleteRecords set mid-batch brings the log start down to the new, empty, end (checkpointed).
+func TestTruncateToBelowMidBatchLogStart(t *testing.T) {
+	fs := newMemFS()
+	l, cfg := leaderFixture(t, "/d", fs, nil)
+	if _, err := l.DeleteRecordsBefore(4); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.TruncateTo(5); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != 3 || l.LogEndOffset() != 3 || l.HighWatermark() != 3 {
+		t.Fatalf("log [%d, %d), HW %d; want [3, 3), 3", l.LogStartOffset(), l.LogEndOffset(), l.HighWatermark())
+	}
+	mustClose(t, l)
+	l = mustOpen(t, "/d", cfg)
+	defer mustClose(t, l)
+	if l.LogStartOffset() != 3 || l.LogEndOffset() != 3 || l.Recovery().Problem != "" {
+		t.Fatalf("after reopen: log [%d, %d), %+v", l.LogStartOffset(), l.LogEndOffset(), l.Recovery())
+	}
+	if off := mustAppend(t, l, replBatch(8)); off != 3 {
+		t.Fatalf("append at %d, want 3", off)
 	}
 }
