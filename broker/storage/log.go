@@ -21,7 +21,15 @@
 // forgotten by a reopen (Kafka's snapshots remember it until it expires); the
 // log start offset a DeleteRecords sets is checkpointed in the partition's own
 // directory (Kafka keeps one log-start-offset-checkpoint per log dir) before
-// DeleteRecordsBefore returns.
+// DeleteRecordsBefore returns; likewise the high watermark of a replicated log
+// (Config.ReplicatedHighWatermark) is checkpointed per partition in
+// high-watermark-checkpoint (Kafka: one replication-offset-checkpoint per log dir).
+//
+// Replication (replication.go): a follower appends the leader's batches as they
+// are with AppendAsFollower, truncates with TruncateTo / TruncateFullyAndStartAt
+// and finds the divergence point with EndOffsetForEpoch (UnifiedLog and
+// LeaderEpochFileCache of Kafka 3.9); consumers read below the high watermark
+// with ReadUpTo, followers up to the log end offset with Read.
 package storage
 
 import (

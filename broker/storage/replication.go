@@ -326,7 +326,7 @@ func endOffsetFor(entries []epochEntry, epoch int32, leo int64) (int32, int64) {
 }
 
 // LatestEpoch is the epoch of the leader-epoch cache's last entry (LeaderEpochFileCache.latestEpoch:
-// a follower's lastFetchedEpoch); false when the cache is empty.
+// a follower's lastFetchedEpoch); (UndefinedEpoch, false) when the cache is empty.
 func (l *Log) LatestEpoch() (int32, bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
