@@ -724,3 +724,57 @@ func TestTruncateToBelowMidBatchLogStart(t *testing.T) {
 		t.Fatalf("append at %d, want 3", off)
 	}
 }
+
+// TestReplicationConcurrent: readers (ReadUpTo below the high watermark, Read, the offsets and
+// epoch lookups) run while a follower appends, moves its high watermark and truncates; -race
+// checks the locking, and every ReadUpTo returns whole batches below the limit it was given.
+func TestReplicationConcurrent(t *testing.T) {
+	l := mustOpen(t, "/d", Config{FS: newMemFS(), SegmentBytes: 2 * replBatchLen, ReplicatedHighWatermark: true})
+	defer mustClose(t, l)
+	done := make(chan struct{})
+	errs := make(chan error, 1)
+	go func() {
+		defer close(errs)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			hw := l.HighWatermark()
+			b, err := l.ReadUpTo(l.LogStartOffset(), math.MaxInt32, hw)
+			if err != nil && !errors.Is(err, ErrOffsetOutOfRange) {
+				errs <- err
+				return
+			}
+			bs, derr := tryDecodeBatches(b)
+			if derr != nil {
+				errs <- derr
+				return
+			}
+			if len(bs) > 0 && bs[len(bs)-1].last >= hw {
+				errs <- fmt.Errorf("ReadUpTo(limit %d) returned a batch ending at %d", hw, bs[len(bs)-1].last)
+				return
+			}
+			l.EndOffsetForEpoch(1)
+			l.LatestEpoch()
+			_, _ = l.Read(l.LogEndOffset(), 100)
+		}
+	}()
+	for round := range 30 {
+		leo := l.LogEndOffset()
+		if _, err := l.AppendAsFollower(stamped(replBatch(round), leo, int32(round))); err != nil {
+			t.Fatal(err)
+		}
+		l.ForceHighWatermark(leo + 1)
+		if round%5 == 4 {
+			if err := l.TruncateTo(leo - 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(done)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+}
