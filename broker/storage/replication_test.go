@@ -778,3 +778,34 @@ func TestReplicationConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCleanerBoundedByHighWatermark: with ReplicatedHighWatermark the Cleaner leaves alone the
+// segments that reach the high watermark, and cleans them once it has moved past.
+func TestCleanerBoundedByHighWatermark(t *testing.T) {
+	clock := newClock(1_000_000)
+	l := mustOpen(t, "/d", Config{FS: newMemFS(), Now: clock.now, SegmentBytes: 4096, CleanupPolicy: "compact", ReplicatedHighWatermark: true})
+	defer mustClose(t, l)
+	w := newWriter(t, l, clock)
+	for i := range 200 {
+		w.write(kv{[]byte(fmt.Sprintf("k%d", i%5)), []byte(fmt.Sprintf("v%d", i))})
+	}
+	bases := segBases(l)
+	if len(bases) < 3 {
+		t.Fatalf("%d segments; the test needs at least 3", len(bases))
+	}
+	c := NewCleaner(CleanerConfig{Logs: func() []*Log { return []*Log{l} }})
+	// The high watermark inside the first segment: nothing is cleanable.
+	l.SetHighWatermark(bases[1] - 1)
+	if n := cleanUntilIdle(t, c); n != 0 {
+		t.Fatalf("%d cleaning passes below a high watermark inside the first segment, want 0", n)
+	}
+	if !slices.Equal(segBases(l), bases) {
+		t.Fatalf("segments changed: %v", segBases(l))
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+	if n := cleanUntilIdle(t, c); n != 1 {
+		t.Fatalf("%d cleaning passes once the high watermark is at the LEO, want 1", n)
+	}
+	l.ForceHighWatermark(l.LogEndOffset())
+	w.check(consume(t, l))
+}
