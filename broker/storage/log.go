@@ -404,7 +404,9 @@ type AppendResult struct {
 // empty slice or any batch that fails validation; ErrRecordBatchTooLarge when
 // records exceed log.segment.bytes; ErrOutOfOrderSequence, ErrInvalidProducerEpoch,
 // ErrInvalidTxnState, ErrInvalidRecord from the producer checks (ProducerState.Prepare;
-// nothing is written); ErrClosed; an I/O error (the write is undone;
+// nothing is written); a wrapped kerr.FencedLeaderEpoch when follower appends
+// (AppendAsFollower) put an epoch newer than LeaderEpoch in the cache and no
+// SetLeaderEpoch followed; ErrClosed; an I/O error (the write is undone;
 // if a write or fsync cannot be undone the log refuses all later calls).
 // With log.flush.interval.messages reached, the log is fsynced before returning.
 func (l *Log) AppendRecords(records []byte) (AppendResult, error) {
@@ -420,6 +422,10 @@ func (l *Log) AppendRecords(records []byte) (AppendResult, error) {
 	}
 	if int64(len(records)) > l.cfg.SegmentBytes {
 		return fail, fmt.Errorf("storage: append: %d bytes exceed log.segment.bytes %d: %w", len(records), l.cfg.SegmentBytes, ErrRecordBatchTooLarge)
+	}
+	if n := len(l.epochs); n > 0 && l.epochs[n-1].epoch > l.epoch {
+		// Follower appends brought a newer epoch: stamping the older one would rewrite the cache.
+		return fail, fmt.Errorf("storage: append: leader epoch %d is below the latest cached epoch %d (SetLeaderEpoch first): %w", l.epoch, l.epochs[n-1].epoch, kerr.FencedLeaderEpoch)
 	}
 
 	buf := slices.Clone(records)

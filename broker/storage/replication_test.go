@@ -809,3 +809,31 @@ func TestCleanerBoundedByHighWatermark(t *testing.T) {
 	l.ForceHighWatermark(l.LogEndOffset())
 	w.check(consume(t, l))
 }
+
+// TestLeaderAppendAfterFollowerAppends: a leader append stamping an epoch older than the one
+// follower appends cached is refused until SetLeaderEpoch makes this replica leader of a newer epoch.
+func TestLeaderAppendAfterFollowerAppends(t *testing.T) {
+	l := mustOpen(t, "/d", Config{FS: newMemFS()})
+	defer mustClose(t, l)
+	if _, err := l.AppendAsFollower(stamped(replBatch(0), 0, 4)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := l.AppendRecords(replBatch(1))
+	wantErr(t, err, errFenced)
+	if l.LogEndOffset() != 3 {
+		t.Fatalf("LEO %d after a refused append", l.LogEndOffset())
+	}
+	if err := l.SetLeaderEpoch(6); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustAppendRecords(t, l, replBatch(1)); r.BaseOffset != 3 {
+		t.Fatalf("leader append at %d, want 3", r.BaseOffset)
+	}
+	if got, err := l.Read(3, 1); err != nil || !bytes.Equal(got, stamped(replBatch(1), 3, 6)) {
+		t.Fatalf("leader batch not stamped with epoch 6: %v", err)
+	}
+	// Below the first cached epoch: (that epoch, the first entry's start), as Kafka answers.
+	if got := fmt.Sprint(allEpochs(l)[1:8]); got != "[[0 0] [1 0] [2 0] [3 0] [4 3] [4 3] [6 6]]" {
+		t.Fatalf("EndOffsetForEpoch 0..6 = %s", got)
+	}
+}
