@@ -15,7 +15,10 @@ var (
 	// ErrCorruptRecord: a batch failed validation (size, magic, CRC-32C, record
 	// framing) — Kafka's CorruptRecordException / InvalidRecordException.
 	ErrCorruptRecord = kerr.CorruptMessage
-	// ErrOffsetOutOfRange: Read below LogStartOffset or above HighWatermark.
+	// ErrOffsetOutOfRange: Read or ReadUpTo below LogStartOffset or above LogEndOffset;
+	// AppendAsFollower of batches starting below LogEndOffset (Kafka's follower raises
+	// UnexpectedAppendOffsetException, which has no error code) or leaving a gap in a log
+	// that is not compacted.
 	ErrOffsetOutOfRange = kerr.OffsetOutOfRange
 	// ErrRecordBatchTooLarge: the records of one Append are larger than
 	// log.segment.bytes (Kafka's RecordBatchTooLargeException).

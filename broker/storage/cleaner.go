@@ -225,6 +225,16 @@ func (l *Log) cleanable() (toClean, bool) {
 	}
 	inactive := t.segs[:len(t.segs)-1]
 	limit := active.base
+	// Nothing at or above the high watermark is cleaned (LogCleanerManager.cleanableOffsets stops
+	// at the last stable offset, at most the high watermark): the first segment reaching it is
+	// uncleanable. Without ReplicatedHighWatermark it is the log end offset and bounds nothing.
+	hw := l.hwLocked()
+	for _, s := range inactive {
+		if s.next > hw {
+			limit = min(limit, s.base)
+			break
+		}
+	}
 	if lag := l.cfg.MinCompactionLagMs; lag > 0 {
 		for _, s := range inactive {
 			if s.next > t.firstDirty && s.maxTs > now-lag {

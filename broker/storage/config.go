@@ -78,6 +78,12 @@ type Config struct {
 	// timestamp is this many ms or more before Now is forgotten, at Open and at each EnforceRetention
 	// (ProducerStateManager.removeExpiredProducers). Default 1 day.
 	ProducerIDExpirationMs int64
+	// ReplicatedHighWatermark: the high watermark is kept apart from the log end
+	// offset (a replicated partition: the leader advances it as followers catch
+	// up, a follower takes the leader's), moved by SetHighWatermark and
+	// ForceHighWatermark and checkpointed in high-watermark-checkpoint. False (the
+	// default): HighWatermark is the log end offset, as with a single replica.
+	ReplicatedHighWatermark bool
 	// FS is the file system; default OS.
 	FS FS
 	// Now is the clock for time-based roll and retention; default time.Now.

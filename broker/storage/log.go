@@ -21,7 +21,15 @@
 // forgotten by a reopen (Kafka's snapshots remember it until it expires); the
 // log start offset a DeleteRecords sets is checkpointed in the partition's own
 // directory (Kafka keeps one log-start-offset-checkpoint per log dir) before
-// DeleteRecordsBefore returns.
+// DeleteRecordsBefore returns; likewise the high watermark of a replicated log
+// (Config.ReplicatedHighWatermark) is checkpointed per partition in
+// high-watermark-checkpoint (Kafka: one replication-offset-checkpoint per log dir).
+//
+// Replication (replication.go): a follower appends the leader's batches as they
+// are with AppendAsFollower, truncates with TruncateTo / TruncateFullyAndStartAt
+// and finds the divergence point with EndOffsetForEpoch (UnifiedLog and
+// LeaderEpochFileCache of Kafka 3.9); consumers read below the high watermark
+// with ReadUpTo, followers up to the log end offset with Read.
 package storage
 
 import (
@@ -63,6 +71,7 @@ type Log struct {
 	epoch         int32        // stamped into appended batches
 	recoveryPoint int64        // offsets below are fsynced (Log.recoveryPoint)
 	logStart      int64        // log start offset DeleteRecords set (checkpointed); see logStartLocked
+	hw            int64        // high watermark with Config.ReplicatedHighWatermark; see hwLocked
 	closed        bool
 	failed        error // a failed write/fsync that could not be undone: the log refuses further use
 	recovery      RecoveryStats
@@ -81,7 +90,10 @@ type Log struct {
 // contiguous offsets, leader epochs as checkpointed); the first torn or corrupt
 // batch and everything after it (the rest of its segment and all later segments)
 // is removed; index files that are missing or differ from the batches are
-// rebuilt. The high watermark is then the offset after the last good batch.
+// rebuilt. The log end offset is then the offset after the last good batch; the
+// high watermark is that too, or with Config.ReplicatedHighWatermark the value in
+// high-watermark-checkpoint clamped to [log start, log end] (the log start when
+// there is none).
 // The producer state is rebuilt from the batches that remain (Kafka's
 // UnifiedLog.rebuildProducerState from the log start, there being no producer
 // snapshot files here), then producers idle past producer.id.expiration.ms go.
@@ -134,7 +146,7 @@ func (l *Log) recover() error {
 		stem, isIndex := strings.CutSuffix(name, indexSuffix)
 		// An index without its log is left by an interrupted deletion; a .tmp
 		// checkpoint by an interrupted write.
-		if (isIndex && !logs[stem]) || name == epochCheckpointName+".tmp" || name == cleanerCheckpointName+".tmp" {
+		if (isIndex && !logs[stem]) || name == epochCheckpointName+".tmp" || name == cleanerCheckpointName+".tmp" || name == hwCheckpointName+".tmp" {
 			if err := fs.Remove(filepath.Join(dir, name)); err != nil {
 				return err
 			}
@@ -194,7 +206,13 @@ func (l *Log) recover() error {
 		dirty = true
 	}
 	if len(l.segs) == 0 {
-		s, err := openSegmentFiles(fs, dir, 0, true)
+		// No segment: a new log, or a TruncateFullyAndStartAt interrupted between deleting the
+		// segments and creating the new one, whose base it checkpointed as the log start.
+		base := int64(0)
+		if ls, err := readLogStartCheckpoint(fs, dir); err == nil && ls > 0 {
+			base = ls
+		}
+		s, err := openSegmentFiles(fs, dir, base, true)
 		if err != nil {
 			return err
 		}
@@ -230,6 +248,12 @@ func (l *Log) recover() error {
 	// recovery), never below the first segment (UnifiedLog's loading: max(checkpoint, first base)).
 	if ls, err := readLogStartCheckpoint(fs, dir); err == nil && ls > 0 {
 		l.logStart = min(ls, leo)
+	}
+	// The high watermark checkpointed, within [log start, log end] (UnifiedLog's loading of the
+	// replication-offset-checkpoint); absent or unreadable: the log start.
+	l.hw = l.logStartLocked()
+	if hw, err := readHWCheckpoint(fs, dir); err == nil && hw >= 0 {
+		l.hw = min(max(hw, l.logStartLocked()), leo)
 	}
 	l.recovery.Producers = l.producers.Len()
 	l.producers.RemoveExpired(now.UnixMilli())
@@ -380,7 +404,9 @@ type AppendResult struct {
 // empty slice or any batch that fails validation; ErrRecordBatchTooLarge when
 // records exceed log.segment.bytes; ErrOutOfOrderSequence, ErrInvalidProducerEpoch,
 // ErrInvalidTxnState, ErrInvalidRecord from the producer checks (ProducerState.Prepare;
-// nothing is written); ErrClosed; an I/O error (the write is undone;
+// nothing is written); a wrapped kerr.FencedLeaderEpoch when follower appends
+// (AppendAsFollower) put an epoch newer than LeaderEpoch in the cache and no
+// SetLeaderEpoch followed; ErrClosed; an I/O error (the write is undone;
 // if a write or fsync cannot be undone the log refuses all later calls).
 // With log.flush.interval.messages reached, the log is fsynced before returning.
 func (l *Log) AppendRecords(records []byte) (AppendResult, error) {
@@ -396,6 +422,10 @@ func (l *Log) AppendRecords(records []byte) (AppendResult, error) {
 	}
 	if int64(len(records)) > l.cfg.SegmentBytes {
 		return fail, fmt.Errorf("storage: append: %d bytes exceed log.segment.bytes %d: %w", len(records), l.cfg.SegmentBytes, ErrRecordBatchTooLarge)
+	}
+	if n := len(l.epochs); n > 0 && l.epochs[n-1].epoch > l.epoch {
+		// Follower appends brought a newer epoch: stamping the older one would rewrite the cache.
+		return fail, fmt.Errorf("storage: append: leader epoch %d is below the latest cached epoch %d (SetLeaderEpoch first): %w", l.epoch, l.epochs[n-1].epoch, kerr.FencedLeaderEpoch)
 	}
 
 	buf := slices.Clone(records)
@@ -522,7 +552,11 @@ func (l *Log) shouldRoll(s *segment, n int, maxTs, lastOffset int64) bool {
 
 // roll starts a new active segment at the log end offset (Log.roll). The old
 // one is fsynced first, as Kafka flushes a rolled segment.
-func (l *Log) roll() error {
+func (l *Log) roll() error { return l.rollTo(l.leo()) }
+
+// rollTo is roll with the new segment's base offset: the log end offset, or above it for a
+// follower append past a gap.
+func (l *Log) rollTo(base int64) error {
 	old := l.active()
 	for _, f := range []File{old.log, old.index} {
 		if err := f.Sync(); err != nil {
@@ -531,7 +565,7 @@ func (l *Log) roll() error {
 		}
 	}
 	l.recoveryPoint = max(l.recoveryPoint, old.next)
-	s, err := openSegmentFiles(l.cfg.FS, l.dir, old.next, true)
+	s, err := openSegmentFiles(l.cfg.FS, l.dir, base, true)
 	if err != nil {
 		return fmt.Errorf("storage: roll: %w", err)
 	}
@@ -550,12 +584,18 @@ func (l *Log) roll() error {
 // Read returns whole batches, starting with the one that contains offset: that
 // batch even if it is larger than maxBytes (KIP-74), then as many following
 // batches of the same segment as fit in maxBytes (bytes). The bytes are a copy.
-// offset == HighWatermark returns no bytes and no error. Errors:
-// ErrOffsetOutOfRange (wrapped) below LogStartOffset or above HighWatermark,
-// ErrClosed, an I/O error, or the earlier failure of a log that refuses use.
+// It reads up to the log end offset, whatever the high watermark (what a
+// follower's fetch reads; consumers read with ReadUpTo). offset == LogEndOffset
+// returns no bytes and no error. Errors: ErrOffsetOutOfRange (wrapped) below
+// LogStartOffset or above LogEndOffset, ErrClosed, an I/O error, or the earlier
+// failure of a log that refuses use.
 func (l *Log) Read(offset int64, maxBytes int32) ([]byte, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	return l.readLocked(offset, maxBytes)
+}
+
+func (l *Log) readLocked(offset int64, maxBytes int32) ([]byte, error) {
 	if err := l.usable(); err != nil {
 		return nil, err
 	}
@@ -584,12 +624,32 @@ func (l *Log) Read(offset int64, maxBytes int32) ([]byte, error) {
 	return s.read(pos, size, maxBytes)
 }
 
-// HighWatermark is the offset after the last appended record. With one replica
-// it equals the log end offset: every appended record is committed.
+// HighWatermark is the offset below which records are committed
+// (UnifiedLog.highWatermark). Without Config.ReplicatedHighWatermark it is the
+// log end offset: with one replica every appended record is committed. With it,
+// it is the value SetHighWatermark, ForceHighWatermark, truncation and Open set,
+// always within [LogStartOffset, LogEndOffset].
 func (l *Log) HighWatermark() int64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	return l.hwLocked()
+}
+
+// LogEndOffset is the offset after the last appended record (UnifiedLog.logEndOffset):
+// the offset the next leader append gets.
+func (l *Log) LogEndOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
 	return l.leo()
+}
+
+// hwLocked is the high watermark, clamped to [log start, log end] (retention may
+// have moved the log start past the stored value).
+func (l *Log) hwLocked() int64 {
+	if !l.cfg.ReplicatedHighWatermark {
+		return l.leo()
+	}
+	return min(max(l.hw, l.logStartLocked()), l.leo())
 }
 
 // LogStartOffset is the first offset still in the log: the base offset of the
@@ -613,13 +673,30 @@ func (l *Log) LeaderEpoch() int32 {
 }
 
 // SetLeaderEpoch sets the epoch stamped into batches appended from now on
-// (the broker calls it when it becomes leader with a new epoch). Errors: a
-// wrapped kerr.FencedLeaderEpoch when epoch is below the current one.
+// (the broker calls it when it becomes leader with a new epoch). When epoch is
+// newer than the latest epoch of the leader-epoch cache (or the cache is empty),
+// it also assigns (epoch, LogEndOffset) there and writes the checkpoint before
+// returning (Partition.makeLeader → UnifiedLog.maybeAssignEpochStartOffset), so
+// that EndOffsetForEpoch of an older epoch answers the new epoch's start before
+// the new leader appends anything. Like Kafka's, an entry that no batch follows
+// is dropped by the next Open (truncateFromEnd at the log end offset).
+// Errors: a wrapped kerr.FencedLeaderEpoch when epoch is below the current one;
+// ErrClosed; the checkpoint's I/O error (the epoch is then not changed).
 func (l *Log) SetLeaderEpoch(epoch int32) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if epoch < l.epoch {
 		return fmt.Errorf("storage: leader epoch %d is below the current %d: %w", epoch, l.epoch, kerr.FencedLeaderEpoch)
+	}
+	if n := len(l.epochs); n == 0 || l.epochs[n-1].epoch < epoch {
+		if err := l.usable(); err != nil {
+			return err
+		}
+		epochs := assignEpoch(slices.Clone(l.epochs), epoch, l.leo())
+		if err := writeEpochCheckpoint(l.cfg.FS, l.dir, epochs); err != nil {
+			return fmt.Errorf("storage: set leader epoch %d: %w", epoch, err)
+		}
+		l.epochs = epochs
 	}
 	l.epoch = epoch
 	return nil
@@ -669,7 +746,9 @@ func (l *Log) syncActive() error {
 // without timestamps, last append) is more than log.retention.ms before Now,
 // then, while the log is larger than log.retention.bytes, those whose removal
 // keeps it at least that large. LogStartOffset moves to the oldest remaining
-// segment. The producer state keeps the producers of deleted segments, as
+// segment. With Config.ReplicatedHighWatermark only segments wholly below the
+// high watermark are deleted (the next segment's base offset at or below it, as
+// UnifiedLog.deletableSegments bounds them). The producer state keeps the producers of deleted segments, as
 // Kafka's does (ProducerStateManager.onLogStartOffsetIncremented); producers
 // idle past producer.id.expiration.ms are forgotten here (Kafka checks every
 // producer.id.expiration.check.interval.ms). Errors: ErrClosed, an I/O error
@@ -718,6 +797,12 @@ func (l *Log) EnforceRetention() error {
 			diff -= l.segs[n].size
 		}
 	}
+	// Only segments wholly below the high watermark go (UnifiedLog.deletableSegments' upper bound
+	// min(active segment base, highWatermark)); without ReplicatedHighWatermark it is the log end
+	// offset and bounds nothing.
+	for hw := l.hwLocked(); n > 0 && l.segs[n].base > hw; {
+		n--
+	}
 	if n == 0 {
 		return nil
 	}
@@ -746,7 +831,8 @@ func (l *Log) EnforceRetention() error {
 	return nil
 }
 
-// Close fsyncs the active segment and closes every file. Later calls return
+// Close fsyncs the active segment, writes the high watermark checkpoint (with
+// Config.ReplicatedHighWatermark) and closes every file. Later calls return
 // ErrClosed; a second Close returns nil.
 func (l *Log) Close() error {
 	l.mu.Lock()
@@ -757,6 +843,9 @@ func (l *Log) Close() error {
 	var err error
 	if l.failed == nil {
 		err = l.syncActive()
+	}
+	if err == nil && l.failed == nil && l.cfg.ReplicatedHighWatermark {
+		err = writeHWCheckpoint(l.cfg.FS, l.dir, l.hwLocked())
 	}
 	if cerr := l.closeFiles(); err == nil {
 		err = cerr

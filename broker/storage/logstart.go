@@ -2,10 +2,8 @@ package storage
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 )
 
 // logStartCheckpointName is the file, in the partition's directory, that holds the log start offset
@@ -19,34 +17,7 @@ const logStartCheckpointName = "log-start-offset-checkpoint"
 // unreadable file is an error the caller may choose to ignore (Kafka logs it and starts from the
 // first segment's base offset).
 func readLogStartCheckpoint(fs FS, dir string) (int64, error) {
-	f, err := fs.OpenFile(filepath.Join(dir, logStartCheckpointName), os.O_RDONLY, 0)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return -1, nil
-		}
-		return -1, err
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return -1, err
-	}
-	if size > 4096 {
-		return -1, fmt.Errorf("%s: %d bytes, too large", logStartCheckpointName, size)
-	}
-	b := make([]byte, size)
-	if _, err := f.ReadAt(b, 0); err != nil {
-		return -1, err
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) != 3 || lines[0] != "0" || lines[1] != "1" {
-		return -1, fmt.Errorf("%s: unexpected content %q", logStartCheckpointName, b)
-	}
-	off, err := strconv.ParseInt(lines[2], 10, 64)
-	if err != nil || off < 0 {
-		return -1, fmt.Errorf("%s: bad offset %q", logStartCheckpointName, lines[2])
-	}
-	return off, nil
+	return readOffsetCheckpoint(fs, dir, logStartCheckpointName)
 }
 
 // writeLogStartCheckpoint replaces the checkpoint atomically and durably (write, fsync, rename, fsync
@@ -70,7 +41,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
 	if err := l.usable(); err != nil {
 		return -1, err
 	}
-	if hw := l.leo(); offset > hw {
+	if hw := l.hwLocked(); offset > hw {
 		return -1, fmt.Errorf("Cannot increment the log start offset to %d of partition %s since it is larger than the high watermark %d: %w",
 			offset, filepath.Base(l.dir), hw, ErrOffsetOutOfRange)
 	}
@@ -93,7 +64,7 @@ func (l *Log) logStartLocked() int64 {
 
 // SetConfig replaces the log's settings while it runs (UnifiedLog.updateConfig, after a topic's or
 // the broker's dynamic config changed): segment size and age, retention, flush and index intervals
-// apply from the next append or retention pass. FS, Now and LeaderEpoch are kept. Errors: an invalid
+// apply from the next append or retention pass. FS, Now, LeaderEpoch and ReplicatedHighWatermark are kept. Errors: an invalid
 // Config (as Open), ErrClosed.
 func (l *Log) SetConfig(cfg Config) error {
 	l.mu.Lock()
@@ -101,7 +72,7 @@ func (l *Log) SetConfig(cfg Config) error {
 	if l.closed {
 		return ErrClosed
 	}
-	cfg.FS, cfg.Now, cfg.LeaderEpoch = l.cfg.FS, l.cfg.Now, l.cfg.LeaderEpoch
+	cfg.FS, cfg.Now, cfg.LeaderEpoch, cfg.ReplicatedHighWatermark = l.cfg.FS, l.cfg.Now, l.cfg.LeaderEpoch, l.cfg.ReplicatedHighWatermark
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return err
