@@ -51,15 +51,6 @@ type partitionInfo struct {
 	HasState bool
 }
 
-func sortedRefs(m map[partitionRef]leaderAndISR) []partitionRef {
-	out := make([]partitionRef, 0, len(m))
-	for r := range m {
-		out = append(out, r)
-	}
-	sortRefs(out)
-	return out
-}
-
 func sortRefs(rs []partitionRef) {
 	sort.Slice(rs, func(i, j int) bool {
 		if rs[i].Topic != rs[j].Topic {
