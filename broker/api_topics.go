@@ -50,7 +50,8 @@ func (b *Broker) createTopic(ctx context.Context, name string, partitions int32,
 		if code, msg := checkReplicationFactor(len(live), rf); code != 0 {
 			return code, msg
 		}
-		assignment, err = assignReplicas(live, 0, partitions, rf, -1, assignRandFor(b.cfg.ReplicaAssignmentSeed, name, time.Now().UnixNano()))
+		start, rnd := replicaAssignmentStart(b.cfg, name, time.Now().UnixNano())
+		assignment, err = assignReplicas(live, 0, partitions, rf, start, rnd)
 		if err != nil {
 			return kerr.InvalidReplicationFactor.Code, err.Error()
 		}

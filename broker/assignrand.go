@@ -22,3 +22,13 @@ func assignRandFor(seed int64, topic string, nowNanos int64) *rand.Rand {
 	}
 	return rand.New(rand.NewPCG(uint64(seed), h.Sum64()))
 }
+
+// replicaAssignmentStart is what createTopic passes to assignReplicas as (fixedStartIndex, rnd): with
+// rebalancelab.replica.assignment.seed given, -1 and assignRandFor's source (Kafka 3.9's random
+// start); without it, the lab's fixed start index 0 and no source.
+func replicaAssignmentStart(cfg Config, topic string, nowNanos int64) (int, *rand.Rand) {
+	if !cfg.ReplicaAssignmentRandom {
+		return 0, nil
+	}
+	return -1, assignRandFor(cfg.ReplicaAssignmentSeed, topic, nowNanos)
+}

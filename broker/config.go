@@ -56,11 +56,15 @@ type Config struct {
 	AutoCreateTopicsEnable bool
 	// DeleteTopicEnable [delete.topic.enable]: default true; false answers TOPIC_DELETION_DISABLED.
 	DeleteTopicEnable bool
-	// ReplicaAssignmentSeed [rebalancelab.replica.assignment.seed]: a rebalancelab-only LONG, not a Kafka
-	// key. Kafka places a new topic's replicas from a random start (AdminUtils' java.util.Random, seeded
-	// from the clock); -1 (the default) does the same, a value >= 0 makes placements reproducible: the
-	// start of topic t is drawn from a source seeded with (seed, t) (assignRandFor).
+	// ReplicaAssignmentSeed [rebalancelab.replica.assignment.seed]: a rebalancelab-only LONG (not a Kafka
+	// key), >= -1. When the key is given (ReplicaAssignmentRandom), a new topic's replicas are placed from
+	// a random start as Kafka 3.9's AdminUtils does: -1 seeds the source from the clock (as Kafka's
+	// java.util.Random), a value >= 0 makes placements reproducible (the source of topic t is seeded
+	// with (seed, t): assignRandFor). Without the key the lab keeps its fixed start index 0 (partition p
+	// of a new topic on the p-th live broker in id order), which its multi-broker tests rely on.
 	ReplicaAssignmentSeed int64
+	// ReplicaAssignmentRandom is set when rebalancelab.replica.assignment.seed is given.
+	ReplicaAssignmentRandom bool
 
 	// SocketRequestMaxBytes [socket.request.max.bytes]: bytes; a larger request size prefix closes the
 	// connection (SocketServer). Default 104857600.
@@ -313,53 +317,62 @@ func stringProp(dst func(*Config) *string) property {
 // Validate). default.replication.factor is an INT in Kafka, held here as a SHORT (CreateTopics'
 // replication factor is one on the wire), hence its range ends at 32767.
 var properties = map[string]property{
-	"broker.id":                            intProp("broker.id", kconfig.AtLeast(-1), func(c *Config) *int32 { return &c.BrokerID }),
-	"listeners":                            stringProp(func(c *Config) *string { return &c.Listeners }),
-	"advertised.listeners":                 stringProp(func(c *Config) *string { return &c.AdvertisedListeners }),
-	"zookeeper.connect":                    stringProp(func(c *Config) *string { return &c.ZooKeeperConnect }),
-	"zookeeper.session.timeout.ms":         intAsLong("zookeeper.session.timeout.ms", kconfig.AtLeast(1), 1, func(c *Config) *int64 { return &c.ZooKeeperSessionTimeoutMs }),
-	"zookeeper.connection.timeout.ms":      intAsLong("zookeeper.connection.timeout.ms", kconfig.AtLeast(1), 1, func(c *Config) *int64 { return &c.ZooKeeperConnectionTimeoutMs }),
-	"log.dir":                              stringProp(func(c *Config) *string { return &c.LogDirs }),
-	"log.dirs":                             stringProp(func(c *Config) *string { return &c.LogDirs }),
-	"num.partitions":                       intProp("num.partitions", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.NumPartitions }),
-	"default.replication.factor":           shortProp("default.replication.factor", kconfig.Int, kconfig.Between(1, math.MaxInt16), func(c *Config) *int16 { return &c.DefaultReplicationFactor }),
-	"auto.create.topics.enable":            boolProp(func(c *Config) *bool { return &c.AutoCreateTopicsEnable }),
-	"delete.topic.enable":                  boolProp(func(c *Config) *bool { return &c.DeleteTopicEnable }),
-	"rebalancelab.replica.assignment.seed": longProp("rebalancelab.replica.assignment.seed", kconfig.AtLeast(-1), func(c *Config) *int64 { return &c.ReplicaAssignmentSeed }),
-	"socket.request.max.bytes":             intProp("socket.request.max.bytes", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.SocketRequestMaxBytes }),
-	"connections.max.idle.ms":              longProp("connections.max.idle.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.ConnectionsMaxIdleMs }),
-	"message.max.bytes":                    intProp("message.max.bytes", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.MessageMaxBytes }),
-	"fetch.max.bytes":                      intProp("fetch.max.bytes", kconfig.AtLeast(1024), func(c *Config) *int32 { return &c.FetchMaxBytes }),
-	"log.segment.bytes":                    intAsLong("log.segment.bytes", kconfig.AtLeast(14), 1, func(c *Config) *int64 { return &c.LogSegmentBytes }),
-	"log.roll.hours":                       intAsLong("log.roll.hours", kconfig.AtLeast(1), 3600000, func(c *Config) *int64 { return &c.LogRollMs }),
-	"log.roll.ms":                          longProp("log.roll.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.LogRollMs }),
-	"log.retention.bytes":                  longProp("log.retention.bytes", kconfig.AtLeast(-1), func(c *Config) *int64 { return &c.LogRetentionBytes }),
-	"log.retention.hours":                  intAsLong("log.retention.hours", kconfig.AtLeast(-1), 3600000, func(c *Config) *int64 { return &c.LogRetentionMs }),
-	"log.retention.minutes":                intAsLong("log.retention.minutes", kconfig.AtLeast(-1), 60000, func(c *Config) *int64 { return &c.LogRetentionMs }),
-	"log.retention.ms":                     longProp("log.retention.ms", kconfig.AtLeast(-1), func(c *Config) *int64 { return &c.LogRetentionMs }),
-	"log.retention.check.interval.ms":      longProp("log.retention.check.interval.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.LogRetentionCheckIntervalMs }),
-	"log.flush.interval.messages":          longProp("log.flush.interval.messages", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.LogFlushIntervalMessages }),
-	"log.index.interval.bytes":             intProp("log.index.interval.bytes", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.LogIndexIntervalBytes }),
-	"log.cleanup.policy":                   policyProp(func(c *Config) *string { return &c.LogCleanupPolicy }),
-	"log.cleaner.enable":                   boolProp(func(c *Config) *bool { return &c.LogCleanerEnable }),
-	"log.cleaner.backoff.ms":               longProp("log.cleaner.backoff.ms", kconfig.AtLeast(0), func(c *Config) *int64 { return &c.LogCleanerBackoffMs }),
-	"log.cleaner.dedupe.buffer.size":       longProp("log.cleaner.dedupe.buffer.size", kconfig.AtLeast(0), func(c *Config) *int64 { return &c.LogCleanerDedupeBufferSize }),
-	"log.cleaner.delete.retention.ms":      longProp("log.cleaner.delete.retention.ms", kconfig.AtLeast(0), func(c *Config) *int64 { return &c.LogCleanerDeleteRetentionMs }),
-	"log.cleaner.min.cleanable.ratio":      ratioProp("log.cleaner.min.cleanable.ratio", func(c *Config) *float64 { return &c.LogCleanerMinCleanableRatio }),
-	"log.cleaner.min.compaction.lag.ms":    longProp("log.cleaner.min.compaction.lag.ms", kconfig.AtLeast(0), func(c *Config) *int64 { return &c.LogCleanerMinCompactionLagMs }),
-	"log.cleaner.max.compaction.lag.ms":    longProp("log.cleaner.max.compaction.lag.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.LogCleanerMaxCompactionLagMs }),
-	"group.min.session.timeout.ms":         intProp("group.min.session.timeout.ms", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.GroupMinSessionTimeoutMs }),
-	"group.max.session.timeout.ms":         intProp("group.max.session.timeout.ms", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.GroupMaxSessionTimeoutMs }),
-	"group.initial.rebalance.delay.ms":     intProp("group.initial.rebalance.delay.ms", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.GroupInitialRebalanceDelayMs }),
-	"group.max.size":                       intProp("group.max.size", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.GroupMaxSize }),
-	"offsets.topic.num.partitions":         intProp("offsets.topic.num.partitions", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.OffsetsTopicNumPartitions }),
-	"offsets.topic.replication.factor":     shortProp("offsets.topic.replication.factor", kconfig.Short, kconfig.AtLeast(1), func(c *Config) *int16 { return &c.OffsetsTopicReplicationFactor }),
-	"offsets.topic.segment.bytes":          intAsLong("offsets.topic.segment.bytes", kconfig.AtLeast(1), 1, func(c *Config) *int64 { return &c.OffsetsTopicSegmentBytes }),
-	"offsets.retention.minutes":            intProp("offsets.retention.minutes", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.OffsetsRetentionMinutes }),
-	"offsets.retention.check.interval.ms":  longProp("offsets.retention.check.interval.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.OffsetsRetentionCheckIntervalMs }),
-	"offsets.commit.timeout.ms":            intProp("offsets.commit.timeout.ms", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.OffsetsCommitTimeoutMs }),
-	"offsets.load.buffer.size":             intProp("offsets.load.buffer.size", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.OffsetsLoadBufferSize }),
-	"offset.metadata.max.bytes":            intProp("offset.metadata.max.bytes", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.OffsetMetadataMaxBytes }),
+	"broker.id":                           intProp("broker.id", kconfig.AtLeast(-1), func(c *Config) *int32 { return &c.BrokerID }),
+	"listeners":                           stringProp(func(c *Config) *string { return &c.Listeners }),
+	"advertised.listeners":                stringProp(func(c *Config) *string { return &c.AdvertisedListeners }),
+	"zookeeper.connect":                   stringProp(func(c *Config) *string { return &c.ZooKeeperConnect }),
+	"zookeeper.session.timeout.ms":        intAsLong("zookeeper.session.timeout.ms", kconfig.AtLeast(1), 1, func(c *Config) *int64 { return &c.ZooKeeperSessionTimeoutMs }),
+	"zookeeper.connection.timeout.ms":     intAsLong("zookeeper.connection.timeout.ms", kconfig.AtLeast(1), 1, func(c *Config) *int64 { return &c.ZooKeeperConnectionTimeoutMs }),
+	"log.dir":                             stringProp(func(c *Config) *string { return &c.LogDirs }),
+	"log.dirs":                            stringProp(func(c *Config) *string { return &c.LogDirs }),
+	"num.partitions":                      intProp("num.partitions", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.NumPartitions }),
+	"default.replication.factor":          shortProp("default.replication.factor", kconfig.Int, kconfig.Between(1, math.MaxInt16), func(c *Config) *int16 { return &c.DefaultReplicationFactor }),
+	"auto.create.topics.enable":           boolProp(func(c *Config) *bool { return &c.AutoCreateTopicsEnable }),
+	"delete.topic.enable":                 boolProp(func(c *Config) *bool { return &c.DeleteTopicEnable }),
+	"socket.request.max.bytes":            intProp("socket.request.max.bytes", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.SocketRequestMaxBytes }),
+	"connections.max.idle.ms":             longProp("connections.max.idle.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.ConnectionsMaxIdleMs }),
+	"message.max.bytes":                   intProp("message.max.bytes", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.MessageMaxBytes }),
+	"fetch.max.bytes":                     intProp("fetch.max.bytes", kconfig.AtLeast(1024), func(c *Config) *int32 { return &c.FetchMaxBytes }),
+	"log.segment.bytes":                   intAsLong("log.segment.bytes", kconfig.AtLeast(14), 1, func(c *Config) *int64 { return &c.LogSegmentBytes }),
+	"log.roll.hours":                      intAsLong("log.roll.hours", kconfig.AtLeast(1), 3600000, func(c *Config) *int64 { return &c.LogRollMs }),
+	"log.roll.ms":                         longProp("log.roll.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.LogRollMs }),
+	"log.retention.bytes":                 longProp("log.retention.bytes", kconfig.AtLeast(-1), func(c *Config) *int64 { return &c.LogRetentionBytes }),
+	"log.retention.hours":                 intAsLong("log.retention.hours", kconfig.AtLeast(-1), 3600000, func(c *Config) *int64 { return &c.LogRetentionMs }),
+	"log.retention.minutes":               intAsLong("log.retention.minutes", kconfig.AtLeast(-1), 60000, func(c *Config) *int64 { return &c.LogRetentionMs }),
+	"log.retention.ms":                    longProp("log.retention.ms", kconfig.AtLeast(-1), func(c *Config) *int64 { return &c.LogRetentionMs }),
+	"log.retention.check.interval.ms":     longProp("log.retention.check.interval.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.LogRetentionCheckIntervalMs }),
+	"log.flush.interval.messages":         longProp("log.flush.interval.messages", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.LogFlushIntervalMessages }),
+	"log.index.interval.bytes":            intProp("log.index.interval.bytes", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.LogIndexIntervalBytes }),
+	"log.cleanup.policy":                  policyProp(func(c *Config) *string { return &c.LogCleanupPolicy }),
+	"log.cleaner.enable":                  boolProp(func(c *Config) *bool { return &c.LogCleanerEnable }),
+	"log.cleaner.backoff.ms":              longProp("log.cleaner.backoff.ms", kconfig.AtLeast(0), func(c *Config) *int64 { return &c.LogCleanerBackoffMs }),
+	"log.cleaner.dedupe.buffer.size":      longProp("log.cleaner.dedupe.buffer.size", kconfig.AtLeast(0), func(c *Config) *int64 { return &c.LogCleanerDedupeBufferSize }),
+	"log.cleaner.delete.retention.ms":     longProp("log.cleaner.delete.retention.ms", kconfig.AtLeast(0), func(c *Config) *int64 { return &c.LogCleanerDeleteRetentionMs }),
+	"log.cleaner.min.cleanable.ratio":     ratioProp("log.cleaner.min.cleanable.ratio", func(c *Config) *float64 { return &c.LogCleanerMinCleanableRatio }),
+	"log.cleaner.min.compaction.lag.ms":   longProp("log.cleaner.min.compaction.lag.ms", kconfig.AtLeast(0), func(c *Config) *int64 { return &c.LogCleanerMinCompactionLagMs }),
+	"log.cleaner.max.compaction.lag.ms":   longProp("log.cleaner.max.compaction.lag.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.LogCleanerMaxCompactionLagMs }),
+	"group.min.session.timeout.ms":        intProp("group.min.session.timeout.ms", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.GroupMinSessionTimeoutMs }),
+	"group.max.session.timeout.ms":        intProp("group.max.session.timeout.ms", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.GroupMaxSessionTimeoutMs }),
+	"group.initial.rebalance.delay.ms":    intProp("group.initial.rebalance.delay.ms", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.GroupInitialRebalanceDelayMs }),
+	"group.max.size":                      intProp("group.max.size", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.GroupMaxSize }),
+	"offsets.topic.num.partitions":        intProp("offsets.topic.num.partitions", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.OffsetsTopicNumPartitions }),
+	"offsets.topic.replication.factor":    shortProp("offsets.topic.replication.factor", kconfig.Short, kconfig.AtLeast(1), func(c *Config) *int16 { return &c.OffsetsTopicReplicationFactor }),
+	"offsets.topic.segment.bytes":         intAsLong("offsets.topic.segment.bytes", kconfig.AtLeast(1), 1, func(c *Config) *int64 { return &c.OffsetsTopicSegmentBytes }),
+	"offsets.retention.minutes":           intProp("offsets.retention.minutes", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.OffsetsRetentionMinutes }),
+	"offsets.retention.check.interval.ms": longProp("offsets.retention.check.interval.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.OffsetsRetentionCheckIntervalMs }),
+	"offsets.commit.timeout.ms":           intProp("offsets.commit.timeout.ms", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.OffsetsCommitTimeoutMs }),
+	"offsets.load.buffer.size":            intProp("offsets.load.buffer.size", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.OffsetsLoadBufferSize }),
+	"offset.metadata.max.bytes":           intProp("offset.metadata.max.bytes", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.OffsetMetadataMaxBytes }),
+}
+
+// rebalancelab.replica.assignment.seed is the lab's own key (not Kafka's): a LONG >= -1, whose presence
+// turns on Kafka 3.9's random placement start (Config.ReplicaAssignmentSeed).
+func init() {
+	seed := longProp("rebalancelab.replica.assignment.seed", kconfig.AtLeast(-1), func(c *Config) *int64 { return &c.ReplicaAssignmentSeed })
+	properties["rebalancelab.replica.assignment.seed"] = func(c *Config, v string) error {
+		c.ReplicaAssignmentRandom = true
+		return seed(c, v)
+	}
 }
 
 // precedence lists keys that must be applied after the keys they override (KafkaConfig's

@@ -1,8 +1,10 @@
 package broker
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -132,16 +134,33 @@ func TestAssignReplicasRandomSeeded(t *testing.T) {
 }
 
 func TestAssignReplicaSeedConfig(t *testing.T) {
-	c, err := ConfigFromProperties(map[string]string{"zookeeper.connect": "127.0.0.1:2181"})
-	if err != nil || c.ReplicaAssignmentSeed != -1 {
-		t.Fatalf("default seed %d, %v; want -1", c.ReplicaAssignmentSeed, err)
+	base := map[string]string{"zookeeper.connect": "127.0.0.1:2181"}
+	c, err := ConfigFromProperties(base)
+	if err != nil || c.ReplicaAssignmentSeed != -1 || c.ReplicaAssignmentRandom {
+		t.Fatalf("default seed %d random %v, %v; want -1, false", c.ReplicaAssignmentSeed, c.ReplicaAssignmentRandom, err)
 	}
-	c, err = ConfigFromProperties(map[string]string{"zookeeper.connect": "127.0.0.1:2181", "rebalancelab.replica.assignment.seed": "7"})
-	if err != nil || c.ReplicaAssignmentSeed != 7 {
-		t.Fatalf("seed 7: %d, %v", c.ReplicaAssignmentSeed, err)
+	// Without the key: the lab's fixed start index 0.
+	if start, rnd := replicaAssignmentStart(c, "t", 1); start != 0 || rnd != nil {
+		t.Fatalf("no key: start %d rnd %v", start, rnd)
+	}
+	for _, v := range []string{"-1", "7"} {
+		c, err = ConfigFromProperties(map[string]string{"zookeeper.connect": "127.0.0.1:2181", "rebalancelab.replica.assignment.seed": v})
+		if err != nil || !c.ReplicaAssignmentRandom || fmt.Sprint(c.ReplicaAssignmentSeed) != v {
+			t.Fatalf("seed %s: %d %v, %v", v, c.ReplicaAssignmentSeed, c.ReplicaAssignmentRandom, err)
+		}
+		if start, rnd := replicaAssignmentStart(c, "t", 1); start != -1 || rnd == nil {
+			t.Fatalf("seed %s: start %d rnd %v", v, start, rnd)
+		}
+	}
+	// Seed 7 draws the same start for the same topic whatever the clock says.
+	c.ReplicaAssignmentSeed = 7
+	_, r1 := replicaAssignmentStart(c, "t", 1)
+	_, r2 := replicaAssignmentStart(c, "t", 2)
+	if r1.Uint64() != r2.Uint64() {
+		t.Fatal("seed 7: clock reading changed the source")
 	}
 	_, err = ConfigFromProperties(map[string]string{"zookeeper.connect": "127.0.0.1:2181", "rebalancelab.replica.assignment.seed": "-2"})
-	if err == nil {
-		t.Fatal("seed -2 accepted")
+	if err == nil || !strings.Contains(err.Error(), "rebalancelab.replica.assignment.seed") {
+		t.Fatalf("seed -2: %v", err)
 	}
 }
