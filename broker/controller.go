@@ -62,7 +62,9 @@ func sortRefs(rs []partitionRef) {
 
 // assignReplicas places partitions [first, first+n) with replication factor rf over the live brokers as
 // Kafka 3.9's AdminUtils.assignReplicasToBrokersRackUnaware (server-common, org.apache.kafka.admin)
-// does. The broker list is sorted by id (AdminZkClient.getBrokerMetadatas sorts by id); then
+// does. The broker list is sorted by id, as AdminZkClient.getBrokerMetadatas gives it (3.9's
+// CreatePartitions path; its CreateTopics path takes ZkMetadataCache.getAliveBrokers, a LongMap in hash
+// order, not modelled: with a random start the spread is the same); then
 //
 //	startIndex, nextReplicaShift = fixedStartIndex, fixedStartIndex       if fixedStartIndex >= 0
 //	                             = rnd.IntN(len), rnd.IntN(len) (in that order) otherwise
@@ -206,7 +208,8 @@ func removeFromISR(s leaderAndISR, r, controllerEpoch int32) (leaderAndISR, bool
 //     leader_recovery_state RECOVERING (LeaderAndIsr.newRecoveringLeaderAndIsr; the IBP >= 3.2 default
 //     of 3.9). Either way leader epoch + 1, recovery state otherwise kept (newLeaderAndIsr).
 //  2. When no leader could be elected, or the leader is live: every dead ISR member leaves the ISR
-//     (removeFromISR), one write each, in ascending broker id (onBrokerFailure's sorted dead brokers):
+//     (removeFromISR), one write each, in ascending broker id (processBrokerChange sorts the dead
+//     brokers; ReplicaStateMachine.handleStateChanges' groupBy keeps that order for up to four):
 //     a dead leader becomes -1, the last ISR member stays, each removal bumps the leader epoch.
 //
 // The function is stateless, so a state 3.9 has already settled is left alone: a leaderless partition
