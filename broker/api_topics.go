@@ -50,7 +50,8 @@ func (b *Broker) createTopic(ctx context.Context, name string, partitions int32,
 		if code, msg := checkReplicationFactor(len(live), rf); code != 0 {
 			return code, msg
 		}
-		assignment, err = assignReplicas(live, 0, partitions, rf, 0)
+		start, rnd := replicaAssignmentStart(b.cfg, name, time.Now().UnixNano())
+		assignment, err = assignReplicas(live, 0, partitions, rf, start, rnd)
 		if err != nil {
 			return kerr.InvalidReplicationFactor.Code, err.Error()
 		}
@@ -359,7 +360,7 @@ func (b *Broker) addPartitions(t kmsg.CreatePartitionsRequestTopic, validateOnly
 			if len(cur[0]) > 0 {
 				r0 = cur[0][0]
 			}
-			more, err := assignReplicas(live, n, t.Count-n, rf, startIndexFor(live, r0))
+			more, err := assignReplicas(live, n, t.Count-n, rf, startIndexFor(live, r0), nil)
 			if err != nil {
 				return kerr.InvalidReplicationFactor.Code, err.Error()
 			}

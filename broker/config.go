@@ -56,6 +56,15 @@ type Config struct {
 	AutoCreateTopicsEnable bool
 	// DeleteTopicEnable [delete.topic.enable]: default true; false answers TOPIC_DELETION_DISABLED.
 	DeleteTopicEnable bool
+	// ReplicaAssignmentSeed [rebalancelab.replica.assignment.seed]: a rebalancelab-only LONG (not a Kafka
+	// key), >= -1. When the key is given (ReplicaAssignmentRandom), a new topic's replicas are placed from
+	// a random start as Kafka 3.9's AdminUtils does: -1 seeds the source from the clock (as Kafka's
+	// java.util.Random), a value >= 0 makes placements reproducible (the source of topic t is seeded
+	// with (seed, t): assignRandFor). Without the key the lab keeps its fixed start index 0 (partition p
+	// of a new topic on the p-th live broker in id order), which its multi-broker tests rely on.
+	ReplicaAssignmentSeed int64
+	// ReplicaAssignmentRandom is set when rebalancelab.replica.assignment.seed is given.
+	ReplicaAssignmentRandom bool
 
 	// SocketRequestMaxBytes [socket.request.max.bytes]: bytes; a larger request size prefix closes the
 	// connection (SocketServer). Default 104857600.
@@ -181,6 +190,7 @@ func DefaultConfig() Config {
 		DefaultReplicationFactor:        1,
 		AutoCreateTopicsEnable:          true,
 		DeleteTopicEnable:               true,
+		ReplicaAssignmentSeed:           -1,
 		SocketRequestMaxBytes:           defaultSocketRequestMaxBytes,
 		ConnectionsMaxIdleMs:            defaultConnectionsMaxIdleMs,
 		MessageMaxBytes:                 defaultMessageMaxBytes,
@@ -353,6 +363,16 @@ var properties = map[string]property{
 	"offsets.commit.timeout.ms":           intProp("offsets.commit.timeout.ms", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.OffsetsCommitTimeoutMs }),
 	"offsets.load.buffer.size":            intProp("offsets.load.buffer.size", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.OffsetsLoadBufferSize }),
 	"offset.metadata.max.bytes":           intProp("offset.metadata.max.bytes", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.OffsetMetadataMaxBytes }),
+}
+
+// rebalancelab.replica.assignment.seed is the lab's own key (not Kafka's): a LONG >= -1, whose presence
+// turns on Kafka 3.9's random placement start (Config.ReplicaAssignmentSeed).
+func init() {
+	seed := longProp("rebalancelab.replica.assignment.seed", kconfig.AtLeast(-1), func(c *Config) *int64 { return &c.ReplicaAssignmentSeed })
+	properties["rebalancelab.replica.assignment.seed"] = func(c *Config, v string) error {
+		c.ReplicaAssignmentRandom = true
+		return seed(c, v)
+	}
 }
 
 // precedence lists keys that must be applied after the keys they override (KafkaConfig's

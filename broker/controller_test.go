@@ -1,39 +1,8 @@
 package broker
 
 import (
-	"reflect"
 	"testing"
 )
-
-func TestAssignReplicasRoundRobin(t *testing.T) {
-	got, err := assignReplicas([]int32{3, 1, 2}, 0, 7, 1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[int32][]int32{0: {1}, 1: {2}, 2: {3}, 3: {1}, 4: {2}, 5: {3}, 6: {1}}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("assignment %v, want %v", got, want)
-	}
-	// AdminUtils.addPartitions: partitions 7.. continue after partition 0's first replica (broker 1).
-	more, err := assignReplicas([]int32{1, 2, 3}, 7, 2, 1, startIndexFor([]int32{1, 2, 3}, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := map[int32][]int32{7: {2}, 8: {3}}; !reflect.DeepEqual(more, want) {
-		t.Fatalf("added partitions %v, want %v", more, want)
-	}
-	if _, err := assignReplicas([]int32{1}, 0, 1, 2, 0); err == nil || err.Error() != "replication factor: 2 larger than available brokers: 1" {
-		t.Fatalf("rf 2 on 1 broker: %v", err)
-	}
-	// Replication factor 2 over 3 brokers: the second replica follows at shift 1 (AdminUtils.replicaIndex).
-	two, err := assignReplicas([]int32{1, 2, 3}, 0, 3, 2, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := map[int32][]int32{0: {1, 2}, 1: {2, 3}, 2: {3, 1}}; !reflect.DeepEqual(two, want) {
-		t.Fatalf("rf 2: %v, want %v", two, want)
-	}
-}
 
 func TestNewPartitionState(t *testing.T) {
 	live := map[int32]bool{1: true}

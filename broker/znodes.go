@@ -15,7 +15,7 @@ import (
 //
 //	/brokers/ids/<id>                              ephemeral  {"version":1,"host":H,"port":P,"jmx_port":-1,"timestamp":"<ms>"}
 //	/brokers/topics/<topic>                        persistent {"version":1,"partitions":{"0":[<replica ids>],...}}
-//	/brokers/topics/<topic>/partitions/<p>/state   persistent {"version":1,"leader":L,"leader_epoch":E,"controller_epoch":C,"isr":[...]}
+//	/brokers/topics/<topic>/partitions/<p>/state   persistent {"version":1,"leader":L,"leader_epoch":E,"controller_epoch":C,"isr":[...]} (+ "leader_recovery_state":1 when RECOVERING, 3.9)
 //	/controller                                    ephemeral  {"version":1,"brokerid":B,"timestamp":"<ms>"}
 //	/controller_epoch                              persistent <integer>
 const (
@@ -68,6 +68,9 @@ type stateZNode struct {
 	LeaderEpoch     int32   `json:"leader_epoch"`
 	ControllerEpoch int32   `json:"controller_epoch"`
 	ISR             []int32 `json:"isr"`
+	// LeaderRecoveryState is written only when not RECOVERED (0), as 3.9's
+	// TopicPartitionStateZNode.encode does; absent reads as RECOVERED.
+	LeaderRecoveryState *int8 `json:"leader_recovery_state,omitempty"`
 }
 
 func msString(ms int64) string { return strconv.FormatInt(ms, 10) }
@@ -100,7 +103,12 @@ func encodeState(s leaderAndISR) []byte {
 	if isr == nil {
 		isr = []int32{}
 	}
-	b, _ := json.Marshal(stateZNode{Version: 1, Leader: s.Leader, LeaderEpoch: s.LeaderEpoch, ControllerEpoch: s.ControllerEpoch, ISR: isr})
+	z := stateZNode{Version: 1, Leader: s.Leader, LeaderEpoch: s.LeaderEpoch, ControllerEpoch: s.ControllerEpoch, ISR: isr}
+	if s.LeaderRecoveryState != leaderRecovered {
+		r := s.LeaderRecoveryState
+		z.LeaderRecoveryState = &r
+	}
+	b, _ := json.Marshal(z)
 	return b
 }
 
@@ -142,7 +150,15 @@ func decodeState(data []byte) (leaderAndISR, error) {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return leaderAndISR{}, fmt.Errorf("state znode %q: %w", data, err)
 	}
-	return leaderAndISR{Leader: s.Leader, LeaderEpoch: s.LeaderEpoch, ControllerEpoch: s.ControllerEpoch, ISR: s.ISR}, nil
+	st := leaderAndISR{Leader: s.Leader, LeaderEpoch: s.LeaderEpoch, ControllerEpoch: s.ControllerEpoch, ISR: s.ISR}
+	if s.LeaderRecoveryState != nil {
+		// LeaderRecoveryState.of refuses anything but 0 and 1.
+		if r := *s.LeaderRecoveryState; r != leaderRecovered && r != leaderRecovering {
+			return leaderAndISR{}, fmt.Errorf("state znode %q: unknown leader_recovery_state %d", data, r)
+		}
+		st.LeaderRecoveryState = *s.LeaderRecoveryState
+	}
+	return st, nil
 }
 
 // sortedPartitions returns the partition ids of an assignment in ascending order.
