@@ -96,7 +96,7 @@ func NewLeader(self int32, replicas []int32, st State, leo, hw int64, lagTimeMax
 func (l *Leader) SetMinISR(n int) { l.minISR = max(n, 1) }
 
 func (l *Leader) underMinISR() bool {
-	return len(l.state.ISR) < min(l.minISR, len(l.followers)+1)
+	return len(l.state.ISR) < l.EffectiveMinISR(l.minISR)
 }
 
 func cloneState(st State) State { st.ISR = slices.Clone(st.ISR); return st }
@@ -249,7 +249,24 @@ const (
 	ErrOperationNotAttempted   int16 = 55
 	ErrInvalidUpdateVersion    int16 = 95
 	ErrIneligibleReplica       int16 = 107
+	ErrInvalidRequest          int16 = 42
+	ErrUnknownTopicID          int16 = 100
+	ErrNewLeaderElected        int16 = 106
 )
+
+// RetryAlterPartition is handleAlterPartitionError's answer to "send it again?": false for 0, for
+// OPERATION_NOT_ATTEMPTED / INELIGIBLE_REPLICA (reset to committed) and for the errors after which
+// the partition waits, pending, for new metadata (UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID,
+// FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, INVALID_REQUEST, NEW_LEADER_ELECTED); true for any
+// other error ("unexpected error. Retrying."): the caller resends Inflight().
+func RetryAlterPartition(code int16) bool {
+	switch code {
+	case 0, ErrOperationNotAttempted, ErrIneligibleReplica, ErrUnknownTopicOrPartition, ErrUnknownTopicID,
+		ErrFencedLeaderEpoch, ErrInvalidUpdateVersion, ErrInvalidRequest, ErrNewLeaderElected:
+		return false
+	}
+	return true
+}
 
 // AlterPartitionDone is the controller's answer to the request in flight (Partition.submitAlterPartition's
 // callback, handleAlterPartitionUpdate / handleAlterPartitionError). It reports whether the high
@@ -261,9 +278,11 @@ const (
 //     the committed state, nothing is in flight, the high watermark is recomputed;
 //   - OPERATION_NOT_ATTEMPTED (55), INELIGIBLE_REPLICA (107): back to the last committed state,
 //     nothing in flight (the high watermark is not recomputed here, as in Kafka);
-//   - UNKNOWN_TOPIC_OR_PARTITION (3), FENCED_LEADER_EPOCH (74), INVALID_UPDATE_VERSION (95): the
-//     request stays in flight, not resent, until Update installs a newer state;
-//   - any other error: Kafka retries: the request stays in flight and the caller sends Inflight() again.
+//   - UNKNOWN_TOPIC_OR_PARTITION (3), UNKNOWN_TOPIC_ID (100), FENCED_LEADER_EPOCH (74),
+//     INVALID_UPDATE_VERSION (95), INVALID_REQUEST (42), NEW_LEADER_ELECTED (106): the request stays
+//     in flight, not resent, until Update installs a newer state;
+//   - any other error: Kafka retries: the request stays in flight and the caller sends Inflight()
+//     again (RetryAlterPartition(code) tells the two apart).
 func (l *Leader) AlterPartitionDone(code int16, st State, nowMs int64) bool {
 	if l.inflight == nil {
 		return false
@@ -337,17 +356,21 @@ func (l *Leader) advanceHW(nowMs int64) bool {
 
 // AcksAllCode is Partition.checkEnoughReplicasReachOffset for a produce with acks=all whose last
 // record is requiredOffset-1: done=false while the high watermark is below requiredOffset; then code
-// 0, or NOT_ENOUGH_REPLICAS_AFTER_APPEND (20) when the maximal ISR is smaller than minISR.
+// 0, or NOT_ENOUGH_REPLICAS_AFTER_APPEND (20) when the maximal ISR is smaller than the effective
+// min ISR (effectiveMinIsr: min(minISR, number of replicas)).
 func (l *Leader) AcksAllCode(requiredOffset int64, minISR int) (done bool, code int16) {
 	if l.hw < requiredOffset {
 		return false, 0
 	}
-	if len(l.MaximalISR()) < minISR {
+	if len(l.MaximalISR()) < l.EffectiveMinISR(minISR) {
 		return true, 20
 	}
 	return true, 0
 }
 
+// EffectiveMinISR is Partition.effectiveMinIsr: min.insync.replicas capped at the number of replicas.
+func (l *Leader) EffectiveMinISR(minISR int) int { return min(minISR, len(l.followers)+1) }
+
 // ISRSize is the committed ISR's size, which Partition.appendRecordsToLeader compares with
-// min.insync.replicas before an acks=all append (NOT_ENOUGH_REPLICAS when smaller).
+// EffectiveMinISR(min.insync.replicas) before an acks=all append (NOT_ENOUGH_REPLICAS when smaller).
 func (l *Leader) ISRSize() int { return len(l.state.ISR) }

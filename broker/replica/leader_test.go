@@ -239,7 +239,9 @@ func TestExpand(t *testing.T) {
 // (PartitionTest testAlterIsrUnknownTopic, testAlterIsrInvalidVersion, testAlterIsrUnexpectedError,
 // testIsrNotExpandedIfUpdateFails, testAlterIsrNewLeaderElected-like).
 func TestAlterPartitionDone(t *testing.T) {
-	ok := func(isr []int32, le, pe int32) State { return State{Leader: 1, LeaderEpoch: le, ISR: isr, PartitionEpoch: pe} }
+	ok := func(isr []int32, le, pe int32) State {
+		return State{Leader: 1, LeaderEpoch: le, ISR: isr, PartitionEpoch: pe}
+	}
 	for _, tc := range []struct {
 		name         string
 		code         int16
@@ -258,6 +260,9 @@ func TestAlterPartitionDone(t *testing.T) {
 		{"UNKNOWN_TOPIC_OR_PARTITION: stays pending", ErrUnknownTopicOrPartition, State{}, true, []int32{1, 2}, 1},
 		{"FENCED_LEADER_EPOCH: stays pending", ErrFencedLeaderEpoch, State{}, true, []int32{1, 2}, 1},
 		{"INVALID_UPDATE_VERSION: stays pending", ErrInvalidUpdateVersion, State{}, true, []int32{1, 2}, 1},
+		{"UNKNOWN_TOPIC_ID: stays pending", ErrUnknownTopicID, State{}, true, []int32{1, 2}, 1},
+		{"INVALID_REQUEST: stays pending", ErrInvalidRequest, State{}, true, []int32{1, 2}, 1},
+		{"NEW_LEADER_ELECTED: stays pending", ErrNewLeaderElected, State{}, true, []int32{1, 2}, 1},
 		{"unexpected error (REQUEST_TIMED_OUT): retried, stays in flight", 7, State{}, true, []int32{1, 2}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -266,6 +271,9 @@ func TestAlterPartitionDone(t *testing.T) {
 				t.Fatal("no expand")
 			}
 			l.AlterPartitionDone(tc.code, tc.st, t0+1)
+			if RetryAlterPartition(tc.code) != (tc.code == 7) {
+				t.Fatalf("RetryAlterPartition(%d) = %v", tc.code, RetryAlterPartition(tc.code))
+			}
 			st := l.State()
 			if (l.Inflight() != nil) != tc.wantInflight || !slices.Equal(st.ISR, tc.wantISR) || st.PartitionEpoch != tc.wantPE {
 				t.Fatalf("inflight %v ISR %v PE %d; want inflight %v ISR %v PE %d", l.Inflight(), st.ISR, st.PartitionEpoch, tc.wantInflight, tc.wantISR, tc.wantPE)
@@ -349,11 +357,20 @@ func TestAcksAll(t *testing.T) {
 	if l.ISRSize() != 2 {
 		t.Fatal("ISRSize counts the committed ISR")
 	}
+	// effectiveMinIsr: min.insync.replicas 5 on 3 replicas is 3.
+	if done, code := l.AcksAllCode(10, 5); !done || code != 0 || l.EffectiveMinISR(5) != 3 {
+		t.Fatalf("minISR 5 over 3 replicas: %v %d", done, code)
+	}
+	l.Update(State{1, 5, []int32{1}, 3}, t0+1)
+	if done, code := l.AcksAllCode(10, 5); !done || code != 20 {
+		t.Fatalf("ISR [1], minISR 5 over 3 replicas: %v %d, want true 20", done, code)
+	}
 }
 
 // Randomized: a leader and followers 2 (fetches to the end) and 3 (stops), random appends, time,
 // and controller answers (accepted / OPERATION_NOT_ATTEMPTED / retriable error / delayed / newer state).
 func TestLeaderRandomized(t *testing.T) {
+	removals := 0
 	for seed := int64(1); seed <= 200; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		ctrl := State{Leader: 1, LeaderEpoch: 5, ISR: []int32{1, 2, 3}, PartitionEpoch: 1}
@@ -363,6 +380,7 @@ func TestLeaderRandomized(t *testing.T) {
 		stop3 := 100 + rng.Intn(200)
 		steps := stop3 + 400
 		hw := l.HighWatermark()
+		last3 := now
 		check := func(step int, what string) {
 			if l.HighWatermark() < hw {
 				t.Fatalf("seed %d step %d %s: HW %d went back from %d", seed, step, what, l.HighWatermark(), hw)
@@ -386,7 +404,7 @@ func TestLeaderRandomized(t *testing.T) {
 			if l.Inflight() == nil {
 				return
 			}
-			k := rng.Intn(6)
+			k := rng.Intn(7)
 			if all {
 				k = 0
 			}
@@ -401,6 +419,8 @@ func TestLeaderRandomized(t *testing.T) {
 				l.AlterPartitionDone(7, State{}, now) // retried: still in flight
 			case 4:
 				l.Update(ctrl, now) // the controller's committed state supersedes the request
+			case 5:
+				l.AlterPartitionDone(ErrInvalidUpdateVersion, State{}, now) // pending until an Update
 			}
 		}
 		for step := 0; step < steps; step++ {
@@ -426,18 +446,35 @@ func TestLeaderRandomized(t *testing.T) {
 					t.Fatalf("seed %d: second request in flight", seed)
 				}
 				fleo[r] = leo
+				if r == 3 {
+					last3 = now
+				}
 				check(step, "fetch")
 			}
 			now += rng.Int63n(lag / 4)
 			before = l.Inflight() != nil
-			if a := l.Tick(now); a != nil && before {
+			in3 := slices.Contains(l.State().ISR, 3)
+			a := l.Tick(now)
+			if a != nil && before {
 				t.Fatalf("seed %d: second request in flight", seed)
+			}
+			// 3's lastCaughtUpTime is at most its last fetch time: more than lag after it, and
+			// behind the leader, it must be proposed for removal as soon as nothing is in flight.
+			if !before && in3 && now-last3 > lag && l.FollowerLogEndOffset(3) < l.LogEndOffset() &&
+				(a == nil || slices.Contains(a.NewISR, 3)) {
+				t.Fatalf("seed %d step %d: 3 silent for %d ms and behind, not proposed for removal (%+v)", seed, step, now-last3, a)
+			}
+			if a != nil {
+				removals++
 			}
 			check(step, "tick")
 		}
 		if slices.Contains(l.State().ISR, 3) || !slices.Contains(l.State().ISR, 2) {
 			t.Fatalf("seed %d: final ISR %v, want 2 kept and 3 removed", seed, l.State().ISR)
 		}
+	}
+	if removals < 200 {
+		t.Fatalf("only %d shrink proposals over 200 runs", removals)
 	}
 }
 
