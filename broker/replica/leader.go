@@ -157,13 +157,14 @@ func (l *Leader) FollowerFetch(r int32, fetchOffset, leaderLEO, nowMs int64) (al
 	switch {
 	case fetchOffset >= leaderLEO:
 		f.lastCaughtUpTimeMs = max(f.lastCaughtUpTimeMs, nowMs)
-	case fetchOffset >= f.lastFetchLeaderLEO && f.lastFetchLeaderLEO >= 0:
+	case fetchOffset >= f.lastFetchLeaderLEO:
 		// It reached what the leader had at its previous fetch: caught up as of then.
 		f.lastCaughtUpTimeMs = max(f.lastCaughtUpTimeMs, f.lastFetchTimeMs)
 	}
 	prev := f.logEndOffset
 	f.logEndOffset = fetchOffset
-	f.lastFetchLeaderLEO = leaderLEO
+	// lastFetchLeaderLogEndOffset = math.max(leaderEndOffset, currentReplicaState.lastFetchLeaderLogEndOffset)
+	f.lastFetchLeaderLEO = max(f.lastFetchLeaderLEO, leaderLEO)
 	f.lastFetchTimeMs = nowMs
 	l.leo = max(l.leo, leaderLEO)
 	alter = l.maybeExpand(r, nowMs)

@@ -66,6 +66,7 @@ func TestLastCaughtUpTime(t *testing.T) {
 		{"behind first fetch: unchanged", true, []fetch{{5, 10, t0 + 5}}, t0},
 		{"reached previous leader LEO: previous fetch time", false, []fetch{{5, 10, t0 + 5}, {10, 12, t0 + 9}}, t0 + 5},
 		{"short of previous leader LEO: unchanged", false, []fetch{{5, 10, t0 + 5}, {9, 12, t0 + 9}}, 0},
+		{"lastFetchLeaderLogEndOffset keeps the max over a stale leader LEO", false, []fetch{{5, 10, t0 + 5}, {7, 8, t0 + 6}, {9, 12, t0 + 9}}, 0},
 		{"never moves back", false, []fetch{{10, 10, t0 + 9}, {10, 12, t0 + 7}}, t0 + 9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
