@@ -194,4 +194,11 @@ func TestOutOfRange(t *testing.T) {
 	if FollowerHighWatermark(10, 7) != 7 || FollowerHighWatermark(5, 7) != 5 {
 		t.Fatal("FollowerHighWatermark")
 	}
+	// UnifiedLog.updateHighWatermark: the follower behind the leader's log start (it restarted at 3
+	// with an empty log) gets the leader's HW 2 raised to its log start 3.
+	for _, c := range [][4]int64{{2, 3, 3, 3}, {10, 0, 7, 7}, {7, 0, 7, 7}, {5, 0, 7, 5}} {
+		if got := ClampHighWatermark(c[0], c[1], c[2]); got != c[3] {
+			t.Fatalf("ClampHighWatermark(%d, %d, %d) = %d, want %d", c[0], c[1], c[2], got, c[3])
+		}
+	}
 }
