@@ -29,7 +29,9 @@ type Truncation struct {
 
 // DivergingTruncation is AbstractFetcherThread.getOffsetTruncationState for the diverging epoch a
 // Fetch answer carried (KIP-595's DivergingEpoch, used by ZooKeeper-mode brokers since 2.7):
-//   - the leader knows no such epoch (end offset undefined): truncate to the follower's high watermark;
+//   - the leader knows no such epoch (end offset undefined): Kafka truncates to the partition's
+//     current fetch offset (partitionStates.stateValue(tp).fetchOffset), which in the Truncating
+//     state is the high watermark it was initialised with: pass that offset as localHW;
 //   - the follower has no epoch at or below the leader's: truncate to the leader's end offset;
 //   - the follower's largest epoch at or below it is another epoch: truncate to that epoch's end
 //     and ask again (not completed);
@@ -65,8 +67,22 @@ func OutOfRange(localLEO, leaderLogStart, leaderLEO int64) (offset int64, fully 
 }
 
 // FollowerHighWatermark is ReplicaFetcherThread.processPartitionData's update: the follower's high
-// watermark is the leader's, but never above its own log end offset.
+// watermark is the leader's, but never above its own log end offset. It does not apply the lower
+// bound UnifiedLog.updateHighWatermark also applies (never below the log start offset); use
+// ClampHighWatermark when the log start offset is at hand.
 func FollowerHighWatermark(leaderHW, localLEO int64) int64 { return min(leaderHW, localLEO) }
+
+// ClampHighWatermark is UnifiedLog.updateHighWatermark's clamp: below the log start offset it is the
+// log start offset, at or above the log end offset it is the log end offset.
+func ClampHighWatermark(hw, logStart, leo int64) int64 {
+	switch {
+	case hw < logStart:
+		return logStart
+	case hw >= leo:
+		return leo
+	}
+	return hw
+}
 
 // DivergingEpoch is the leader's check in Partition.fetchRecords (Kafka >= 2.7) of a follower's
 // lastFetchedEpoch (-1: not sent, no check), given the leader's end of that epoch (leaderEnd) and log

@@ -57,6 +57,10 @@ type Leader struct {
 	// (Partition.leaderEpochStartOffsetOpt): a follower joins the ISR only past it.
 	epochStartOffset int64
 
+	// minISR is min.insync.replicas (1 unless SetMinISR): Kafka 3.9's maybeIncrementLeaderHW does
+	// not move the high watermark while the committed ISR is smaller than min(minISR, replicas).
+	minISR int
+
 	followers map[int32]*follower
 	// inflight is the ISR change sent to the controller and not answered yet (Kafka's
 	// PendingExpandIsr / PendingShrinkIsr): at most one at a time.
@@ -73,7 +77,7 @@ func NewLeader(self int32, replicas []int32, st State, leo, hw int64, lagTimeMax
 		lagTimeMaxMs = DefaultReplicaLagTimeMaxMs
 	}
 	l := &Leader{self: self, replicas: slices.Clone(replicas), state: cloneState(st), lagTimeMaxMs: lagTimeMaxMs,
-		leo: leo, hw: min(hw, leo), epochStartOffset: leo, followers: map[int32]*follower{}}
+		leo: leo, hw: min(hw, leo), epochStartOffset: leo, minISR: 1, followers: map[int32]*follower{}}
 	for _, r := range replicas {
 		if r != self {
 			f := &follower{logEndOffset: -1, lastFetchLeaderLEO: -1}
@@ -85,6 +89,14 @@ func NewLeader(self int32, replicas []int32, st State, leo, hw int64, lagTimeMax
 	}
 	l.advanceHW(nowMs)
 	return l
+}
+
+// SetMinISR sets min.insync.replicas for the high watermark rule (Partition.isUnderMinIsr /
+// effectiveMinIsr: min(minISR, number of replicas)); values below 1 mean 1.
+func (l *Leader) SetMinISR(n int) { l.minISR = max(n, 1) }
+
+func (l *Leader) underMinISR() bool {
+	return len(l.state.ISR) < l.EffectiveMinISR(l.minISR)
 }
 
 func cloneState(st State) State { st.ISR = slices.Clone(st.ISR); return st }
@@ -145,15 +157,22 @@ func (l *Leader) FollowerFetch(r int32, fetchOffset, leaderLEO, nowMs int64) (al
 	switch {
 	case fetchOffset >= leaderLEO:
 		f.lastCaughtUpTimeMs = max(f.lastCaughtUpTimeMs, nowMs)
-	case fetchOffset >= f.lastFetchLeaderLEO && f.lastFetchLeaderLEO >= 0:
+	case fetchOffset >= f.lastFetchLeaderLEO:
 		// It reached what the leader had at its previous fetch: caught up as of then.
 		f.lastCaughtUpTimeMs = max(f.lastCaughtUpTimeMs, f.lastFetchTimeMs)
 	}
+	prev := f.logEndOffset
 	f.logEndOffset = fetchOffset
-	f.lastFetchLeaderLEO = leaderLEO
+	// lastFetchLeaderLogEndOffset = math.max(leaderEndOffset, currentReplicaState.lastFetchLeaderLogEndOffset)
+	f.lastFetchLeaderLEO = max(f.lastFetchLeaderLEO, leaderLEO)
 	f.lastFetchTimeMs = nowMs
 	l.leo = max(l.leo, leaderLEO)
 	alter = l.maybeExpand(r, nowMs)
+	// Partition.updateFollowerFetchState recomputes the high watermark only when the follower's log
+	// end offset changed (prevFollowerEndOffset != replica.stateSnapshot.logEndOffset).
+	if prev == fetchOffset {
+		return alter, false
+	}
 	return alter, l.advanceHW(nowMs)
 }
 
@@ -180,29 +199,36 @@ func (l *Leader) maybeExpand(r int32, nowMs int64) *AlterPartition {
 // that are out of sync (not caught up for longer than replica.lag.time.max.ms) are proposed for
 // removal. It returns the AlterPartition to send, nil if none (or one is already in flight).
 func (l *Leader) Tick(nowMs int64) *AlterPartition {
-	if l.inflight != nil {
+	out := l.OutOfSync(nowMs)
+	if len(out) == 0 {
 		return nil
 	}
 	var keep []int32
-	out := false
 	for _, r := range l.state.ISR {
-		if f := l.followers[r]; f != nil && !l.caughtUp(f, nowMs) {
-			out = true
-			continue
+		if !slices.Contains(out, r) {
+			keep = append(keep, r)
 		}
-		keep = append(keep, r)
 	}
-	if !out {
-		return nil
-	}
-	return l.propose(keep)
+	a := l.propose(keep)
+	// maybeShrinkIsr calls maybeIncrementLeaderHW after prepareIsrShrink (the maximal ISR is still
+	// the committed one, but a follower outside it may no longer be caught up): read HighWatermark.
+	l.advanceHW(nowMs)
+	return a
 }
 
-// OutOfSync lists the ISR followers that are out of sync at nowMs (Partition.getOutOfSyncReplicas).
+// OutOfSync lists the ISR followers that are out of sync at nowMs (Partition.getOutOfSyncReplicas):
+// none while an AlterPartition is in flight; an ISR member that is not a replica is out of sync
+// (isFollowerOutOfSync: getReplica(replicaId).fold(true)).
 func (l *Leader) OutOfSync(nowMs int64) []int32 {
+	if l.inflight != nil {
+		return nil
+	}
 	var out []int32
 	for _, r := range l.state.ISR {
-		if f := l.followers[r]; f != nil && !l.caughtUp(f, nowMs) {
+		if r == l.self {
+			continue
+		}
+		if f := l.followers[r]; f == nil || !l.caughtUp(f, nowMs) {
 			out = append(out, r)
 		}
 	}
@@ -217,30 +243,90 @@ func (l *Leader) propose(isr []int32) *AlterPartition {
 	return &out
 }
 
-// AlterPartitionDone is the controller's answer to the request in flight (Partition.handleAlterPartitionUpdate
-// / handleAlterPartitionError): code 0 with the committed state, or the error code. Either way
-// nothing is in flight afterwards; an accepted state replaces the committed one unless a newer state
-// was installed meanwhile. It reports whether the high watermark moved.
-func (l *Leader) AlterPartitionDone(code int16, st State, nowMs int64) bool {
-	l.inflight = nil
-	if code == 0 && st.LeaderEpoch == l.state.LeaderEpoch && st.PartitionEpoch > l.state.PartitionEpoch {
-		l.state = cloneState(st)
-	}
-	return l.advanceHW(nowMs)
-}
+// AlterPartition error codes that Partition.handleAlterPartitionError tells apart.
+const (
+	ErrUnknownTopicOrPartition int16 = 3
+	ErrFencedLeaderEpoch       int16 = 74
+	ErrOperationNotAttempted   int16 = 55
+	ErrInvalidUpdateVersion    int16 = 95
+	ErrIneligibleReplica       int16 = 107
+	ErrInvalidRequest          int16 = 42
+	ErrUnknownTopicID          int16 = 100
+	ErrNewLeaderElected        int16 = 106
+)
 
-// Update installs a newer committed state for the same leader epoch (the state znode changed: the
-// controller removed a dead follower, or an AlterPartition committed). An older partition epoch is
-// ignored; an in-flight request the new state answers (same or newer partition epoch) is dropped,
-// as Kafka lets the controller's LeaderAndIsr supersede a pending ISR change. It reports whether the
-// high watermark moved.
-func (l *Leader) Update(st State, nowMs int64) bool {
-	if st.LeaderEpoch != l.state.LeaderEpoch || st.PartitionEpoch < l.state.PartitionEpoch {
+// RetryAlterPartition is handleAlterPartitionError's answer to "send it again?": false for 0, for
+// OPERATION_NOT_ATTEMPTED / INELIGIBLE_REPLICA (reset to committed) and for the errors after which
+// the partition waits, pending, for new metadata (UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID,
+// FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, INVALID_REQUEST, NEW_LEADER_ELECTED); true for any
+// other error ("unexpected error. Retrying."): the caller resends Inflight().
+func RetryAlterPartition(code int16) bool {
+	switch code {
+	case 0, ErrOperationNotAttempted, ErrIneligibleReplica, ErrUnknownTopicOrPartition, ErrUnknownTopicID,
+		ErrFencedLeaderEpoch, ErrInvalidUpdateVersion, ErrInvalidRequest, ErrNewLeaderElected:
 		return false
 	}
-	if st.PartitionEpoch > l.state.PartitionEpoch {
+	return true
+}
+
+// AlterPartitionDone is the controller's answer to the request in flight (Partition.submitAlterPartition's
+// callback, handleAlterPartitionUpdate / handleAlterPartitionError). It reports whether the high
+// watermark moved. As Kafka 3.9:
+//   - no request in flight (a newer state replaced it): the answer is ignored;
+//   - code 0 with a state of another leader epoch, or an older partition epoch: ignored, the request
+//     stays in flight (pending) until Update installs a state;
+//   - code 0 otherwise (partition epoch newer or equal): the state's ISR and partition epoch become
+//     the committed state, nothing is in flight, the high watermark is recomputed;
+//   - OPERATION_NOT_ATTEMPTED (55), INELIGIBLE_REPLICA (107): back to the last committed state,
+//     nothing in flight (the high watermark is not recomputed here, as in Kafka);
+//   - UNKNOWN_TOPIC_OR_PARTITION (3), UNKNOWN_TOPIC_ID (100), FENCED_LEADER_EPOCH (74),
+//     INVALID_UPDATE_VERSION (95), INVALID_REQUEST (42), NEW_LEADER_ELECTED (106): the request stays
+//     in flight, not resent, until Update installs a newer state;
+//   - any other error: Kafka retries: the request stays in flight and the caller sends Inflight()
+//     again (RetryAlterPartition(code) tells the two apart).
+func (l *Leader) AlterPartitionDone(code int16, st State, nowMs int64) bool {
+	if l.inflight == nil {
+		return false
+	}
+	switch code {
+	case 0:
+		if st.LeaderEpoch != l.state.LeaderEpoch || st.PartitionEpoch < l.state.PartitionEpoch {
+			return false
+		}
+		l.state.ISR = slices.Clone(st.ISR)
+		l.state.PartitionEpoch = st.PartitionEpoch
+		l.inflight = nil
+		return l.advanceHW(nowMs)
+	case ErrOperationNotAttempted, ErrIneligibleReplica:
 		l.inflight = nil
 	}
+	return false
+}
+
+// Update installs a committed state from the controller (Partition.makeLeader on a LeaderAndIsr
+// while leading). A state with an older partition epoch or an older leader epoch is ignored. One
+// with an equal or newer partition epoch replaces the committed state and drops any request in
+// flight (updateAssignmentAndIsr sets a CommittedPartitionState). A newer leader epoch also restarts
+// the epoch as makeLeader does: the epoch start offset becomes the leader's log end offset and every
+// follower's state is reset (resetReplicaState with isNewLeader=false: it keeps its log end offset,
+// lastFetchLeaderLogEndOffset = the log end offset, lastFetchTime = now, lastCaughtUpTime = now if
+// in the new ISR, else 0). It reports whether the high watermark moved.
+func (l *Leader) Update(st State, nowMs int64) bool {
+	if st.LeaderEpoch < l.state.LeaderEpoch || st.PartitionEpoch < l.state.PartitionEpoch {
+		return false
+	}
+	if st.LeaderEpoch > l.state.LeaderEpoch {
+		l.epochStartOffset = l.leo
+		for r, f := range l.followers {
+			f.lastFetchLeaderLEO = l.leo
+			f.lastFetchTimeMs = nowMs
+			f.lastCaughtUpTimeMs = 0
+			if slices.Contains(st.ISR, r) {
+				f.lastCaughtUpTimeMs = nowMs
+			}
+		}
+	}
+	l.inflight = nil
 	l.state = cloneState(st)
 	return l.advanceHW(nowMs)
 }
@@ -248,12 +334,18 @@ func (l *Leader) Update(st State, nowMs int64) bool {
 // advanceHW is Partition.maybeIncrementLeaderHW: the high watermark is the smallest log end offset
 // among the leader and the followers of the maximal ISR, and of the followers outside it that are
 // caught up and about to join (so that joining never moves it back); it never moves backward.
+//
+// As Kafka, a follower that has not fetched yet (log end offset -1) holds it where it is, and
+// nothing moves while the committed ISR is under min.insync.replicas (Kafka 3.9, KIP-966).
 func (l *Leader) advanceHW(nowMs int64) bool {
+	if l.underMinISR() {
+		return false
+	}
 	hw := l.leo
 	isr := l.MaximalISR()
 	for r, f := range l.followers {
-		if slices.Contains(isr, r) || l.caughtUp(f, nowMs) && f.logEndOffset >= 0 {
-			hw = min(hw, max(f.logEndOffset, 0))
+		if slices.Contains(isr, r) || l.caughtUp(f, nowMs) {
+			hw = min(hw, f.logEndOffset)
 		}
 	}
 	if hw > l.hw {
@@ -265,17 +357,21 @@ func (l *Leader) advanceHW(nowMs int64) bool {
 
 // AcksAllCode is Partition.checkEnoughReplicasReachOffset for a produce with acks=all whose last
 // record is requiredOffset-1: done=false while the high watermark is below requiredOffset; then code
-// 0, or NOT_ENOUGH_REPLICAS_AFTER_APPEND (20) when the maximal ISR is smaller than minISR.
+// 0, or NOT_ENOUGH_REPLICAS_AFTER_APPEND (20) when the maximal ISR is smaller than the effective
+// min ISR (effectiveMinIsr: min(minISR, number of replicas)).
 func (l *Leader) AcksAllCode(requiredOffset int64, minISR int) (done bool, code int16) {
 	if l.hw < requiredOffset {
 		return false, 0
 	}
-	if len(l.MaximalISR()) < minISR {
+	if len(l.MaximalISR()) < l.EffectiveMinISR(minISR) {
 		return true, 20
 	}
 	return true, 0
 }
 
+// EffectiveMinISR is Partition.effectiveMinIsr: min.insync.replicas capped at the number of replicas.
+func (l *Leader) EffectiveMinISR(minISR int) int { return min(minISR, len(l.followers)+1) }
+
 // ISRSize is the committed ISR's size, which Partition.appendRecordsToLeader compares with
-// min.insync.replicas before an acks=all append (NOT_ENOUGH_REPLICAS when smaller).
+// EffectiveMinISR(min.insync.replicas) before an acks=all append (NOT_ENOUGH_REPLICAS when smaller).
 func (l *Leader) ISRSize() int { return len(l.state.ISR) }
