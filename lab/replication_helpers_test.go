@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,13 +25,41 @@ import (
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
+// ReplicationReferenceEnv, set to "kafka", runs the replication tests on real Kafka 3.9 brokers
+// (BrokerKafka) instead of this project's: the reference the tests' expectations were checked on.
+const ReplicationReferenceEnv = "REBALANCELAB_REPLICATION_REFERENCE"
+
 // startReplicatedLab starts ZooKeeper and n broker processes of this project (kill -9-able) with the
 // lab's settings plus config (nil: none). The lab's own offsets.topic.replication.factor is
-// min(3, n) (LabBrokerSettings); config may override it.
+// min(3, n) (LabBrokerSettings); config may override it. With $REBALANCELAB_REPLICATION_REFERENCE=kafka
+// the brokers are Kafka 3.9's.
 func startReplicatedLab(t *testing.T, n int, config map[string]string) *Lab {
 	t.Helper()
-	return startLab(t, Options{Brokers: n, BrokersAs: BrokersProcess, BrokerBinary: rebalancelabBinary(t),
-		BrokerConfig: maps.Clone(config), Dir: t.TempDir()})
+	o := Options{Brokers: n, BrokersAs: BrokersProcess, BrokerConfig: maps.Clone(config), Dir: t.TempDir()}
+	switch ref := os.Getenv(ReplicationReferenceEnv); ref {
+	case "":
+		o.BrokerBinary = rebalancelabBinary(t)
+	case BrokerKafka:
+		o.Broker = BrokerKafka
+	default:
+		t.Fatalf("$%s = %q: want %q or unset", ReplicationReferenceEnv, ref, BrokerKafka)
+	}
+	l := startLab(t, o)
+	t.Cleanup(func() { // before Close (cleanups run last first): the logs of a failed run
+		if t.Failed() {
+			for _, b := range l.Brokers() {
+				t.Logf("broker %d log tail (%s):\n%s", b.ID(), b.LogPath(), fileTail(b.LogPath(), 3000))
+			}
+		}
+		if o.Broker == BrokerKafka {
+			// Kafka's controlled shutdown of the last brokers of a replicated cluster outlasts Close's
+			// 10 s SIGTERM grace (it retries moving leaders nowhere); the reference run kills them.
+			for _, b := range l.Brokers() {
+				_ = b.Kill()
+			}
+		}
+	})
+	return l
 }
 
 // newClient is a kgo client seeded with addrs (every broker of l when addrs is empty), closed at the
@@ -119,12 +148,21 @@ func metadataOf(ctx context.Context, adm *kadm.Client, topic string) kadm.Partit
 	return td.Partitions
 }
 
+// waitFor is testutil.WaitFor whose failure also reports last(), evaluated when the wait has failed
+// (the last state seen).
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool, last func() string) {
+	t.Helper()
+	if err := testutil.Await(context.Background(), d, what, cond); err != nil {
+		t.Fatalf("%v; last seen: %s", err, last())
+	}
+}
+
 // waitFullISR waits (deadline d) until Metadata shows topic with partitions partitions, each with a
 // leader, rf replicas and all rf of them in the ISR, and returns that answer.
 func waitFullISR(t *testing.T, adm *kadm.Client, topic string, partitions, rf int, d time.Duration) kadm.PartitionDetails {
 	t.Helper()
 	var last kadm.PartitionDetails
-	testutil.WaitFor(t, d, fmt.Sprintf("%s: %d partitions each with %d replicas all in the ISR (last Metadata: %s)", topic, partitions, rf, lazyISR{&last}), func() bool {
+	waitFor(t, d, fmt.Sprintf("%s: %d partitions each with %d replicas all in the ISR", topic, partitions, rf), func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		last = metadataOf(ctx, adm, topic)
@@ -137,19 +175,17 @@ func waitFullISR(t *testing.T, adm *kadm.Client, topic string, partitions, rf in
 			}
 		}
 		return true
-	})
+	}, func() string { return formatPartitions(last) })
 	return last
 }
 
-// lazyISR prints partition details when the wait's message is formatted (after the last try).
-type lazyISR struct{ p *kadm.PartitionDetails }
-
-func (l lazyISR) String() string {
-	if l.p == nil || *l.p == nil {
-		return "none"
+// formatPartitions prints partition details for failure messages.
+func formatPartitions(ps kadm.PartitionDetails) string {
+	if ps == nil {
+		return "no Metadata answer for the topic"
 	}
 	var b strings.Builder
-	for _, p := range l.p.Sorted() {
+	for _, p := range ps.Sorted() {
 		fmt.Fprintf(&b, "[p%d leader %d replicas %v isr %v err %v]", p.Partition, p.Leader, p.Replicas, p.ISR, p.Err)
 	}
 	return b.String()

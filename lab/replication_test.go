@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -92,11 +93,11 @@ func TestReplicationCoordinatorNotAvailableUntilEnoughBrokers(t *testing.T) {
 		}
 	}()
 	defer func() { stopPoll(); <-polled }()
-	testutil.WaitFor(t, 60*time.Second, fmt.Sprintf("the kgo member of g assigned t's 3 partitions once 3 brokers are up (last FindCoordinator: %s)", lazyFindCoordinator{cl, "g"}), func() bool {
+	waitFor(t, 30*time.Second, "the kgo member of g assigned t's 3 partitions once 3 brokers are up", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(assigned["t"]) == 3
-	})
+	}, func() string { return "FindCoordinator(g) to broker 1: " + describeFindCoordinator(cl, "g") })
 
 	md := waitFullISR(t, adm, "__consumer_offsets", 50, 3, 60*time.Second)
 	for _, p := range md.Sorted() {
@@ -106,17 +107,11 @@ func TestReplicationCoordinatorNotAvailableUntilEnoughBrokers(t *testing.T) {
 	}
 }
 
-// lazyFindCoordinator formats a fresh FindCoordinator answer (from broker 1) when a wait's message is
-// printed.
-type lazyFindCoordinator struct {
-	cl    *kgo.Client
-	group string
-}
-
-func (f lazyFindCoordinator) String() string {
+// describeFindCoordinator is a fresh FindCoordinator answer (from broker 1), for failure messages.
+func describeFindCoordinator(cl *kgo.Client, group string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	code, node, err := findCoordinator(ctx, f.cl, 1, f.group)
+	code, node, err := findCoordinator(ctx, cl, 1, group)
 	if err != nil {
 		return err.Error()
 	}
@@ -165,7 +160,7 @@ func TestReplicationAcksAllUnderKills(t *testing.T) {
 	acks := &ackLog{acked: map[string][]int{}, fails: map[string]int{}}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	run := func(name string, f func()) {
+	run := func(f func()) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -174,9 +169,9 @@ func TestReplicationAcksAllUnderKills(t *testing.T) {
 	}
 
 	// kgo: one record at a time, acknowledged when ProduceSync returns nil.
-	prod := newClient(t, l, nil, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic),
+	prod := newClient(t, l, nil, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
 		kgo.RecordDeliveryTimeout(15*time.Second), kgo.ProduceRequestTimeout(10*time.Second))
-	run("kgo", func() {
+	run(func() {
 		for seq := 0; ; seq++ {
 			select {
 			case <-stop:
@@ -202,7 +197,8 @@ func TestReplicationAcksAllUnderKills(t *testing.T) {
 	scfg.Version = sarama.V2_8_0_0
 	scfg.Producer.RequiredAcks = sarama.WaitForAll
 	scfg.Producer.Return.Successes = true
-	scfg.Producer.Retry.Max = 20
+	scfg.Producer.Retry.Max = 10
+	scfg.Net.DialTimeout, scfg.Net.ReadTimeout, scfg.Net.WriteTimeout = 5*time.Second, 15*time.Second, 10*time.Second
 	scfg.Producer.Retry.Backoff = 250 * time.Millisecond
 	scfg.Producer.Timeout = 10 * time.Second
 	scfg.Net.MaxOpenRequests = 1
@@ -211,7 +207,7 @@ func TestReplicationAcksAllUnderKills(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sarama.NewSyncProducer: %v", err)
 	}
-	run("sarama", func() {
+	run(func() {
 		defer sp.Close()
 		for seq := 0; ; seq++ {
 			select {
@@ -234,7 +230,7 @@ func TestReplicationAcksAllUnderKills(t *testing.T) {
 	// 0 AND it reported kcatBatch successful deliveries and no "Delivery failed". A batch with any
 	// failure counts nothing acknowledged (its records may still be in the log: at least once).
 	const kcatBatch = 20
-	run("kcat", func() {
+	run(func() {
 		for seq := 0; ; seq += kcatBatch {
 			select {
 			case <-stop:
@@ -544,7 +540,7 @@ func TestReplicationCoordinatorFailover(t *testing.T) {
 
 	stopProduce := make(chan struct{})
 	produced := make(chan struct{})
-	prod := newClient(t, l, nil, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic),
+	prod := newClient(t, l, nil, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
 		kgo.RecordDeliveryTimeout(15*time.Second))
 	go func() {
 		defer close(produced)
@@ -593,9 +589,13 @@ func TestReplicationCoordinatorFailover(t *testing.T) {
 			return out
 		}
 		cfg.Listener = newconsumer.ListenerFuncs{
-			Assigned: func(ps []newconsumer.TopicPartition) { rec.add(ownEvent{member: name, kind: "assigned", parts: parts(ps)}) },
-			Revoked:  func(ps []newconsumer.TopicPartition) { rec.add(ownEvent{member: name, kind: "revoked", parts: parts(ps)}) },
-			Lost:     func(ps []newconsumer.TopicPartition) { rec.add(ownEvent{member: name, kind: "lost", parts: parts(ps)}) },
+			Assigned: func(ps []newconsumer.TopicPartition) {
+				rec.add(ownEvent{member: name, kind: "assigned", parts: parts(ps)})
+			},
+			Revoked: func(ps []newconsumer.TopicPartition) {
+				rec.add(ownEvent{member: name, kind: "revoked", parts: parts(ps)})
+			},
+			Lost: func(ps []newconsumer.TopicPartition) { rec.add(ownEvent{member: name, kind: "lost", parts: parts(ps)}) },
 		}
 		cfg.Log = testLog(t)
 		c, err := newconsumer.New(cfg)
@@ -763,15 +763,25 @@ func TestReplicationCoordinatorFailover(t *testing.T) {
 		t.Fatalf("kill -9 coordinator broker %d: %v", coord, err)
 	}
 	t.Logf("killed coordinator broker %d; acknowledged commits then: %v", coord, before)
-	survivors := kadm.NewClient(newClient(t, l, addrsExcept(l, coord)))
+	// A fresh admin client on the surviving brokers for every question: kgo caches a group's
+	// coordinator and keeps dialling a dead one (no Kafka error to invalidate it on).
+	survivors := func() (*kadm.Client, func()) {
+		c, err := kgo.NewClient(kgo.SeedBrokers(addrsExcept(l, coord)...))
+		if err != nil {
+			t.Fatalf("kgo.NewClient: %v", err)
+		}
+		return kadm.NewClient(c), c.Close
+	}
 
 	var state string
 	var n int
 	var now int32
-	testutil.WaitFor(t, 60*time.Second, fmt.Sprintf("g Stable with 4 members on a new coordinator after killing broker %d (last: %s)", coord, lazyGroup{&state, &n, &now}), func() bool {
-		state, n, now = groupStable(survivors)
+	waitFor(t, 60*time.Second, fmt.Sprintf("g Stable with 4 members on a new coordinator after killing broker %d", coord), func() bool {
+		adm, done := survivors()
+		defer done()
+		state, n, now = groupStable(adm)
 		return state == "Stable" && n == 4 && now > 0 && now != coord
-	})
+	}, func() string { return fmt.Sprintf("state %q, %d members, coordinator %d", state, n, now) })
 	testutil.WaitFor(t, 30*time.Second, "commits acknowledged by the new coordinator", func() bool {
 		_, after := lastCommits(rec.snapshot(), killedAt)
 		return after > 0
@@ -780,7 +790,9 @@ func TestReplicationCoordinatorFailover(t *testing.T) {
 	fetch := func() map[int32]int64 {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		os, err := survivors.FetchOffsets(ctx, group)
+		adm, done := survivors()
+		defer done()
+		os, err := adm.FetchOffsets(ctx, group)
 		if err != nil {
 			t.Fatalf("OffsetFetch g from the new coordinator: %v", err)
 		}
@@ -804,7 +816,9 @@ func TestReplicationCoordinatorFailover(t *testing.T) {
 	close(stopProduce)
 	<-produced
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	ends, err := survivors.ListEndOffsets(ctx, topic)
+	sadm, sdone := survivors()
+	ends, err := sadm.ListEndOffsets(ctx, topic)
+	sdone()
 	cancel()
 	if err != nil {
 		t.Fatalf("ListEndOffsets: %v", err)
@@ -839,16 +853,6 @@ func TestReplicationCoordinatorFailover(t *testing.T) {
 	startBroker(t, victim)
 }
 
-type lazyGroup struct {
-	state *string
-	n     *int
-	coord *int32
-}
-
-func (g lazyGroup) String() string {
-	return fmt.Sprintf("state %q, %d members, coordinator %d", *g.state, *g.n, *g.coord)
-}
-
 // TestReplicationStateZnodeAfterFailover: topic t, one partition on replicas [1,2,3] (explicit
 // assignment). kill -9 of the leader, broker 1, makes the controller write the partition state
 // znode exactly as Kafka 3.9 does: {"version":1,"leader":2,"leader_epoch":1,"controller_epoch":<the
@@ -874,15 +878,15 @@ func TestReplicationStateZnodeAfterFailover(t *testing.T) {
 	waitState := func(what string, w want, d time.Duration) partitionState {
 		t.Helper()
 		var got partitionState
-		testutil.WaitFor(t, d, fmt.Sprintf("%s: state znode leader %d, leader_epoch %d, isr %v, controller_epoch = /controller_epoch, version 1, keys %v (last read: %s)",
-			what, w.leader, w.leaderEpoch, w.isr, stateKeys, lazyString{&last}), func() bool {
+		waitFor(t, d, fmt.Sprintf("%s: state znode leader %d, leader_epoch %d, isr %v, controller_epoch = /controller_epoch, version 1, keys %v",
+			what, w.leader, w.leaderEpoch, w.isr, stateKeys), func() bool {
 			s, keys, raw, err := readPartitionState(c, "t", 0)
 			ce := controllerEpoch(c)
 			last = fmt.Sprintf("%s (err %v), /controller_epoch %d", raw, err, ce)
 			got = s
 			return err == nil && reflect.DeepEqual(keys, stateKeys) && s.Version == 1 && s.Leader == w.leader &&
 				s.LeaderEpoch == w.leaderEpoch && reflect.DeepEqual(s.ISR, w.isr) && ce > 0 && s.ControllerEpoch == ce
-		})
+		}, func() string { return last })
 		return got
 	}
 	waitState("after creation", want{1, 0, []int32{1, 2, 3}}, 30*time.Second)
@@ -900,28 +904,45 @@ func TestReplicationStateZnodeAfterFailover(t *testing.T) {
 	}
 	produce(0, 10)
 	epochBefore := controllerEpoch(c)
-	data, _, _ := c.Get("/controller")
+	data, _, err := c.Get("/controller")
+	var ctl struct {
+		BrokerID int32 `json:"brokerid"`
+	}
+	if err != nil || json.Unmarshal(data, &ctl) != nil || ctl.BrokerID <= 0 {
+		t.Fatalf("/controller = %s (%v): want {\"brokerid\":N,...}", data, err)
+	}
 	t.Logf("before the kill: /controller %s, /controller_epoch %d", data, epochBefore)
+	// The leader epoch after the failover, as Kafka 3.9 writes it. Controller alive (not broker 1):
+	// onBrokerFailure elects the new leader first (OfflinePartitionLeaderElection: the first live
+	// assigned replica in the ISR, 2; ISR the live part, [2,3]) in one write, leader_epoch 1; the
+	// OfflineReplica step then finds 1 out of the ISR already and writes nothing. Controller was broker
+	// 1 too: the new controller's onControllerFailover starts the replica state machine first, whose
+	// OfflineReplica step for replica 1 writes leader -1, isr [2,3], leader_epoch 1, then the
+	// partition state machine elects 2: leader_epoch 2 (checked on Kafka 3.9.2 in this lab).
+	wantEpoch := int32(1)
+	if ctl.BrokerID == 1 {
+		wantEpoch = 2
+	}
 
 	b1 := l.Brokers()[0]
 	if err := b1.Kill(); err != nil {
 		t.Fatalf("kill -9 broker 1: %v", err)
 	}
-	s := waitState("after kill -9 of leader 1", want{2, 1, []int32{2, 3}}, 30*time.Second)
+	s := waitState(fmt.Sprintf("after kill -9 of leader 1 (controller %d)", ctl.BrokerID), want{2, wantEpoch, []int32{2, 3}}, 30*time.Second)
+	if ctl.BrokerID == 1 && s.ControllerEpoch <= epochBefore {
+		t.Fatalf("controller broker 1 killed: state controller_epoch %d, not above %d", s.ControllerEpoch, epochBefore)
+	}
 	t.Logf("after the kill: controller_epoch %d (before %d)", s.ControllerEpoch, epochBefore)
 	produce(10, 20) // to leader 2; min.insync.replicas 1, ISR [2,3]
 
 	startBroker(t, b1)
-	waitState("after broker 1 restarted", want{2, 1, []int32{2, 3, 1}}, 60*time.Second)
+	waitState("after broker 1 restarted", want{2, wantEpoch, []int32{2, 3, 1}}, 60*time.Second)
+	// Metadata's leader is not checked any more: Kafka's controller schedules its first automatic
+	// preferred-leader check 5 s after a controller failover (onControllerFailover), then every
+	// leader.imbalance.check.interval.seconds (300), so right after this test's kill of a controller
+	// broker 1 the preferred replica, 1, may legitimately lead again by now (seen on Kafka 3.9.2).
 	md := waitFullISR(t, adm, "t", 1, 3, 30*time.Second)
-	if p := md[0]; p.Leader != 2 {
-		t.Fatalf("Metadata t-0 leader %d after broker 1 rejoined, want 2 (no preferred election yet)", p.Leader)
-	}
 	if leos := assertReplicasAgree(t, l, "t", md); leos[0] != 20 {
 		t.Fatalf("t-0 log end offset %d on every replica, want 20 (20 records acknowledged with acks=all)", leos[0])
 	}
 }
-
-type lazyString struct{ s *string }
-
-func (l lazyString) String() string { return *l.s }
