@@ -36,12 +36,20 @@ var ShortTimings = map[string]string{
 	"group.initial.rebalance.delay.ms": "0",
 }
 
-// LabBrokerSettings are applied to every lab broker, even with KafkaDefaults, because the lab's
-// clusters are small: __consumer_offsets with replication factor 1 [3], as Kafka's own shipped
-// config/server.properties sets for a one-broker cluster (the broker implements only 1).
-var LabBrokerSettings = map[string]string{
-	"offsets.topic.replication.factor": "1",
+// LabBrokerSettings are the keys applied to every broker of a lab of the given number of brokers, even
+// with KafkaDefaults, because the lab's clusters are small: __consumer_offsets with replication factor
+// min(3, brokers) [3] (Kafka enforces the factor strictly, KIP-115: a one-broker lab gets 1, as Kafka's
+// own shipped config/server.properties sets for a one-broker cluster). The factor is the lab's, fixed
+// at Start: AddBroker's brokers get the same, so every broker would create the topic alike.
+func LabBrokerSettings(brokers int) map[string]string {
+	return map[string]string{
+		"offsets.topic.replication.factor": strconv.Itoa(OffsetsTopicReplicationFactor(brokers)),
+	}
 }
+
+// OffsetsTopicReplicationFactor is the offsets.topic.replication.factor a lab of the given number of
+// brokers sets: min(3, brokers), at least 1.
+func OffsetsTopicReplicationFactor(brokers int) int { return max(1, min(3, brokers)) }
 
 // ShortConsumerTimings are the consumer settings the lab's scenarios use with ShortTimings, the same
 // for every era (Kafka's defaults in brackets). They are documented here, next to the broker's, so
@@ -248,10 +256,10 @@ func (l *Lab) AddBroker(ctx context.Context) (*BrokerNode, error) {
 	return n, nil
 }
 
-// brokerProps is the broker's server.properties: LabBrokerSettings, ShortTimings (unless
-// KafkaDefaults), Options.BrokerConfig, then the per-broker keys.
+// brokerProps is the broker's server.properties: LabBrokerSettings (for the lab's Options.Brokers),
+// ShortTimings (unless KafkaDefaults), Options.BrokerConfig, then the per-broker keys.
 func (l *Lab) brokerProps(n *BrokerNode) map[string]string {
-	props := maps.Clone(LabBrokerSettings)
+	props := LabBrokerSettings(l.opts.Brokers)
 	if !l.opts.KafkaDefaults {
 		maps.Copy(props, ShortTimings)
 	}
