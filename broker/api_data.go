@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/broker/replica"
 	"github.com/rebalancelab/rebalancelab/broker/storage"
 	"github.com/rebalancelab/rebalancelab/recordbatch"
 )
@@ -54,10 +57,21 @@ func scanBatches(records []byte) (maxBatch int, count int64, ok bool) {
 	return maxBatch, count, true
 }
 
-// handleProduce is KafkaApis.handleProduceRequest for a broker that is the only replica: acks 1 and -1
-// both answer once the log has the batches (the ISR is the leader alone); acks 0 answers nothing, and an
+// ackWait is an acks=all answer waiting for the high watermark (Kafka's DelayedProduce): the
+// partition, the leader epoch it was appended in, and the offset after its last record.
+type ackWait struct {
+	rp       *kmsg.ProduceResponseTopicPartition
+	part     *partition
+	epoch    int32
+	required int64
+	minISR   int
+}
+
+// handleProduce is KafkaApis.handleProduceRequest: acks 1 answers once the leader's log has the
+// batches; acks -1 once every replica of the ISR has them (the high watermark passed them), or
+// REQUEST_TIMED_OUT after the request's timeout (DelayedProduce); acks 0 answers nothing, and an
 // error with acks 0 closes the connection, as Kafka does, so that the client refreshes its metadata.
-func (b *Broker) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
+func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	if req.TransactionID == nil && hasTransactionalRecords(req) {
 		// KafkaApis.handleProduceRequest: transactional records need a transactional id the client may
@@ -65,9 +79,11 @@ func (b *Broker) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) 
 		return b.produceErrorResponse(req, resp, kerr.TransactionalIDAuthorizationFailed.Code)
 	}
 	firstErr := int16(0)
+	var waits []ackWait
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
+		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, 0, len(t.Partitions))
 		for _, p := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -80,7 +96,15 @@ func (b *Broker) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) 
 			switch {
 			case rp.ErrorCode != 0:
 			case req.Acks == -1 || req.Acks == 0 || req.Acks == 1:
-				rp.ErrorCode, msg = b.produceOne(t.Topic, p.Partition, req.Acks, records, &rp)
+				var w *ackWait
+				rp.ErrorCode, msg, w = b.produceOne(t.Topic, p.Partition, req.Acks, records, &rp)
+				if w != nil {
+					w.rp = nil // set below, once rp has its place in the response
+					waits = append(waits, *w)
+					rt.Partitions = append(rt.Partitions, rp)
+					waits[len(waits)-1].rp = &rt.Partitions[len(rt.Partitions)-1]
+					continue
+				}
 			default:
 				rp.ErrorCode, msg = kerr.InvalidRequiredAcks.Code, fmt.Sprintf("acks %d: must be -1, 0 or 1", req.Acks)
 			}
@@ -99,6 +123,7 @@ func (b *Broker) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) 
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	b.awaitAcks(ctx, waits, time.Duration(max(req.TimeoutMillis, 0))*time.Millisecond)
 	if req.Acks == 0 {
 		if firstErr != 0 {
 			return nil, &errClose{closeAcks0Error, fmt.Errorf("acks=0 produce failed with %s", errorLabel(firstErr))}
@@ -131,36 +156,98 @@ func (b *Broker) produceErrorResponse(req *kmsg.ProduceRequest, resp *kmsg.Produ
 	return resp, nil
 }
 
-func (b *Broker) produceOne(topic string, p int32, acks int16, records []byte, rp *kmsg.ProduceResponseTopicPartition) (int16, string) {
+// awaitAcks waits for every acks=all answer until the high watermark passes its records, its
+// leader stops leading, timeout passes (REQUEST_TIMED_OUT, as DelayedProduce.onExpiration) or ctx
+// ends; it sets each answer's error code.
+func (b *Broker) awaitAcks(ctx context.Context, waits []ackWait, timeout time.Duration) {
+	if len(waits) == 0 {
+		return
+	}
+	wake := make(chan struct{}, 1)
+	for _, w := range waits {
+		w.part.watch(wake)
+		defer w.part.unwatch(wake)
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		pending := 0
+		for i := range waits {
+			w := &waits[i]
+			if w.part == nil {
+				continue
+			}
+			if done, code := w.part.acksAll(w.epoch, w.required, w.minISR); done {
+				w.rp.ErrorCode = code
+				w.part = nil
+				continue
+			}
+			pending++
+		}
+		if pending == 0 {
+			return
+		}
+		select {
+		case <-wake:
+			continue
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		for i := range waits {
+			if w := &waits[i]; w.part != nil {
+				if done, code := w.part.acksAll(w.epoch, w.required, w.minISR); done {
+					w.rp.ErrorCode = code
+				} else {
+					w.rp.ErrorCode = kerr.RequestTimedOut.Code
+				}
+			}
+		}
+		return
+	}
+}
+
+func (b *Broker) produceOne(topic string, p int32, acks int16, records []byte, rp *kmsg.ProduceResponseTopicPartition) (int16, string, *ackWait) {
 	if topic == OffsetsTopic {
 		// ReplicaManager.appendToLocalLog: clients may not write internal topics.
-		return kerr.InvalidTopicException.Code, "Cannot append to internal topic " + topic
+		return kerr.InvalidTopicException.Code, "Cannot append to internal topic " + topic, nil
 	}
 	part, err := b.leaderPartition(topic, p)
 	if err != nil {
-		return errCode(err), ""
+		return errCode(err), "", nil
 	}
+	return b.appendToLeader(part, acks, records, rp, true)
+}
+
+// appendToLeader is Partition.appendRecordsToLeader for one partition's records: size and key
+// checks, min.insync.replicas for acks=all (capped at the replication factor, as 3.9's
+// effectiveMinIsr), the append, and for acks=all the wait to come.
+// client: the records come from a Produce (counted in the broker's messages-in metric).
+func (b *Broker) appendToLeader(part *partition, acks int16, records []byte, rp *kmsg.ProduceResponseTopicPartition, client bool) (int16, string, *ackWait) {
+	topic, p := part.topic, part.id
 	maxBatch, count, ok := scanBatches(records)
 	if !ok {
-		return kerr.CorruptMessage.Code, "record batches are not framed as v2 batches"
+		return kerr.CorruptMessage.Code, "record batches are not framed as v2 batches", nil
 	}
 	lc := part.config()
 	// UnifiedLog.analyzeAndValidateRecords: the topic's max.message.bytes (whose default is the broker's
 	// message.max.bytes) bounds every batch.
 	if maxBatch > int(lc.maxMessageBytes) {
-		return kerr.MessageTooLarge.Code, fmt.Sprintf("The record batch size in the append to %s-%d is %d bytes which exceeds the maximum configured value of %d.", topic, p, maxBatch, lc.maxMessageBytes)
+		return kerr.MessageTooLarge.Code, fmt.Sprintf("The record batch size in the append to %s-%d is %d bytes which exceeds the maximum configured value of %d.", topic, p, maxBatch, lc.maxMessageBytes), nil
 	}
-	// Partition.appendRecordsToLeader: with acks=-1 the ISR (here the leader alone) must hold
-	// min.insync.replicas.
-	if acks == -1 && lc.minInsyncReplicas > 1 {
-		return kerr.NotEnoughReplicas.Code, fmt.Sprintf("The size of the current ISR Set(%d) is insufficient to satisfy the min.isr requirement of %d for partition %s-%d", b.id, lc.minInsyncReplicas, topic, p)
+	st, leading := part.leaderState()
+	if !leading {
+		return kerr.NotLeaderForPartition.Code, "", nil
+	}
+	minISR := min(int(lc.minInsyncReplicas), len(b.view.Load().replicasOf(topic, p)))
+	if acks == -1 && len(st.ISR) < minISR {
+		return kerr.NotEnoughReplicas.Code, fmt.Sprintf("The size of the current ISR %s is insufficient to satisfy the min.isr requirement of %d for partition %s-%d", scalaSet(st.ISR), minISR, topic, p), nil
 	}
 	if part.log.Compacted() {
 		// LogValidator.validateKey: every record of a compacted topic needs a key.
 		if ok, err := storage.CheckKeys(records); err != nil {
-			return kerr.CorruptMessage.Code, err.Error()
+			return kerr.CorruptMessage.Code, err.Error(), nil
 		} else if !ok {
-			return kerr.InvalidRecord.Code, fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d.", topic, p)
+			return kerr.InvalidRecord.Code, fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d.", topic, p), nil
 		}
 	}
 	res, err := part.appendRecords(records)
@@ -169,18 +256,33 @@ func (b *Broker) produceOne(topic string, p int32, acks int16, records []byte, r
 			// ReplicaManager.appendToLocalLog: an exception outside its list of known ones is answered
 			// with the log start offset and without a message.
 			rp.LogStartOffset = part.log.LogStartOffset()
-			return errCode(err), ""
+			return errCode(err), "", nil
 		}
-		return errCode(err), err.Error()
+		return errCode(err), err.Error(), nil
 	}
-	if !res.Duplicate {
+	if !res.Duplicate && client {
 		b.metrics.messages.Add(float64(count))
 	}
 	// A duplicate (an idempotent producer's retry) is answered as UnifiedLog answers it: the original
 	// batch's offsets, and its max timestamp as the log append time.
 	rp.BaseOffset, rp.LogAppendTime = res.BaseOffset, res.LogAppendTime
 	rp.LogStartOffset = part.log.LogStartOffset()
-	return 0, ""
+	if acks != -1 {
+		return 0, "", nil
+	}
+	return 0, "", &ackWait{part: part, epoch: st.LeaderEpoch, required: res.LastOffset + 1, minISR: minISR}
+}
+
+// scalaSet formats an ISR as Scala prints a Set: "Set(1, 2)".
+func scalaSet(ids []int32) string {
+	s := "Set("
+	for i, id := range ids {
+		if i > 0 {
+			s += ", "
+		}
+		s += strconv.Itoa(int(id))
+	}
+	return s + ")"
 }
 
 // producerStateError reports the log's refusals of an idempotent producer's batch.
@@ -340,6 +442,15 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, targets []fetchTarget, maxByt
 	return total, anyErr
 }
 
+// fetchReplicaID is the broker id a Fetch comes from (ReplicaID up to v14, ReplicaState from v15),
+// -1 for a consumer.
+func fetchReplicaID(req *kmsg.FetchRequest) int32 {
+	if req.Version >= 15 {
+		return req.ReplicaState.ID
+	}
+	return req.ReplicaID
+}
+
 func (b *Broker) fetchPartition(req *kmsg.FetchRequest, t fetchTarget, budget int64, first bool, rp *kmsg.FetchResponseTopicPartition) int16 {
 	part, err := b.leaderPartition(t.topic, t.req.Partition)
 	if err != nil {
@@ -350,20 +461,25 @@ func (b *Broker) fetchPartition(req *kmsg.FetchRequest, t fetchTarget, budget in
 			return code
 		}
 	}
-	lso, hwm := part.log.LogStartOffset(), part.log.HighWatermark()
+	if r := fetchReplicaID(req); r >= 0 {
+		return b.followerFetch(req, r, part, t, budget, first, rp)
+	}
+	// A consumer reads below the high watermark (FetchIsolation.HIGH_WATERMARK); offsets up to the
+	// log end offset are in range, answered with no records until the followers have them.
+	lso, hwm, leo := part.log.LogStartOffset(), part.log.HighWatermark(), part.log.LogEndOffset()
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = hwm, hwm, lso
 	off := t.req.FetchOffset
-	if off < lso || off > hwm {
+	if off < lso || off > leo {
 		return kerr.OffsetOutOfRange.Code
 	}
-	if off == hwm {
+	if off >= hwm {
 		return 0
 	}
 	limit := min(int64(t.req.PartitionMaxBytes), budget)
 	if limit <= 0 && !first {
 		return 0
 	}
-	data, err := part.log.Read(off, int32(max(limit, 1)))
+	data, err := part.log.ReadUpTo(off, int32(max(limit, 1)), hwm)
 	if err != nil {
 		return errCode(err)
 	}
@@ -394,6 +510,53 @@ func (b *Broker) fetchPartition(req *kmsg.FetchRequest, t fetchTarget, budget in
 	return 0
 }
 
+// followerFetch is Partition.fetchRecords for a follower (replica id r): its last fetched epoch is
+// checked against this leader's epochs (a diverging follower gets the leader's end of that epoch
+// instead of records), records are read up to the log end offset, and the fetch offset is recorded
+// as the follower's log end offset (Partition.updateFollowerFetchState), which may move the high
+// watermark and propose an ISR change to the controller.
+func (b *Broker) followerFetch(req *kmsg.FetchRequest, r int32, part *partition, t fetchTarget, budget int64, first bool, rp *kmsg.FetchResponseTopicPartition) int16 {
+	if _, ok := part.leaderState(); !ok || !slices.Contains(b.view.Load().replicasOf(t.topic, t.req.Partition), r) {
+		return kerr.NotLeaderForPartition.Code
+	}
+	lg := part.log
+	off := t.req.FetchOffset
+	lso, leo := lg.LogStartOffset(), lg.LogEndOffset()
+	if req.Version >= 12 {
+		e, end := lg.EndOffsetForEpoch(t.req.LastFetchedEpoch)
+		div, diverged, outOfRange := replica.DivergingEpoch(t.req.LastFetchedEpoch, off, lso, replica.EpochEnd{Epoch: e, EndOffset: end})
+		if outOfRange {
+			return kerr.OffsetOutOfRange.Code
+		}
+		if diverged {
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = lg.HighWatermark(), lg.HighWatermark(), lso
+			rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = div.Epoch, div.EndOffset
+			return 0
+		}
+	}
+	if off < lso || off > leo {
+		return kerr.OffsetOutOfRange.Code
+	}
+	var data []byte
+	if limit := min(int64(t.req.PartitionMaxBytes), budget); off < leo && (limit > 0 || first) {
+		d, err := lg.Read(off, int32(max(limit, 1)))
+		if err != nil {
+			return errCode(err)
+		}
+		if int64(len(d)) <= limit || first {
+			data = d
+		}
+	}
+	b.alters.submit(part, part.followerFetched(r, off))
+	hw := lg.HighWatermark()
+	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = hw, hw, lso
+	rp.RecordBatches = data
+	if data == nil {
+		rp.RecordBatches = []byte{}
+	}
+	return 0
+}
+
 // handleListOffsets is KafkaApis.handleListOffsetRequest: -1 (latest) answers the high watermark, -2
 // (earliest) the log start offset, a timestamp >= 0 the first offset whose record timestamp is at least
 // that (per record in uncompressed batches, the batch's base offset in compressed ones), or offset -1
@@ -416,7 +579,16 @@ func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 }
 
 func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, p kmsg.ListOffsetsRequestTopicPartition, rp *kmsg.ListOffsetsResponseTopicPartition) int16 {
-	part, err := b.leaderPartition(topic, p.Partition)
+	// ReplicaManager.fetchOffsetForTimestamp: the debugging replica id (-2) may ask any replica, a
+	// consumer (-1) and a follower only the leader; only a consumer's "latest" is the high watermark
+	// (a follower and the debugger get the log end offset: no isolation).
+	var part *partition
+	var err error
+	if req.ReplicaID == -2 {
+		part, err = b.localPartition(topic, p.Partition)
+	} else {
+		part, err = b.leaderPartition(topic, p.Partition)
+	}
 	if err != nil {
 		return errCode(err)
 	}
@@ -429,6 +601,8 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, p kmsg.L
 	rp.LeaderEpoch = epoch
 	var off, ts int64 = -1, -1
 	switch {
+	case p.Timestamp == -1 && req.ReplicaID != -1:
+		off = part.log.LogEndOffset()
 	case p.Timestamp == -1:
 		off = part.log.HighWatermark()
 	case p.Timestamp == -2:
@@ -475,7 +649,7 @@ var errFound = errors.New("found")
 func eachBatch(part *partition, fn func(rb recordbatch.Batch, from int64) (more bool, err error)) error {
 	off, hwm := part.log.LogStartOffset(), part.log.HighWatermark()
 	for off < hwm {
-		data, err := part.log.Read(off, 1<<20)
+		data, err := part.log.ReadUpTo(off, 1<<20, hwm)
 		if err != nil {
 			return err
 		}

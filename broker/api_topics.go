@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -90,16 +91,14 @@ func (b *Broker) liveBrokers() ([]int32, error) {
 	return ids, nil
 }
 
-// checkReplicationFactor: Kafka's INVALID_REPLICATION_FACTOR for a factor above the live broker count,
-// and this broker's own limit of 1 (no followers).
+// checkReplicationFactor: Kafka's INVALID_REPLICATION_FACTOR for a factor below 1 or above the live
+// broker count.
 func checkReplicationFactor(live int, rf int16) (int16, string) {
 	switch {
 	case rf < 1:
 		return kerr.InvalidReplicationFactor.Code, "Replication factor must be larger than 0."
 	case int(rf) > live:
 		return kerr.InvalidReplicationFactor.Code, fmt.Sprintf("Replication factor: %d larger than available brokers: %d.", rf, live)
-	case rf > 1:
-		return kerr.InvalidReplicationFactor.Code, fmt.Sprintf("Replication factor: %d is not supported: this broker implements replication factor 1 only.", rf)
 	}
 	return 0, ""
 }
@@ -236,8 +235,12 @@ func (b *Broker) validateCreateLayout(t kmsg.CreateTopicsRequestTopic, duplicate
 			if _, dup := assignment[a.Partition]; dup {
 				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Duplicate partition %d in the replica assignment.", a.Partition), 0, 0, nil
 			}
-			if len(a.Replicas) != 1 {
-				return kerr.InvalidReplicationFactor.Code, fmt.Sprintf("Replication factor: %d is not supported: this broker implements replication factor 1 only.", len(a.Replicas)), 0, 0, nil
+			// AdminZkClient.validateTopicCreate: no broker twice in a partition, one factor for all.
+			if slices.Contains(distinctDup(a.Replicas), true) {
+				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Duplicate replica assignment found: %v", a.Replicas), 0, 0, nil
+			}
+			if len(a.Replicas) == 0 || len(a.Replicas) != len(t.ReplicaAssignment[0].Replicas) {
+				return kerr.InvalidReplicaAssignment.Code, "All partitions should have the same number of replicas", 0, 0, nil
 			}
 			assignment[a.Partition] = append([]int32{}, a.Replicas...)
 		}
@@ -246,7 +249,7 @@ func (b *Broker) validateCreateLayout(t kmsg.CreateTopicsRequestTopic, duplicate
 				return kerr.InvalidReplicaAssignment.Code, "Partitions should be a consecutive 0-based integer sequence.", 0, 0, nil
 			}
 		}
-		return 0, "", int32(len(assignment)), 1, assignment
+		return 0, "", int32(len(assignment)), int16(len(t.ReplicaAssignment[0].Replicas)), assignment
 	}
 	partitions, rf = t.NumPartitions, t.ReplicationFactor
 	if partitions == -1 {
@@ -342,8 +345,11 @@ func (b *Broker) addPartitions(t kmsg.CreatePartitionsRequestTopic, validateOnly
 				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Increasing the number of partitions by %d but %d assignments provided.", t.Count-n, len(t.Assignment))
 			}
 			for i, a := range t.Assignment {
-				if len(a.Replicas) != 1 {
-					return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Inconsistent replication factor between partitions, partition 0 has 1 while partition %d has replication factor %d.", n+int32(i), len(a.Replicas))
+				if len(a.Replicas) != len(cur[0]) {
+					return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Inconsistent replication factor between partitions, partition 0 has %d while partition %d has replication factor %d.", len(cur[0]), n+int32(i), len(a.Replicas))
+				}
+				if slices.Contains(distinctDup(a.Replicas), true) {
+					return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Duplicate brokers not allowed in replica assignment: %v for partition id %d.", a.Replicas, n+int32(i))
 				}
 				next[n+int32(i)] = append([]int32{}, a.Replicas...)
 			}
@@ -501,4 +507,13 @@ func (b *Broker) subtree(path string) ([]string, error) {
 		out = append(out, sub...)
 	}
 	return out, nil
+}
+
+// distinctDup marks each replica that repeats an earlier one.
+func distinctDup(replicas []int32) []bool {
+	out := make([]bool, len(replicas))
+	for i, r := range replicas {
+		out[i] = slices.Contains(replicas[:i], r)
+	}
+	return out
 }

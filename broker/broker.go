@@ -97,6 +97,11 @@ type Broker struct {
 	zk     *zk.Conn
 	chroot string
 	zkq    *zkQueue
+	// ctrlq hands AlterPartition requests to the ZooKeeper loop, which owns the controller's state.
+	ctrlq chan ctrlRequest
+	// fetchers replicate the partitions this broker follows; alters sends its leaders' ISR changes.
+	fetchers *replicaFetchers
+	alters   *alterPartitions
 	// ready is closed once the broker is registered in /brokers/ids and has read the cluster (brokers,
 	// controller, topics, partition states) for the first time.
 	ready     chan struct{}
@@ -190,9 +195,11 @@ func Start(ctx context.Context, cfg Config, log *logrus.Entry, opts ...Option) (
 		b.cancel()
 		return nil, err
 	}
-	b.wg.Add(2)
+	b.wg.Add(4)
 	go b.acceptLoop()
 	go b.retentionLoop()
+	go func() { defer b.wg.Done(); b.alters.run() }()
+	go b.replicaLoop()
 	if cfg.LogCleanerEnable {
 		b.startCleaner()
 	}
@@ -300,11 +307,14 @@ func newBroker(cfg Config, log *logrus.Entry) *Broker {
 		cancel:  cancel,
 		conns:   make(map[net.Conn]struct{}),
 		zkq:     newZKQueue(),
+		ctrlq:   make(chan ctrlRequest),
 		ready:   make(chan struct{}),
 		parts:   make(map[topicPartition]*partition),
 		metrics: newMetrics(cfg.BrokerID),
 	}
 	b.view.Store(emptyView())
+	b.fetchers = newReplicaFetchers(b)
+	b.alters = newAlterPartitions(b)
 	return b
 }
 
@@ -456,6 +466,21 @@ func (b *Broker) EnsureOffsetsTopic(ctx context.Context) error {
 		return fmt.Errorf("%s: %w: %s", OffsetsTopic, kerr.ErrorForCode(code), msg)
 	}
 	return b.waitTopic(ctx, OffsetsTopic, b.cfg.OffsetsTopicNumPartitions)
+}
+
+// localPartition is this broker's replica of topic/partition, leader or follower; errors as
+// leaderPartition (NOT_LEADER_OR_FOLLOWER when it holds no replica).
+func (b *Broker) localPartition(topic string, p int32) (*partition, error) {
+	b.partsMu.RLock()
+	part := b.parts[topicPartition{topic, p}]
+	b.partsMu.RUnlock()
+	if part != nil {
+		return part, nil
+	}
+	if _, err := b.Leader(topic, p); errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return nil, err
+	}
+	return nil, kerr.NotLeaderForPartition
 }
 
 func (b *Broker) leaderPartition(topic string, p int32) (*partition, error) {

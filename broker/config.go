@@ -148,6 +148,30 @@ type Config struct {
 	// OffsetMetadataMaxBytes [offset.metadata.max.bytes]: default 4096.
 	OffsetMetadataMaxBytes int32
 
+	// Replication settings (ReplicationConfigs): the follower's fetcher and the leader's ISR.
+
+	// ReplicaLagTimeMaxMs [replica.lag.time.max.ms]: a follower that has not caught up to the leader's
+	// log end offset for this long leaves the ISR. Default 30000.
+	ReplicaLagTimeMaxMs int64
+	// ReplicaFetchWaitMaxMs [replica.fetch.wait.max.ms]: a follower's Fetch MaxWait. Default 500.
+	ReplicaFetchWaitMaxMs int32
+	// ReplicaFetchMaxBytes [replica.fetch.max.bytes]: a follower's per-partition fetch size. Default 1048576.
+	ReplicaFetchMaxBytes int32
+	// ReplicaFetchResponseMaxBytes [replica.fetch.response.max.bytes]: a follower's Fetch MaxBytes.
+	// Default 10485760.
+	ReplicaFetchResponseMaxBytes int32
+	// ReplicaFetchBackoffMs [replica.fetch.backoff.ms]: the follower's pause after a failed fetch.
+	// Default 1000.
+	ReplicaFetchBackoffMs int32
+	// ReplicaSocketTimeoutMs [replica.socket.timeout.ms]: a follower's request timeout. Default 30000.
+	ReplicaSocketTimeoutMs int32
+	// ReplicaHighWatermarkCheckpointIntervalMs [replica.high.watermark.checkpoint.interval.ms]: how
+	// often high watermarks are written to disk. Default 5000.
+	ReplicaHighWatermarkCheckpointIntervalMs int64
+	// ControlledShutdownEnable [controlled.shutdown.enable]: Close asks the controller to move this
+	// broker's leaderships away first. Default true.
+	ControlledShutdownEnable bool
+
 	// Properties are the server.properties keys this Config was built from (ConfigFromProperties; nil for
 	// a Config built in code). DescribeConfigs reports them as STATIC_BROKER_CONFIG, and the topic-config
 	// defaults of the keys below that have no field here (log.cleanup.policy, min.insync.replicas,
@@ -177,6 +201,13 @@ const (
 	defaultOffsetsCommitTimeoutMs   = 5000
 	defaultOffsetsLoadBufferSize    = 5242880
 	defaultOffsetMetadataMaxBytes   = 4096
+	defaultReplicaLagTimeMaxMs      = 30000
+	defaultReplicaFetchWaitMaxMs    = 500
+	defaultReplicaFetchMaxBytes     = 1048576
+	defaultReplicaFetchRespMaxBytes = 10485760
+	defaultReplicaFetchBackoffMs    = 1000
+	defaultReplicaSocketTimeoutMs   = 30000
+	defaultReplicaHWCheckpointMs    = 5000
 )
 
 // DefaultConfig is Kafka 3.9's defaults, with BrokerID 0 and no zookeeper.connect.
@@ -222,6 +253,15 @@ func DefaultConfig() Config {
 		OffsetsCommitTimeoutMs:          defaultOffsetsCommitTimeoutMs,
 		OffsetsLoadBufferSize:           defaultOffsetsLoadBufferSize,
 		OffsetMetadataMaxBytes:          defaultOffsetMetadataMaxBytes,
+
+		ReplicaLagTimeMaxMs:                      defaultReplicaLagTimeMaxMs,
+		ReplicaFetchWaitMaxMs:                    defaultReplicaFetchWaitMaxMs,
+		ReplicaFetchMaxBytes:                     defaultReplicaFetchMaxBytes,
+		ReplicaFetchResponseMaxBytes:             defaultReplicaFetchRespMaxBytes,
+		ReplicaFetchBackoffMs:                    defaultReplicaFetchBackoffMs,
+		ReplicaSocketTimeoutMs:                   defaultReplicaSocketTimeoutMs,
+		ReplicaHighWatermarkCheckpointIntervalMs: defaultReplicaHWCheckpointMs,
+		ControlledShutdownEnable:                 true,
 	}
 }
 
@@ -317,52 +357,60 @@ func stringProp(dst func(*Config) *string) property {
 // Validate). default.replication.factor is an INT in Kafka, held here as a SHORT (CreateTopics'
 // replication factor is one on the wire), hence its range ends at 32767.
 var properties = map[string]property{
-	"broker.id":                           intProp("broker.id", kconfig.AtLeast(-1), func(c *Config) *int32 { return &c.BrokerID }),
-	"listeners":                           stringProp(func(c *Config) *string { return &c.Listeners }),
-	"advertised.listeners":                stringProp(func(c *Config) *string { return &c.AdvertisedListeners }),
-	"zookeeper.connect":                   stringProp(func(c *Config) *string { return &c.ZooKeeperConnect }),
-	"zookeeper.session.timeout.ms":        intAsLong("zookeeper.session.timeout.ms", kconfig.AtLeast(1), 1, func(c *Config) *int64 { return &c.ZooKeeperSessionTimeoutMs }),
-	"zookeeper.connection.timeout.ms":     intAsLong("zookeeper.connection.timeout.ms", kconfig.AtLeast(1), 1, func(c *Config) *int64 { return &c.ZooKeeperConnectionTimeoutMs }),
-	"log.dir":                             stringProp(func(c *Config) *string { return &c.LogDirs }),
-	"log.dirs":                            stringProp(func(c *Config) *string { return &c.LogDirs }),
-	"num.partitions":                      intProp("num.partitions", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.NumPartitions }),
-	"default.replication.factor":          shortProp("default.replication.factor", kconfig.Int, kconfig.Between(1, math.MaxInt16), func(c *Config) *int16 { return &c.DefaultReplicationFactor }),
-	"auto.create.topics.enable":           boolProp(func(c *Config) *bool { return &c.AutoCreateTopicsEnable }),
-	"delete.topic.enable":                 boolProp(func(c *Config) *bool { return &c.DeleteTopicEnable }),
-	"socket.request.max.bytes":            intProp("socket.request.max.bytes", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.SocketRequestMaxBytes }),
-	"connections.max.idle.ms":             longProp("connections.max.idle.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.ConnectionsMaxIdleMs }),
-	"message.max.bytes":                   intProp("message.max.bytes", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.MessageMaxBytes }),
-	"fetch.max.bytes":                     intProp("fetch.max.bytes", kconfig.AtLeast(1024), func(c *Config) *int32 { return &c.FetchMaxBytes }),
-	"log.segment.bytes":                   intAsLong("log.segment.bytes", kconfig.AtLeast(14), 1, func(c *Config) *int64 { return &c.LogSegmentBytes }),
-	"log.roll.hours":                      intAsLong("log.roll.hours", kconfig.AtLeast(1), 3600000, func(c *Config) *int64 { return &c.LogRollMs }),
-	"log.roll.ms":                         longProp("log.roll.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.LogRollMs }),
-	"log.retention.bytes":                 longProp("log.retention.bytes", kconfig.AtLeast(-1), func(c *Config) *int64 { return &c.LogRetentionBytes }),
-	"log.retention.hours":                 intAsLong("log.retention.hours", kconfig.AtLeast(-1), 3600000, func(c *Config) *int64 { return &c.LogRetentionMs }),
-	"log.retention.minutes":               intAsLong("log.retention.minutes", kconfig.AtLeast(-1), 60000, func(c *Config) *int64 { return &c.LogRetentionMs }),
-	"log.retention.ms":                    longProp("log.retention.ms", kconfig.AtLeast(-1), func(c *Config) *int64 { return &c.LogRetentionMs }),
-	"log.retention.check.interval.ms":     longProp("log.retention.check.interval.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.LogRetentionCheckIntervalMs }),
-	"log.flush.interval.messages":         longProp("log.flush.interval.messages", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.LogFlushIntervalMessages }),
-	"log.index.interval.bytes":            intProp("log.index.interval.bytes", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.LogIndexIntervalBytes }),
-	"log.cleanup.policy":                  policyProp(func(c *Config) *string { return &c.LogCleanupPolicy }),
-	"log.cleaner.enable":                  boolProp(func(c *Config) *bool { return &c.LogCleanerEnable }),
-	"log.cleaner.backoff.ms":              longProp("log.cleaner.backoff.ms", kconfig.AtLeast(0), func(c *Config) *int64 { return &c.LogCleanerBackoffMs }),
-	"log.cleaner.dedupe.buffer.size":      longProp("log.cleaner.dedupe.buffer.size", kconfig.AtLeast(0), func(c *Config) *int64 { return &c.LogCleanerDedupeBufferSize }),
-	"log.cleaner.delete.retention.ms":     longProp("log.cleaner.delete.retention.ms", kconfig.AtLeast(0), func(c *Config) *int64 { return &c.LogCleanerDeleteRetentionMs }),
-	"log.cleaner.min.cleanable.ratio":     ratioProp("log.cleaner.min.cleanable.ratio", func(c *Config) *float64 { return &c.LogCleanerMinCleanableRatio }),
-	"log.cleaner.min.compaction.lag.ms":   longProp("log.cleaner.min.compaction.lag.ms", kconfig.AtLeast(0), func(c *Config) *int64 { return &c.LogCleanerMinCompactionLagMs }),
-	"log.cleaner.max.compaction.lag.ms":   longProp("log.cleaner.max.compaction.lag.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.LogCleanerMaxCompactionLagMs }),
-	"group.min.session.timeout.ms":        intProp("group.min.session.timeout.ms", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.GroupMinSessionTimeoutMs }),
-	"group.max.session.timeout.ms":        intProp("group.max.session.timeout.ms", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.GroupMaxSessionTimeoutMs }),
-	"group.initial.rebalance.delay.ms":    intProp("group.initial.rebalance.delay.ms", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.GroupInitialRebalanceDelayMs }),
-	"group.max.size":                      intProp("group.max.size", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.GroupMaxSize }),
-	"offsets.topic.num.partitions":        intProp("offsets.topic.num.partitions", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.OffsetsTopicNumPartitions }),
-	"offsets.topic.replication.factor":    shortProp("offsets.topic.replication.factor", kconfig.Short, kconfig.AtLeast(1), func(c *Config) *int16 { return &c.OffsetsTopicReplicationFactor }),
-	"offsets.topic.segment.bytes":         intAsLong("offsets.topic.segment.bytes", kconfig.AtLeast(1), 1, func(c *Config) *int64 { return &c.OffsetsTopicSegmentBytes }),
-	"offsets.retention.minutes":           intProp("offsets.retention.minutes", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.OffsetsRetentionMinutes }),
-	"offsets.retention.check.interval.ms": longProp("offsets.retention.check.interval.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.OffsetsRetentionCheckIntervalMs }),
-	"offsets.commit.timeout.ms":           intProp("offsets.commit.timeout.ms", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.OffsetsCommitTimeoutMs }),
-	"offsets.load.buffer.size":            intProp("offsets.load.buffer.size", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.OffsetsLoadBufferSize }),
-	"offset.metadata.max.bytes":           intProp("offset.metadata.max.bytes", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.OffsetMetadataMaxBytes }),
+	"broker.id":                                     intProp("broker.id", kconfig.AtLeast(-1), func(c *Config) *int32 { return &c.BrokerID }),
+	"listeners":                                     stringProp(func(c *Config) *string { return &c.Listeners }),
+	"advertised.listeners":                          stringProp(func(c *Config) *string { return &c.AdvertisedListeners }),
+	"zookeeper.connect":                             stringProp(func(c *Config) *string { return &c.ZooKeeperConnect }),
+	"zookeeper.session.timeout.ms":                  intAsLong("zookeeper.session.timeout.ms", kconfig.AtLeast(1), 1, func(c *Config) *int64 { return &c.ZooKeeperSessionTimeoutMs }),
+	"zookeeper.connection.timeout.ms":               intAsLong("zookeeper.connection.timeout.ms", kconfig.AtLeast(1), 1, func(c *Config) *int64 { return &c.ZooKeeperConnectionTimeoutMs }),
+	"log.dir":                                       stringProp(func(c *Config) *string { return &c.LogDirs }),
+	"log.dirs":                                      stringProp(func(c *Config) *string { return &c.LogDirs }),
+	"num.partitions":                                intProp("num.partitions", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.NumPartitions }),
+	"default.replication.factor":                    shortProp("default.replication.factor", kconfig.Int, kconfig.Between(1, math.MaxInt16), func(c *Config) *int16 { return &c.DefaultReplicationFactor }),
+	"auto.create.topics.enable":                     boolProp(func(c *Config) *bool { return &c.AutoCreateTopicsEnable }),
+	"delete.topic.enable":                           boolProp(func(c *Config) *bool { return &c.DeleteTopicEnable }),
+	"socket.request.max.bytes":                      intProp("socket.request.max.bytes", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.SocketRequestMaxBytes }),
+	"connections.max.idle.ms":                       longProp("connections.max.idle.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.ConnectionsMaxIdleMs }),
+	"message.max.bytes":                             intProp("message.max.bytes", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.MessageMaxBytes }),
+	"fetch.max.bytes":                               intProp("fetch.max.bytes", kconfig.AtLeast(1024), func(c *Config) *int32 { return &c.FetchMaxBytes }),
+	"log.segment.bytes":                             intAsLong("log.segment.bytes", kconfig.AtLeast(14), 1, func(c *Config) *int64 { return &c.LogSegmentBytes }),
+	"log.roll.hours":                                intAsLong("log.roll.hours", kconfig.AtLeast(1), 3600000, func(c *Config) *int64 { return &c.LogRollMs }),
+	"log.roll.ms":                                   longProp("log.roll.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.LogRollMs }),
+	"log.retention.bytes":                           longProp("log.retention.bytes", kconfig.AtLeast(-1), func(c *Config) *int64 { return &c.LogRetentionBytes }),
+	"log.retention.hours":                           intAsLong("log.retention.hours", kconfig.AtLeast(-1), 3600000, func(c *Config) *int64 { return &c.LogRetentionMs }),
+	"log.retention.minutes":                         intAsLong("log.retention.minutes", kconfig.AtLeast(-1), 60000, func(c *Config) *int64 { return &c.LogRetentionMs }),
+	"log.retention.ms":                              longProp("log.retention.ms", kconfig.AtLeast(-1), func(c *Config) *int64 { return &c.LogRetentionMs }),
+	"log.retention.check.interval.ms":               longProp("log.retention.check.interval.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.LogRetentionCheckIntervalMs }),
+	"log.flush.interval.messages":                   longProp("log.flush.interval.messages", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.LogFlushIntervalMessages }),
+	"log.index.interval.bytes":                      intProp("log.index.interval.bytes", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.LogIndexIntervalBytes }),
+	"log.cleanup.policy":                            policyProp(func(c *Config) *string { return &c.LogCleanupPolicy }),
+	"log.cleaner.enable":                            boolProp(func(c *Config) *bool { return &c.LogCleanerEnable }),
+	"log.cleaner.backoff.ms":                        longProp("log.cleaner.backoff.ms", kconfig.AtLeast(0), func(c *Config) *int64 { return &c.LogCleanerBackoffMs }),
+	"log.cleaner.dedupe.buffer.size":                longProp("log.cleaner.dedupe.buffer.size", kconfig.AtLeast(0), func(c *Config) *int64 { return &c.LogCleanerDedupeBufferSize }),
+	"log.cleaner.delete.retention.ms":               longProp("log.cleaner.delete.retention.ms", kconfig.AtLeast(0), func(c *Config) *int64 { return &c.LogCleanerDeleteRetentionMs }),
+	"log.cleaner.min.cleanable.ratio":               ratioProp("log.cleaner.min.cleanable.ratio", func(c *Config) *float64 { return &c.LogCleanerMinCleanableRatio }),
+	"log.cleaner.min.compaction.lag.ms":             longProp("log.cleaner.min.compaction.lag.ms", kconfig.AtLeast(0), func(c *Config) *int64 { return &c.LogCleanerMinCompactionLagMs }),
+	"log.cleaner.max.compaction.lag.ms":             longProp("log.cleaner.max.compaction.lag.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.LogCleanerMaxCompactionLagMs }),
+	"group.min.session.timeout.ms":                  intProp("group.min.session.timeout.ms", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.GroupMinSessionTimeoutMs }),
+	"group.max.session.timeout.ms":                  intProp("group.max.session.timeout.ms", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.GroupMaxSessionTimeoutMs }),
+	"group.initial.rebalance.delay.ms":              intProp("group.initial.rebalance.delay.ms", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.GroupInitialRebalanceDelayMs }),
+	"group.max.size":                                intProp("group.max.size", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.GroupMaxSize }),
+	"offsets.topic.num.partitions":                  intProp("offsets.topic.num.partitions", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.OffsetsTopicNumPartitions }),
+	"offsets.topic.replication.factor":              shortProp("offsets.topic.replication.factor", kconfig.Short, kconfig.AtLeast(1), func(c *Config) *int16 { return &c.OffsetsTopicReplicationFactor }),
+	"offsets.topic.segment.bytes":                   intAsLong("offsets.topic.segment.bytes", kconfig.AtLeast(1), 1, func(c *Config) *int64 { return &c.OffsetsTopicSegmentBytes }),
+	"offsets.retention.minutes":                     intProp("offsets.retention.minutes", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.OffsetsRetentionMinutes }),
+	"offsets.retention.check.interval.ms":           longProp("offsets.retention.check.interval.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.OffsetsRetentionCheckIntervalMs }),
+	"offsets.commit.timeout.ms":                     intProp("offsets.commit.timeout.ms", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.OffsetsCommitTimeoutMs }),
+	"offsets.load.buffer.size":                      intProp("offsets.load.buffer.size", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.OffsetsLoadBufferSize }),
+	"replica.lag.time.max.ms":                       longProp("replica.lag.time.max.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.ReplicaLagTimeMaxMs }),
+	"replica.fetch.wait.max.ms":                     intProp("replica.fetch.wait.max.ms", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.ReplicaFetchWaitMaxMs }),
+	"replica.fetch.max.bytes":                       intProp("replica.fetch.max.bytes", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.ReplicaFetchMaxBytes }),
+	"replica.fetch.response.max.bytes":              intProp("replica.fetch.response.max.bytes", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.ReplicaFetchResponseMaxBytes }),
+	"replica.fetch.backoff.ms":                      intProp("replica.fetch.backoff.ms", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.ReplicaFetchBackoffMs }),
+	"replica.socket.timeout.ms":                     intProp("replica.socket.timeout.ms", kconfig.AtLeast(1), func(c *Config) *int32 { return &c.ReplicaSocketTimeoutMs }),
+	"replica.high.watermark.checkpoint.interval.ms": longProp("replica.high.watermark.checkpoint.interval.ms", kconfig.AtLeast(1), func(c *Config) *int64 { return &c.ReplicaHighWatermarkCheckpointIntervalMs }),
+	"controlled.shutdown.enable":                    boolProp(func(c *Config) *bool { return &c.ControlledShutdownEnable }),
+	"offset.metadata.max.bytes":                     intProp("offset.metadata.max.bytes", kconfig.AtLeast(0), func(c *Config) *int32 { return &c.OffsetMetadataMaxBytes }),
 }
 
 // rebalancelab.replica.assignment.seed is the lab's own key (not Kafka's): a LONG >= -1, whose presence
@@ -560,18 +608,21 @@ func zkServers(connect string) ([]string, string, error) {
 // __consumer_offsets uses offsets.topic.segment.bytes as Kafka's GroupMetadataManager does).
 func (c Config) storageConfig(topic string, leaderEpoch int32) storage.Config {
 	sc := storage.Config{
-		SegmentBytes:           c.LogSegmentBytes,
-		SegmentMs:              c.LogRollMs,
-		RetentionBytes:         c.LogRetentionBytes,
-		RetentionMs:            c.LogRetentionMs,
-		FlushIntervalMessages:  c.LogFlushIntervalMessages,
-		IndexIntervalBytes:     c.LogIndexIntervalBytes,
-		LeaderEpoch:            max(leaderEpoch, 0),
-		CleanupPolicy:          c.LogCleanupPolicy,
-		DeleteRetentionMs:      c.LogCleanerDeleteRetentionMs,
-		MinCleanableDirtyRatio: c.LogCleanerMinCleanableRatio,
-		MinCompactionLagMs:     c.LogCleanerMinCompactionLagMs,
-		MaxCompactionLagMs:     c.LogCleanerMaxCompactionLagMs,
+		// Every partition may have followers: the high watermark is the leader's (broker/replica),
+		// the log end offset only with the ISR alone.
+		ReplicatedHighWatermark: true,
+		SegmentBytes:            c.LogSegmentBytes,
+		SegmentMs:               c.LogRollMs,
+		RetentionBytes:          c.LogRetentionBytes,
+		RetentionMs:             c.LogRetentionMs,
+		FlushIntervalMessages:   c.LogFlushIntervalMessages,
+		IndexIntervalBytes:      c.LogIndexIntervalBytes,
+		LeaderEpoch:             max(leaderEpoch, 0),
+		CleanupPolicy:           c.LogCleanupPolicy,
+		DeleteRetentionMs:       c.LogCleanerDeleteRetentionMs,
+		MinCleanableDirtyRatio:  c.LogCleanerMinCleanableRatio,
+		MinCompactionLagMs:      c.LogCleanerMinCompactionLagMs,
+		MaxCompactionLagMs:      c.LogCleanerMaxCompactionLagMs,
 	}
 	// Zero means "default" to storage; Kafka's 0 means at once / always.
 	if sc.DeleteRetentionMs == 0 {

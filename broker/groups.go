@@ -6,8 +6,10 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/broker/coordinator"
 )
@@ -172,7 +174,7 @@ func (l offsetsLog) Append(p int32, batches [][]byte) []error {
 	if len(records) == 0 {
 		return errs
 	}
-	if _, err := l.b.Append(OffsetsTopic, p, records); err != nil {
+	if err := l.appendAcksAll(p, records); err != nil {
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = err
@@ -180,6 +182,27 @@ func (l offsetsLog) Append(p int32, batches [][]byte) []error {
 		}
 	}
 	return errs
+}
+
+// appendAcksAll appends as GroupMetadataManager does (acks=-1, timeout offsets.commit.timeout.ms):
+// the error is the log's or the replication's (NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+// REQUEST_TIMED_OUT, NOT_LEADER_OR_FOLLOWER), which the coordinator maps to its own codes.
+func (l offsetsLog) appendAcksAll(p int32, records []byte) error {
+	part, err := l.b.leaderPartition(OffsetsTopic, p)
+	if err != nil {
+		return err
+	}
+	rp := kmsg.NewProduceResponseTopicPartition()
+	code, _, w := l.b.appendToLeader(part, -1, records, &rp, false)
+	if w != nil {
+		w.rp = &rp
+		l.b.awaitAcks(l.b.ctx, []ackWait{*w}, time.Duration(l.b.cfg.OffsetsCommitTimeoutMs)*time.Millisecond)
+		code = rp.ErrorCode
+	}
+	if code != 0 {
+		return kerr.ErrorForCode(code)
+	}
+	return nil
 }
 
 func (l offsetsLog) ReadAll(p int32, fn func(key, value []byte) error) error {

@@ -46,7 +46,7 @@ func newTestLog(t *testing.T) *logrus.Logger {
 	lg.SetOutput(tl)
 	lg.SetLevel(logrus.DebugLevel)
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() || os.Getenv("BROKER_TEST_LOG") != "" {
 			tl.mu.Lock()
 			b := tl.buf.Bytes()
 			if len(b) > 64<<10 {

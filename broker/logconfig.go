@@ -388,6 +388,7 @@ type logConfig struct {
 	segmentBytes, segmentMs, retentionBytes, retentionMs, flushMessages int64
 	indexInterval, maxMessageBytes, minInsyncReplicas                   int32
 	compact, delete                                                     bool
+	uncleanLeaderElection                                               bool // unclean.leader.election.enable
 	// The cleaner's (compact in cleanup.policy).
 	deleteRetentionMs, minCompactionLagMs, maxCompactionLagMs int64
 	minCleanableDirtyRatio                                    float64
@@ -430,6 +431,7 @@ func newLogConfig(brokerVals, overrides map[string]string) (lc *logConfig, bad [
 	lc.indexInterval = int32(parsed["index.interval.bytes"].(int64))
 	lc.maxMessageBytes = int32(parsed["max.message.bytes"].(int64))
 	lc.minInsyncReplicas = int32(parsed["min.insync.replicas"].(int64))
+	lc.uncleanLeaderElection, _ = parsed["unclean.leader.election.enable"].(bool)
 	lc.deleteRetentionMs = parsed["delete.retention.ms"].(int64)
 	lc.minCompactionLagMs = parsed["min.compaction.lag.ms"].(int64)
 	lc.maxCompactionLagMs = parsed["max.compaction.lag.ms"].(int64)

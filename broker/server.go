@@ -39,6 +39,9 @@ var brokerAPIs = map[int16]apiRange{
 	int16(kmsg.IncrementalAlterConfigs): {0, 1},
 	int16(kmsg.DescribeCluster):         {0, 1},
 	int16(kmsg.DeleteRecords):           {0, 2},
+	// Inter-broker (replication.go, alterpartition.go): followers fetch with Fetch v12; leaders send
+	// their ISR changes to the controller (KIP-497) by topic name, v0-v1 (v2+ name topics by id).
+	int16(kmsg.AlterPartition): {0, 1},
 	// KIP-848's APIs: UNSUPPORTED_VERSION, as a ZooKeeper-mode Kafka answers them (api_kip848.go).
 	int16(kmsg.ConsumerGroupHeartbeat): {0, 0},
 	int16(kmsg.ConsumerGroupDescribe):  {0, 0},
@@ -335,7 +338,7 @@ func (b *Broker) dispatch(ctx context.Context, req kmsg.Request) (resp kmsg.Resp
 	case *kmsg.MetadataRequest:
 		return b.handleMetadata(ctx, r), nil
 	case *kmsg.ProduceRequest:
-		return b.handleProduce(r)
+		return b.handleProduce(ctx, r)
 	case *kmsg.FetchRequest:
 		return b.handleFetch(ctx, r), nil
 	case *kmsg.ListOffsetsRequest:
@@ -358,6 +361,8 @@ func (b *Broker) dispatch(ctx context.Context, req kmsg.Request) (resp kmsg.Resp
 		return b.handleDescribeCluster(ctx, r), nil
 	case *kmsg.DeleteRecordsRequest:
 		return b.handleDeleteRecords(r), nil
+	case *kmsg.AlterPartitionRequest:
+		return b.handleAlterPartition(ctx, r), nil
 	case *kmsg.ConsumerGroupHeartbeatRequest:
 		return b.handleConsumerGroupHeartbeat(r), nil
 	case *kmsg.ConsumerGroupDescribeRequest:

@@ -94,3 +94,11 @@ func (v *clusterView) complete(topic string, n int32) bool {
 	}
 	return true
 }
+
+// replicasOf is the partition's assigned replicas (nil when unknown).
+func (v *clusterView) replicasOf(topic string, p int32) []int32 {
+	if t, ok := v.topics[topic]; ok {
+		return t.replicas[p]
+	}
+	return nil
+}

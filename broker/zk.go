@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/sirupsen/logrus"
 
+	"github.com/rebalancelab/rebalancelab/broker/replica"
 	"github.com/rebalancelab/rebalancelab/broker/storage"
 )
 
@@ -93,6 +95,8 @@ type zkState struct {
 	lastChange    int64
 	changesPrimed bool
 	configDirty   bool
+	// shuttingDown: brokers that asked the controller for a controlled shutdown (by id).
+	shuttingDown map[int32]bool
 }
 
 type controllerRole struct {
@@ -134,17 +138,30 @@ func (b *Broker) zkLoop() {
 	s := &zkState{
 		pending:    map[zkTask]struct{}{},
 		armed:      map[string]bool{},
-		work:       emptyView(),
-		failedOpen: map[topicPartition]bool{},
+		work:         emptyView(),
+		failedOpen:   map[topicPartition]bool{},
+		shuttingDown: map[int32]bool{},
 	}
 	var retry <-chan time.Time
 	for {
+		var reqs []ctrlRequest
 		select {
 		case <-b.ctx.Done():
 			return
 		case <-b.zkq.signal:
 		case <-retry:
 			retry = nil
+		case cr := <-b.ctrlq:
+			reqs = append(reqs, cr)
+		}
+	more:
+		for {
+			select {
+			case cr := <-b.ctrlq:
+				reqs = append(reqs, cr)
+			default:
+				break more
+			}
 		}
 		for _, ev := range b.zkq.drain() {
 			b.onZKEvent(s, ev)
@@ -153,6 +170,9 @@ func (b *Broker) zkLoop() {
 		loaded := ok && s.registered && len(s.pending) == 0
 		if ok && s.ctrl.active {
 			ok = b.reconcile(s)
+		}
+		for _, cr := range reqs {
+			cr.reply <- b.alterPartitionInLoop(s, cr.alter)
 		}
 		// Logs first, then the view: once Metadata names this broker leader, it serves the partition.
 		b.applyConfigs(s)
@@ -680,9 +700,12 @@ func (b *Broker) reconcile(s *zkState) bool {
 			if !cur.exists {
 				next, write = newPartitionState(tv.replicas[p], live, s.ctrl.epoch), true
 				ver, err = b.createState(s, topic, p, next)
-			} else if n, changed := nextPartitionState(cur.leaderAndISR, tv.replicas[p], live, s.ctrl.epoch); changed {
-				next, write = n, true
+			} else if c := onBrokerChange(cur.leaderAndISR, tv.replicas[p], live, b.logConfigFor(topic, tv.configs).uncleanLeaderElection, s.ctrl.epoch); c.Changed {
+				next, write = c.Next, true
 				ver, err = b.writeState(s, topic, p, next, cur.version)
+				if err == nil && c.Unclean {
+					b.log.WithFields(logrus.Fields{"topic": topic, "partition": p, "leader": next.Leader}).Warn("controller: unclean leader election: a replica outside the ISR leads; records only the old ISR had are lost")
+				}
 			}
 			if !write {
 				continue
@@ -760,16 +783,22 @@ func (b *Broker) publish(s *zkState) {
 	close(old.next)
 }
 
-// applyLeadership opens the logs of partitions this broker now leads (<log.dirs>/<topic>-<partition>),
-// releases those it no longer leads, and deletes the logs of deleted topics. It reports false if a log
-// could not be opened (retried on the next round).
+// applyLeadership opens the logs of partitions this broker is a replica of (<log.dirs>/<topic>-<partition>),
+// makes each the leader or a follower as its state says (Partition.makeLeader / makeFollower),
+// hands the followed ones to the replica fetchers, and deletes the logs of deleted topics. A
+// partition whose assignment no longer names this broker stops leading and is kept. It reports false
+// if a log could not be opened (retried on the next round).
 func (b *Broker) applyLeadership(s *zkState) bool {
 	v := s.work
-	want := map[topicPartition]int32{}
+	type role struct {
+		st       partitionView
+		replicas []int32
+	}
+	want := map[topicPartition]role{}
 	for topic, tv := range v.topics {
 		for p, st := range tv.states {
-			if st.exists && st.Leader == b.id {
-				want[topicPartition{topic, p}] = st.LeaderEpoch
+			if st.exists && slices.Contains(tv.replicas[p], b.id) {
+				want[topicPartition{topic, p}] = role{st, tv.replicas[p]}
 			}
 		}
 	}
@@ -780,6 +809,7 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 	}
 	var changes []change
 	var deleted []*partition
+	var demoted []*partition
 
 	b.partsMu.Lock()
 	for tp, p := range b.parts {
@@ -788,9 +818,9 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 		if _, ok := want[tp]; ok && !gone {
 			continue
 		}
-		if p.leading.Swap(false) {
+		if p.leading.Load() {
 			changes = append(changes, change{p, false, p.epoch.Load()})
-			p.notify()
+			demoted = append(demoted, p)
 		}
 		if gone {
 			delete(b.parts, tp)
@@ -798,20 +828,15 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 		}
 	}
 	var toOpen []topicPartition
-	for tp, epoch := range want {
-		p, ok := b.parts[tp]
-		if !ok {
+	for tp := range want {
+		if _, ok := b.parts[tp]; !ok {
 			toOpen = append(toOpen, tp)
-			continue
-		}
-		if !p.leading.Load() || p.epoch.Load() != epoch {
-			p.epoch.Store(epoch)
-			setLeaderEpoch(p.log, epoch)
-			p.leading.Store(true)
-			changes = append(changes, change{p, true, epoch})
 		}
 	}
 	b.partsMu.Unlock()
+	for _, p := range demoted {
+		p.becomeFollower(-1, p.epoch.Load())
+	}
 
 	// A deleted topic's logs go first: a topic created again under the same name opens a new, empty
 	// log in the same directory.
@@ -826,7 +851,7 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 	}
 	ok := true
 	for _, tp := range toOpen {
-		epoch := want[tp]
+		epoch := want[tp].st.LeaderEpoch
 		dir := b.cfg.partitionDir(tp.Topic, tp.Partition)
 		czxid := v.topics[tp.Topic].czxid
 		fields := logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}
@@ -845,20 +870,54 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 			}
 			s.failedOpen[tp] = true
 			ok = false
+			delete(want, tp)
 			continue
 		}
 		delete(s.failedOpen, tp)
 		p := newPartition(tp.Topic, czxid, tp.Partition, lg)
 		p.cfg.Store(lc)
-		p.epoch.Store(epoch)
-		p.leading.Store(true)
 		b.partsMu.Lock()
 		b.parts[tp] = p
 		b.partsMu.Unlock()
 		logRecovery(b.log.WithFields(fields), lg.Recovery(), lg.HighWatermark())
-		b.log.WithFields(fields).WithFields(logrus.Fields{"leader_epoch": epoch, "high_watermark": lg.HighWatermark()}).Info("leading partition")
-		changes = append(changes, change{p, true, epoch})
 	}
+
+	follow := map[topicPartition]followTarget{}
+	b.partsMu.RLock()
+	parts := make(map[topicPartition]*partition, len(want))
+	for tp := range want {
+		if p := b.parts[tp]; p != nil {
+			parts[tp] = p
+		}
+	}
+	b.partsMu.RUnlock()
+	for tp, p := range parts {
+		r := want[tp]
+		st := r.st
+		fields := logrus.Fields{"topic": tp.Topic, "partition": tp.Partition, "leader_epoch": st.LeaderEpoch}
+		if st.Leader == b.id {
+			rst := replica.State{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, ISR: st.ISR, PartitionEpoch: st.version}
+			if !p.leading.Load() || p.epoch.Load() != st.LeaderEpoch {
+				p.becomeLeader(b.id, r.replicas, rst, b.cfg.ReplicaLagTimeMaxMs)
+				b.log.WithFields(fields).WithFields(logrus.Fields{"isr": st.ISR, "high_watermark": p.log.HighWatermark(), "log_end_offset": p.log.LogEndOffset()}).Info("leading partition")
+				changes = append(changes, change{p, true, st.LeaderEpoch})
+			} else {
+				p.updateLeader(rst)
+			}
+			continue
+		}
+		if p.leading.Load() {
+			changes = append(changes, change{p, false, p.epoch.Load()})
+		}
+		if p.leading.Load() || p.leaderID.Load() != st.Leader || p.epoch.Load() != st.LeaderEpoch {
+			p.becomeFollower(st.Leader, st.LeaderEpoch)
+			b.log.WithFields(fields).WithFields(logrus.Fields{"leader": st.Leader, "log_end_offset": p.log.LogEndOffset()}).Info("following partition")
+		}
+		if st.Leader >= 0 {
+			follow[tp] = followTarget{part: p, leader: st.Leader, epoch: st.LeaderEpoch}
+		}
+	}
+	b.fetchers.update(follow)
 	if fn := b.onLeader.Load(); fn != nil {
 		for _, c := range changes {
 			b.callLeadership(*fn, c.p.topic, c.p.id, c.leading, c.epoch)

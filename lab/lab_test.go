@@ -94,7 +94,7 @@ func TestLabTwoBrokers(t *testing.T) {
 			t.Fatalf("broker %d: in-process Broker() = %v", b.ID(), b.Broker())
 		}
 		p := b.Properties()
-		if p["zookeeper.session.timeout.ms"] != "2000" || p["group.initial.rebalance.delay.ms"] != "0" || p["offsets.topic.replication.factor"] != "1" {
+		if p["zookeeper.session.timeout.ms"] != "2000" || p["group.initial.rebalance.delay.ms"] != "0" || p["offsets.topic.replication.factor"] != "2" {
 			t.Fatalf("broker %d properties lack the lab's settings: %v", b.ID(), p)
 		}
 	}

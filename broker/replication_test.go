@@ -1,0 +1,122 @@
+package broker_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/wire"
+)
+
+// createReplicated creates topic with one partition on replicas (an explicit assignment).
+func createReplicated(t *testing.T, c *wire.Conn, topic string, replicas []int32, configs map[string]string) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 15000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Partition, ra.Replicas = 0, replicas
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	for k, v := range configs {
+		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+		cfg.Name, cfg.Value = k, kmsg.StringPtr(v)
+		rt.Configs = append(rt.Configs, cfg)
+	}
+	req.Topics = append(req.Topics, rt)
+	if r := request[*kmsg.CreateTopicsResponse](t, c, req, 7).Topics[0]; r.ErrorCode != 0 {
+		t.Fatalf("create %s: %v %v", topic, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+	}
+}
+
+// partitionMeta is partition 0 of topic in c's Metadata: leader, leader epoch, ISR.
+func partitionMeta(t *testing.T, c *wire.Conn, topic string) (int32, int32, []int32) {
+	t.Helper()
+	m := metadata(t, c, topic)
+	if len(m.Topics) != 1 || len(m.Topics[0].Partitions) != 1 {
+		return -1, -1, nil
+	}
+	p := m.Topics[0].Partitions[0]
+	return p.Leader, p.LeaderEpoch, p.ISR
+}
+
+// logEndOffset asks one broker for its own replica's log end offset (ListOffsets, replica id -2).
+func logEndOffset(t *testing.T, c *wire.Conn, topic string) (int64, int16) {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -2
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	p := kmsg.NewListOffsetsRequestTopicPartition()
+	p.Timestamp = -1
+	rt.Partitions = append(rt.Partitions, p)
+	req.Topics = append(req.Topics, rt)
+	rp := request[*kmsg.ListOffsetsResponse](t, c, req, 4).Topics[0].Partitions[0]
+	return rp.Offset, rp.ErrorCode
+}
+
+// TestReplicationAcksAllAndISR: three brokers, a partition on [1,2,3] with min.insync.replicas 2.
+// acks=all answers once the followers have the records (every replica's log end offset is 5 after
+// five produces); when a follower stops, the leader's ISR shrinks to the other two after
+// replica.lag.time.max.ms and acks=all still succeeds; with two followers gone, acks=all is
+// NOT_ENOUGH_REPLICAS; the followers come back, catch up and rejoin the ISR (appended at its end).
+func TestReplicationAcksAllAndISR(t *testing.T) {
+	z := startZK(t)
+	extra := map[string]string{"replica.lag.time.max.ms": "1500", "replica.fetch.wait.max.ms": "100", "replica.fetch.backoff.ms": "100"}
+	b1 := startBroker(t, z.Connect(), 1, extra)
+	b2 := startBroker(t, z.Connect(), 2, extra)
+	b3 := startBroker(t, z.Connect(), 3, extra)
+	c := dial(t, b1.addr())
+	createReplicated(t, c, "r", []int32{1, 2, 3}, map[string]string{"min.insync.replicas": "2"})
+	testutil.WaitFor(t, 15*time.Second, "r has leader 1 and ISR [1 2 3]", func() bool {
+		l, _, isr := partitionMeta(t, c, "r")
+		return l == 1 && slices.Equal(isr, []int32{1, 2, 3})
+	})
+	for i := 0; i < 5; i++ {
+		if got := produceOne(t, c, "r", -1, oneRecordBatch(10)); got.ErrorCode != 0 || got.BaseOffset != int64(i) {
+			t.Fatalf("acks=all produce %d: %v at %d", i, kerr.ErrorForCode(got.ErrorCode), got.BaseOffset)
+		}
+	}
+	for _, tb := range []*testBroker{b1, b2, b3} {
+		// acks=all answered: the followers had fetched up to 5; their own log end offset is 5 now.
+		if leo, code := logEndOffset(t, dial(t, tb.addr()), "r"); code != 0 || leo != 5 {
+			t.Fatalf("broker %d: log end offset %d (%v), want 5", tb.id, leo, kerr.ErrorForCode(code))
+		}
+	}
+
+	b3.stop()
+	testutil.WaitFor(t, 20*time.Second, "ISR [1 2] after broker 3 stopped", func() bool {
+		_, _, isr := partitionMeta(t, c, "r")
+		return slices.Equal(isr, []int32{1, 2})
+	})
+	if got := produceOne(t, c, "r", -1, oneRecordBatch(10)); got.ErrorCode != 0 || got.BaseOffset != 5 {
+		t.Fatalf("acks=all with ISR [1 2]: %v at %d", kerr.ErrorForCode(got.ErrorCode), got.BaseOffset)
+	}
+	b2.stop()
+	testutil.WaitFor(t, 20*time.Second, "ISR [1] after broker 2 stopped", func() bool {
+		_, _, isr := partitionMeta(t, c, "r")
+		return slices.Equal(isr, []int32{1})
+	})
+	if got := produceOne(t, c, "r", -1, oneRecordBatch(10)); got.ErrorCode != kerr.NotEnoughReplicas.Code {
+		t.Fatalf("acks=all with ISR [1] and min.insync.replicas 2: %v, want NOT_ENOUGH_REPLICAS", kerr.ErrorForCode(got.ErrorCode))
+	}
+	if got := produceOne(t, c, "r", 1, oneRecordBatch(10)); got.ErrorCode != 0 || got.BaseOffset != 6 {
+		t.Fatalf("acks=1 with ISR [1]: %v at %d", kerr.ErrorForCode(got.ErrorCode), got.BaseOffset)
+	}
+	b3.start()
+	b2.start()
+	testutil.WaitFor(t, 20*time.Second, "brokers 3 and 2 rejoin the ISR", func() bool {
+		_, _, isr := partitionMeta(t, c, "r")
+		return len(isr) == 3 && isr[0] == 1
+	})
+	for _, tb := range []*testBroker{b1, b2, b3} {
+		testutil.WaitFor(t, 10*time.Second, "replica caught up", func() bool {
+			leo, code := logEndOffset(t, dial(t, tb.addr()), "r")
+			return code == 0 && leo == 7
+		})
+	}
+}
