@@ -136,8 +136,8 @@ func (b *Broker) startZK() error {
 func (b *Broker) zkLoop() {
 	defer b.wg.Done()
 	s := &zkState{
-		pending:    map[zkTask]struct{}{},
-		armed:      map[string]bool{},
+		pending:      map[zkTask]struct{}{},
+		armed:        map[string]bool{},
 		work:         emptyView(),
 		failedOpen:   map[topicPartition]bool{},
 		shuttingDown: map[int32]bool{},
