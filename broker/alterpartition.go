@@ -196,30 +196,45 @@ func (a *alterPartitions) send(conn *wire.Conn, items map[topicPartition]alterIt
 	return retried, nil
 }
 
-// ctrlRequest is an AlterPartition handed to the ZooKeeper loop, which owns the controller's state.
+// ctrlRequest is a request to the controller handed to the ZooKeeper loop, which owns the
+// controller's state: an AlterPartition or a ControlledShutdown.
 type ctrlRequest struct {
-	alter *kmsg.AlterPartitionRequest
-	reply chan *kmsg.AlterPartitionResponse
+	alter    *kmsg.AlterPartitionRequest
+	shutdown *kmsg.ControlledShutdownRequest
+	reply    chan kmsg.Response
+}
+
+// controllerRequest hands req to the ZooKeeper loop and waits for its answer; errResp is answered
+// when ctx ends first.
+func (b *Broker) controllerRequest(ctx context.Context, cr ctrlRequest, errResp kmsg.Response) kmsg.Response {
+	cr.reply = make(chan kmsg.Response, 1)
+	select {
+	case b.ctrlq <- cr:
+	case <-ctx.Done():
+		return errResp
+	}
+	select {
+	case r := <-cr.reply:
+		return r
+	case <-ctx.Done():
+		return errResp
+	}
+}
+
+// inLoop answers cr in the ZooKeeper loop.
+func (b *Broker) ctrlInLoop(s *zkState, cr ctrlRequest) kmsg.Response {
+	if cr.shutdown != nil {
+		return b.controlledShutdownInLoop(s, cr.shutdown)
+	}
+	return b.alterPartitionInLoop(s, cr.alter)
 }
 
 // handleAlterPartition is KafkaApis.handleAlterPartitionRequest: only the controller answers; the
 // ZooKeeper loop decides and writes (alterPartitionInLoop).
 func (b *Broker) handleAlterPartition(ctx context.Context, req *kmsg.AlterPartitionRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
-	cr := ctrlRequest{alter: req, reply: make(chan *kmsg.AlterPartitionResponse, 1)}
-	select {
-	case b.ctrlq <- cr:
-	case <-ctx.Done():
-		resp.ErrorCode = kerr.NotController.Code
-		return resp
-	}
-	select {
-	case r := <-cr.reply:
-		return r
-	case <-ctx.Done():
-		resp.ErrorCode = kerr.NotController.Code
-		return resp
-	}
+	resp.ErrorCode = kerr.NotController.Code
+	return b.controllerRequest(ctx, ctrlRequest{alter: req}, resp)
 }
 
 // alterPartitionInLoop is KafkaController.processAlterPartition, run by the ZooKeeper loop: each

@@ -496,11 +496,24 @@ func (b *Broker) leaderPartition(topic string, p int32) (*partition, error) {
 	return nil, kerr.NotLeaderForPartition
 }
 
-// Close stops the broker gracefully: the listener and every connection close (in-flight long polls end),
+// controlledShutdownTimeout bounds Close's controlled shutdown.
+const controlledShutdownTimeout = 15 * time.Second
+
+// Close stops the broker gracefully: with controlled.shutdown.enable (the default) and other brokers
+// alive, it first asks the controller to move its leaderships away (shutdown.go); then the listener and every connection close (in-flight long polls end),
 // the ZooKeeper session is closed (its ephemeral znodes vanish at once, so the controller moves this
 // broker's partitions to leader -1), and every log is flushed and closed. Safe to call twice.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
+		if b.cfg.ControlledShutdownEnable && b.zk != nil && b.Registered() && len(b.view.Load().brokers) > 1 {
+			ctx, cancel := context.WithTimeout(b.ctx, controlledShutdownTimeout)
+			if err := b.controlledShutdown(ctx); err != nil {
+				b.log.WithError(err).Warn("controlled shutdown did not complete; stopping anyway")
+			} else {
+				b.log.Info("controlled shutdown completed")
+			}
+			cancel()
+		}
 		b.connsMu.Lock()
 		b.closed = true
 		for c := range b.conns {

@@ -120,3 +120,75 @@ func TestReplicationAcksAllAndISR(t *testing.T) {
 		})
 	}
 }
+
+// TestReplicationUncleanElectionTruncatesOldLeader: broker 1 leads [1,2,3] alone in the ISR (2 and 3
+// stopped) and takes two records with acks=1 that no follower has. It stops; 2 and 3 come back,
+// and with unclean.leader.election.enable the controller elects 2 outside the ISR (leader epoch up,
+// ISR [2]); 2 takes a record at offset 5. When 1 returns it follows 2: its last fetched epoch
+// diverges, it truncates to the end of that epoch on 2 (offset 5) and copies 2's record — the two
+// acks=1 records are lost, the measured cost of an unclean election — and every replica ends at 6.
+func TestReplicationUncleanElectionTruncatesOldLeader(t *testing.T) {
+	z := startZK(t)
+	extra := map[string]string{"replica.fetch.wait.max.ms": "100", "replica.fetch.backoff.ms": "100", "controlled.shutdown.enable": "false"}
+	b1 := startBroker(t, z.Connect(), 1, extra)
+	b2 := startBroker(t, z.Connect(), 2, extra)
+	b3 := startBroker(t, z.Connect(), 3, extra)
+	c := dial(t, b1.addr())
+	createReplicated(t, c, "u", []int32{1, 2, 3}, map[string]string{"unclean.leader.election.enable": "true"})
+	testutil.WaitFor(t, 15*time.Second, "u has leader 1 and ISR [1 2 3]", func() bool {
+		l, _, isr := partitionMeta(t, c, "u")
+		return l == 1 && slices.Equal(isr, []int32{1, 2, 3})
+	})
+	for i := 0; i < 5; i++ {
+		if got := produceOne(t, c, "u", -1, oneRecordBatch(10)); got.ErrorCode != 0 {
+			t.Fatalf("acks=all produce %d: %v", i, kerr.ErrorForCode(got.ErrorCode))
+		}
+	}
+	b2.stop()
+	b3.stop()
+	testutil.WaitFor(t, 15*time.Second, "ISR [1]", func() bool {
+		_, _, isr := partitionMeta(t, c, "u")
+		return slices.Equal(isr, []int32{1})
+	})
+	for i := 0; i < 2; i++ {
+		if got := produceOne(t, c, "u", 1, oneRecordBatch(10)); got.ErrorCode != 0 || got.BaseOffset != int64(5+i) {
+			t.Fatalf("acks=1 produce to the lone leader: %v at %d", kerr.ErrorForCode(got.ErrorCode), got.BaseOffset)
+		}
+	}
+	_, epochBefore, _ := partitionMeta(t, c, "u")
+	b1.stop()
+	b2.start()
+	b3.start()
+	c2 := dial(t, b2.addr())
+	testutil.WaitFor(t, 15*time.Second, "broker 2 elected uncleanly", func() bool {
+		l, _, isr := partitionMeta(t, c2, "u")
+		return l == 2 && len(isr) >= 1 && isr[0] == 2
+	})
+	if _, e, _ := partitionMeta(t, c2, "u"); e <= epochBefore {
+		t.Fatalf("leader epoch %d after the unclean election, want above %d", e, epochBefore)
+	}
+	if got := produceOne(t, c2, "u", 1, oneRecordBatch(20)); got.ErrorCode != 0 || got.BaseOffset != 5 {
+		t.Fatalf("produce to the new leader: %v at %d, want offset 5", kerr.ErrorForCode(got.ErrorCode), got.BaseOffset)
+	}
+	b1.start()
+	for _, tb := range []*testBroker{b1, b2, b3} {
+		testutil.WaitFor(t, 15*time.Second, "every replica at log end offset 6", func() bool {
+			leo, code := logEndOffset(t, dial(t, tb.addr()), "u")
+			return code == 0 && leo == 6
+		})
+	}
+	// Broker 1's offset 5 is now the new leader's record (20-byte value), not its own acks=1 record.
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = 0
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "u"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.FetchOffset, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = 5, 1<<20, -1
+	ft.Partitions = append(ft.Partitions, fp)
+	req.Topics = append(req.Topics, ft)
+	rp := request[*kmsg.FetchResponse](t, c2, req, 11).Topics[0].Partitions[0]
+	if rp.ErrorCode != 0 || len(rp.RecordBatches) == 0 {
+		t.Fatalf("fetch at 5 from the new leader: %v, %d bytes", kerr.ErrorForCode(rp.ErrorCode), len(rp.RecordBatches))
+	}
+}

@@ -42,6 +42,8 @@ var brokerAPIs = map[int16]apiRange{
 	// Inter-broker (replication.go, alterpartition.go): followers fetch with Fetch v12; leaders send
 	// their ISR changes to the controller (KIP-497) by topic name, v0-v1 (v2+ name topics by id).
 	int16(kmsg.AlterPartition): {0, 1},
+	// ControlledShutdown v1-v3 (v0 is 0.8's framing without a client id header, not served).
+	int16(kmsg.ControlledShutdown): {1, 3},
 	// KIP-848's APIs: UNSUPPORTED_VERSION, as a ZooKeeper-mode Kafka answers them (api_kip848.go).
 	int16(kmsg.ConsumerGroupHeartbeat): {0, 0},
 	int16(kmsg.ConsumerGroupDescribe):  {0, 0},
@@ -361,6 +363,8 @@ func (b *Broker) dispatch(ctx context.Context, req kmsg.Request) (resp kmsg.Resp
 		return b.handleDescribeCluster(ctx, r), nil
 	case *kmsg.DeleteRecordsRequest:
 		return b.handleDeleteRecords(r), nil
+	case *kmsg.ControlledShutdownRequest:
+		return b.handleControlledShutdown(ctx, r), nil
 	case *kmsg.AlterPartitionRequest:
 		return b.handleAlterPartition(ctx, r), nil
 	case *kmsg.ConsumerGroupHeartbeatRequest:

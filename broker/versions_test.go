@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -150,6 +151,21 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 				r := kmsg.NewPtrDescribeClusterRequest()
 				r.EndpointType = 1
 				if resp := request[*kmsg.DescribeClusterResponse](t, c, r, v); resp.ErrorCode != 0 || len(resp.Brokers) != 1 || resp.ControllerID != 1 || resp.ClusterID == "" {
+					t.Fatalf("%s: %+v", name, resp)
+				}
+			case kmsg.ControlledShutdown: // the only broker: nothing to move, nothing remaining
+				r := kmsg.NewPtrControlledShutdownRequest()
+				r.BrokerID = 1
+				if resp := request[*kmsg.ControlledShutdownResponse](t, c, r, v); resp.ErrorCode != 0 || len(resp.PartitionsRemaining) != 0 {
+					t.Fatalf("%s: %v, %d remaining", name, kerr.ErrorForCode(resp.ErrorCode), len(resp.PartitionsRemaining))
+				}
+			case kmsg.AlterPartition: // the leader's own ISR, unchanged: accepted, the committed state answered
+				mp := metadata(t, c, "sweep").Topics[0].Partitions[0]
+				r := kmsg.NewPtrAlterPartitionRequest()
+				r.BrokerID, r.BrokerEpoch = 1, -1
+				r.Topics = []kmsg.AlterPartitionRequestTopic{{Topic: "sweep", Partitions: []kmsg.AlterPartitionRequestTopicPartition{{Partition: 0, LeaderEpoch: mp.LeaderEpoch, NewISR: []int32{1}, PartitionEpoch: 0}}}}
+				resp := request[*kmsg.AlterPartitionResponse](t, c, r, v)
+				if resp.ErrorCode != 0 || len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 || resp.Topics[0].Partitions[0].LeaderID != 1 || !slices.Equal(resp.Topics[0].Partitions[0].ISR, []int32{1}) {
 					t.Fatalf("%s: %+v", name, resp)
 				}
 			case kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.CreatePartitions: // create, add partitions, then delete, at version v each

@@ -172,7 +172,7 @@ func (b *Broker) zkLoop() {
 			ok = b.reconcile(s)
 		}
 		for _, cr := range reqs {
-			cr.reply <- b.alterPartitionInLoop(s, cr.alter)
+			cr.reply <- b.ctrlInLoop(s, cr)
 		}
 		// Logs first, then the view: once Metadata names this broker leader, it serves the partition.
 		b.applyConfigs(s)
@@ -504,6 +504,11 @@ func (b *Broker) loadBrokers(s *zkState) error {
 		b.log.WithField("live", sortedIDs(live)).Info("live brokers changed")
 	}
 	s.work.brokers = live
+	for id := range s.shuttingDown {
+		if _, ok := live[id]; !ok {
+			delete(s.shuttingDown, id) // it stopped; a new registration starts afresh
+		}
+	}
 	return nil
 }
 

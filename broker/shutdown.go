@@ -1,0 +1,158 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/wire"
+)
+
+// Controlled shutdown (KafkaServer.controlledShutdown, KafkaController.doControlledShutdown): before a
+// broker stops, with controlled.shutdown.enable, it asks the controller to move the leadership of its
+// partitions to other in-sync replicas and to take it out of the ISRs, so that clients lose no
+// partition for the length of a ZooKeeper session. The broker retries until the controller answers
+// with no partition left, up to controlled.shutdown.max.retries (3) times,
+// controlled.shutdown.retry.backoff.ms (5000, here 500) apart; then it stops anyway.
+
+const (
+	controlledShutdownMaxRetries = 3
+	controlledShutdownBackoff    = 500 * time.Millisecond
+)
+
+// handleControlledShutdown is KafkaApis.handleControlledShutdownRequest: only the controller answers.
+func (b *Broker) handleControlledShutdown(ctx context.Context, req *kmsg.ControlledShutdownRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ControlledShutdownResponse)
+	resp.ErrorCode = kerr.NotController.Code
+	return b.controllerRequest(ctx, ctrlRequest{shutdown: req}, resp)
+}
+
+// controlledShutdownInLoop is the controller's part, in the ZooKeeper loop: the broker is marked
+// shutting down (its partitions no longer elect it, AlterPartition may not add it), the states
+// controlledShutdown decides are written, and the answer lists the partitions it still leads.
+func (b *Broker) controlledShutdownInLoop(s *zkState, req *kmsg.ControlledShutdownRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ControlledShutdownResponse)
+	if !s.ctrl.active {
+		resp.ErrorCode = kerr.NotController.Code
+		return resp
+	}
+	id := req.BrokerID
+	if _, ok := s.work.brokers[id]; !ok {
+		resp.ErrorCode = kerr.BrokerNotAvailable.Code
+		return resp
+	}
+	s.shuttingDown[id] = true
+	parts := map[partitionRef]partitionInfo{}
+	for topic, tv := range s.work.topics {
+		for p, replicas := range tv.replicas {
+			st := tv.states[p]
+			parts[partitionRef{topic, p}] = partitionInfo{Replicas: replicas, State: st.leaderAndISR, HasState: st.exists}
+		}
+	}
+	next, remaining := controlledShutdown(id, parts, s.work.liveSet(), s.shuttingDown, s.ctrl.epoch)
+	for ref, st := range next {
+		tv := s.work.topics[ref.Topic]
+		cur := tv.states[ref.Partition]
+		ver, err := b.writeState(s, ref.Topic, ref.Partition, st, cur.version)
+		if err != nil {
+			if errors.Is(err, errFenced) {
+				s.ctrl = controllerRole{}
+				s.pending[zkTask{kind: taskElect}] = struct{}{}
+				resp.ErrorCode = kerr.NotController.Code
+				return resp
+			}
+			s.pending[zkTask{kind: taskState, topic: ref.Topic, partition: ref.Partition}] = struct{}{}
+			s.armed[statePath(ref.Topic, ref.Partition)] = false
+			if st.Leader != id && cur.Leader == id {
+				remaining = append(remaining, ref)
+			}
+			continue
+		}
+		tv.states[ref.Partition] = partitionView{leaderAndISR: st, exists: true, version: ver}
+		b.log.WithFields(logFields(ref.Topic, ref.Partition)).WithFields(logrus.Fields{"leader": st.Leader, "isr": st.ISR, "leader_epoch": st.LeaderEpoch, "shutting_down": id}).Info("controller: controlled shutdown moved the partition")
+	}
+	sortRefs(remaining)
+	for _, r := range remaining {
+		rp := kmsg.NewControlledShutdownResponsePartitionsRemaining()
+		rp.Topic, rp.Partition = r.Topic, r.Partition
+		resp.PartitionsRemaining = append(resp.PartitionsRemaining, rp)
+	}
+	return resp
+}
+
+// controlledShutdown asks the controller, up to controlledShutdownMaxRetries times, to move this
+// broker's partitions away, and waits until this broker's view shows it leading none of the
+// partitions that have another live replica. It returns an error saying why it gave up; Close stops
+// the broker anyway.
+func (b *Broker) controlledShutdown(ctx context.Context) error {
+	var last error
+	for attempt := 0; attempt < controlledShutdownMaxRetries; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(controlledShutdownBackoff):
+			}
+		}
+		v := b.view.Load()
+		ctrl, ok := v.brokers[v.controller]
+		if !ok {
+			last = fmt.Errorf("no live controller")
+			continue
+		}
+		conn, err := wire.Dial(ctx, nil, net.JoinHostPort(ctrl.Host, strconv.Itoa(int(ctrl.Port))), fmt.Sprintf("broker-%d-controlled-shutdown", b.id))
+		if err != nil {
+			last = err
+			continue
+		}
+		req := kmsg.NewPtrControlledShutdownRequest()
+		req.SetVersion(1)
+		req.BrokerID = b.id
+		resp, err := conn.Request(ctx, req)
+		conn.Close()
+		if err != nil {
+			last = err
+			continue
+		}
+		cr := resp.(*kmsg.ControlledShutdownResponse)
+		if cr.ErrorCode != 0 {
+			last = kerr.ErrorForCode(cr.ErrorCode)
+			continue
+		}
+		if len(cr.PartitionsRemaining) > 0 {
+			last = fmt.Errorf("%d partitions remain led by this broker", len(cr.PartitionsRemaining))
+			continue
+		}
+		// Wait for the moves to reach this broker's view (the state znodes' watches), so that the
+		// partitions stop being served here before the listener closes.
+		if err := b.waitView(ctx, func(v *clusterView) bool { return !v.leadsReplicated(b.id) }); err != nil {
+			return err
+		}
+		return nil
+	}
+	return last
+}
+
+// leadsReplicated reports whether broker id leads a partition that has another live replica.
+func (v *clusterView) leadsReplicated(id int32) bool {
+	for _, tv := range v.topics {
+		for p, st := range tv.states {
+			if !st.exists || st.Leader != id {
+				continue
+			}
+			for _, r := range tv.replicas[p] {
+				if _, live := v.brokers[r]; r != id && live {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
