@@ -232,6 +232,15 @@ func onBrokerChange(cur leaderAndISR, replicas []int32, live map[int32]bool, unc
 			return partitionChange{Next: cur}
 		}
 	}
+	next, changed := offlineReplicas(cur, live, controllerEpoch)
+	return partitionChange{Next: next, Changed: changed}
+}
+
+// offlineReplicas is ReplicaStateMachine's OfflineReplica transition for every ISR member that is
+// not live, as a new controller runs it at startup before any election (onControllerFailover →
+// replicaStateMachine.startup, then partitionStateMachine.startup): removeFromISR for each, in
+// ascending broker id, a dead leader becoming -1. It reports whether anything changed.
+func offlineReplicas(cur leaderAndISR, live map[int32]bool, controllerEpoch int32) (leaderAndISR, bool) {
 	var dead []int32
 	for _, r := range cur.ISR {
 		if !live[r] {
@@ -248,7 +257,7 @@ func onBrokerChange(cur leaderAndISR, replicas []int32, live map[int32]bool, unc
 			s, changed = n, true
 		}
 	}
-	return partitionChange{Next: s, Changed: changed}
+	return s, changed
 }
 
 // nextPartitionState is onBrokerChange with unclean.leader.election.enable=false (the default since

@@ -1,11 +1,15 @@
 package broker_test
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
@@ -190,5 +194,80 @@ func TestReplicationUncleanElectionTruncatesOldLeader(t *testing.T) {
 	rp := request[*kmsg.FetchResponse](t, c2, req, 11).Topics[0].Partitions[0]
 	if rp.ErrorCode != 0 || len(rp.RecordBatches) == 0 {
 		t.Fatalf("fetch at 5 from the new leader: %v, %d bytes", kerr.ErrorForCode(rp.ErrorCode), len(rp.RecordBatches))
+	}
+}
+
+// TestReplicationCoordinatorFailoverKeepsOffsets: __consumer_offsets with replication factor 3; a
+// group's offsets are committed to its coordinator, the coordinator's broker stops, another broker
+// takes the group's partition over, loads the offsets, and takes further commits: every committed
+// value reads back, before and after, from the new coordinator.
+func TestReplicationCoordinatorFailoverKeepsOffsets(t *testing.T) {
+	z := startZK(t)
+	extra := map[string]string{"offsets.topic.replication.factor": "3", "replica.fetch.wait.max.ms": "100", "replica.fetch.backoff.ms": "100"}
+	tbs := []*testBroker{startBroker(t, z.Connect(), 1, extra), startBroker(t, z.Connect(), 2, extra), startBroker(t, z.Connect(), 3, extra)}
+	c := dial(t, tbs[0].addr())
+	createReplicated(t, c, "o", []int32{1, 2, 3}, nil)
+	seeds := []string{tbs[0].addr(), tbs[1].addr(), tbs[2].addr()}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	commit := func(at int64) {
+		t.Helper()
+		var os kadm.Offsets
+		os.Add(kadm.Offset{Topic: "o", Partition: 0, At: at, LeaderEpoch: -1})
+		testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("commit %d acknowledged", at), func() bool {
+			r, err := adm.CommitOffsets(ctx, "g", os)
+			return err == nil && r.Error() == nil
+		})
+	}
+	fetched := func() int64 {
+		t.Helper()
+		var at int64 = -2
+		testutil.WaitFor(t, 30*time.Second, "offsets fetched", func() bool {
+			r, err := adm.FetchOffsets(ctx, "g")
+			if err != nil || r.Error() != nil {
+				return false
+			}
+			o, ok := r.Lookup("o", 0)
+			at = o.At
+			return ok
+		})
+		return at
+	}
+	coordinator := func() int32 {
+		t.Helper()
+		var id int32 = -1
+		testutil.WaitFor(t, 30*time.Second, "a coordinator for g", func() bool {
+			for _, g := range adm.FindGroupCoordinators(ctx, "g") {
+				if g.Err == nil {
+					id = g.NodeID
+				}
+			}
+			return id > 0
+		})
+		return id
+	}
+	commit(10)
+	if got := fetched(); got != 10 {
+		t.Fatalf("committed 10, fetched %d", got)
+	}
+	old := coordinator()
+	tbs[old-1].stop()
+	commit(20)
+	if now := coordinator(); now == old {
+		t.Fatalf("coordinator still broker %d after it stopped", old)
+	}
+	if got := fetched(); got != 20 {
+		t.Fatalf("after the failover: committed 20, fetched %d", got)
+	}
+	tbs[old-1].start()
+	commit(30)
+	if got := fetched(); got != 30 {
+		t.Fatalf("after the old coordinator came back: committed 30, fetched %d", got)
 	}
 }

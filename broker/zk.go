@@ -103,6 +103,8 @@ type controllerRole struct {
 	active       bool
 	epoch        int32 // /controller_epoch value this controller wrote
 	epochVersion int32 // its znode version; every state write checks it (fencing a stale controller)
+	// failover: the first reconcile of this controller has not completed (onControllerFailover).
+	failover bool
 }
 
 var errRegistrationConflict = errors.New("broker id registered by another ZooKeeper session")
@@ -461,6 +463,7 @@ func (b *Broker) becomeController(s *zkState) error {
 	if !s.ctrl.active {
 		return fmt.Errorf("could not increment %s", controllerEpochPath)
 	}
+	s.ctrl.failover = true
 	b.log.WithField("controller_epoch", s.ctrl.epoch).Info("elected controller")
 	s.pending[zkTask{kind: taskBrokers}] = struct{}{}
 	s.pending[zkTask{kind: taskTopics}] = struct{}{}
@@ -702,14 +705,33 @@ func (b *Broker) reconcile(s *zkState) bool {
 				ver   int32
 				write bool
 			)
-			if !cur.exists {
+			if cur.exists && s.ctrl.failover {
+				// A new controller first moves the replicas on dead brokers to OfflineReplica
+				// (ReplicaStateMachine.startup in onControllerFailover): each leaves the ISR, a
+				// dead leader becoming -1, epoch + 1 each; the election below comes after.
+				if off, changed := offlineReplicas(cur.leaderAndISR, live, s.ctrl.epoch); changed {
+					if ver, err = b.writeState(s, topic, p, off, cur.version); err == nil {
+						cur = partitionView{leaderAndISR: off, exists: true, version: ver}
+						tv.states[p] = cur
+						b.log.WithFields(logrus.Fields{"topic": topic, "partition": p, "leader": off.Leader, "isr": off.ISR, "leader_epoch": off.LeaderEpoch}).Info("controller: offline replicas left the ISR")
+					} else {
+						next, write = off, true // handled below
+					}
+				}
+			}
+			switch {
+			case write:
+			case !cur.exists:
 				next, write = newPartitionState(tv.replicas[p], live, s.ctrl.epoch), true
 				ver, err = b.createState(s, topic, p, next)
-			} else if c := onBrokerChange(cur.leaderAndISR, tv.replicas[p], live, b.logConfigFor(topic, tv.configs).uncleanLeaderElection, s.ctrl.epoch); c.Changed {
-				next, write = c.Next, true
-				ver, err = b.writeState(s, topic, p, next, cur.version)
-				if err == nil && c.Unclean {
-					b.log.WithFields(logrus.Fields{"topic": topic, "partition": p, "leader": next.Leader}).Warn("controller: unclean leader election: a replica outside the ISR leads; records only the old ISR had are lost")
+			default:
+				c := onBrokerChange(cur.leaderAndISR, tv.replicas[p], live, b.logConfigFor(topic, tv.configs).uncleanLeaderElection, s.ctrl.epoch)
+				if c.Changed {
+					next, write = c.Next, true
+					ver, err = b.writeState(s, topic, p, next, cur.version)
+					if err == nil && c.Unclean {
+						b.log.WithFields(logrus.Fields{"topic": topic, "partition": p, "leader": next.Leader}).Warn("controller: unclean leader election: a replica outside the ISR leads; records only the old ISR had are lost")
+					}
 				}
 			}
 			if !write {
@@ -735,6 +757,7 @@ func (b *Broker) reconcile(s *zkState) bool {
 			}
 		}
 	}
+	s.ctrl.failover = false
 	return true
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,6 +48,13 @@ func startReplicatedLab(t *testing.T, n int, config map[string]string) *Lab {
 	l := startLab(t, o)
 	t.Cleanup(func() { // before Close (cleanups run last first): the logs of a failed run
 		if t.Failed() {
+			if dir := os.Getenv("REBALANCELAB_KEEP_LOGS"); dir != "" {
+				for _, b := range l.Brokers() {
+					if data, err := os.ReadFile(b.LogPath()); err == nil {
+						_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-broker-%d.log", t.Name(), b.ID())), data, 0o644)
+					}
+				}
+			}
 			for _, b := range l.Brokers() {
 				t.Logf("broker %d log tail (%s):\n%s", b.ID(), b.LogPath(), fileTail(b.LogPath(), 3000))
 			}

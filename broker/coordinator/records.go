@@ -312,20 +312,22 @@ func readGroupValue(groupID string, b []byte, epoch uint64, nowMs int64) (*group
 type PartitionReader interface {
 	Read(offset int64, maxBytes int32) ([]byte, error)
 	LogStartOffset() int64
-	HighWatermark() int64
+	LogEndOffset() int64
 }
 
 // offsetsLoadBufferSize is offsets.load.buffer.size's default (bytes): how much ReadPartition asks
 // for per read.
 const offsetsLoadBufferSize = 5242880
 
-// ReadPartition calls fn for every record of r from its log start offset to its high watermark, in
-// order, as GroupMetadataManager.doLoadGroupsAndOffsets reads __consumer_offsets: an OffsetsLog over
+// ReadPartition calls fn for every record of r from its log start offset to its log end offset, in
+// order, as GroupMetadataManager.doLoadGroupsAndOffsets reads __consumer_offsets (FetchIsolation
+// LOG_END: a new leader loads what it has, also above the high watermark its followers have not
+// confirmed yet — it keeps those records as leader): an OffsetsLog over
 // a partition log implements ReadAll with it. Errors from r, corrupt batches (ErrCorruptBatch) and
 // fn's errors are returned.
 func ReadPartition(r PartitionReader, fn func(key, value []byte) error) error {
-	off, hw := r.LogStartOffset(), r.HighWatermark()
-	for off < hw {
+	off, end := r.LogStartOffset(), r.LogEndOffset()
+	for off < end {
 		data, err := r.Read(off, offsetsLoadBufferSize)
 		if err != nil {
 			return err
