@@ -586,6 +586,13 @@ func (c *Core) CompleteLoad(now time.Time, p int32, records []KV) (effects []Eff
 		}
 	}
 
+	// Loaded commits are ordered by their place in the log (record i); appends completed from now
+	// on must order after every one of them, as Kafka compares log offsets
+	// (CommitRecordMetadataAndOffset.appendedBatchOffset). A coordinator that has appended less
+	// than this partition holds — a new leader after a failover — would otherwise number its first
+	// commits below the loaded ones, and onOffsetCommitAppend would keep the loaded, older offsets.
+	c.appendSeq = max(c.appendSeq, int64(len(records)))
+
 	offsetsByGroup := map[string]map[topicPartition]commitRecord{}
 	var offsetGroups []string
 	for gtp, cr := range loadedOffsets {

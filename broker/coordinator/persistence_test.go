@@ -405,3 +405,29 @@ func TestOffsetExpiration(t *testing.T) {
 		t.Fatal("replayed offsets after expiration differ")
 	}
 }
+
+// TestCommitAfterLoadReplacesLoadedOffset: a coordinator that takes a partition over (a new leader
+// after a failover, which has appended nothing itself) loads a log of many commits, then takes a
+// commit: the new offset is the one fetched — its append orders after every loaded record, as Kafka
+// orders commits by log offset. (The first appends of a fresh coordinator used to be numbered below
+// the loaded records, so the loaded, older offset stayed.)
+func TestCommitAfterLoadReplacesLoadedOffset(t *testing.T) {
+	cfg := cfgNoDelay()
+	h1 := newHarness(t, cfg)
+	ms := h1.stableGroup("g", 1, joinOpts{version: 5, session: 9000, rebalance: 25000})
+	for off := int64(1); off <= 20; off++ {
+		if e := commitErr(t, h1.do(commitReq(8, "g", ms[0].memberID, 1, nil, "t", 0, off))); e != 0 {
+			t.Fatalf("commit %d: %d", off, e)
+		}
+	}
+	h2 := newHarnessWithLog(t, cfg, h1.log)
+	if got := h2.fetched("g", "t", 0); got != 20 {
+		t.Fatalf("loaded offset %d, want 20", got)
+	}
+	if e := commitErr(t, h2.do(commitReq(8, "g", ms[0].memberID, 1, nil, "t", 0, 21))); e != 0 {
+		t.Fatalf("commit on the new coordinator: %d", e)
+	}
+	if got := h2.fetched("g", "t", 0); got != 21 {
+		t.Fatalf("after a commit on the new coordinator: fetched %d, want 21", got)
+	}
+}
