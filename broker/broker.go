@@ -3,9 +3,14 @@
 // dispatch (kafka.server.KafkaApis), partition logs (broker/storage), and ZooKeeper registration and a
 // controller laid out as Kafka 0.8.2's ZkUtils (docs/design.md "ZooKeeper layout").
 //
-// Differences from Kafka, on purpose: replication factor 1 only (no followers, no LeaderAndIsr or
-// UpdateMetadata RPCs between brokers: every broker learns topics, leaders and live brokers by watching
-// ZooKeeper); idempotent producers (InitProducerId, api_producer.go; the log checks their sequences)
+// Replication is Kafka 3.9's in ZooKeeper mode (replication.go, alterpartition.go, shutdown.go,
+// broker/replica): followers fetch from the leader, the leader's high watermark over the ISR bounds
+// consumers and acks=all, ISR changes go to the controller as AlterPartition, and Close makes a
+// controlled shutdown first.
+//
+// Differences from Kafka, on purpose: no LeaderAndIsr, UpdateMetadata or StopReplica RPCs between
+// brokers — every broker learns topics, leaders, ISRs and live brokers by watching ZooKeeper, as 0.8's
+// brokers watched the state znodes; idempotent producers (InitProducerId, api_producer.go; the log checks their sequences)
 // but no transactions; no fetch sessions (KIP-227: the broker answers
 // session id 0, which every client handles with full fetches); the log holds v2 record batches only
 // (Produce v0–v2 and Fetch v0–v3, message formats 0 and 1, are converted as Kafka 3.9 converts them:

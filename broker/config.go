@@ -132,8 +132,9 @@ type Config struct {
 	// Default 50.
 	OffsetsTopicNumPartitions int32
 	// OffsetsTopicReplicationFactor [offsets.topic.replication.factor]: default 3. Kafka enforces it
-	// strictly (KIP-115), so a cluster of fewer brokers sets it to 1, as Kafka's own
-	// config/server.properties does; this broker implements only 1.
+	// strictly (KIP-115): until that many brokers are alive the topic is not created and
+	// FindCoordinator answers COORDINATOR_NOT_AVAILABLE. A cluster of fewer brokers sets it lower, as
+	// Kafka's own config/server.properties sets 1 (the lab: min(3, brokers)).
 	OffsetsTopicReplicationFactor int16
 	// OffsetsTopicSegmentBytes [offsets.topic.segment.bytes]: default 104857600.
 	OffsetsTopicSegmentBytes int64

@@ -51,7 +51,7 @@ var ConnectLabSettings = map[string]string{
 	"scheduled.rebalance.max.delay.ms":  "3000",  // [300000] sessioned/compatible: a departed worker's tasks wait this long
 	"task.shutdown.graceful.timeout.ms": "2000",  // [5000]
 	"offset.flush.interval.ms":          "1000",  // [60000] source offsets committed every second
-	"config.storage.replication.factor": "1",     // [3] the lab's broker implements replication factor 1
+	"config.storage.replication.factor": "1",     // [3] the Connect lab has one broker
 	"offset.storage.replication.factor": "1",
 	"status.storage.replication.factor": "1",
 	"offset.storage.partitions":         "5", // [25]

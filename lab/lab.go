@@ -238,9 +238,9 @@ func Start(ctx context.Context, o Options) (*Lab, error) {
 }
 
 // AddBroker starts one more broker in the running lab (the next id, a free port, its own data dir) and
-// returns once it is registered, as Start's brokers are. It leads nothing that exists already: with
-// replication factor 1 nothing moves to it (a group whose coordinator it is not answers
-// NOT_COORDINATOR there).
+// returns once it is registered, as Start's brokers are. It is a replica of nothing that exists
+// already (Kafka does not reassign partitions by itself); topics created from now on, and
+// __consumer_offsets if it was waiting for enough brokers, may place replicas on it.
 func (l *Lab) AddBroker(ctx context.Context) (*BrokerNode, error) {
 	port, err := freePort()
 	if err != nil {
