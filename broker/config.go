@@ -183,6 +183,9 @@ type Config struct {
 	ZKDialer zk.Dialer
 }
 
+// ReplicaAssignmentSeedKey is the rebalancelab-only key of Config.ReplicaAssignmentSeed.
+const ReplicaAssignmentSeedKey = "rebalancelab.replica.assignment.seed"
+
 // Kafka 3.9 defaults (KafkaConfig / ServerLogConfigs / GroupCoordinatorConfig).
 const (
 	defaultZKSessionTimeoutMs       = 18000
@@ -417,8 +420,8 @@ var properties = map[string]property{
 // rebalancelab.replica.assignment.seed is the lab's own key (not Kafka's): a LONG >= -1, whose presence
 // turns on Kafka 3.9's random placement start (Config.ReplicaAssignmentSeed).
 func init() {
-	seed := longProp("rebalancelab.replica.assignment.seed", kconfig.AtLeast(-1), func(c *Config) *int64 { return &c.ReplicaAssignmentSeed })
-	properties["rebalancelab.replica.assignment.seed"] = func(c *Config, v string) error {
+	seed := longProp(ReplicaAssignmentSeedKey, kconfig.AtLeast(-1), func(c *Config) *int64 { return &c.ReplicaAssignmentSeed })
+	properties[ReplicaAssignmentSeedKey] = func(c *Config, v string) error {
 		c.ReplicaAssignmentRandom = true
 		return seed(c, v)
 	}

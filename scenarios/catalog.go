@@ -41,6 +41,10 @@ type Scenario struct {
 	// nodes cannot run on an external ensemble (--zk): every era is then not applicable.
 	ZKNodes     int
 	StopsZKNode bool
+	// Brokers is the lab's number of brokers (0: 1). With more than one, the era's topic gets
+	// replication factor min(3, Brokers), as __consumer_offsets does (lab.LabBrokerSettings); a script
+	// that kills a broker (ActBrokerKill) runs the brokers as processes (Options.MemberBinary).
+	Brokers int
 	// MinHosts: the scenario needs this many test hosts (Params.Hosts, --hosts); 0: none.
 	MinHosts int
 	// NotApplicable: era → why the scenario does not apply there (the run says so and skips the era).
@@ -114,6 +118,8 @@ func Catalog() []*Scenario {
 		consumerBounce(true, "all"), consumerBounce(true, "rolling"), consumerBounce(false, "all"),
 		consumerBounce(false, "rolling"), staticMemberBounce(), staticFencing(), consumerFailure(true),
 		consumerFailure(false),
+		// A three-broker cluster (cluster_scenarios.go).
+		brokerFailure(), coordinatorFailover(),
 		// Over test hosts (host_scenarios.go).
 		hostLinkDown(), hostSlowLink(),
 		// Kafka Streams instances on this broker (streams.go).
@@ -740,4 +746,18 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// brokers is the lab's number of brokers for s (Scenario.Brokers, at least 1).
+func (s *Scenario) brokers() int { return max(1, s.Brokers) }
+
+// killsBroker reports whether script kills a broker (ActBrokerKill): the lab's brokers must then be
+// processes.
+func killsBroker(script []Step) bool {
+	for _, st := range script {
+		if st.Action == ActBrokerKill {
+			return true
+		}
+	}
+	return false
 }

@@ -52,7 +52,7 @@ func checkExternal(sc *Scenario, script []Step, eras []string, zkConnect string)
 	}
 	for _, st := range script {
 		switch st.Action {
-		case ActZKStop, ActZKStart, ActBrokerStop, ActBrokerStart:
+		case ActZKStop, ActZKStart, ActBrokerStop, ActBrokerStart, ActBrokerKill:
 			return fmt.Errorf("stops ZooKeeper nodes or brokers (step %q): %w", st, errNeedsLab)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"net"
 	"os"
 	"slices"
@@ -242,6 +244,10 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 		if err := checkExternal(sc, res.Script, eras, o.ExternalZK); err != nil {
 			return nil, err
 		}
+	} else if killsBroker(res.Script) && o.Broker == lab.BrokerRebalancelab {
+		if err := checkMemberBinary(o.MemberBinary); err != nil {
+			return nil, fmt.Errorf("%s kills brokers with SIGKILL, so its brokers run as processes: %w", sc.Name, err)
+		}
 	}
 	var toRun []*EraRun
 	for _, era := range eras {
@@ -315,7 +321,21 @@ func runEras(ctx context.Context, o Options, sc *Scenario, res *RunResult, eras 
 	}
 	if o.Bootstrap == "" {
 		lo := lab.Options{ZK: lab.ZKOptions{Nodes: sc.ZKNodes, Log: o.LabLog}, ExternalZK: o.ExternalZK,
-			Brokers: 1, KafkaDefaults: o.KafkaDefaults, BrokerConfig: o.BrokerConfig, Broker: o.Broker, Log: o.LabLog}
+			Brokers: sc.brokers(), KafkaDefaults: o.KafkaDefaults, BrokerConfig: o.BrokerConfig, Broker: o.Broker, Log: o.LabLog}
+		if killsBroker(res.Script) {
+			lo.BrokersAs, lo.BrokerBinary = lab.BrokersProcess, o.MemberBinary
+		}
+		if sc.brokers() > 1 && o.Broker == lab.BrokerRebalancelab {
+			// Topic creation spreads replicas from a start drawn from the run's seed (AdminUtils'
+			// random start, made deterministic), so that two runs of one seed lead alike.
+			lo.BrokerConfig = maps.Clone(o.BrokerConfig)
+			if lo.BrokerConfig == nil {
+				lo.BrokerConfig = map[string]string{}
+			}
+			if _, set := lo.BrokerConfig[broker.ReplicaAssignmentSeedKey]; !set {
+				lo.BrokerConfig[broker.ReplicaAssignmentSeedKey] = strconv.FormatInt(res.Params.Seed&math.MaxInt64, 10)
+			}
+		}
 		if km != nil && o.Broker == lab.BrokerRebalancelab { // rebalance_begin of Kafka members (kafkamembers.go)
 			lo.BrokerOptions = append(lo.BrokerOptions, broker.WithGroupObserver(km.observe))
 		}
@@ -324,7 +344,7 @@ func runEras(ctx context.Context, o Options, sc *Scenario, res *RunResult, eras 
 			lo.Host, lo.BrokerBinary = hs.Host(1), o.MemberBinary
 			where = " on test host h1"
 		}
-		progress("%s: starting the lab (ZooKeeper %d node(s), 1 %s broker%s)", sc.Name, sc.ZKNodes, o.Broker, where)
+		progress("%s: starting the lab (ZooKeeper %d node(s), %d %s broker(s)%s)", sc.Name, sc.ZKNodes, lo.Brokers, o.Broker, where)
 		var err error
 		l, err = lab.Start(ctx, lo)
 		if err != nil {
@@ -424,6 +444,9 @@ type eraRunner struct {
 	// a restart gets new links, as a new process gets new connections. Closed with the others.
 	retired []*lab.MemberLinks
 	zombies sync.WaitGroup // crashed members' stops
+	// down are the lab brokers the script stopped or killed and has not started since, oldest first
+	// (brokerStep; used only by the step goroutine).
+	down []downBroker
 }
 
 func (r *eraRunner) errorf(format string, a ...any) {
@@ -590,7 +613,11 @@ func (r *eraRunner) createTopic(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	adm := kadm.NewClient(cl)
-	resp, err := adm.CreateTopic(cctx, int32(r.p.Partitions), 1, nil, r.e.Topic)
+	rf := int16(1) // an existing cluster: the scenarios' replication factor 1
+	if r.lab != nil {
+		rf = int16(lab.OffsetsTopicReplicationFactor(len(r.lab.Brokers())))
+	}
+	resp, err := adm.CreateTopic(cctx, int32(r.p.Partitions), rf, nil, r.e.Topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -832,29 +859,8 @@ func (r *eraRunner) do(ctx context.Context, st Step) bool {
 			return true
 		}
 		r.nodeFault(st.Action == ActZKStop, string(ActZKStop), fmt.Sprintf("zookeeper/%d", st.Node))
-	case ActBrokerStop, ActBrokerStart:
-		if r.lab == nil {
-			r.errorf("%s: %s", st, errNeedsLab)
-			return true
-		}
-		bs := r.lab.Brokers()
-		if st.Node >= len(bs) {
-			r.errorf("%s: no such broker", st)
-			return true
-		}
-		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		defer cancel()
-		var err error
-		if st.Action == ActBrokerStop {
-			err = bs[st.Node].Stop(sctx) // returns once the broker has stopped
-		} else {
-			err = bs[st.Node].Start(sctx) // returns once it is registered and serving
-		}
-		if err != nil {
-			r.errorf("%s: %v", st, err)
-			return true
-		}
-		r.nodeFault(st.Action == ActBrokerStop, string(ActBrokerStop), fmt.Sprintf("broker/%d", bs[st.Node].ID()))
+	case ActBrokerStop, ActBrokerStart, ActBrokerKill:
+		r.brokerStep(ctx, st)
 	case ActHostDown, ActHostUp, ActPartition, ActPartitionHeal, ActHostDelay, ActHostLoss:
 		r.hostStep(ctx, st)
 	case ActSettle:

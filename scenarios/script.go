@@ -44,9 +44,13 @@ const (
 	// ActZKStop / ActZKStart stop (SIGTERM) and restart ZooKeeper node Node (lab ensemble only).
 	ActZKStop  Action = "zk-stop"
 	ActZKStart Action = "zk-start"
-	// ActBrokerStop / ActBrokerStart stop and restart broker Node (same port and data dir).
+	// ActBrokerStop / ActBrokerStart stop and restart broker Node (same port and data dir); a stop is
+	// graceful (SIGTERM or Close: controlled shutdown first, KafkaServer.shutdown's order). ActBrokerKill
+	// kills broker Node's process with SIGKILL (the lab's brokers then run as processes: Scenario.Brokers
+	// with a kill in the script). With Broker set, the broker is chosen when the step runs (BrokerRole*).
 	ActBrokerStop  Action = "broker-stop"
 	ActBrokerStart Action = "broker-start"
+	ActBrokerKill  Action = "broker-kill"
 	// ActSettle waits until the group is stable (every partition owned by exactly one live member, no
 	// member rebalancing or joining, scenarios.Compute's definition) and has stayed so for QuietMs, or
 	// until TimeoutMs passed; it never fails the run (a window that never became stable shows it).
@@ -82,7 +86,20 @@ type Step struct {
 	Host      int     `json:"host,omitempty"`       // host-down, host-up, partition*: test host (1-based)
 	Peer      int     `json:"peer,omitempty"`       // partition*: the other host
 	LossPct   float64 `json:"loss_pct,omitempty"`   // host-loss
+	Broker    string  `json:"broker,omitempty"`     // broker-*: a BrokerRole* chosen at run time instead of Node
 }
+
+// Broker roles of broker steps (Step.Broker), resolved when the step runs, against the era's group
+// and topic as the cluster's metadata shows them then.
+const (
+	// BrokerRoleCoordinator is the broker coordinating the era's group (FindCoordinator).
+	BrokerRoleCoordinator = "coordinator"
+	// BrokerRoleLeader is the leader of the era's topic's lowest partition whose leader is not the
+	// group's coordinator (Metadata), so that losing it costs a partition leader and not the coordinator.
+	BrokerRoleLeader = "leader"
+	// BrokerRoleDown is the broker the script stopped or killed last and has not started since.
+	BrokerRoleDown = "down"
+)
 
 func (s Step) String() string {
 	switch s.Action {
@@ -99,7 +116,12 @@ func (s Step) String() string {
 		return fmt.Sprintf("%s %s/%s", s.Action, s.Member, s.Link)
 	case ActLatency:
 		return fmt.Sprintf("latency %s/%s %d ms", s.Member, s.Link, s.LatencyMs)
-	case ActZKStop, ActZKStart, ActBrokerStop, ActBrokerStart:
+	case ActZKStop, ActZKStart:
+		return fmt.Sprintf("%s %d", s.Action, s.Node)
+	case ActBrokerStop, ActBrokerStart, ActBrokerKill:
+		if s.Broker != "" {
+			return fmt.Sprintf("%s %s", s.Action, s.Broker)
+		}
 		return fmt.Sprintf("%s %d", s.Action, s.Node)
 	case ActSettle:
 		return "settle"
@@ -137,6 +159,9 @@ type Timing struct {
 	HeartbeatIntervalMs  int64 // heartbeat.interval.ms (coordinator eras)
 	AutoCommitIntervalMs int64 // auto.commit.interval.ms (coordinator eras)
 	ProduceIntervalMs    int64 // the runner's producer: one record per tick
+	// BrokerZKSessionTimeoutMs is the brokers' zookeeper.session.timeout.ms: a killed broker's death
+	// reaches the controller (and the ISRs shrink, and leaders move) only when its session expires.
+	BrokerZKSessionTimeoutMs int64
 }
 
 // LabTiming is the lab's short settings, the same for every era: ZooKeeper sessions of 2 s (Kafka 0.8
@@ -145,13 +170,15 @@ type Timing struct {
 // 3000), auto-commit every second (defaults 60000 for 0.8, 5000 for the new consumer).
 func LabTiming() Timing {
 	return Timing{ZKSessionTimeoutMs: 2000, RebalanceBackoffMs: 500, ZKAutoCommitMs: 1000,
-		SessionTimeoutMs: 2000, HeartbeatIntervalMs: 500, AutoCommitIntervalMs: 1000, ProduceIntervalMs: 20}
+		SessionTimeoutMs: 2000, HeartbeatIntervalMs: 500, AutoCommitIntervalMs: 1000, ProduceIntervalMs: 20,
+		BrokerZKSessionTimeoutMs: 2000}
 }
 
 // KafkaTiming is Kafka's own defaults (--kafka-defaults): 0.8.2's for the zk era, 3.9's otherwise.
 func KafkaTiming() Timing {
 	return Timing{ZKSessionTimeoutMs: 6000, RebalanceBackoffMs: 2000, ZKAutoCommitMs: 60000,
-		SessionTimeoutMs: 45000, HeartbeatIntervalMs: 3000, AutoCommitIntervalMs: 5000, ProduceIntervalMs: 20}
+		SessionTimeoutMs: 45000, HeartbeatIntervalMs: 3000, AutoCommitIntervalMs: 5000, ProduceIntervalMs: 20,
+		BrokerZKSessionTimeoutMs: 18000}
 }
 
 // maxSession is the longer of the two eras' session timeouts: scripts wait on it so that one script

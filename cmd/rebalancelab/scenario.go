@@ -110,13 +110,14 @@ Of the flags above only --json applies (a list of the runs).`,
 					membersAs = scenarios.MembersAsProcesses
 				}
 			}
-			var memberBin string
+			// This binary runs member processes (--members-as processes) and the broker processes of
+			// scenarios that kill brokers with SIGKILL.
+			memberBin, binErr := os.Executable()
 			switch membersAs {
 			case scenarios.MembersAsGoroutines:
 			case scenarios.MembersAsProcesses:
-				var err error
-				if memberBin, err = os.Executable(); err != nil {
-					return fmt.Errorf("--members-as processes: this binary's path: %w", err)
+				if binErr != nil {
+					return fmt.Errorf("--members-as processes: this binary's path: %w", binErr)
 				}
 			default:
 				return fmt.Errorf("--members-as %q: want goroutines or processes", membersAs)

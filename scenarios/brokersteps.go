@@ -1,0 +1,156 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// downBroker is a lab broker the script stopped or killed: its index in lab.Brokers() and the action
+// that took it down (the fault's action, which its end record repeats).
+type downBroker struct {
+	index  int
+	action Action
+}
+
+// brokerStep performs a broker-stop, broker-kill or broker-start step: the broker is st.Node, or the
+// one st.Broker names (resolveBroker). The fault record names it as broker/<id>.
+func (r *eraRunner) brokerStep(ctx context.Context, st Step) {
+	if r.lab == nil {
+		r.errorf("%s: %s", st, errNeedsLab)
+		return
+	}
+	bs := r.lab.Brokers()
+	idx, action := st.Node, st.Action
+	if st.Broker != "" {
+		var err error
+		if idx, action, err = r.resolveBroker(ctx, st); err != nil {
+			r.errorf("%s: %v", st, err)
+			return
+		}
+	}
+	if idx < 0 || idx >= len(bs) {
+		r.errorf("%s: no such broker (the lab has %d)", st, len(bs))
+		return
+	}
+	n := bs[idx]
+	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	var err error
+	switch st.Action {
+	case ActBrokerStop:
+		err = n.Stop(sctx) // returns once the broker has stopped (after its controlled shutdown)
+	case ActBrokerKill:
+		err = n.Kill() // returns once the process has exited
+	default:
+		err = n.Start(sctx) // returns once it is registered and serving
+	}
+	if err != nil {
+		r.errorf("%s: broker %d: %v", st, n.ID(), err)
+		return
+	}
+	if st.Action == ActBrokerStart {
+		r.dropDown(idx)
+	} else {
+		r.down = append(r.down, downBroker{index: idx, action: st.Action})
+	}
+	if st.Broker != "" {
+		r.stepf("%s: broker %d", st, n.ID())
+	}
+	r.nodeFault(st.Action != ActBrokerStart, string(action), fmt.Sprintf("broker/%d", n.ID()))
+}
+
+// dropDown forgets broker idx as down.
+func (r *eraRunner) dropDown(idx int) {
+	for i, d := range r.down {
+		if d.index == idx {
+			r.down = append(r.down[:i], r.down[i+1:]...)
+			return
+		}
+	}
+}
+
+// resolveBroker finds the broker st.Broker names (Broker roles, script.go) and the fault action its
+// records carry: the step's own for a stop or kill, the one that took it down for a start.
+func (r *eraRunner) resolveBroker(ctx context.Context, st Step) (int, Action, error) {
+	bs := r.lab.Brokers()
+	byID := func(id int32) (int, error) {
+		for i, b := range bs {
+			if b.ID() == id {
+				return i, nil
+			}
+		}
+		return -1, fmt.Errorf("broker %d is not the lab's", id)
+	}
+	switch st.Broker {
+	case BrokerRoleDown:
+		if st.Action != ActBrokerStart {
+			return -1, "", fmt.Errorf("role %q names a broker to start", st.Broker)
+		}
+		if len(r.down) == 0 {
+			return -1, "", errors.New("no broker is down")
+		}
+		d := r.down[len(r.down)-1]
+		return d.index, d.action, nil
+	case BrokerRoleCoordinator, BrokerRoleLeader:
+	default:
+		return -1, "", fmt.Errorf("unknown broker role %q (want %s, %s or %s)", st.Broker,
+			BrokerRoleCoordinator, BrokerRoleLeader, BrokerRoleDown)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(r.bootstrap, ",")...))
+	if err != nil {
+		return -1, "", err
+	}
+	defer cl.Close()
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	coord, err := r.groupCoordinator(cctx, adm)
+	if err != nil {
+		return -1, "", err
+	}
+	if st.Broker == BrokerRoleCoordinator {
+		i, err := byID(coord)
+		return i, st.Action, err
+	}
+	md, err := adm.Metadata(cctx, r.e.Topic)
+	if err != nil {
+		return -1, "", fmt.Errorf("metadata of %s: %w", r.e.Topic, err)
+	}
+	td, ok := md.Topics[r.e.Topic]
+	if !ok || td.Err != nil {
+		return -1, "", fmt.Errorf("metadata of %s: %v", r.e.Topic, td.Err)
+	}
+	for _, p := range td.Partitions.Sorted() {
+		if p.Err == nil && p.Leader >= 0 && p.Leader != coord {
+			i, err := byID(p.Leader)
+			return i, st.Action, err
+		}
+	}
+	return -1, "", fmt.Errorf("every partition of %s is led by the coordinator, broker %d", r.e.Topic, coord)
+}
+
+// groupCoordinator is the broker id FindCoordinator gives for the era's group, retried until the
+// context ends while the answer is retriable (COORDINATOR_NOT_AVAILABLE while __consumer_offsets is
+// being created).
+func (r *eraRunner) groupCoordinator(ctx context.Context, adm *kadm.Client) (int32, error) {
+	for {
+		resp := adm.FindGroupCoordinators(ctx, r.e.Group)
+		c, ok := resp[r.e.Group]
+		switch {
+		case ok && c.Err == nil:
+			return c.NodeID, nil
+		case ctx.Err() != nil:
+			return -1, fmt.Errorf("FindCoordinator %s: %w", r.e.Group, ctx.Err())
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

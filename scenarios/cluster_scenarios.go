@@ -1,0 +1,278 @@
+package scenarios
+
+// The cluster scenarios (issue #15): a three-broker lab whose topic and __consumer_offsets have
+// replication factor 3, and a broker killed with SIGKILL under the group. broker-failure kills a
+// partition leader that does not coordinate the group; coordinator-failover kills the coordinator's
+// broker. Both restart the killed broker at the end, so that the next era starts on three brokers.
+
+import (
+	"fmt"
+
+	"github.com/rebalancelab/rebalancelab/timeline"
+)
+
+// clusterBrokers is the cluster scenarios' lab: three brokers, so that every partition (the topic's
+// and __consumer_offsets') has three replicas and survives one broker.
+const clusterBrokers = 3
+
+// clusterMemberProps gives the coordinator eras' members a session that outlasts a broker's death
+// going unnoticed: until the dead broker's ZooKeeper session expires it stays in the ISRs of
+// __consumer_offsets, so a commit to a partition it follows waits for it (acks=all, up to
+// offsets.commit.timeout.ms, 5 s), and the member's heartbeats wait behind that commit on the same
+// connection (Kafka's broker reads a connection's next request only once it answered the last). The
+// session is therefore at least the brokers' ZooKeeper session plus that commit timeout plus a
+// heartbeat interval's margin (10 s with the lab's 2 s broker sessions, within the 6–10 s Kafka's
+// system tests use; Kafka's own 45 s with --kafka-defaults).
+func clusterMemberProps(era string, t Timing) map[string]string {
+	if era == "zk" {
+		return nil
+	}
+	session := max(t.SessionTimeoutMs, t.BrokerZKSessionTimeoutMs+offsetsCommitTimeoutMs+3*t.HeartbeatIntervalMs)
+	return map[string]string{"session.timeout.ms": fmt.Sprint(session)}
+}
+
+// offsetsCommitTimeoutMs is Kafka's offsets.commit.timeout.ms default, which the lab keeps.
+const offsetsCommitTimeoutMs = 5000
+
+// killBroker appends the kill -9 of the broker in role, a wait past the brokers' ZooKeeper session
+// (the controller learns of the death only when the session expires) and a settle.
+func (s *script) killBroker(role string) *script {
+	s.add(Step{Action: ActBrokerKill, Broker: role})
+	// Past the broker's zookeeper.session.timeout.ms and a commit timeout: the controller has moved
+	// the leaderships and shrunk the ISRs, and the commits that waited for the dead follower answered.
+	s.add(Step{DelayMs: s.t.BrokerZKSessionTimeoutMs + offsetsCommitTimeoutMs, Action: ActSettle,
+		QuietMs: s.t.quiet(), TimeoutMs: s.t.settleTimeout() + 2*s.t.BrokerZKSessionTimeoutMs})
+	return s
+}
+
+// restartDown appends the restart of the broker killed last and a settle.
+func (s *script) restartDown() *script {
+	s.add(Step{Action: ActBrokerStart, Broker: BrokerRoleDown})
+	return s.settle()
+}
+
+// brokerFailure: kill -9 of a partition leader that is not the coordinator. The coordinator eras run
+// no rebalance (the group's coordinator is alive; the members' fetchers find the new leaders through
+// Metadata) and lose nothing; the zk era's connector does not watch /brokers/ids (0.8.2's
+// ZookeeperConsumerConnector registers no broker listener), so it does not rebalance either: its
+// LeaderFinderThread moves the fetchers of the dead broker's partitions to their new leaders.
+func brokerFailure() *Scenario {
+	return &Scenario{
+		Name: "broker-failure",
+		Description: "3 brokers, replication factor 3: kill -9 of a partition leader that is not the coordinator; " +
+			"no era rebalances, the fetchers find the new leaders, nothing acknowledged is lost",
+		Defaults:     Params{Consumers: 3, Partitions: 6},
+		MinConsumers: 1,
+		ZKNodes:      1,
+		Brokers:      clusterBrokers,
+		MemberProps:  clusterMemberProps,
+		Script: func(p Params, t Timing, r *scriptRand) []Step {
+			s := &script{t: t}
+			s.startAll(p.Consumers)
+			s.trigger("broker-failure").killBroker(BrokerRoleLeader)
+			s.trigger("broker-return").restartDown()
+			return s.steps
+		},
+		Extra: func(e *EraRun) map[string]int64 {
+			return map[string]int64{
+				"partitions_delivered_after_failure": e.partitionsDeliveredBetween("broker-failure", "broker-return"),
+			}
+		},
+		Relations: []Relation{
+			eventFig(nil, "broker-failure", FigRebalanceParticipants, eq, "0", func(checkCtx) int64 { return 0 }),
+			eventFig(nil, "broker-return", FigRebalanceParticipants, eq, "0", func(checkCtx) int64 { return 0 }),
+			{Text: "failure: every partition delivers again before the broker returns (the fetchers found the new leaders)",
+				check: func(x checkCtx) (bool, string, bool) {
+					n := x.era.partitionsDeliveredBetween("broker-failure", "broker-return")
+					return n == int64(x.p.Partitions), fmt.Sprintf("%d of %d partitions", n, x.p.Partitions), false
+				}},
+			// Duplicates are counted per window: the start-up rebalances (before the kill) may
+			// deliver again what a revoked partition's owner had not committed, as in any scenario.
+			eventFig(nil, "broker-failure", FigDuplicates, eq, "0", func(checkCtx) int64 { return 0 }),
+			eventFig(nil, "broker-return", FigDuplicates, eq, "0", func(checkCtx) int64 { return 0 }),
+			ownedOnce(nil),
+			totalFig(nil, FigLost, eq, 0),
+		},
+	}
+}
+
+// coordinatorFailover: kill -9 of the broker that coordinates the group. The controller elects a new
+// leader for the group's __consumer_offsets partition once the dead broker's ZooKeeper session expires;
+// that broker loads the group and its offsets from the log (GroupMetadataManager.loadGroupsAndOffsets,
+// COORDINATOR_LOAD_IN_PROGRESS meanwhile) and the members, whose requests fail, look the coordinator up
+// again. Loading restarts every member's session timer, so a group that finds its coordinator within a
+// session does not rebalance; a member that does not is removed and the group rebalances, and then the
+// new owners start from the offsets committed before the kill: duplicates are bounded by the records
+// delivered past those commits. The zk era has no coordinator (its group and offsets live in
+// ZooKeeper); broker-failure shows what a broker's death does to it.
+func coordinatorFailover() *Scenario {
+	return &Scenario{
+		Name: "coordinator-failover",
+		Description: "3 brokers, replication factor 3: kill -9 of the group coordinator's broker; the members find " +
+			"the new coordinator, the group is stable again, commits are kept, duplicates bounded by the uncommitted records",
+		Defaults:     Params{Consumers: 3, Partitions: 6},
+		MinConsumers: 1,
+		ZKNodes:      1,
+		Brokers:      clusterBrokers,
+		NotApplicable: map[string]string{
+			"zk": "the zk era has no group coordinator: its group and offsets live in ZooKeeper (broker-failure covers a broker's death there)",
+		},
+		Script: func(p Params, t Timing, r *scriptRand) []Step {
+			s := &script{t: t}
+			s.startAll(p.Consumers)
+			// Commits on record before the kill: two auto-commit intervals.
+			s.add(Step{DelayMs: 2 * t.AutoCommitIntervalMs, Action: ActTrigger, Name: "coordinator-failover"})
+			s.killBroker(BrokerRoleCoordinator)
+			s.trigger("coordinator-return").restartDown()
+			return s.steps
+		},
+		Extra: func(e *EraRun) map[string]int64 {
+			return map[string]int64{
+				"coordinator_found_ms": e.coordinatorFoundMs("coordinator-failover"),
+				"uncommitted_at_kill":  e.uncommittedAt("coordinator-failover", "coordinator-return"),
+			}
+		},
+		Relations: []Relation{
+			{Text: "failover: every member reaches the new coordinator (coordinator_found_ms >= 0)",
+				check: func(x checkCtx) (bool, string, bool) {
+					ms := x.era.coordinatorFoundMs("coordinator-failover")
+					return ms >= 0, fmt.Sprintf("%d ms after the kill", ms), false
+				}},
+			{Text: "failover: the group is stable again, or never stopped being (time_to_stable_ms is not never)",
+				check: func(x checkCtx) (bool, string, bool) {
+					ev, ok := x.era.eventNamed("coordinator-failover")
+					if !ok {
+						return false, "no coordinator-failover event", false
+					}
+					return ev.Figures.TimeToStableMs != NeverStable,
+						fmt.Sprintf("window end %s, time_to_stable_ms %d", ev.End, ev.Figures.TimeToStableMs), false
+				}},
+			{Text: "failover: duplicates <= records delivered past the commits acknowledged before the kill",
+				check: func(x checkCtx) (bool, string, bool) {
+					bound := x.era.uncommittedAt("coordinator-failover", "coordinator-return")
+					d, err := fig(FigDuplicates, x.era.Result.Totals)
+					if err != nil {
+						return false, err.Error(), false
+					}
+					return bound >= 0 && d <= bound, fmt.Sprintf("%d duplicates, bound %d", d, bound), false
+				}},
+			ownedOnce(nil),
+			totalFig(nil, FigLost, eq, 0),
+		},
+	}
+}
+
+// partitionsDeliveredBetween counts the partitions with a delivery between the triggers from and to.
+func (e *EraRun) partitionsDeliveredBetween(from, to string) int64 {
+	start, ok := e.triggerTs(from)
+	if !ok {
+		return -1
+	}
+	end, ok := e.triggerTs(to)
+	if !ok {
+		end = 1 << 62
+	}
+	seen := map[int32]bool{}
+	for _, r := range e.Records {
+		if r.Kind == timeline.Deliver && r.TsMs >= start && r.TsMs < end && r.Partition != nil {
+			seen[*r.Partition] = true
+		}
+	}
+	return int64(len(seen))
+}
+
+// coordinatorFoundMs is how long after the broker kill following trigger every member live then had a
+// group request answered without error again (the new coordinator answering it): the largest, over
+// those members, of the time to their first such answer after their first failed one. -1 when a live
+// member never got one, or there was no kill.
+func (e *EraRun) coordinatorFoundMs(trigger string) int64 {
+	start, ok := e.triggerTs(trigger)
+	if !ok {
+		return -1
+	}
+	var killTs int64 = -1
+	live := map[string]bool{}
+	for _, r := range e.Records {
+		if r.TsMs > start && killTs < 0 && r.Kind == timeline.Fault && r.Action == string(ActBrokerKill) {
+			killTs = r.TsMs
+			break
+		}
+		switch r.Kind {
+		case timeline.MemberStart:
+			live[r.Member] = true
+		case timeline.MemberStop:
+			delete(live, r.Member)
+		}
+	}
+	if killTs < 0 || len(live) == 0 {
+		return -1
+	}
+	failed := map[string]bool{}
+	found := map[string]int64{}
+	for _, r := range e.Records {
+		if r.TsMs < killTs || r.Kind != timeline.GroupRequest || !live[r.Member] {
+			continue
+		}
+		if _, done := found[r.Member]; done {
+			continue
+		}
+		switch {
+		case r.Err != "":
+			failed[r.Member] = true
+		case failed[r.Member] && r.API != "FindCoordinator":
+			found[r.Member] = r.TsMs - killTs
+		}
+	}
+	var worst int64
+	for m := range live {
+		ms, ok := found[m]
+		if !ok {
+			return -1
+		}
+		worst = max(worst, ms)
+	}
+	return worst
+}
+
+// uncommittedAt bounds the redeliveries a failover at trigger from can cause: per partition, the
+// deliveries up to trigger to of offsets at or past the last commit acknowledged (applied) before
+// the broker kill. If the group restarted every partition from those commits, it would deliver these
+// records again and nothing more. -1 without the triggers.
+func (e *EraRun) uncommittedAt(from, to string) int64 {
+	start, ok := e.triggerTs(from)
+	if !ok {
+		return -1
+	}
+	end, ok := e.triggerTs(to)
+	if !ok {
+		return -1
+	}
+	var killTs int64 = -1
+	committed := map[int32]int64{}
+	for _, r := range e.Records {
+		if r.TsMs > start && r.Kind == timeline.Fault && r.Action == string(ActBrokerKill) {
+			killTs = r.TsMs
+			break
+		}
+		if r.Kind == timeline.Commit && r.Result == timeline.CommitApplied && r.Partition != nil && r.Offset != nil {
+			committed[*r.Partition] = max(committed[*r.Partition], *r.Offset)
+		}
+	}
+	if killTs < 0 {
+		return -1
+	}
+	type po struct {
+		p int32
+		o int64
+	}
+	seen := map[po]bool{}
+	for _, r := range e.Records {
+		if r.TsMs >= end {
+			break
+		}
+		if r.Kind == timeline.Deliver && r.Partition != nil && r.Offset != nil && *r.Offset >= committed[*r.Partition] {
+			seen[po{*r.Partition, *r.Offset}] = true
+		}
+	}
+	return int64(len(seen))
+}
