@@ -55,6 +55,13 @@ func (r *eraRunner) brokerStep(ctx context.Context, st Step) {
 		return
 	}
 	if st.Action == ActBrokerStart {
+		// The fault's end repeats the action that began it.
+		action = ActBrokerStop
+		for _, d := range r.down {
+			if d.index == idx {
+				action = d.action
+			}
+		}
 		r.dropDown(idx)
 	} else {
 		r.down = append(r.down, downBroker{index: idx, action: st.Action})

@@ -119,7 +119,7 @@ func Catalog() []*Scenario {
 		consumerBounce(false, "rolling"), staticMemberBounce(), staticFencing(), consumerFailure(true),
 		consumerFailure(false),
 		// A three-broker cluster (cluster_scenarios.go).
-		brokerFailure(), coordinatorFailover(),
+		brokerFailure(), coordinatorFailover(), brokerRollingBounce(),
 		// Over test hosts (host_scenarios.go).
 		hostLinkDown(), hostSlowLink(),
 		// Kafka Streams instances on this broker (streams.go).

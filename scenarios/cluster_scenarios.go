@@ -7,6 +7,7 @@ package scenarios
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -16,7 +17,8 @@ import (
 const clusterBrokers = 3
 
 // clusterMemberProps gives the coordinator eras' members a session that outlasts a broker's death
-// going unnoticed: until the dead broker's ZooKeeper session expires it stays in the ISRs of
+// going unnoticed (with the lab's 2 s sessions a run saw commits time out and members removed). Our
+// reading of why, not yet compared with Kafka 3.9's brokers: until the dead broker's ZooKeeper session expires it stays in the ISRs of
 // __consumer_offsets, so a commit to a partition it follows waits for it (acks=all, up to
 // offsets.commit.timeout.ms, 5 s), and the member's heartbeats wait behind that commit on the same
 // connection (Kafka's broker reads a connection's next request only once it answered the last). The
@@ -133,7 +135,7 @@ func coordinatorFailover() *Scenario {
 			}
 		},
 		Relations: []Relation{
-			{Text: "failover: every member reaches the new coordinator (coordinator_found_ms >= 0)",
+			{Text: "failover: every member looks the coordinator up again and reaches it (coordinator_found_ms >= 0)",
 				check: func(x checkCtx) (bool, string, bool) {
 					ms := x.era.coordinatorFoundMs("coordinator-failover")
 					return ms >= 0, fmt.Sprintf("%d ms after the kill", ms), false
@@ -162,6 +164,55 @@ func coordinatorFailover() *Scenario {
 	}
 }
 
+// brokerRollingBounce: each broker in turn stopped gracefully and restarted, as an operator upgrades
+// a cluster. A stop is controlled shutdown first (ControlledShutdown to the controller, which moves
+// the broker's leaderships away and takes it out of the ISRs, KafkaServer.controlledShutdown), so
+// the group's coordinator moves without a kill and the members' requests get NOT_COORDINATOR rather
+// than silence. The coordinator eras must not rebalance (Kafka's system tests bounce brokers under
+// a group with a session timeout that leaves room for the group's load on its new coordinator); the zk
+// era's connector does not watch the brokers and must not either.
+func brokerRollingBounce() *Scenario {
+	return &Scenario{
+		Name: "broker-rolling-bounce",
+		Description: "3 brokers, replication factor 3: each broker stopped (controlled shutdown) and restarted in turn; " +
+			"no era rebalances, nothing acknowledged is lost",
+		Defaults:     Params{Consumers: 3, Partitions: 6},
+		MinConsumers: 1,
+		ZKNodes:      1,
+		Brokers:      clusterBrokers,
+		MemberProps:  clusterMemberProps,
+		Script: func(p Params, t Timing, r *scriptRand) []Step {
+			s := &script{t: t}
+			s.startAll(p.Consumers)
+			for i := 0; i < clusterBrokers; i++ {
+				s.trigger(fmt.Sprintf("bounce-%d", i+1))
+				s.add(Step{Action: ActBrokerStop, Node: i})
+				s.add(Step{DelayMs: 1000, Action: ActBrokerStart, Node: i})
+				s.settle()
+			}
+			return s.steps
+		},
+		Relations: []Relation{
+			{Text: "bounces: rebalance_participants == 0 in every bounce window",
+				check: func(x checkCtx) (bool, string, bool) {
+					var n int64
+					var got []string
+					for i := 1; i <= clusterBrokers; i++ {
+						ev, ok := x.era.eventNamed(fmt.Sprintf("bounce-%d", i))
+						if !ok {
+							return false, fmt.Sprintf("no bounce-%d event", i), false
+						}
+						n += ev.Figures.RebalanceParticipants
+						got = append(got, fmt.Sprint(ev.Figures.RebalanceParticipants))
+					}
+					return n == 0, strings.Join(got, ","), false
+				}},
+			ownedOnce(nil),
+			totalFig(nil, FigLost, eq, 0),
+		},
+	}
+}
+
 // partitionsDeliveredBetween counts the partitions with a delivery between the triggers from and to.
 func (e *EraRun) partitionsDeliveredBetween(from, to string) int64 {
 	start, ok := e.triggerTs(from)
@@ -182,9 +233,10 @@ func (e *EraRun) partitionsDeliveredBetween(from, to string) int64 {
 }
 
 // coordinatorFoundMs is how long after the broker kill following trigger every member live then had a
-// group request answered without error again (the new coordinator answering it): the largest, over
-// those members, of the time to their first such answer after their first failed one. -1 when a live
-// member never got one, or there was no kill.
+// group request answered by the new coordinator: the largest, over those members, of the time to
+// their first group request (other than FindCoordinator) answered without error after their first
+// FindCoordinator since the kill (the old coordinator is dead: a member must look it up again). -1
+// when a live member never got one, or there was no kill.
 func (e *EraRun) coordinatorFoundMs(trigger string) int64 {
 	start, ok := e.triggerTs(trigger)
 	if !ok {
@@ -207,19 +259,19 @@ func (e *EraRun) coordinatorFoundMs(trigger string) int64 {
 	if killTs < 0 || len(live) == 0 {
 		return -1
 	}
-	failed := map[string]bool{}
+	lookedUp := map[string]bool{}
 	found := map[string]int64{}
 	for _, r := range e.Records {
-		if r.TsMs < killTs || r.Kind != timeline.GroupRequest || !live[r.Member] {
+		if r.TsMs <= killTs || r.Kind != timeline.GroupRequest || !live[r.Member] {
 			continue
 		}
 		if _, done := found[r.Member]; done {
 			continue
 		}
 		switch {
-		case r.Err != "":
-			failed[r.Member] = true
-		case failed[r.Member] && r.API != "FindCoordinator":
+		case r.API == "FindCoordinator":
+			lookedUp[r.Member] = true
+		case lookedUp[r.Member] && r.Err == "":
 			found[r.Member] = r.TsMs - killTs
 		}
 	}

@@ -173,3 +173,25 @@ func TestCoordinatorFailover(t *testing.T) {
 		}
 	}
 }
+
+func TestBrokerRollingBounce(t *testing.T) {
+	res := runScenario(t, "broker-rolling-bounce", Params{Consumers: 3, Partitions: 6, Seed: 1})
+	for _, e := range res.Eras {
+		// Every broker was stopped and restarted once: three fault begin/end pairs, broker/1..3.
+		begun, ended := map[string]int{}, map[string]int{}
+		for _, r := range e.Records {
+			if r.Kind == timeline.Fault && r.Action == string(ActBrokerStop) {
+				if r.Phase == timeline.FaultBegin {
+					begun[r.Target]++
+				} else {
+					ended[r.Target]++
+				}
+			}
+		}
+		for _, b := range []string{"broker/1", "broker/2", "broker/3"} {
+			if begun[b] != 1 || ended[b] != 1 {
+				t.Errorf("%s: %s stopped %d and restarted %d times, want 1 and 1", e.Era, b, begun[b], ended[b])
+			}
+		}
+	}
+}
