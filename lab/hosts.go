@@ -334,20 +334,33 @@ func (hs *Hosts) Close() error {
 			if err := ipCmd(ctx, "ip", "netns", "del", h.ns); err != nil {
 				errs = append(errs, err)
 			}
-			if _, err := net.InterfaceByName(h.veth); err == nil {
-				if err := ipCmd(ctx, "ip", "link", "del", h.veth); err != nil {
-					errs = append(errs, err)
-				}
-			}
-		}
-		if _, err := net.InterfaceByName(hs.bridge); err == nil {
-			if err := ipCmd(ctx, "ip", "link", "del", hs.bridge); err != nil {
+			if err := delLink(ctx, h.veth); err != nil {
 				errs = append(errs, err)
 			}
+		}
+		if err := delLink(ctx, hs.bridge); err != nil {
+			errs = append(errs, err)
 		}
 		hs.closeErr = errors.Join(errs...)
 	})
 	return hs.closeErr
+}
+
+// delLink deletes link name unless it is gone. A veth end goes by itself, asynchronously, once the
+// namespace holding its peer is deleted and cleaned up by the kernel: it may vanish between the
+// look-up and the delete, and a delete that fails because it has is no error.
+func delLink(ctx context.Context, name string) error {
+	if _, err := net.InterfaceByName(name); err != nil {
+		return nil
+	}
+	err := ipCmd(ctx, "ip", "link", "del", name)
+	if err == nil {
+		return nil
+	}
+	if _, lookErr := net.InterfaceByName(name); lookErr != nil {
+		return nil // gone meanwhile
+	}
+	return err
 }
 
 // Partition drops every packet between hosts a and b (blackhole routes to each other's address inside
