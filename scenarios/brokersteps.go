@@ -26,10 +26,10 @@ func (r *eraRunner) brokerStep(ctx context.Context, st Step) {
 		return
 	}
 	bs := r.lab.Brokers()
-	idx, action := st.Node, st.Action
+	idx := st.Node
 	if st.Broker != "" {
 		var err error
-		if idx, action, err = r.resolveBroker(ctx, st); err != nil {
+		if idx, err = r.resolveBroker(ctx, st); err != nil {
 			r.errorf("%s: %v", st, err)
 			return
 		}
@@ -54,15 +54,10 @@ func (r *eraRunner) brokerStep(ctx context.Context, st Step) {
 		r.errorf("%s: broker %d: %v", st, n.ID(), err)
 		return
 	}
+	// The fault's end repeats the action that began it.
+	action := st.Action
 	if st.Action == ActBrokerStart {
-		// The fault's end repeats the action that began it.
-		action = ActBrokerStop
-		for _, d := range r.down {
-			if d.index == idx {
-				action = d.action
-			}
-		}
-		r.dropDown(idx)
+		action = r.takeDown(idx)
 	} else {
 		r.down = append(r.down, downBroker{index: idx, action: st.Action})
 	}
@@ -72,19 +67,21 @@ func (r *eraRunner) brokerStep(ctx context.Context, st Step) {
 	r.nodeFault(st.Action != ActBrokerStart, string(action), fmt.Sprintf("broker/%d", n.ID()))
 }
 
-// dropDown forgets broker idx as down.
-func (r *eraRunner) dropDown(idx int) {
+// takeDown forgets broker idx as down and returns the action that took it down (broker-stop for a
+// broker the script did not take down).
+func (r *eraRunner) takeDown(idx int) Action {
 	for i, d := range r.down {
 		if d.index == idx {
 			r.down = append(r.down[:i], r.down[i+1:]...)
-			return
+			return d.action
 		}
 	}
+	return ActBrokerStop
 }
 
-// resolveBroker finds the broker st.Broker names (Broker roles, script.go) and the fault action its
-// records carry: the step's own for a stop or kill, the one that took it down for a start.
-func (r *eraRunner) resolveBroker(ctx context.Context, st Step) (int, Action, error) {
+// resolveBroker finds the index in lab.Brokers() of the broker st.Broker names (Broker roles,
+// script.go).
+func (r *eraRunner) resolveBroker(ctx context.Context, st Step) (int, error) {
 	bs := r.lab.Brokers()
 	byID := func(id int32) (int, error) {
 		for i, b := range bs {
@@ -97,21 +94,20 @@ func (r *eraRunner) resolveBroker(ctx context.Context, st Step) (int, Action, er
 	switch st.Broker {
 	case BrokerRoleDown:
 		if st.Action != ActBrokerStart {
-			return -1, "", fmt.Errorf("role %q names a broker to start", st.Broker)
+			return -1, fmt.Errorf("role %q names a broker to start", st.Broker)
 		}
 		if len(r.down) == 0 {
-			return -1, "", errors.New("no broker is down")
+			return -1, errors.New("no broker is down")
 		}
-		d := r.down[len(r.down)-1]
-		return d.index, d.action, nil
+		return r.down[len(r.down)-1].index, nil
 	case BrokerRoleCoordinator, BrokerRoleLeader:
 	default:
-		return -1, "", fmt.Errorf("unknown broker role %q (want %s, %s or %s)", st.Broker,
+		return -1, fmt.Errorf("unknown broker role %q (want %s, %s or %s)", st.Broker,
 			BrokerRoleCoordinator, BrokerRoleLeader, BrokerRoleDown)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(r.bootstrap, ",")...))
 	if err != nil {
-		return -1, "", err
+		return -1, err
 	}
 	defer cl.Close()
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -119,27 +115,25 @@ func (r *eraRunner) resolveBroker(ctx context.Context, st Step) (int, Action, er
 	adm := kadm.NewClient(cl)
 	coord, err := r.groupCoordinator(cctx, adm)
 	if err != nil {
-		return -1, "", err
+		return -1, err
 	}
 	if st.Broker == BrokerRoleCoordinator {
-		i, err := byID(coord)
-		return i, st.Action, err
+		return byID(coord)
 	}
 	md, err := adm.Metadata(cctx, r.e.Topic)
 	if err != nil {
-		return -1, "", fmt.Errorf("metadata of %s: %w", r.e.Topic, err)
+		return -1, fmt.Errorf("metadata of %s: %w", r.e.Topic, err)
 	}
 	td, ok := md.Topics[r.e.Topic]
 	if !ok || td.Err != nil {
-		return -1, "", fmt.Errorf("metadata of %s: %v", r.e.Topic, td.Err)
+		return -1, fmt.Errorf("metadata of %s: %v", r.e.Topic, td.Err)
 	}
 	for _, p := range td.Partitions.Sorted() {
 		if p.Err == nil && p.Leader >= 0 && p.Leader != coord {
-			i, err := byID(p.Leader)
-			return i, st.Action, err
+			return byID(p.Leader)
 		}
 	}
-	return -1, "", fmt.Errorf("every partition of %s is led by the coordinator, broker %d", r.e.Topic, coord)
+	return -1, fmt.Errorf("every partition of %s is led by the coordinator, broker %d", r.e.Topic, coord)
 }
 
 // groupCoordinator is the broker id FindCoordinator gives for the era's group, retried until the

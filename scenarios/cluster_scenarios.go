@@ -7,7 +7,6 @@ package scenarios
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -36,6 +35,19 @@ func clusterMemberProps(era string, t Timing) map[string]string {
 // offsetsCommitTimeoutMs is Kafka's offsets.commit.timeout.ms default, which the lab keeps.
 const offsetsCommitTimeoutMs = 5000
 
+// clusterScenario is the base of the cluster scenarios: 3 consumers on 6 partitions by default, one
+// ZooKeeper node, clusterBrokers brokers, and the coordinator eras' longer session
+// (clusterMemberProps). Each scenario adds its script and relations.
+func clusterScenario(name, description string) *Scenario {
+	return &Scenario{Name: name, Description: description, Defaults: Params{Consumers: 3, Partitions: 6},
+		MinConsumers: 1, ZKNodes: 1, Brokers: clusterBrokers, MemberProps: clusterMemberProps}
+}
+
+// zeroIn is the relation "figure name is 0 in the window of trigger", on every era.
+func zeroIn(trigger, name string) Relation {
+	return eventFig(nil, trigger, name, eq, "0", func(checkCtx) int64 { return 0 })
+}
+
 // killBroker appends the kill -9 of the broker in role, a wait past the brokers' ZooKeeper session
 // (the controller learns of the death only when the session expires) and a settle.
 func (s *script) killBroker(role string) *script {
@@ -59,43 +71,36 @@ func (s *script) restartDown() *script {
 // ZookeeperConsumerConnector registers no broker listener), so it does not rebalance either: its
 // LeaderFinderThread moves the fetchers of the dead broker's partitions to their new leaders.
 func brokerFailure() *Scenario {
-	return &Scenario{
-		Name: "broker-failure",
-		Description: "3 brokers, replication factor 3: kill -9 of a partition leader that is not the coordinator; " +
-			"no era rebalances, the fetchers find the new leaders, nothing acknowledged is lost",
-		Defaults:     Params{Consumers: 3, Partitions: 6},
-		MinConsumers: 1,
-		ZKNodes:      1,
-		Brokers:      clusterBrokers,
-		MemberProps:  clusterMemberProps,
-		Script: func(p Params, t Timing, r *scriptRand) []Step {
-			s := &script{t: t}
-			s.startAll(p.Consumers)
-			s.trigger("broker-failure").killBroker(BrokerRoleLeader)
-			s.trigger("broker-return").restartDown()
-			return s.steps
-		},
-		Extra: func(e *EraRun) map[string]int64 {
-			return map[string]int64{
-				"partitions_delivered_after_failure": e.partitionsDeliveredBetween("broker-failure", "broker-return"),
-			}
-		},
-		Relations: []Relation{
-			eventFig(nil, "broker-failure", FigRebalanceParticipants, eq, "0", func(checkCtx) int64 { return 0 }),
-			eventFig(nil, "broker-return", FigRebalanceParticipants, eq, "0", func(checkCtx) int64 { return 0 }),
-			{Text: "failure: every partition delivers again before the broker returns (the fetchers found the new leaders)",
-				check: func(x checkCtx) (bool, string, bool) {
-					n := x.era.partitionsDeliveredBetween("broker-failure", "broker-return")
-					return n == int64(x.p.Partitions), fmt.Sprintf("%d of %d partitions", n, x.p.Partitions), false
-				}},
-			// Duplicates are counted per window: the start-up rebalances (before the kill) may
-			// deliver again what a revoked partition's owner had not committed, as in any scenario.
-			eventFig(nil, "broker-failure", FigDuplicates, eq, "0", func(checkCtx) int64 { return 0 }),
-			eventFig(nil, "broker-return", FigDuplicates, eq, "0", func(checkCtx) int64 { return 0 }),
-			ownedOnce(nil),
-			totalFig(nil, FigLost, eq, 0),
-		},
+	sc := clusterScenario("broker-failure", "3 brokers, replication factor 3: kill -9 of a partition leader that is not the coordinator; "+
+		"no era rebalances, the fetchers find the new leaders, nothing acknowledged is lost")
+	sc.Script = func(p Params, t Timing, r *scriptRand) []Step {
+		s := &script{t: t}
+		s.startAll(p.Consumers)
+		s.trigger("broker-failure").killBroker(BrokerRoleLeader)
+		s.trigger("broker-return").restartDown()
+		return s.steps
 	}
+	sc.Extra = func(e *EraRun) map[string]int64 {
+		return map[string]int64{
+			"partitions_delivered_after_failure": e.partitionsDeliveredBetween("broker-failure", "broker-return"),
+		}
+	}
+	sc.Relations = []Relation{
+		zeroIn("broker-failure", FigRebalanceParticipants),
+		zeroIn("broker-return", FigRebalanceParticipants),
+		{Text: "failure: every partition delivers again before the broker returns (the fetchers found the new leaders)",
+			check: func(x checkCtx) (bool, string, bool) {
+				n := x.era.partitionsDeliveredBetween("broker-failure", "broker-return")
+				return n == int64(x.p.Partitions), fmt.Sprintf("%d of %d partitions", n, x.p.Partitions), false
+			}},
+		// Duplicates are counted per window: the start-up rebalances (before the kill) may
+		// deliver again what a revoked partition's owner had not committed, as in any scenario.
+		zeroIn("broker-failure", FigDuplicates),
+		zeroIn("broker-return", FigDuplicates),
+		ownedOnce(nil),
+		totalFig(nil, FigLost, eq, 0),
+	}
+	return sc
 }
 
 // coordinatorFailover: kill -9 of the broker that coordinates the group. The controller elects a new
@@ -108,60 +113,54 @@ func brokerFailure() *Scenario {
 // delivered past those commits. The zk era has no coordinator (its group and offsets live in
 // ZooKeeper); broker-failure shows what a broker's death does to it.
 func coordinatorFailover() *Scenario {
-	return &Scenario{
-		Name: "coordinator-failover",
-		Description: "3 brokers, replication factor 3: kill -9 of the group coordinator's broker; the members find " +
-			"the new coordinator, the group is stable again, commits are kept, duplicates bounded by the uncommitted records",
-		Defaults:     Params{Consumers: 3, Partitions: 6},
-		MinConsumers: 1,
-		ZKNodes:      1,
-		Brokers:      clusterBrokers,
-		NotApplicable: map[string]string{
-			"zk": "the zk era has no group coordinator: its group and offsets live in ZooKeeper (broker-failure covers a broker's death there)",
-		},
-		Script: func(p Params, t Timing, r *scriptRand) []Step {
-			s := &script{t: t}
-			s.startAll(p.Consumers)
-			// Commits on record before the kill: two auto-commit intervals.
-			s.add(Step{DelayMs: 2 * t.AutoCommitIntervalMs, Action: ActTrigger, Name: "coordinator-failover"})
-			s.killBroker(BrokerRoleCoordinator)
-			s.trigger("coordinator-return").restartDown()
-			return s.steps
-		},
-		Extra: func(e *EraRun) map[string]int64 {
-			return map[string]int64{
-				"coordinator_found_ms": e.coordinatorFoundMs("coordinator-failover"),
-				"uncommitted_at_kill":  e.uncommittedAt("coordinator-failover", "coordinator-return"),
-			}
-		},
-		Relations: []Relation{
-			{Text: "failover: every member looks the coordinator up again and reaches it (coordinator_found_ms >= 0)",
-				check: func(x checkCtx) (bool, string, bool) {
-					ms := x.era.coordinatorFoundMs("coordinator-failover")
-					return ms >= 0, fmt.Sprintf("%d ms after the kill", ms), false
-				}},
-			{Text: "failover: the group is stable again, or never stopped being (time_to_stable_ms is not never)",
-				check: func(x checkCtx) (bool, string, bool) {
-					ev, ok := x.era.eventNamed("coordinator-failover")
-					if !ok {
-						return false, "no coordinator-failover event", false
-					}
-					return ev.Figures.TimeToStableMs != NeverStable,
-						fmt.Sprintf("window end %s, time_to_stable_ms %d", ev.End, ev.Figures.TimeToStableMs), false
-				}},
-			{Text: "failover: duplicates <= records delivered past the commits acknowledged before the kill",
-				check: func(x checkCtx) (bool, string, bool) {
-					bound := x.era.uncommittedAt("coordinator-failover", "coordinator-return")
-					d, err := fig(FigDuplicates, x.era.Result.Totals)
-					if err != nil {
-						return false, err.Error(), false
-					}
-					return bound >= 0 && d <= bound, fmt.Sprintf("%d duplicates, bound %d", d, bound), false
-				}},
-			ownedOnce(nil),
-			totalFig(nil, FigLost, eq, 0),
-		},
+	sc := clusterScenario("coordinator-failover", "3 brokers, replication factor 3: kill -9 of the group coordinator's broker; the members find "+
+		"the new coordinator, the group is stable again, commits are kept, duplicates bounded by the uncommitted records")
+	sc.NotApplicable = map[string]string{
+		"zk": "the zk era has no group coordinator: its group and offsets live in ZooKeeper (broker-failure covers a broker's death there)",
 	}
+	sc.Script = func(p Params, t Timing, r *scriptRand) []Step {
+		s := &script{t: t}
+		s.startAll(p.Consumers)
+		// Commits on record before the kill: two auto-commit intervals.
+		s.add(Step{DelayMs: 2 * t.AutoCommitIntervalMs, Action: ActTrigger, Name: "coordinator-failover"})
+		s.killBroker(BrokerRoleCoordinator)
+		s.trigger("coordinator-return").restartDown()
+		return s.steps
+	}
+	sc.Extra = func(e *EraRun) map[string]int64 {
+		return map[string]int64{
+			"coordinator_found_ms": e.coordinatorFoundMs("coordinator-failover"),
+			"uncommitted_at_kill":  e.uncommittedAt("coordinator-failover", "coordinator-return"),
+		}
+	}
+	sc.Relations = []Relation{
+		{Text: "failover: every member looks the coordinator up again and reaches it (coordinator_found_ms >= 0)",
+			check: func(x checkCtx) (bool, string, bool) {
+				ms := x.era.coordinatorFoundMs("coordinator-failover")
+				return ms >= 0, fmt.Sprintf("%d ms after the kill", ms), false
+			}},
+		{Text: "failover: the group is stable again, or never stopped being (time_to_stable_ms is not never)",
+			check: func(x checkCtx) (bool, string, bool) {
+				ev, ok := x.era.eventNamed("coordinator-failover")
+				if !ok {
+					return false, "no coordinator-failover event", false
+				}
+				return ev.Figures.TimeToStableMs != NeverStable,
+					fmt.Sprintf("window end %s, time_to_stable_ms %d", ev.End, ev.Figures.TimeToStableMs), false
+			}},
+		{Text: "failover: duplicates <= records delivered past the commits acknowledged before the kill",
+			check: func(x checkCtx) (bool, string, bool) {
+				bound := x.era.uncommittedAt("coordinator-failover", "coordinator-return")
+				d, err := fig(FigDuplicates, x.era.Result.Totals)
+				if err != nil {
+					return false, err.Error(), false
+				}
+				return bound >= 0 && d <= bound, fmt.Sprintf("%d duplicates, bound %d", d, bound), false
+			}},
+		ownedOnce(nil),
+		totalFig(nil, FigLost, eq, 0),
+	}
+	return sc
 }
 
 // brokerRollingBounce: each broker in turn stopped gracefully and restarted, as an operator upgrades
@@ -172,46 +171,28 @@ func coordinatorFailover() *Scenario {
 // a group with a session timeout that leaves room for the group's load on its new coordinator); the zk
 // era's connector does not watch the brokers and must not either.
 func brokerRollingBounce() *Scenario {
-	return &Scenario{
-		Name: "broker-rolling-bounce",
-		Description: "3 brokers, replication factor 3: each broker stopped (controlled shutdown) and restarted in turn; " +
-			"no era rebalances, nothing acknowledged is lost",
-		Defaults:     Params{Consumers: 3, Partitions: 6},
-		MinConsumers: 1,
-		ZKNodes:      1,
-		Brokers:      clusterBrokers,
-		MemberProps:  clusterMemberProps,
-		Script: func(p Params, t Timing, r *scriptRand) []Step {
-			s := &script{t: t}
-			s.startAll(p.Consumers)
-			for i := 0; i < clusterBrokers; i++ {
-				s.trigger(fmt.Sprintf("bounce-%d", i+1))
-				s.add(Step{Action: ActBrokerStop, Node: i})
-				s.add(Step{DelayMs: 1000, Action: ActBrokerStart, Node: i})
-				s.settle()
-			}
-			return s.steps
-		},
-		Relations: []Relation{
-			{Text: "bounces: rebalance_participants == 0 in every bounce window",
-				check: func(x checkCtx) (bool, string, bool) {
-					var n int64
-					var got []string
-					for i := 1; i <= clusterBrokers; i++ {
-						ev, ok := x.era.eventNamed(fmt.Sprintf("bounce-%d", i))
-						if !ok {
-							return false, fmt.Sprintf("no bounce-%d event", i), false
-						}
-						n += ev.Figures.RebalanceParticipants
-						got = append(got, fmt.Sprint(ev.Figures.RebalanceParticipants))
-					}
-					return n == 0, strings.Join(got, ","), false
-				}},
-			ownedOnce(nil),
-			totalFig(nil, FigLost, eq, 0),
-		},
+	sc := clusterScenario("broker-rolling-bounce", "3 brokers, replication factor 3: each broker stopped (controlled shutdown) and restarted in turn; "+
+		"no era rebalances, nothing acknowledged is lost")
+	sc.Script = func(p Params, t Timing, r *scriptRand) []Step {
+		s := &script{t: t}
+		s.startAll(p.Consumers)
+		for i := 0; i < clusterBrokers; i++ {
+			s.trigger(bounceTrigger(i))
+			s.add(Step{Action: ActBrokerStop, Node: i})
+			s.add(Step{DelayMs: 1000, Action: ActBrokerStart, Node: i})
+			s.settle()
+		}
+		return s.steps
 	}
+	for i := 0; i < clusterBrokers; i++ {
+		sc.Relations = append(sc.Relations, zeroIn(bounceTrigger(i), FigRebalanceParticipants))
+	}
+	sc.Relations = append(sc.Relations, ownedOnce(nil), totalFig(nil, FigLost, eq, 0))
+	return sc
 }
+
+// bounceTrigger names the window of broker i's bounce (0-based i, 1-based name).
+func bounceTrigger(i int) string { return fmt.Sprintf("bounce-%d", i+1) }
 
 // partitionsDeliveredBetween counts the partitions with a delivery between the triggers from and to.
 func (e *EraRun) partitionsDeliveredBetween(from, to string) int64 {
@@ -242,11 +223,13 @@ func (e *EraRun) coordinatorFoundMs(trigger string) int64 {
 	if !ok {
 		return -1
 	}
-	var killTs int64 = -1
+	killTs := e.killAfter(start)
+	if killTs < 0 {
+		return -1
+	}
 	live := map[string]bool{}
 	for _, r := range e.Records {
-		if r.TsMs > start && killTs < 0 && r.Kind == timeline.Fault && r.Action == string(ActBrokerKill) {
-			killTs = r.TsMs
+		if r.TsMs > killTs {
 			break
 		}
 		switch r.Kind {
@@ -256,7 +239,7 @@ func (e *EraRun) coordinatorFoundMs(trigger string) int64 {
 			delete(live, r.Member)
 		}
 	}
-	if killTs < 0 || len(live) == 0 {
+	if len(live) == 0 {
 		return -1
 	}
 	lookedUp := map[string]bool{}
@@ -286,6 +269,16 @@ func (e *EraRun) coordinatorFoundMs(trigger string) int64 {
 	return worst
 }
 
+// killAfter is the time of the first broker kill after ts (its fault record), -1 when there is none.
+func (e *EraRun) killAfter(ts int64) int64 {
+	for _, r := range e.Records {
+		if r.TsMs > ts && r.Kind == timeline.Fault && r.Action == string(ActBrokerKill) {
+			return r.TsMs
+		}
+	}
+	return -1
+}
+
 // uncommittedAt bounds the redeliveries a failover at trigger from can cause: per partition, the
 // deliveries up to trigger to of offsets at or past the last commit acknowledged (applied) before
 // the broker kill. If the group restarted every partition from those commits, it would deliver these
@@ -299,19 +292,18 @@ func (e *EraRun) uncommittedAt(from, to string) int64 {
 	if !ok {
 		return -1
 	}
-	var killTs int64 = -1
+	killTs := e.killAfter(start)
+	if killTs < 0 {
+		return -1
+	}
 	committed := map[int32]int64{}
 	for _, r := range e.Records {
-		if r.TsMs > start && r.Kind == timeline.Fault && r.Action == string(ActBrokerKill) {
-			killTs = r.TsMs
+		if r.TsMs > killTs {
 			break
 		}
 		if r.Kind == timeline.Commit && r.Result == timeline.CommitApplied && r.Partition != nil && r.Offset != nil {
 			committed[*r.Partition] = max(committed[*r.Partition], *r.Offset)
 		}
-	}
-	if killTs < 0 {
-		return -1
 	}
 	type po struct {
 		p int32
