@@ -78,5 +78,5 @@ DOCS_ONLY  ?=
 DOCS_FLAGS ?=
 
 .PHONY: docs
-docs: deps
-	$(GO) run ./docs/gen -out $(DOCS_OUT) $(if $(DOCS_MD),-md $(DOCS_MD)) $(if $(DOCS_ONLY),-only $(DOCS_ONLY)) -version $(VERSION) $(DOCS_FLAGS)
+docs: deps build
+	$(GO) run ./docs/gen -out $(DOCS_OUT) $(if $(DOCS_MD),-md $(DOCS_MD)) $(if $(DOCS_ONLY),-only $(DOCS_ONLY)) -version $(VERSION) -bin $(CURDIR)/$(BIN) $(DOCS_FLAGS)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/rebalancelab/rebalancelab/zkdata"
 )
@@ -127,17 +126,8 @@ func decodeBroker(data []byte) (brokerZNode, error) {
 	return brokerZNode{Version: b.Version, Host: host, Port: port}, nil
 }
 
-func decodeController(data []byte) (int32, error) {
-	// KafkaController.parseControllerId also accepted a bare integer (pre-0.8.2 format).
-	if n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 32); err == nil {
-		return int32(n), nil
-	}
-	var c controllerZNode
-	if err := json.Unmarshal(data, &c); err != nil {
-		return -1, fmt.Errorf("controller znode %q: %w", data, err)
-	}
-	return c.BrokerID, nil
-}
+// decodeController reads /controller (zkdata.DecodeController).
+func decodeController(data []byte) (int32, error) { return zkdata.DecodeController(data) }
 
 // decodeAssignment reads /brokers/topics/<t> of any version Kafka writes (1–3,
 // zkdata.DecodeTopicAssignment): partition → replicas.
@@ -145,20 +135,14 @@ func decodeAssignment(data []byte) (map[int32][]int32, error) {
 	return zkdata.DecodeTopicAssignment(data)
 }
 
+// decodeState reads a partition's state znode (zkdata.DecodePartitionState).
 func decodeState(data []byte) (leaderAndISR, error) {
-	var s stateZNode
-	if err := json.Unmarshal(data, &s); err != nil {
-		return leaderAndISR{}, fmt.Errorf("state znode %q: %w", data, err)
+	s, err := zkdata.DecodePartitionState(data)
+	if err != nil {
+		return leaderAndISR{}, err
 	}
-	st := leaderAndISR{Leader: s.Leader, LeaderEpoch: s.LeaderEpoch, ControllerEpoch: s.ControllerEpoch, ISR: s.ISR}
-	if s.LeaderRecoveryState != nil {
-		// LeaderRecoveryState.of refuses anything but 0 and 1.
-		if r := *s.LeaderRecoveryState; r != leaderRecovered && r != leaderRecovering {
-			return leaderAndISR{}, fmt.Errorf("state znode %q: unknown leader_recovery_state %d", data, r)
-		}
-		st.LeaderRecoveryState = *s.LeaderRecoveryState
-	}
-	return st, nil
+	return leaderAndISR{Leader: s.Leader, LeaderEpoch: s.LeaderEpoch, ControllerEpoch: s.ControllerEpoch, ISR: s.ISR,
+		LeaderRecoveryState: s.LeaderRecoveryState}, nil
 }
 
 // sortedPartitions returns the partition ids of an assignment in ascending order.

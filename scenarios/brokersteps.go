@@ -44,8 +44,10 @@ func (r *eraRunner) brokerStep(ctx context.Context, st Step) {
 	var err error
 	switch st.Action {
 	case ActBrokerStop:
+		r.noteDown(ctx, n.ID())
 		err = n.Stop(sctx) // returns once the broker has stopped (after its controlled shutdown)
 	case ActBrokerKill:
+		r.noteDown(ctx, n.ID())
 		err = n.Kill() // returns once the process has exited
 	default:
 		err = n.Start(sctx) // returns once it is registered and serving
@@ -65,6 +67,16 @@ func (r *eraRunner) brokerStep(ctx context.Context, st Step) {
 		r.stepf("%s: broker %d", st, n.ID())
 	}
 	r.nodeFault(st.Action != ActBrokerStart, string(action), fmt.Sprintf("broker/%d", n.ID()))
+}
+
+// noteDown tells the durability scenario's side topic, if any, that broker id goes down now.
+func (r *eraRunner) noteDown(ctx context.Context, id int32) {
+	if r.side == nil {
+		return
+	}
+	if err := r.side.noteDown(ctx, id); err != nil {
+		r.errorf("durability: the partitions broker %d leads: %v", id, err)
+	}
 }
 
 // takeDown forgets broker idx as down and returns the action that took it down (broker-stop for a

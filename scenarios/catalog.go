@@ -65,6 +65,9 @@ type Scenario struct {
 	// Streams, when set, makes this a Streams scenario (streams.go): its members are Kafka Streams
 	// instances, its one era is StreamsEra, and its relations read RunResult.Streams.
 	Streams *StreamsSpec
+	// Durability, when set, makes the runner write a side topic with producers of several acks
+	// settings and read it back after the script (durability.go); the relations read EraRun.Durability.
+	Durability *DurabilitySpec
 }
 
 // scriptRand is the scenario's seeded source (newRandSource).
@@ -119,7 +122,7 @@ func Catalog() []*Scenario {
 		consumerBounce(false, "rolling"), staticMemberBounce(), staticFencing(), consumerFailure(true),
 		consumerFailure(false),
 		// A three-broker cluster (cluster_scenarios.go).
-		brokerFailure(), coordinatorFailover(), brokerRollingBounce(),
+		brokerFailure(), coordinatorFailover(), brokerRollingBounce(), durability(),
 		// Over test hosts (host_scenarios.go).
 		hostLinkDown(), hostSlowLink(),
 		// Kafka Streams instances on this broker (streams.go).

@@ -1,9 +1,11 @@
 package scenarios
 
 // The cluster scenarios (issue #15): a three-broker lab whose topic and __consumer_offsets have
-// replication factor 3, and a broker killed with SIGKILL under the group. broker-failure kills a
-// partition leader that does not coordinate the group; coordinator-failover kills the coordinator's
-// broker. Both restart the killed broker at the end, so that the next era starts on three brokers.
+// replication factor 3, and a broker killed with SIGKILL or stopped under the group. broker-failure
+// kills a partition leader that does not coordinate the group; coordinator-failover kills the
+// coordinator's broker; durability kills a partition leader under an acks=all and an acks=1 producer
+// (durability.go); broker-rolling-bounce stops and restarts each broker in turn. Every killed broker is
+// restarted at the end, so that the next era starts on three brokers.
 
 import (
 	"fmt"
@@ -189,6 +191,64 @@ func brokerRollingBounce() *Scenario {
 	}
 	sc.Relations = append(sc.Relations, ownedOnce(nil), totalFig(nil, FigLost, eq, 0))
 	return sc
+}
+
+// durability: kill -9 of a partition leader while, beside the group's producer, two producers write
+// the side topic (replication factor 3, min.insync.replicas 2) at 10,000 records/s each, one with
+// acks=all and one with acks=1. With acks=all a record is acknowledged once every in-sync replica has
+// it, so the replica the controller elects has it too: nothing acknowledged is lost, and with two of
+// three replicas alive the producer carries on. With acks=1 the leader acknowledges on its own append:
+// what it acknowledged and its followers had not fetched yet dies with it, and when it returns it
+// truncates those records away (the new leader has written others at their offsets). That loss is the
+// measurement; the relation is that it happens only on partitions the killed broker led. The group's
+// own producer (acks=all, one record at a time) and members are judged as in every scenario.
+func durability() *Scenario {
+	sc := clusterScenario("durability", "3 brokers, replication factor 3, min.insync.replicas 2: kill -9 of a partition leader "+
+		"under an acks=all and an acks=1 producer; acks=all loses nothing acknowledged, acks=1's loss is measured")
+	sc.Durability = &DurabilitySpec{
+		Producers:     []ProducerSpec{{Name: "acks_all", Acks: "all"}, {Name: "acks_1", Acks: "1"}},
+		TopicConfigs:  map[string]string{"min.insync.replicas": "2"},
+		RecordsPerSec: 10000,
+	}
+	sc.Script = func(p Params, t Timing, r *scriptRand) []Step {
+		s := &script{t: t}
+		s.startAll(p.Consumers)
+		s.trigger("leader-kill").killBroker(BrokerRoleLeader)
+		s.trigger("leader-return").restartDown()
+		return s.steps
+	}
+	sc.Extra = durabilityFigures
+	sc.Relations = []Relation{
+		producerRel("acks=all: every acknowledged record is in the log (acks_all_lost == 0, acks_all_acked > 0)", "acks_all",
+			func(c ProducerCheck) (bool, string) {
+				return c.Lost == 0 && c.Acked > 0, fmt.Sprintf("%d lost of %d acknowledged", c.Lost, c.Acked)
+			}),
+		producerRel("acks=all: the producer carried on with one of three replicas down (acknowledged after the kill > 0)", "acks_all",
+			func(c ProducerCheck) (bool, string) {
+				return c.AckedAfterDown > 0, fmt.Sprintf("%d acknowledged after the kill", c.AckedAfterDown)
+			}),
+		producerRel("acks=1: records lost only on the partitions the killed broker led (acks_1_lost_elsewhere == 0); acks_1_lost is the measurement", "acks_1",
+			func(c ProducerCheck) (bool, string) {
+				return len(c.DownLedPartitions) > 0 && c.LostElsewhere == 0,
+					fmt.Sprintf("%d lost of %d acknowledged, on partitions %v; the killed broker led %v; %d elsewhere",
+						c.Lost, c.Acked, c.LostPartitions, c.DownLedPartitions, c.LostElsewhere)
+			}),
+		ownedOnce(nil),
+		totalFig(nil, FigLost, eq, 0),
+	}
+	return sc
+}
+
+// producerRel is a relation on the durability check of producer name, on every era.
+func producerRel(text, name string, f func(ProducerCheck) (bool, string)) Relation {
+	return Relation{Text: text, check: func(x checkCtx) (bool, string, bool) {
+		c, ok := x.era.producerCheck(name)
+		if !ok {
+			return false, "no durability check of producer " + name, false
+		}
+		ok, got := f(c)
+		return ok, got, false
+	}}
 }
 
 // bounceTrigger names the window of broker i's bounce (0-based i, 1-based name).

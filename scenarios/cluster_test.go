@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -192,6 +193,41 @@ func TestBrokerRollingBounce(t *testing.T) {
 			if begun[b] != 1 || ended[b] != 1 {
 				t.Errorf("%s: %s stopped %d and restarted %d times, want 1 and 1", e.Era, b, begun[b], ended[b])
 			}
+		}
+	}
+}
+
+// TestDurability: under kill -9 of a partition leader, the acks=all producer (min.insync.replicas 2)
+// loses nothing it was told was written and, being idempotent, writes nothing twice; the acks=1
+// producer's losses, if any, are on the partitions the killed broker led. Two eras: the producers'
+// side of the scenario does not depend on the group's.
+func TestDurability(t *testing.T) {
+	res := runScenarioWith(t, "durability", Params{Consumers: 3, Partitions: 6, Seed: 1}, withBrokerBinary(t, func(o *Options) {
+		o.Eras = []string{"zk", "classic"}
+	}))
+	for _, e := range res.Eras {
+		if len(e.Durability) != 2 {
+			t.Fatalf("%s: %d producer checks, want 2 (acks_all, acks_1): %+v", e.Era, len(e.Durability), e.Durability)
+		}
+		all, _ := e.producerCheck("acks_all")
+		one, _ := e.producerCheck("acks_1")
+		t.Logf("%s: acks_all %+v", e.Era, all)
+		t.Logf("%s: acks_1 %+v", e.Era, one)
+		if all.Acked == 0 || all.Lost != 0 || all.Duplicates != 0 || all.Failed != 0 {
+			t.Errorf("%s: acks=all: %d acknowledged, %d lost, %d twice, %d failed (%s); want > 0, 0, 0, 0",
+				e.Era, all.Acked, all.Lost, all.Duplicates, all.Failed, all.FirstError)
+		}
+		// Six partitions over three brokers: the killed broker led two of the side topic's.
+		if len(one.DownLedPartitions) != 2 {
+			t.Errorf("%s: the killed broker led %v of the side topic, want two partitions", e.Era, one.DownLedPartitions)
+		}
+		for _, p := range one.LostPartitions {
+			if !slices.Contains(one.DownLedPartitions, p) {
+				t.Errorf("%s: acks=1 lost records on partition %d, which the killed broker (%v) did not lead", e.Era, p, one.DownLedPartitions)
+			}
+		}
+		if one.Acked == 0 || one.LostElsewhere != 0 {
+			t.Errorf("%s: acks=1: %d acknowledged, %d lost elsewhere; want > 0, 0", e.Era, one.Acked, one.LostElsewhere)
 		}
 	}
 }

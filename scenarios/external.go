@@ -165,12 +165,14 @@ func (r *eraRunner) cleanup() {
 			}
 		}
 	}
-	if resp, err := adm.DeleteTopics(ctx, e.Topic); err != nil {
-		fail("delete topic %s: %v", e.Topic, err)
-	} else if tr := resp[e.Topic]; tr.Err != nil && !errors.Is(tr.Err, kerr.UnknownTopicOrPartition) {
-		fail("delete topic %s: %v", e.Topic, tr.Err)
-	} else {
-		removed = append(removed, "topic "+e.Topic)
+	for _, topic := range r.topics() {
+		if resp, err := adm.DeleteTopics(ctx, topic); err != nil {
+			fail("delete topic %s: %v", topic, err)
+		} else if tr := resp[topic]; tr.Err != nil && !errors.Is(tr.Err, kerr.UnknownTopicOrPartition) {
+			fail("delete topic %s: %v", topic, tr.Err)
+		} else {
+			removed = append(removed, "topic "+topic)
+		}
 	}
 	if r.zkConnect != "" {
 		root := "/consumers/" + e.Group

@@ -59,9 +59,11 @@ type EraRun struct {
 	// stopped at the end of the run, which leaves every partition unowned).
 	EndOwners map[string]string
 	// Drained: every produced record was delivered before the members were stopped.
-	Drained      bool
-	Timeline     string // timeline file name (in the report/output dir), "" when not written
-	Extra        map[string]int64
+	Drained  bool
+	Timeline string // timeline file name (in the report/output dir), "" when not written
+	Extra    map[string]int64
+	// Durability: the side producers' checks of a durability scenario (DurabilitySpec).
+	Durability   []ProducerCheck
 	ZKCrosscheck *ZKCrosscheck
 	Relations    []RelationResult
 	Errors       []string // runner problems (a member that could not start, a fault that failed)
@@ -355,6 +357,7 @@ type jsonEra struct {
 	EndOwners     map[string]string `json:"end_owners,omitempty"`
 	Drained       bool              `json:"drained"`
 	Extra         map[string]int64  `json:"extra,omitempty"`
+	Durability    []ProducerCheck   `json:"durability,omitempty"`
 	ZKCrosscheck  *ZKCrosscheck     `json:"zk_crosscheck,omitempty"`
 	Relations     []RelationResult  `json:"relations"`
 	Errors        []string          `json:"errors,omitempty"`
@@ -400,7 +403,7 @@ func (r *RunResult) WriteJSON(w io.Writer) error {
 	for _, e := range r.Eras {
 		je := jsonEra{Era: e.Era, Applies: e.Applies, Reason: e.Reason, Group: e.Group, Topic: e.Topic,
 			Events: e.Result.Events, Faults: e.Result.Faults, NotApplicable: e.Result.NotApplicable, Timeline: e.Timeline,
-			EndOwners: e.EndOwners, Drained: e.Drained, Extra: e.Extra, ZKCrosscheck: e.ZKCrosscheck,
+			EndOwners: e.EndOwners, Drained: e.Drained, Extra: e.Extra, Durability: e.Durability, ZKCrosscheck: e.ZKCrosscheck,
 			Relations: e.Relations, Errors: e.Errors, Warnings: e.Result.Warnings, Processes: e.Processes}
 		if e.Applies {
 			je.FiguresCover = "the timeline up to the " + scriptEndTrigger + " trigger; the members' final stop follows it in the timeline file"

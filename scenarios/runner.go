@@ -447,6 +447,8 @@ type eraRunner struct {
 	// down are the lab brokers the script stopped or killed and has not started since, oldest first
 	// (brokerStep; used only by the step goroutine).
 	down []downBroker
+	// side is the durability scenario's side topic and its producers (nil in other scenarios).
+	side *sideTopic
 }
 
 func (r *eraRunner) errorf(format string, a ...any) {
@@ -515,6 +517,14 @@ func (r *eraRunner) run(parent context.Context) error {
 		r.produce(prodCtx)
 	}()
 	defer func() { stopProducer(); <-prodDone }()
+	if r.sc.Durability != nil {
+		side, err := r.startDurability(ctx, prodCtx)
+		if err != nil {
+			return err
+		}
+		r.side = side
+		defer side.wg.Wait()
+	}
 
 	for i, st := range r.res.Script {
 		if !sleepCtx(ctx, time.Duration(st.DelayMs)*time.Millisecond) {
@@ -527,6 +537,14 @@ func (r *eraRunner) run(parent context.Context) error {
 	}
 	stopProducer()
 	<-prodDone
+	if r.side != nil && parent.Err() == nil {
+		r.stepf("durability: reading %s back", r.side.topic)
+		checks, err := r.side.check(ctx)
+		if err != nil {
+			r.errorf("%v", err)
+		}
+		e.Durability = checks
+	}
 	if parent.Err() != nil { // Ctrl-C: stop everything at once, keep what was measured
 		r.stopAll(false)
 		r.zombies.Wait()
@@ -603,8 +621,50 @@ func (r *eraRunner) sortedRecords() []timeline.Record {
 	return recs
 }
 
+// topics are the era's topics: its group's and, for a durability scenario, the side topic.
+func (r *eraRunner) topics() []string {
+	if r.sc.Durability != nil {
+		return []string{r.e.Topic, durabilityTopic(r.e.Topic)}
+	}
+	return []string{r.e.Topic}
+}
+
+// createNamedTopic creates topic with the run's partitions, replication factor min(3, brokers) in the
+// lab (1 on an existing cluster), and configs.
+func (r *eraRunner) createNamedTopic(ctx context.Context, topic string, configs map[string]string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(r.bootstrap, ",")...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	rf := int16(1) // an existing cluster: the scenarios' replication factor 1
+	if r.lab != nil {
+		rf = int16(lab.OffsetsTopicReplicationFactor(len(r.lab.Brokers())))
+	}
+	var cfg map[string]*string
+	for k, v := range configs {
+		if cfg == nil {
+			cfg = map[string]*string{}
+		}
+		cfg[k] = kadm.StringPtr(v)
+	}
+	resp, err := kadm.NewClient(cl).CreateTopic(cctx, int32(r.p.Partitions), rf, cfg, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	return nil
+}
+
 // createTopic creates the era's topic and learns every broker's advertised address.
 func (r *eraRunner) createTopic(ctx context.Context) error {
+	if err := r.createNamedTopic(ctx, r.e.Topic, nil); err != nil {
+		return err
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(r.bootstrap, ",")...))
 	if err != nil {
 		return err
@@ -613,17 +673,6 @@ func (r *eraRunner) createTopic(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	adm := kadm.NewClient(cl)
-	rf := int16(1) // an existing cluster: the scenarios' replication factor 1
-	if r.lab != nil {
-		rf = int16(lab.OffsetsTopicReplicationFactor(len(r.lab.Brokers())))
-	}
-	resp, err := adm.CreateTopic(cctx, int32(r.p.Partitions), rf, nil, r.e.Topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		return fmt.Errorf("create topic %s: %w", r.e.Topic, err)
-	}
 	seen := map[string]bool{}
 	add := func(a string) {
 		if a != "" && !seen[a] {

@@ -138,3 +138,59 @@ func DecodeTopicAssignment(data []byte) (map[int32][]int32, error) {
 	}
 	return out, nil
 }
+
+// PartitionState is /brokers/topics/<t>/partitions/<p>/state, JSON version 1
+// (TopicPartitionStateZNode; ZkUtils.leaderAndIsrZkData in 0.8.2):
+//
+//	{"version":1,"leader":1,"leader_epoch":3,"controller_epoch":2,"isr":[1,3]}
+//	+ "leader_recovery_state":1 while a leader elected uncleanly is RECOVERING (3.9; absent: RECOVERED, 0)
+//
+// Leader -1: no leader.
+type PartitionState struct {
+	Leader              int32
+	LeaderEpoch         int32
+	ControllerEpoch     int32
+	ISR                 []int32
+	LeaderRecoveryState int8
+}
+
+// DecodePartitionState decodes a partition's state znode; a leader_recovery_state other than 0 or 1
+// is an error (LeaderRecoveryState.of).
+func DecodePartitionState(data []byte) (PartitionState, error) {
+	var s struct {
+		Leader              int32   `json:"leader"`
+		LeaderEpoch         int32   `json:"leader_epoch"`
+		ControllerEpoch     int32   `json:"controller_epoch"`
+		ISR                 []int32 `json:"isr"`
+		LeaderRecoveryState *int8   `json:"leader_recovery_state"`
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return PartitionState{}, fmt.Errorf("state znode %q: %w", data, err)
+	}
+	st := PartitionState{Leader: s.Leader, LeaderEpoch: s.LeaderEpoch, ControllerEpoch: s.ControllerEpoch, ISR: s.ISR}
+	if s.LeaderRecoveryState != nil {
+		if r := *s.LeaderRecoveryState; r != 0 && r != 1 {
+			return PartitionState{}, fmt.Errorf("state znode %q: unknown leader_recovery_state %d", data, r)
+		}
+		st.LeaderRecoveryState = *s.LeaderRecoveryState
+	}
+	return st, nil
+}
+
+// DecodeController reads /controller, {"version":1,"brokerid":1,"timestamp":"<ms>"} (ControllerZNode),
+// or the bare broker id that Kafka before 0.8.2 wrote (KafkaController.parseControllerId accepts both).
+func DecodeController(data []byte) (int32, error) {
+	if n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 32); err == nil {
+		return int32(n), nil
+	}
+	var c struct {
+		BrokerID *int32 `json:"brokerid"`
+	}
+	if err := json.Unmarshal(data, &c); err != nil {
+		return -1, fmt.Errorf("controller znode %q: %w", data, err)
+	}
+	if c.BrokerID == nil {
+		return -1, fmt.Errorf("controller znode %q: no brokerid", data)
+	}
+	return *c.BrokerID, nil
+}

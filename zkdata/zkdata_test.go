@@ -2,6 +2,7 @@ package zkdata
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -72,5 +73,25 @@ func TestDecodeTopicAssignment(t *testing.T) {
 		if got, err := DecodeTopicAssignment([]byte(bad)); err == nil {
 			t.Errorf("DecodeTopicAssignment(%s) = %v, no error", bad, got)
 		}
+	}
+}
+
+// TestDecodePartitionState: the state znode as 3.9 writes it, with and without leader_recovery_state;
+// an unknown recovery state and bad JSON are errors.
+func TestDecodePartitionState(t *testing.T) {
+	s, err := DecodePartitionState([]byte(`{"controller_epoch":2,"leader":3,"version":1,"leader_epoch":5,"isr":[3,1]}`))
+	if err != nil || s.Leader != 3 || s.LeaderEpoch != 5 || s.ControllerEpoch != 2 || len(s.ISR) != 2 || s.ISR[0] != 3 || s.ISR[1] != 1 || s.LeaderRecoveryState != 0 {
+		t.Errorf("got %+v, %v", s, err)
+	}
+	s, err = DecodePartitionState([]byte(`{"controller_epoch":2,"leader":1,"version":1,"leader_epoch":6,"isr":[1],"leader_recovery_state":1}`))
+	if err != nil || s.LeaderRecoveryState != 1 {
+		t.Errorf("recovering: got %+v, %v", s, err)
+	}
+	if _, err := DecodePartitionState([]byte(`{"leader":1,"leader_epoch":6,"isr":[1],"leader_recovery_state":2}`)); err == nil ||
+		!strings.Contains(err.Error(), "unknown leader_recovery_state 2") {
+		t.Errorf("recovery state 2: %v", err)
+	}
+	if _, err := DecodePartitionState([]byte(`{"leader":`)); err == nil || !strings.HasPrefix(err.Error(), "state znode ") {
+		t.Errorf("bad JSON: %v", err)
 	}
 }

@@ -20,8 +20,8 @@ import (
 
 func TestParseOnly(t *testing.T) {
 	all, err := parseOnly("")
-	if err != nil || len(all) != 7 || !all["ch1"] || !all["ch7"] {
-		t.Fatalf(`parseOnly("") = %v, %v; want the 7 chapters`, all, err)
+	if err != nil || len(all) != 8 || !all["ch1"] || !all["ch8"] {
+		t.Fatalf(`parseOnly("") = %v, %v; want the 8 chapters`, all, err)
 	}
 	two, err := parseOnly("ch1, ch4")
 	if err != nil || len(two) != 2 || !two["ch1"] || !two["ch4"] {
@@ -61,6 +61,21 @@ func TestParseFlags(t *testing.T) {
 		sw.partitions != 64 || strings.Join(sw.eras, ",") != "zk,classic,cooperative,static" {
 		t.Errorf("ch4 sweep %+v", sw)
 	}
+	// ch8: its three runs on three-broker labs need the binary its brokers run as.
+	if _, err := parseFlags([]string{"-out", "x", "-only", "ch8", "-small"}, io.Discard); err == nil || !strings.Contains(err.Error(), "-bin is required for ch8") {
+		t.Errorf("ch8 without -bin: error = %v", err)
+	}
+	runs = sizesFor(false).scenarioRuns(map[string]bool{"ch8": true})
+	got = nil
+	for _, r := range runs {
+		got = append(got, r.key+"="+strings.Join(r.eras, ","))
+		if !r.cluster || !r.report {
+			t.Errorf("ch8 run %s: cluster %v, report %v; want both", r.key, r.cluster, r.report)
+		}
+	}
+	if want := "broker-failure=zk,classic,cooperative,static coordinator-failover=classic,cooperative,static durability=zk,classic,cooperative,static"; strings.Join(got, " ") != want {
+		t.Errorf("ch8 runs %v, want %s", got, want)
+	}
 }
 
 // TestFiguresFromACommit: a full-size run refuses a dirty tree's version (the committed figures name
@@ -74,6 +89,9 @@ func TestFiguresFromACommit(t *testing.T) {
 		version := "6ab5349-dirty"
 		if len(args) == 0 {
 			version = "6ab5349"
+		}
+		if args = append(args, "-bin", "bin/rebalancelab"); args[0] == "-check" {
+			args = args[:1] // -check runs nothing and needs no binary
 		}
 		if _, err := parseFlags(append([]string{"-out", "x", "-version", version}, args...), io.Discard); err != nil {
 			t.Errorf("-version %s %v: %v", version, args, err)

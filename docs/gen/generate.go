@@ -23,6 +23,10 @@ type sizes struct {
 	ch1Messages int
 	// connect is chapter 7's connect-workers runs: one per protocol, each through these layouts.
 	connect connectSizes
+	// cluster is chapter 8's three-broker runs (broker-failure, coordinator-failover, durability) and
+	// clusterEras the eras each runs (coordinator-failover: only those with a coordinator).
+	cluster     scenarios.Params
+	clusterEras []string
 }
 
 // connectSizes are the connect-workers knobs: the Connect protocols to run (one run each, in this
@@ -56,6 +60,7 @@ func sizesFor(small bool) sizes {
 			// The least connect-workers allows: its last layout's last worker is killed, so two workers
 			// (started together, before the connectors), one source and one sink task; sessioned only.
 			connect: connectSizes{protocols: []string{scenarios.ConnectSessioned}, layouts: []scenarios.ConnectLayout{{Workers: 2, SourceTasks: 1, SinkTasks: 1}}},
+			cluster: scenarios.Params{Consumers: 2, Partitions: 6}, clusterEras: []string{"classic"},
 		}
 	}
 	// The scenarios' own defaults (scenarios.Catalog), and make demo's sweep: N = 4, 16, 64 on 64
@@ -66,6 +71,7 @@ func sizesFor(small bool) sizes {
 		divergent: scenarios.Params{Consumers: 4, Partitions: 8}, rolling: scenarios.Params{Consumers: 4, Partitions: 8},
 		sweep: sweepSizes{sizes: []int{4, 16, 64}, repeat: 3, partitions: 64}, ch1Messages: 12,
 		connect: connectSizes{protocols: []string{scenarios.ConnectSessioned, scenarios.ConnectEager}, layouts: scenarios.ConnectLayouts},
+		cluster: scenarios.Params{Consumers: 3, Partitions: 6}, clusterEras: allEras,
 	}
 }
 
@@ -85,6 +91,9 @@ type scenarioRun struct {
 	// connects[key].
 	connectProtocol string
 	connectLayouts  []scenarios.ConnectLayout
+	// cluster: a three-broker scenario whose brokers run as processes of config.bin, with chapter 8's
+	// state snapshots around its broker kill (snapshots.onStep).
+	cluster bool
 }
 
 // connectKey is the results key of the connect-workers run with protocol p.
@@ -140,6 +149,16 @@ func (s sizes) scenarioRuns(only map[string]bool) []scenarioRun {
 	if only["ch6"] {
 		add(runRolling, "rolling-restart", allEras, s.rolling, true)
 	}
+	if only["ch8"] {
+		for _, name := range []string{runBrokerFailure, runCoordFailover, runDurability} {
+			eras := s.clusterEras
+			if name == runCoordFailover { // the zk era has no coordinator
+				eras = slices.DeleteFunc(slices.Clone(eras), func(e string) bool { return e == "zk" })
+			}
+			runs = append(runs, scenarioRun{key: name, name: name, eras: eras, consumers: s.cluster.Consumers,
+				partitions: s.cluster.Partitions, report: true, cluster: true})
+		}
+	}
 	if only["ch7"] { // Kafka Streams instances: one size (2 instances, 6 partitions), small or not
 		add(runStreams, "streams-threads", []string{scenarios.StreamsEra}, scenarios.Params{Consumers: 2, Partitions: 6}, false)
 		for _, p := range s.connect.protocols { // Kafka Connect workers
@@ -160,6 +179,7 @@ type generator struct {
 	results  map[string]*scenarios.RunResult
 	sweeps   map[string]*scenarios.SweepResult
 	connects map[string]*scenarios.ConnectResult
+	snaps    snapshots // chapter 8's state znodes around its broker kills
 }
 
 func (g *generator) logf(format string, a ...any) {
@@ -244,7 +264,7 @@ func (g *generator) generate(ctx context.Context) error {
 	for _, st := range []struct {
 		ch string
 		fn func() error
-	}{{"ch4", g.ch4}, {"ch5", g.ch5}, {"ch6", g.ch6}, {"ch7", g.ch7Streams}, {"ch7", g.ch7Connect}} {
+	}{{"ch4", g.ch4}, {"ch5", g.ch5}, {"ch6", g.ch6}, {"ch7", g.ch7Streams}, {"ch7", g.ch7Connect}, {"ch8", g.ch8}} {
 		if g.cfg.only[st.ch] {
 			if err := st.fn(); err != nil {
 				return fmt.Errorf("%s: %w", st.ch, err)
@@ -256,7 +276,7 @@ func (g *generator) generate(ctx context.Context) error {
 
 // smallRunCost orders the -small runs, longest first (seconds measured on 2 cores; only the order matters).
 var smallRunCost = map[string]int{"split-brain-zombie": 38, "split-brain-divergent-views": 26, "herd-effect": 23, "rolling-restart": 20,
-	"streams-threads": 25, scenarios.ConnectScenario: 50}
+	"streams-threads": 25, scenarios.ConnectScenario: 50, runBrokerFailure: 35, runCoordFailover: 35, runDurability: 30}
 
 // smallCost is r's place in that order; a sweep costs about a herd-join run (≈15 s) per size and run.
 func (r scenarioRun) smallCost() int {
@@ -325,6 +345,10 @@ func (g *generator) runScenario(ctx context.Context, r scenarioRun) error {
 	}
 	if r.report {
 		o.ReportDir = g.out.path(r.name)
+	}
+	if r.cluster {
+		o.MemberBinary = g.cfg.bin
+		o.OnStep = g.snaps.onStep(r.key)
 	}
 	res, err := scenarios.Run(ctx, o)
 	if err != nil {

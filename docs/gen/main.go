@@ -2,7 +2,7 @@
 // project's broker, its two consumers and its scenario runner. Nothing in docs/figures is drawn by
 // hand, and the numbers the chapters quote sit in generated blocks that this program rewrites.
 //
-//	go run ./docs/gen -out DIR [-md DIR] [-small] [-only ch1,ch4] [-seed S] [-version V] [-check]
+//	go run ./docs/gen -out DIR [-md DIR] [-small] [-only ch1,ch4] [-seed S] [-version V] [-bin B] [-check]
 //
 // -out DIR receives the figure files (docs/figures for the committed course). -md DIR names the
 // chapters (*.md) whose generated blocks are refilled in place:
@@ -14,7 +14,8 @@
 // A block that names content this run did not produce is an error unless -only left its chapter
 // out. -small runs the scenarios at their smallest sizes and the lab chapters beside the scenarios
 // (two goroutines), for tests; without it everything runs one after the other at the sizes the
-// committed figures use. -check validates the flags, prints the plan and exits (nothing runs).
+// committed figures use. -bin names the rebalancelab binary, whose processes chapter 8's brokers are
+// (it kills them). -check validates the flags, prints the plan and exits (nothing runs).
 // `make docs` is `go run ./docs/gen -out docs/figures -md docs`.
 package main
 
@@ -35,7 +36,7 @@ import (
 )
 
 // chapters in course order; -only takes these names.
-var chapters = []string{"ch1", "ch2", "ch3", "ch4", "ch5", "ch6", "ch7"}
+var chapters = []string{"ch1", "ch2", "ch3", "ch4", "ch5", "ch6", "ch7", "ch8"}
 
 // config is the parsed command line.
 type config struct {
@@ -46,6 +47,8 @@ type config struct {
 	seed    int64
 	version string
 	check   bool
+	// bin is the rebalancelab binary: chapter 8's scenarios kill brokers, which run as its processes.
+	bin string
 	// allowDirty lets a full-size run record figures from a working tree with uncommitted changes
 	// (a version ending in "-dirty"), which the committed course must not carry.
 	allowDirty bool
@@ -86,6 +89,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Int64Var(&cfg.seed, "seed", 1, "seed of the scenario scripts")
 	fs.StringVar(&cfg.version, "version", "dev", "rebalancelab version recorded in the result JSON")
 	fs.BoolVar(&cfg.check, "check", false, "validate the flags, print the plan and exit")
+	fs.StringVar(&cfg.bin, "bin", "", "the rebalancelab binary (chapter 8 runs its brokers as processes of it; make docs passes bin/rebalancelab)")
 	fs.BoolVar(&cfg.allowDirty, "allow-dirty", false, "full sizes: accept a -version ending in -dirty (uncommitted changes)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -104,6 +108,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if !cfg.small && !cfg.check && !cfg.allowDirty && strings.HasSuffix(cfg.version, "-dirty") { // -check writes nothing
 		return cfg, fmt.Errorf("-version %s: the working tree has uncommitted changes; commit them first, so that every "+
 			"figure's caption names the commit it comes from (or pass -allow-dirty)", cfg.version)
+	}
+	if sel["ch8"] && cfg.bin == "" && !cfg.check { // -check runs nothing
+		return cfg, errors.New("-bin is required for ch8 (its scenarios kill brokers, which run as processes of the rebalancelab binary): " +
+			"-bin bin/rebalancelab after make build, as make docs does")
 	}
 	return cfg, nil
 }

@@ -1,0 +1,389 @@
+package scenarios
+
+// Durability (issue #15): what a producer's acks setting keeps when a partition's leader dies. A
+// scenario with a DurabilitySpec has the runner write, beside the group's own producer, a side topic
+// (<era topic>.durability, replication factor min(3, brokers), the spec's topic configs) with one
+// producer per ProducerSpec, each record keyed by its producer and valued by its sequence number.
+// When the script has ended the producers flush, and the runner reads the side topic back from its
+// start to its high watermark: an acknowledged record that is not there is lost. Records are matched
+// by value, not offset, since a new leader reuses the offsets of the records its predecessor
+// acknowledged and it never had (acks=1), and the old leader truncates them when it returns.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// DurabilitySpec makes a scenario's runner write the side topic with Producers.
+type DurabilitySpec struct {
+	Producers []ProducerSpec
+	// TopicConfigs are the side topic's configs (e.g. min.insync.replicas).
+	TopicConfigs map[string]string
+	// RecordsPerSec is each producer's rate, records per second, sent asynchronously (the producer
+	// keeps its in-flight records, as an application does, rather than waiting for each).
+	RecordsPerSec int
+}
+
+// ProducerSpec is one producer of the side topic.
+type ProducerSpec struct {
+	// Name keys the producer's records and prefixes its Extra figures ("acks_all": acks_all_lost).
+	Name string
+	// Acks is the producer's acks, as Kafka's producer config names it: "all" (with Kafka's default
+	// enable.idempotence=true) or "1" (the leader alone; idempotence off, as Kafka requires).
+	Acks string
+}
+
+// ProducerCheck is one side producer's outcome, read back from the side topic after the run.
+type ProducerCheck struct {
+	Producer string `json:"producer"`
+	Acks     string `json:"acks"`
+	Acked    int64  `json:"acked"` // records acknowledged
+	// AckedAfterDown: of those, acknowledged after the first broker stop or kill.
+	AckedAfterDown int64 `json:"acked_after_down"`
+	Failed         int64 `json:"failed"` // records never acknowledged (their produce failed or did not finish)
+	// FirstError is the first failed record's error, "" when none failed.
+	FirstError string `json:"first_error,omitempty"`
+	Lost       int64  `json:"lost"` // acknowledged, and not in the side topic at the end
+	// LostElsewhere: of the lost, those on partitions that the broker taken down did not lead when it
+	// went down. acks=1 can lose what a dying leader acknowledged, nothing else.
+	LostElsewhere int64 `json:"lost_elsewhere"`
+	// Duplicates: acknowledged records in the side topic more than once (a retry that the log kept twice).
+	Duplicates int64 `json:"duplicates"`
+	// MaxAckGapMs is the longest time, in ms, between two consecutive acknowledgments of any of the
+	// producer's records: how long the broker's death held the whole producer up. acks=all waits on
+	// every partition that had the dead broker in its ISR until the controller takes it out.
+	MaxAckGapMs int64 `json:"max_ack_gap_ms"`
+	// MaxPartitionAckGapMs is the same on one partition, the longest over the partitions: acks=1 waits
+	// there for the dead leader's successor.
+	MaxPartitionAckGapMs int64 `json:"max_partition_ack_gap_ms"`
+	// LostPartitions are the partitions of the lost records, ascending.
+	LostPartitions []int32 `json:"lost_partitions,omitempty"`
+	// DownLedPartitions are the side topic's partitions that the brokers taken down led when they
+	// went down, ascending.
+	DownLedPartitions []int32 `json:"down_led_partitions"`
+}
+
+// sideBufferSeconds is how many seconds of records a side producer buffers.
+const sideBufferSeconds = 30
+
+// durabilityTopic is the side topic's name for an era's topic.
+func durabilityTopic(topic string) string { return topic + ".durability" }
+
+// sideTopic is the side topic of one era: its producers while they run, then what they acknowledged.
+type sideTopic struct {
+	r     *eraRunner
+	topic string
+	spec  *DurabilitySpec
+	wg    sync.WaitGroup
+
+	mu     sync.Mutex
+	acked  map[string]map[int64]ack // producer → seq → ack
+	failed map[string]int64
+	errs   map[string]string // producer → its first record's error
+	downAt int64             // Unix ms of the first broker taken down; 0 until then
+	downLd map[int32]bool    // side-topic partitions the brokers taken down led then
+}
+
+type ack struct {
+	partition int32
+	atMs      int64
+}
+
+// startDurability creates the era's side topic and starts its producers; they stop when ctx ends
+// (stop waits for them).
+func (r *eraRunner) startDurability(ctx, prodCtx context.Context) (*sideTopic, error) {
+	s := &sideTopic{r: r, topic: durabilityTopic(r.e.Topic), spec: r.sc.Durability,
+		acked: map[string]map[int64]ack{}, failed: map[string]int64{}, errs: map[string]string{}, downLd: map[int32]bool{}}
+	if err := r.createNamedTopic(ctx, s.topic, s.spec.TopicConfigs); err != nil {
+		return nil, err
+	}
+	for _, p := range s.spec.Producers {
+		opts, err := p.clientOpts()
+		if err != nil {
+			return nil, err
+		}
+		cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(strings.Split(r.bootstrap, ",")...),
+			kgo.MaxBufferedRecords(max(10000, s.spec.RecordsPerSec*sideBufferSeconds)),
+			kgo.DefaultProduceTopic(s.topic), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0),
+			kgo.ProducerBatchCompression(kgo.NoCompression()))...)
+		if err != nil {
+			return nil, fmt.Errorf("durability producer %s: %w", p.Name, err)
+		}
+		s.acked[p.Name] = map[int64]ack{}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer cl.Close()
+			s.produce(prodCtx, cl, p.Name)
+		}()
+	}
+	return s, nil
+}
+
+// clientOpts are franz-go's options for the producer's acks.
+func (p ProducerSpec) clientOpts() ([]kgo.Opt, error) {
+	switch p.Acks {
+	case "all", "-1":
+		return []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks())}, nil
+	case "1":
+		return []kgo.Opt{kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite()}, nil
+	}
+	return nil, fmt.Errorf("durability producer %s: acks %q (want all or 1)", p.Name, p.Acks)
+}
+
+// produce sends the producer's records at the spec's rate, in ticks of 10 ms, until ctx ends; then it
+// waits up to 30 s for the records in flight (a record still unanswered then counts as failed). The
+// producer buffers up to sideBufferSeconds of records, so that a stall on a broker's death (until
+// the controller elects a leader, and for acks=all until the ISR shrinks) holds records rather than
+// failing them; a record that finds the buffer full fails at once rather than stalling the ticks.
+func (s *sideTopic) produce(ctx context.Context, cl *kgo.Client, name string) {
+	// The records' context outlives ctx: stopping the producer must not fail the records in flight.
+	rctx, cancelRecords := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRecords()
+	const tick = 10 * time.Millisecond
+	perTick := max(1, s.spec.RecordsPerSec/int(time.Second/tick))
+	parts := int64(s.r.p.Partitions)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	var seq int64
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+			for range perTick {
+				n := seq
+				seq++
+				rec := &kgo.Record{Partition: int32(n % parts), Key: []byte(name), Value: []byte(strconv.FormatInt(n, 10))}
+				cl.TryProduce(rctx, rec, func(rec *kgo.Record, err error) { s.answered(name, n, rec.Partition, err) })
+			}
+		}
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := cl.Flush(fctx); err != nil {
+		s.r.stepf("durability producer %s: records still in flight after 30 s count as failed: %v", name, err)
+	}
+}
+
+func (s *sideTopic) answered(name string, seq int64, partition int32, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		if s.failed[name] == 0 {
+			s.errs[name] = err.Error()
+		}
+		s.failed[name]++
+		return
+	}
+	s.acked[name][seq] = ack{partition: partition, atMs: time.Now().UnixMilli()}
+}
+
+// noteDown records, before broker id is stopped or killed, the side-topic partitions it leads.
+func (s *sideTopic) noteDown(ctx context.Context, id int32) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(s.r.bootstrap, ",")...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	md, err := kadm.NewClient(cl).Metadata(cctx, s.topic)
+	if err != nil {
+		return fmt.Errorf("metadata of %s: %w", s.topic, err)
+	}
+	td, ok := md.Topics[s.topic]
+	if !ok || td.Err != nil {
+		return fmt.Errorf("metadata of %s: %v", s.topic, td.Err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.downAt == 0 {
+		s.downAt = time.Now().UnixMilli()
+	}
+	for _, p := range td.Partitions {
+		if p.Leader == id {
+			s.downLd[p.Partition] = true
+		}
+	}
+	return nil
+}
+
+// check reads the side topic back (the producers have stopped) and judges each producer's records.
+func (s *sideTopic) check(ctx context.Context) ([]ProducerCheck, error) {
+	s.wg.Wait()
+	inLog, err := s.readBack(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.judge(inLog), nil
+}
+
+// judge compares what each producer was told was written with inLog (producer → sequence number →
+// copies in the side topic).
+func (s *sideTopic) judge(inLog map[string]map[int64]int) []ProducerCheck {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []ProducerCheck
+	for _, p := range s.spec.Producers {
+		c := ProducerCheck{Producer: p.Name, Acks: p.Acks, Failed: s.failed[p.Name], FirstError: s.errs[p.Name]}
+		lostParts := map[int32]bool{}
+		var times []int64
+		byPart := map[int32][]int64{}
+		for seq, a := range s.acked[p.Name] {
+			c.Acked++
+			times = append(times, a.atMs)
+			byPart[a.partition] = append(byPart[a.partition], a.atMs)
+			if s.downAt > 0 && a.atMs >= s.downAt {
+				c.AckedAfterDown++
+			}
+			switch n := inLog[p.Name][seq]; {
+			case n == 0:
+				c.Lost++
+				lostParts[a.partition] = true
+				if !s.downLd[a.partition] {
+					c.LostElsewhere++
+				}
+			case n > 1:
+				c.Duplicates++
+			}
+		}
+		c.MaxAckGapMs = maxGap(times)
+		for _, ts := range byPart {
+			c.MaxPartitionAckGapMs = max(c.MaxPartitionAckGapMs, maxGap(ts))
+		}
+		for pt := range lostParts {
+			c.LostPartitions = append(c.LostPartitions, pt)
+		}
+		slices.Sort(c.LostPartitions)
+		for pt := range s.downLd {
+			c.DownLedPartitions = append(c.DownLedPartitions, pt)
+		}
+		slices.Sort(c.DownLedPartitions)
+		out = append(out, c)
+	}
+	return out
+}
+
+// maxGap sorts ts and returns the longest interval between consecutive times, 0 for fewer than two.
+func maxGap(ts []int64) int64 {
+	slices.Sort(ts)
+	var g int64
+	for i := 1; i < len(ts); i++ {
+		g = max(g, ts[i]-ts[i-1])
+	}
+	return g
+}
+
+// readBack counts, per producer and sequence number, the records in the side topic from each
+// partition's log start to its high watermark.
+func (s *sideTopic) readBack(ctx context.Context) (map[string]map[int64]int, error) {
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	adm, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(s.r.bootstrap, ",")...))
+	if err != nil {
+		return nil, err
+	}
+	defer adm.Close()
+	ends, err := kadm.NewClient(adm).ListEndOffsets(cctx, s.topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("durability: end offsets of %s: %w", s.topic, err)
+	}
+	want := map[int32]int64{} // partition → high watermark still to reach
+	start := map[int32]kgo.Offset{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			want[o.Partition] = o.Offset
+			start[o.Partition] = kgo.NewOffset().AtStart()
+		}
+	})
+	out := map[string]map[int64]int{}
+	if len(want) == 0 {
+		return out, nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(s.r.bootstrap, ",")...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.topic: start}))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	hws := maps.Clone(want)
+	read := map[int32]int64{}
+	for len(want) > 0 {
+		fs := cl.PollFetches(cctx)
+		if cctx.Err() != nil {
+			return nil, fmt.Errorf("durability: reading %s back: %d partitions short of their high watermark after 60 s", s.topic, len(want))
+		}
+		var ferr error
+		fs.EachError(func(_ string, p int32, err error) {
+			if !errors.Is(err, context.Canceled) {
+				ferr = fmt.Errorf("durability: reading %s-%d back: %w", s.topic, p, err)
+			}
+		})
+		if ferr != nil {
+			return nil, ferr
+		}
+		fs.EachRecord(func(rec *kgo.Record) {
+			if hw, ok := want[rec.Partition]; ok {
+				read[rec.Partition]++
+				if seq, err := strconv.ParseInt(string(rec.Value), 10, 64); err == nil {
+					m := out[string(rec.Key)]
+					if m == nil {
+						m = map[int64]int{}
+						out[string(rec.Key)] = m
+					}
+					m[seq]++
+				}
+				if rec.Offset+1 >= hw {
+					delete(want, rec.Partition)
+				}
+			}
+		})
+	}
+	// Cross-check with the broker's own count: the log starts at 0 (nothing deleted or compacted),
+	// so a partition holds exactly its high watermark of records.
+	for p, hw := range hws {
+		if read[p] != hw {
+			return nil, fmt.Errorf("durability: read %d records of %s-%d, whose high watermark is %d", read[p], s.topic, p, hw)
+		}
+	}
+	return out, nil
+}
+
+// durabilityFigures are the Extra figures of the producers' checks: <producer>_acked, _lost,
+// _lost_elsewhere, _duplicates, _failed, _max_ack_gap_ms, _max_partition_ack_gap_ms.
+func durabilityFigures(e *EraRun) map[string]int64 {
+	m := map[string]int64{}
+	for _, c := range e.Durability {
+		m[c.Producer+"_acked"] = c.Acked
+		m[c.Producer+"_lost"] = c.Lost
+		m[c.Producer+"_lost_elsewhere"] = c.LostElsewhere
+		m[c.Producer+"_duplicates"] = c.Duplicates
+		m[c.Producer+"_failed"] = c.Failed
+		m[c.Producer+"_max_ack_gap_ms"] = c.MaxAckGapMs
+		m[c.Producer+"_max_partition_ack_gap_ms"] = c.MaxPartitionAckGapMs
+	}
+	return m
+}
+
+// producerCheck is the era's check of producer name.
+func (e *EraRun) producerCheck(name string) (ProducerCheck, bool) {
+	for _, c := range e.Durability {
+		if c.Producer == name {
+			return c, true
+		}
+	}
+	return ProducerCheck{}, false
+}
