@@ -217,14 +217,26 @@ func stateCell(st zkdata.PartitionState, ok bool) string {
 	return fmt.Sprintf("%s · %s · %d", leader, ids(st.ISR), st.LeaderEpoch)
 }
 
-// ch8Era is the era whose snapshots chapter 8's leader table shows: the first that ran with them.
+// ch8Era is the era whose snapshots chapter 8's leader table shows: the first coordinator era that ran
+// with them (the zk era's group has no __consumer_offsets partition), else the first that did.
 func ch8Era(res *scenarios.RunResult, snaps *snapshots, run string) (*scenarios.EraRun, []clusterSnapshot) {
-	for _, era := range erasRun(res) {
+	eras := erasRun(res)
+	slices.SortStableFunc(eras, func(a, b string) int {
+		return boolInt(a == "zk") - boolInt(b == "zk")
+	})
+	for _, era := range eras {
 		if s := snaps.of(run, era); len(s) > 0 {
 			return eraOf(res, era), s
 		}
 	}
 	return nil, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (g *generator) ch8() error {
@@ -307,17 +319,18 @@ func (g *generator) ch8() error {
 
 	// coordinator-failover: the coordinator before and after, and the time to find it.
 	b.Reset()
-	b.WriteString("| era | coordinator before → after | `__consumer_offsets` partition: leader epoch before → after | coordinator found after the kill | members rebalancing | duplicates (bound: delivered past the last commits) | lost |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("| era | coordinator before → after | controller before → after | `__consumer_offsets` partition: leader epoch before → after | coordinator found after the kill | members rebalancing | duplicates (bound: delivered past the last commits) | lost |\n|---|---|---|---|---|---|---|---|\n")
 	for _, era := range erasRun(cf) {
 		e := eraOf(cf, era)
 		ev, _ := event(e, "coordinator-failover")
 		ss := g.snaps.of(runCoordFailover, era)
-		coord, epoch := "(not read)", "(not read)"
+		coord, ctl, epoch := "(not read)", "(not read)", "(not read)"
 		if len(ss) >= 2 {
 			coord = fmt.Sprintf("%d → %d", ss[0].coordinator, ss[1].coordinator)
+			ctl = fmt.Sprintf("%d → %d", ss[0].controller, ss[1].controller)
 			epoch = fmt.Sprintf("%d → %d", ss[0].offsetState.LeaderEpoch, ss[1].offsetState.LeaderEpoch)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %d ms | %d | %d (%d) | %d |\n", era, coord, epoch, e.Extra["coordinator_found_ms"],
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d ms | %d | %d (%d) | %d |\n", era, coord, ctl, epoch, e.Extra["coordinator_found_ms"],
 			ev.Figures.RebalanceParticipants, e.Result.Totals.Duplicates, e.Extra["uncommitted_at_kill"], e.Result.Totals.Lost)
 	}
 	if err := g.out.write("ch8-coordinator-failover.md", []byte(b.String())); err != nil {
