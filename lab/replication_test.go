@@ -148,8 +148,19 @@ func (a *ackLog) fail(producer string, n int) {
 // the ISR is full again every replica of every partition has the same log end offset.
 //
 // Issue 15 must-show: acks=all + min.insync.replicas 2 loses no acknowledged record across leader
-// kills (three clients: franz-go, sarama, librdkafka), and replicas converge to identical logs.
-func TestReplicationAcksAllUnderKills(t *testing.T) {
+// kills (three clients: franz-go, sarama, librdkafka), and replicas converge to identical logs. Here
+// kgo is idempotent (its default with acks=all), sarama and kcat are not.
+func TestReplicationAcksAllUnderKills(t *testing.T) { acksAllUnderKills(t, false) }
+
+// TestReplicationIdempotentUnderKills: the same with idempotence switched on in all three clients
+// (enable.idempotence, sarama's Producer.Idempotent): exactly once — every acknowledged record is in
+// the log once, and no record of any producer is there twice (the brokers rebuild each producer's
+// sequence state from the log they replicate, so a retry to a new leader is recognised).
+func TestReplicationIdempotentUnderKills(t *testing.T) { acksAllUnderKills(t, true) }
+
+// acksAllUnderKills is TestReplicationAcksAllUnderKills with sarama and kcat idempotent or not (kgo
+// always is); idempotent also asserts that no record is in the log twice.
+func acksAllUnderKills(t *testing.T, idempotent bool) {
 	const topic = "acks"
 	l := startReplicatedLab(t, 3, nil)
 	cl := newClient(t, l, nil)
@@ -202,6 +213,7 @@ func TestReplicationAcksAllUnderKills(t *testing.T) {
 	scfg.Producer.Retry.Backoff = 250 * time.Millisecond
 	scfg.Producer.Timeout = 10 * time.Second
 	scfg.Net.MaxOpenRequests = 1
+	scfg.Producer.Idempotent = idempotent
 	scfg.Metadata.Retry.Max = 20
 	sp, err := sarama.NewSyncProducer(strings.Split(l.Bootstrap(), ","), scfg)
 	if err != nil {
@@ -244,7 +256,7 @@ func TestReplicationAcksAllUnderKills(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			cmd := exec.CommandContext(ctx, "kcat", "-b", l.Bootstrap(), "-P", "-t", topic, "-v", "-v",
 				"-X", "acks=all", "-X", "max.in.flight.requests.per.connection=1", "-X", "message.timeout.ms=15000",
-				"-X", "enable.idempotence=false")
+				"-X", "enable.idempotence="+strconv.FormatBool(idempotent))
 			cmd.Stdin = &in
 			var stderr bytes.Buffer
 			cmd.Stderr, cmd.Stdout = &stderr, &stderr
@@ -322,17 +334,22 @@ func TestReplicationAcksAllUnderKills(t *testing.T) {
 	}
 	first := map[string]at{}
 	dups := 0
+	var twice []string
 	for p, recs := range logs {
 		for _, r := range recs {
 			v := string(r.Value)
-			if _, seen := first[v]; seen {
+			if f, seen := first[v]; seen {
 				dups++
+				twice = append(twice, fmt.Sprintf("%s at %d-%d and %d-%d", v, f.p, f.off, p, r.Offset))
 				continue
 			}
 			first[v] = at{p, r.Offset}
 		}
 	}
-	t.Logf("%d records in the log, %d duplicates (at least once)", len(first)+dups, dups)
+	t.Logf("%d records in the log, %d duplicates (idempotent producers: %v)", len(first)+dups, dups, idempotent)
+	if idempotent && dups > 0 {
+		t.Errorf("idempotent producers wrote %d records twice (want exactly once): %v", dups, twice[:min(len(twice), 10)])
+	}
 	for _, prod := range []string{"kgo", "sarama", "kcat"} {
 		lastByPartition := map[int32]struct {
 			seq int
