@@ -99,17 +99,24 @@ type ack struct {
 	atMs      int64
 }
 
-// startDurability creates the era's side topic and starts its producers; they stop when ctx ends
-// (stop waits for them).
-func (r *eraRunner) startDurability(ctx, prodCtx context.Context) (*sideTopic, error) {
+// startDurability creates the era's side topic and starts its producers. They send until stop ends,
+// then flush their records in flight for up to 30 s, or until ctx (the era's) ends; check waits for them.
+func (r *eraRunner) startDurability(ctx, stop context.Context) (*sideTopic, error) {
 	s := &sideTopic{r: r, topic: durabilityTopic(r.e.Topic), spec: r.sc.Durability,
 		acked: map[string]map[int64]ack{}, failed: map[string]int64{}, errs: map[string]string{}, downLd: map[int32]bool{}}
 	if err := r.createNamedTopic(ctx, s.topic, s.spec.TopicConfigs); err != nil {
 		return nil, err
 	}
+	clients := make([]*kgo.Client, 0, len(s.spec.Producers))
+	closeAll := func() {
+		for _, cl := range clients {
+			cl.Close()
+		}
+	}
 	for _, p := range s.spec.Producers {
 		opts, err := p.clientOpts()
 		if err != nil {
+			closeAll()
 			return nil, err
 		}
 		cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(strings.Split(r.bootstrap, ",")...),
@@ -117,14 +124,18 @@ func (r *eraRunner) startDurability(ctx, prodCtx context.Context) (*sideTopic, e
 			kgo.DefaultProduceTopic(s.topic), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0),
 			kgo.ProducerBatchCompression(kgo.NoCompression()))...)
 		if err != nil {
+			closeAll()
 			return nil, fmt.Errorf("durability producer %s: %w", p.Name, err)
 		}
+		clients = append(clients, cl)
 		s.acked[p.Name] = map[int64]ack{}
+	}
+	for i, p := range s.spec.Producers {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			defer cl.Close()
-			s.produce(prodCtx, cl, p.Name)
+			defer clients[i].Close()
+			s.produce(ctx, stop, clients[i], p.Name)
 		}()
 	}
 	return s, nil
@@ -141,36 +152,34 @@ func (p ProducerSpec) clientOpts() ([]kgo.Opt, error) {
 	return nil, fmt.Errorf("durability producer %s: acks %q (want all or 1)", p.Name, p.Acks)
 }
 
-// produce sends the producer's records at the spec's rate, in ticks of 10 ms, until ctx ends; then it
+// produce sends the producer's records at the spec's rate, in ticks of 10 ms, until stop ends; then it
 // waits up to 30 s for the records in flight (a record still unanswered then counts as failed). The
-// producer buffers up to sideBufferSeconds of records, so that a stall on a broker's death (until
+// records belong to ctx, the era's: stopping the producer does not fail them, cancelling the run does.
+// The producer buffers up to sideBufferSeconds of records, so that a stall on a broker's death (until
 // the controller elects a leader, and for acks=all until the ISR shrinks) holds records rather than
 // failing them; a record that finds the buffer full fails at once rather than stalling the ticks.
-func (s *sideTopic) produce(ctx context.Context, cl *kgo.Client, name string) {
-	// The records' context outlives ctx: stopping the producer must not fail the records in flight.
-	rctx, cancelRecords := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelRecords()
+func (s *sideTopic) produce(ctx, stop context.Context, cl *kgo.Client, name string) {
 	const tick = 10 * time.Millisecond
 	perTick := max(1, s.spec.RecordsPerSec/int(time.Second/tick))
 	parts := int64(s.r.p.Partitions)
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	var seq int64
-	for ctx.Err() == nil {
+	for stop.Err() == nil {
 		select {
-		case <-ctx.Done():
+		case <-stop.Done():
 		case <-t.C:
 			for range perTick {
 				n := seq
 				seq++
 				rec := &kgo.Record{Partition: int32(n % parts), Key: []byte(name), Value: []byte(strconv.FormatInt(n, 10))}
-				cl.TryProduce(rctx, rec, func(rec *kgo.Record, err error) { s.answered(name, n, rec.Partition, err) })
+				cl.TryProduce(ctx, rec, func(rec *kgo.Record, err error) { s.answered(name, n, rec.Partition, err) })
 			}
 		}
 	}
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := cl.Flush(fctx); err != nil {
+	if err := cl.Flush(fctx); err != nil && ctx.Err() == nil {
 		s.r.stepf("durability producer %s: records still in flight after 30 s count as failed: %v", name, err)
 	}
 }

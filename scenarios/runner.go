@@ -523,7 +523,7 @@ func (r *eraRunner) run(parent context.Context) error {
 			return err
 		}
 		r.side = side
-		defer side.wg.Wait()
+		defer func() { stopProducer(); side.wg.Wait() }()
 	}
 
 	for i, st := range r.res.Script {
