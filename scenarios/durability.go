@@ -180,7 +180,7 @@ func (s *sideTopic) produce(ctx, stop context.Context, cl *kgo.Client, name stri
 	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := cl.Flush(fctx); err != nil && ctx.Err() == nil {
-		s.r.stepf("durability producer %s: records still in flight after 30 s count as failed: %v", name, err)
+		s.r.log.Warnf("durability producer %s: records still in flight after 30 s count as failed: %v", name, err)
 	}
 }
 
