@@ -145,7 +145,7 @@ func (c *Cleaner) CleanOnce(ctx context.Context) (cleaned bool, err error) {
 		c.mu.Lock()
 		_, bad := c.uncleanable[l]
 		c.mu.Unlock()
-		if !bad && l.cfg.Compact() {
+		if !bad && l.config().Compact() {
 			logs = append(logs, l)
 		}
 	}
@@ -179,7 +179,7 @@ func (c *Cleaner) CleanOnce(ctx context.Context) (cleaned bool, err error) {
 		}
 	}
 	for _, l := range logs {
-		if l.cfg.Delete() {
+		if l.config().Delete() {
 			if rerr := l.EnforceRetention(); rerr != nil && !errors.Is(rerr, ErrClosed) && err == nil {
 				err = rerr
 			}
@@ -302,7 +302,8 @@ func (c *Cleaner) clean(ctx context.Context, t *toClean) error {
 		return ErrCleaningAborted
 	}
 	t = &fresh
-	now := l.cfg.Now().UnixMilli()
+	cfg := l.config() // SetConfig may replace the settings meanwhile: this pass keeps the ones it began with
+	now := cfg.Now().UnixMilli()
 
 	m := &offsetMap{offsets: map[string]int64{}, end: t.firstDirty}
 	for _, s := range t.segs {
@@ -370,9 +371,9 @@ func (c *Cleaner) clean(ctx context.Context, t *toClean) error {
 		}
 		cleanable = append(cleanable, s)
 	}
-	f := &recordFilter{m: m, now: now, retentionMs: l.cfg.DeleteRetentionMs, lastOfProducer: lastOfProducer}
-	for _, group := range groupBySize(cleanable, l.cfg.SegmentBytes) {
-		if err := c.cleanGroup(ctx, l, group, f); err != nil {
+	f := &recordFilter{m: m, now: now, retentionMs: cfg.DeleteRetentionMs, lastOfProducer: lastOfProducer}
+	for _, group := range groupBySize(cleanable, cfg.SegmentBytes) {
+		if err := c.cleanGroup(ctx, l, cfg, group, f); err != nil {
 			return err
 		}
 	}
@@ -384,7 +385,7 @@ func (c *Cleaner) clean(ctx context.Context, t *toClean) error {
 	}
 	l.firstDirty = m.end
 	l.mu.Unlock()
-	return writeCleanerCheckpoint(l.cfg.FS, l.dir, m.end)
+	return writeCleanerCheckpoint(cfg.FS, l.dir, m.end)
 }
 
 // groupBySize is Cleaner.groupSegmentsBySize: consecutive segments whose
@@ -408,8 +409,8 @@ func groupBySize(segs []*segment, maxSize int64) [][]*segment {
 // cleanGroup is Cleaner.cleanSegments: the group's batches, filtered, go to a
 // new segment named after the group's first base offset with the .cleaned
 // suffix, fsynced, then swapped in for the group.
-func (c *Cleaner) cleanGroup(ctx context.Context, l *Log, group []*segment, f *recordFilter) (err error) {
-	fs, base := l.cfg.FS, group[0].base
+func (c *Cleaner) cleanGroup(ctx context.Context, l *Log, cfg Config, group []*segment, f *recordFilter) (err error) {
+	fs, base := cfg.FS, group[0].base
 	logName := segmentPath(l.dir, base, logSuffix) + cleanedSuffix
 	indexName := segmentPath(l.dir, base, indexSuffix) + cleanedSuffix
 	flag := os.O_RDWR | os.O_APPEND | os.O_CREATE | os.O_TRUNC
@@ -449,7 +450,7 @@ func (c *Cleaner) cleanGroup(ctx context.Context, l *Log, group []*segment, f *r
 			if ns.size == 0 {
 				ns.rollTs = info.maxTimestamp
 			}
-			ns.noteBatch(ns.size, info, rb.LastOffset(), l.cfg.IndexIntervalBytes)
+			ns.noteBatch(ns.size, info, rb.LastOffset(), cfg.IndexIntervalBytes)
 			ns.size += int64(len(out))
 			return nil
 		})
@@ -470,7 +471,7 @@ func (c *Cleaner) cleanGroup(ctx context.Context, l *Log, group []*segment, f *r
 			return fmt.Errorf("storage: clean: fsync: %w", err)
 		}
 	}
-	ns.created = l.cfg.Now()
+	ns.created = cfg.Now()
 	ns.modified = group[len(group)-1].modified // cleaned.setLastModified(segments.last.lastModified)
 	swapped, err = l.replaceSegments(ns, group, logName, indexName)
 	return err

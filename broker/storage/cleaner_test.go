@@ -572,3 +572,61 @@ func TestCleanerRunBackoffAndStop(t *testing.T) {
 	}
 	w.check(consume(t, l))
 }
+
+// TestSetConfigWhileCleaningAndAppending: a dynamic config change (SetConfig, as a topic's
+// /config/topics znode changes) while the cleaner runs passes and the broker asks Compacted() on
+// every produce. Under -race this fails if any of them reads the settings without the log's lock (a
+// clean-clone CI run caught Compacted racing SetConfig in the broker's TestDynamicConfigs).
+func TestSetConfigWhileCleaningAndAppending(t *testing.T) {
+	clock := newClock(1_000_000)
+	cfg := Config{FS: newMemFS(), Now: clock.now, SegmentBytes: 1024, CleanupPolicy: "compact"}
+	l := mustOpen(t, "/cfg", cfg)
+	defer func() { mustClose(t, l) }()
+	w := newWriter(t, l, clock)
+	for i := 0; i < 200; i++ {
+		w.write(kv{[]byte(fmt.Sprintf("k%d", i%10)), []byte(fmt.Sprintf("v%d", i))})
+	}
+	c := NewCleaner(CleanerConfig{Logs: func() []*Log { return []*Log{l} }})
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // the ZooKeeper loop applying config changes
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			policy := "compact"
+			if i%2 == 1 {
+				policy = "compact,delete"
+			}
+			if err := l.SetConfig(Config{SegmentBytes: 1024 + int64(i%3), CleanupPolicy: policy}); err != nil {
+				t.Errorf("SetConfig: %v", err)
+				return
+			}
+		}
+	}()
+	go func() { // produce handlers
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if !l.Compacted() {
+				t.Error("Compacted() = false; every policy set includes compact")
+				return
+			}
+		}
+	}()
+	for i := 0; i < 20; i++ {
+		if _, err := c.CleanOnce(context.Background()); err != nil {
+			t.Errorf("CleanOnce: %v", err)
+		}
+	}
+	close(done)
+	wg.Wait()
+}

@@ -663,7 +663,15 @@ func (l *Log) LogStartOffset() int64 {
 
 // Compacted reports whether the log's cleanup.policy includes compact: the
 // Cleaner compacts it, and records without a key are refused by the broker.
-func (l *Log) Compacted() bool { return l.cfg.Compact() }
+func (l *Log) Compacted() bool { return l.config().Compact() }
+
+// config is the log's settings now (SetConfig replaces them under the lock), for the paths that read
+// them without holding it.
+func (l *Log) config() Config {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.cfg
+}
 
 // LeaderEpoch is the epoch stamped into appended batches.
 func (l *Log) LeaderEpoch() int32 {
