@@ -37,6 +37,9 @@ type replicaFetchers struct {
 	b        *Broker
 	mu       sync.Mutex
 	fetchers map[int32]*replicaFetcher
+	// stopped: stop ran (the broker's controlled shutdown completed, or it closes); update starts no
+	// fetcher after it.
+	stopped bool
 }
 
 type replicaFetcher struct {
@@ -76,6 +79,9 @@ func (r *replicaFetchers) update(targets map[topicPartition]followTarget) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.stopped {
+		return
+	}
 	for id, f := range r.fetchers {
 		if _, ok := byLeader[id]; !ok {
 			f.cancel()
@@ -97,10 +103,11 @@ func (r *replicaFetchers) update(targets map[topicPartition]followTarget) {
 	}
 }
 
-// stop ends every fetcher (Close waits for them through the broker's WaitGroup).
+// stop ends every fetcher for good (Close waits for them through the broker's WaitGroup).
 func (r *replicaFetchers) stop() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.stopped = true
 	for id, f := range r.fetchers {
 		f.cancel()
 		delete(r.fetchers, id)

@@ -130,6 +130,12 @@ func (b *Broker) controlledShutdown(ctx context.Context) error {
 			last = fmt.Errorf("%d partitions remain led by this broker", len(cr.PartitionsRemaining))
 			continue
 		}
+		// The controller took this broker out of every ISR: it stops fetching as its follower
+		// partitions' StopReplica (deletePartitions false) from KafkaController.doControlledShutdown
+		// makes a Kafka broker do. A fetch after that would have the leader propose it back into the
+		// ISR, the controller refuse (OPERATION_NOT_ATTEMPTED: it is shutting down), and the leader
+		// count it in the high watermark while the proposal is in flight.
+		b.fetchers.stop()
 		// Wait for the moves to reach this broker's view (the state znodes' watches), so that the
 		// partitions stop being served here before the listener closes.
 		if err := b.waitView(ctx, func(v *clusterView) bool { return !v.leadsReplicated(b.id) }); err != nil {
