@@ -122,6 +122,21 @@ func (p *partition) updateLeader(st replica.State) {
 	}
 }
 
+// brokersAlive tells the leader state which brokers are registered (replica.Leader.Alive); parked
+// acks=all produces re-check when the high watermark moved.
+func (p *partition) brokersAlive(live map[int32]bool) {
+	p.repMu.Lock()
+	moved, hw := false, int64(0)
+	if p.rep != nil {
+		moved, hw = p.rep.Alive(live, nowMs()), p.rep.HighWatermark()
+	}
+	p.repMu.Unlock()
+	if moved {
+		p.log.SetHighWatermark(hw)
+		p.notify()
+	}
+}
+
 // becomeFollower is Partition.makeFollower: this replica follows leader (-1: none yet) in epoch;
 // requests parked on it wake and find it no longer leads.
 func (p *partition) becomeFollower(leader, epoch int32) {

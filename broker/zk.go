@@ -911,6 +911,7 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 	}
 
 	follow := map[topicPartition]followTarget{}
+	live := v.liveSet()
 	b.partsMu.RLock()
 	parts := make(map[topicPartition]*partition, len(want))
 	for tp := range want {
@@ -932,6 +933,7 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 			} else {
 				p.updateLeader(rst)
 			}
+			p.brokersAlive(live)
 			continue
 		}
 		if p.leading.Load() {

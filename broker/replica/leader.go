@@ -65,6 +65,8 @@ type Leader struct {
 	// inflight is the ISR change sent to the controller and not answered yet (Kafka's
 	// PendingExpandIsr / PendingShrinkIsr): at most one at a time.
 	inflight *AlterPartition
+	// down are the followers whose broker is not registered (Alive): not ISR-eligible.
+	down map[int32]bool
 }
 
 // NewLeader is Partition.makeLeader: the leader self of replicas with the committed state st, whose
@@ -77,7 +79,7 @@ func NewLeader(self int32, replicas []int32, st State, leo, hw int64, lagTimeMax
 		lagTimeMaxMs = DefaultReplicaLagTimeMaxMs
 	}
 	l := &Leader{self: self, replicas: slices.Clone(replicas), state: cloneState(st), lagTimeMaxMs: lagTimeMaxMs,
-		leo: leo, hw: min(hw, leo), epochStartOffset: leo, minISR: 1, followers: map[int32]*follower{}}
+		leo: leo, hw: min(hw, leo), epochStartOffset: leo, minISR: 1, followers: map[int32]*follower{}, down: map[int32]bool{}}
 	for _, r := range replicas {
 		if r != self {
 			f := &follower{logEndOffset: -1, lastFetchLeaderLEO: -1}
@@ -89,6 +91,27 @@ func NewLeader(self int32, replicas []int32, st State, leo, hw int64, lagTimeMax
 	}
 	l.advanceHW(nowMs)
 	return l
+}
+
+// Alive tells the leader which brokers are registered now (/brokers/ids: the metadata cache's alive
+// brokers); until the first call every follower counts as alive. In ZooKeeper mode a replica is
+// ISR-eligible only while its broker is alive (Partition.isReplicaIsrEligible: hasAliveBroker): a
+// follower whose broker is gone is not proposed for the ISR, and outside the ISR it no longer holds
+// the high watermark back as a caught-up replica about to join. It reports whether the high watermark
+// moved (recomputed only when a follower's liveness changed).
+func (l *Leader) Alive(live map[int32]bool, nowMs int64) bool {
+	changed := false
+	for r := range l.followers {
+		if down := !live[r]; down != l.down[r] {
+			changed = true
+			if down {
+				l.down[r] = true
+			} else {
+				delete(l.down, r)
+			}
+		}
+	}
+	return changed && l.advanceHW(nowMs)
 }
 
 // SetMinISR sets min.insync.replicas for the high watermark rule (Partition.isUnderMinIsr /
@@ -185,7 +208,7 @@ func (l *Leader) caughtUp(f *follower, nowMs int64) bool {
 // the high watermark and the start of the leader's epoch rejoins it (appended at the end, as
 // Kafka's isr + replica).
 func (l *Leader) maybeExpand(r int32, nowMs int64) *AlterPartition {
-	if l.inflight != nil || slices.Contains(l.state.ISR, r) {
+	if l.inflight != nil || slices.Contains(l.state.ISR, r) || l.down[r] {
 		return nil
 	}
 	f := l.followers[r]
@@ -344,7 +367,8 @@ func (l *Leader) advanceHW(nowMs int64) bool {
 	hw := l.leo
 	isr := l.MaximalISR()
 	for r, f := range l.followers {
-		if slices.Contains(isr, r) || l.caughtUp(f, nowMs) {
+		// Kafka's maximal ISR, or shouldWaitForReplicaToJoinIsr: caught up and ISR-eligible.
+		if slices.Contains(isr, r) || !l.down[r] && l.caughtUp(f, nowMs) {
 			hw = min(hw, f.logEndOffset)
 		}
 	}

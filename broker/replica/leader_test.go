@@ -513,3 +513,36 @@ func TestTickAdvancesHW(t *testing.T) {
 		t.Fatalf("HW after Tick %d, want 20", l.HighWatermark())
 	}
 }
+
+// TestDeadReplicaNeitherHoldsHWNorJoins: in ZooKeeper mode a replica is ISR-eligible only while its
+// broker is alive (Partition.isReplicaIsrEligible: metadataCache.hasAliveBroker). A caught-up follower
+// outside the ISR holds the high watermark back (it is about to join); once its broker is gone it does
+// not, and it is not proposed for the ISR. The case a CI run met: broker 3, taken out of the ISR by
+// its controlled shutdown, fetched once more; the leader proposed it back, the controller refused
+// (OPERATION_NOT_ATTEMPTED), and an acks=all produce waited on broker 3 until it timed out.
+func TestDeadReplicaNeitherHoldsHWNorJoins(t *testing.T) {
+	l := newTestLeader([]int32{1, 2}, 5, 5)
+	l.FollowerFetch(2, 5, 5, t0)
+	if a, _ := l.FollowerFetch(3, 5, 5, t0); a == nil || !slices.Equal(a.NewISR, []int32{1, 2, 3}) {
+		t.Fatalf("caught-up follower 3: proposal %+v, want ISR [1 2 3]", a)
+	}
+	l.AlterPartitionDone(ErrOperationNotAttempted, State{}, t0+1) // broker 3 is shutting down
+	l.Appended(6, t0+2)
+	if _, moved := l.FollowerFetch(2, 6, 6, t0+3); moved || l.HighWatermark() != 5 {
+		t.Fatalf("HW %d (moved %v): follower 3, caught up at 5 and alive, must hold it at 5", l.HighWatermark(), moved)
+	}
+	if !l.Alive(map[int32]bool{1: true, 2: true}, t0+4) || l.HighWatermark() != 6 {
+		t.Fatalf("broker 3 gone: HW %d, want 6 (the ISR [1 2] has 6)", l.HighWatermark())
+	}
+	if a, _ := l.FollowerFetch(3, 6, 6, t0+5); a != nil {
+		t.Fatalf("broker 3 is not alive: proposal %+v, want none", a)
+	}
+	if l.Alive(map[int32]bool{1: true, 2: true}, t0+6) {
+		t.Fatal("the same live set again: the high watermark cannot move")
+	}
+	// Back: eligible again, and (caught up) proposed for the ISR on its next fetch.
+	l.Alive(map[int32]bool{1: true, 2: true, 3: true}, t0+7)
+	if a, _ := l.FollowerFetch(3, 6, 6, t0+8); a == nil || !slices.Equal(a.NewISR, []int32{1, 2, 3}) {
+		t.Fatalf("broker 3 alive again: proposal %+v, want ISR [1 2 3]", a)
+	}
+}
