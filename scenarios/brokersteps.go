@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,13 +43,14 @@ func (r *eraRunner) brokerStep(ctx context.Context, st Step) {
 	n := bs[idx]
 	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
+	if st.Action != ActBrokerStart {
+		r.noteDown(ctx, n.ID())
+	}
 	var err error
 	switch st.Action {
 	case ActBrokerStop:
-		r.noteDown(ctx, n.ID())
 		err = n.Stop(sctx) // returns once the broker has stopped (after its controlled shutdown)
 	case ActBrokerKill:
-		r.noteDown(ctx, n.ID())
 		err = n.Kill() // returns once the process has exited
 	default:
 		err = n.Start(sctx) // returns once it is registered and serving
@@ -125,45 +128,70 @@ func (r *eraRunner) resolveBroker(ctx context.Context, st Step) (int, error) {
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	adm := kadm.NewClient(cl)
-	coord, err := r.groupCoordinator(cctx, adm)
+	coord, err := groupCoordinator(cctx, adm, r.e.Group)
 	if err != nil {
 		return -1, err
 	}
 	if st.Broker == BrokerRoleCoordinator {
 		return byID(coord)
 	}
-	md, err := adm.Metadata(cctx, r.e.Topic)
+	leaders, err := partitionLeaders(cctx, adm, r.e.Topic)
 	if err != nil {
-		return -1, fmt.Errorf("metadata of %s: %w", r.e.Topic, err)
+		return -1, err
 	}
-	td, ok := md.Topics[r.e.Topic]
-	if !ok || td.Err != nil {
-		return -1, fmt.Errorf("metadata of %s: %v", r.e.Topic, td.Err)
-	}
-	for _, p := range td.Partitions.Sorted() {
-		if p.Err == nil && p.Leader >= 0 && p.Leader != coord {
-			return byID(p.Leader)
+	for _, p := range slices.Sorted(maps.Keys(leaders)) {
+		if l := leaders[p]; l >= 0 && l != coord {
+			return byID(l)
 		}
 	}
 	return -1, fmt.Errorf("every partition of %s is led by the coordinator, broker %d", r.e.Topic, coord)
 }
 
-// groupCoordinator is the broker id FindCoordinator gives for the era's group, retried until the
-// context ends while the answer is retriable (COORDINATOR_NOT_AVAILABLE while __consumer_offsets is
-// being created).
-func (r *eraRunner) groupCoordinator(ctx context.Context, adm *kadm.Client) (int32, error) {
+// GroupCoordinator is the broker id (Kafka's node id) that FindCoordinator gives for group, asked
+// of the brokers at bootstrap (host:port,...) and retried every 100 ms until ctx ends while the answer
+// is an error (COORDINATOR_NOT_AVAILABLE while __consumer_offsets is created or its partition has no
+// leader). Errors: the client's, or ctx's once it ended ("FindCoordinator <group>: ...").
+func GroupCoordinator(ctx context.Context, bootstrap, group string) (int32, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...))
+	if err != nil {
+		return -1, err
+	}
+	defer cl.Close()
+	return groupCoordinator(ctx, kadm.NewClient(cl), group)
+}
+
+func groupCoordinator(ctx context.Context, adm *kadm.Client, group string) (int32, error) {
 	for {
-		resp := adm.FindGroupCoordinators(ctx, r.e.Group)
-		c, ok := resp[r.e.Group]
+		c, ok := adm.FindGroupCoordinators(ctx, group)[group]
 		switch {
 		case ok && c.Err == nil:
 			return c.NodeID, nil
 		case ctx.Err() != nil:
-			return -1, fmt.Errorf("FindCoordinator %s: %w", r.e.Group, ctx.Err())
+			return -1, fmt.Errorf("FindCoordinator %s: %w", group, ctx.Err())
 		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// partitionLeaders is topic's partition → leader broker id (-1: none) from Metadata; partitions that
+// answer an error are left out. Errors: the request's, or the topic's.
+func partitionLeaders(ctx context.Context, adm *kadm.Client, topic string) (map[int32]int32, error) {
+	md, err := adm.Metadata(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("metadata of %s: %w", topic, err)
+	}
+	td, ok := md.Topics[topic]
+	if !ok || td.Err != nil {
+		return nil, fmt.Errorf("metadata of %s: %v", topic, td.Err)
+	}
+	out := make(map[int32]int32, len(td.Partitions))
+	for _, p := range td.Partitions {
+		if p.Err == nil {
+			out[p.Partition] = p.Leader
+		}
+	}
+	return out, nil
 }

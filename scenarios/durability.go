@@ -206,22 +206,18 @@ func (s *sideTopic) noteDown(ctx context.Context, id int32) error {
 	defer cl.Close()
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	md, err := kadm.NewClient(cl).Metadata(cctx, s.topic)
+	leaders, err := partitionLeaders(cctx, kadm.NewClient(cl), s.topic)
 	if err != nil {
-		return fmt.Errorf("metadata of %s: %w", s.topic, err)
-	}
-	td, ok := md.Topics[s.topic]
-	if !ok || td.Err != nil {
-		return fmt.Errorf("metadata of %s: %v", s.topic, td.Err)
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.downAt == 0 {
 		s.downAt = time.Now().UnixMilli()
 	}
-	for _, p := range td.Partitions {
-		if p.Leader == id {
-			s.downLd[p.Partition] = true
+	for p, l := range leaders {
+		if l == id {
+			s.downLd[p] = true
 		}
 	}
 	return nil

@@ -643,11 +643,8 @@ func (r *eraRunner) createNamedTopic(ctx context.Context, topic string, configs 
 	if r.lab != nil {
 		rf = int16(lab.OffsetsTopicReplicationFactor(len(r.lab.Brokers())))
 	}
-	var cfg map[string]*string
+	cfg := make(map[string]*string, len(configs))
 	for k, v := range configs {
-		if cfg == nil {
-			cfg = map[string]*string{}
-		}
 		cfg[k] = kadm.StringPtr(v)
 	}
 	resp, err := kadm.NewClient(cl).CreateTopic(cctx, int32(r.p.Partitions), rf, cfg, topic)

@@ -178,7 +178,8 @@ func DecodePartitionState(data []byte) (PartitionState, error) {
 }
 
 // DecodeController reads /controller, {"version":1,"brokerid":1,"timestamp":"<ms>"} (ControllerZNode),
-// or the bare broker id that Kafka before 0.8.2 wrote (KafkaController.parseControllerId accepts both).
+// or the bare broker id that Kafka before 0.8.2 wrote (KafkaController.parseControllerId accepts both),
+// and returns the controller's broker id. Errors: data that is neither, or JSON without "brokerid".
 func DecodeController(data []byte) (int32, error) {
 	if n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 32); err == nil {
 		return int32(n), nil

@@ -663,10 +663,14 @@ func (l *Log) LogStartOffset() int64 {
 
 // Compacted reports whether the log's cleanup.policy includes compact: the
 // Cleaner compacts it, and records without a key are refused by the broker.
-func (l *Log) Compacted() bool { return l.config().Compact() }
+func (l *Log) Compacted() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.cfg.Compact()
+}
 
-// config is the log's settings now (SetConfig replaces them under the lock), for the paths that read
-// them without holding it.
+// config is a copy of the log's settings now (SetConfig replaces them under the lock), for the
+// cleaner, which works without holding it.
 func (l *Log) config() Config {
 	l.mu.RLock()
 	defer l.mu.RUnlock()

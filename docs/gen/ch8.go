@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rebalancelab/rebalancelab/broker/coordinator"
 	"github.com/rebalancelab/rebalancelab/scenarios"
@@ -173,33 +171,15 @@ func snapshot(ctx context.Context, info scenarios.StepInfo, when string) cluster
 		}
 	}
 	if info.Era != "zk" {
-		c.coordinator = findCoordinator(ctx, info.Bootstrap, info.Group, fail)
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if id, err := scenarios.GroupCoordinator(cctx, info.Bootstrap, info.Group); err != nil {
+			fail("%v", err)
+		} else {
+			c.coordinator = id
+		}
 	}
 	return c
-}
-
-// findCoordinator is the group's coordinator as FindCoordinator answers it, -1 when it does not.
-func findCoordinator(ctx context.Context, bootstrap, group string, fail func(string, ...any)) int32 {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...))
-	if err != nil {
-		fail("client: %v", err)
-		return -1
-	}
-	defer cl.Close()
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	for {
-		c := kadm.NewClient(cl).FindGroupCoordinators(cctx, group)[group]
-		if c.Err == nil {
-			return c.NodeID
-		}
-		select {
-		case <-cctx.Done():
-			fail("FindCoordinator %s: %v", group, c.Err)
-			return -1
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // ids formats broker ids as [1 2 3].
@@ -218,25 +198,16 @@ func stateCell(st zkdata.PartitionState, ok bool) string {
 }
 
 // ch8Era is the era whose snapshots chapter 8's leader table shows: the first coordinator era that ran
-// with them (the zk era's group has no __consumer_offsets partition), else the first that did.
+// with them (the zk era's group has no __consumer_offsets partition), else the zk era.
 func ch8Era(res *scenarios.RunResult, snaps *snapshots, run string) (*scenarios.EraRun, []clusterSnapshot) {
-	eras := erasRun(res)
-	slices.SortStableFunc(eras, func(a, b string) int {
-		return boolInt(a == "zk") - boolInt(b == "zk")
-	})
-	for _, era := range eras {
-		if s := snaps.of(run, era); len(s) > 0 {
-			return eraOf(res, era), s
+	for _, coordinatorEra := range []bool{true, false} {
+		for _, era := range erasRun(res) {
+			if s := snaps.of(run, era); len(s) > 0 && (era != "zk") == coordinatorEra {
+				return eraOf(res, era), s
+			}
 		}
 	}
 	return nil, nil
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func (g *generator) ch8() error {
