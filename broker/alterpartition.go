@@ -21,8 +21,8 @@ import (
 // ISR changes travel as in Kafka 3.9 in ZooKeeper mode (KIP-497): the leader sends AlterPartition to
 // the controller (alterPartitions, Kafka's DefaultAlterPartitionManager), the controller checks it and
 // writes the state znode with a version check (handleAlterPartition → the ZooKeeper loop), and
-// answers with the committed state, which the leader installs. Every other broker learns the new ISR
-// from its watch on the state znode.
+// answers with the committed state, which the leader installs. Every broker learns the new ISR from
+// the controller's UpdateMetadata (controlchannel.go).
 
 // alterISRRetryBackoff spaces retries when the controller is unknown or unreachable.
 const alterISRRetryBackoff = 100 * time.Millisecond
@@ -196,11 +196,15 @@ func (a *alterPartitions) send(conn *wire.Conn, items map[topicPartition]alterIt
 	return retried, nil
 }
 
-// ctrlRequest is a request to the controller handed to the ZooKeeper loop, which owns the
-// controller's state: an AlterPartition or a ControlledShutdown.
+// ctrlRequest is a request handed to the ZooKeeper loop, which owns the controller's state and what
+// the controller told this broker: one of an AlterPartition or a ControlledShutdown (to the
+// controller), a LeaderAndIsr, an UpdateMetadata or a StopReplica (from it).
 type ctrlRequest struct {
 	alter    *kmsg.AlterPartitionRequest
 	shutdown *kmsg.ControlledShutdownRequest
+	lai      *kmsg.LeaderAndISRRequest
+	um       *kmsg.UpdateMetadataRequest
+	stop     *kmsg.StopReplicaRequest
 	reply    chan kmsg.Response
 }
 
@@ -223,8 +227,15 @@ func (b *Broker) controllerRequest(ctx context.Context, cr ctrlRequest, errResp 
 
 // inLoop answers cr in the ZooKeeper loop.
 func (b *Broker) ctrlInLoop(s *zkState, cr ctrlRequest) kmsg.Response {
-	if cr.shutdown != nil {
+	switch {
+	case cr.shutdown != nil:
 		return b.controlledShutdownInLoop(s, cr.shutdown)
+	case cr.lai != nil:
+		return b.leaderAndIsrInLoop(s, cr.lai)
+	case cr.um != nil:
+		return b.updateMetadataInLoop(s, cr.um)
+	case cr.stop != nil:
+		return b.stopReplicaInLoop(s, cr.stop)
 	}
 	return b.alterPartitionInLoop(s, cr.alter)
 }
@@ -246,7 +257,7 @@ func (b *Broker) alterPartitionInLoop(s *zkState, req *kmsg.AlterPartitionReques
 		resp.ErrorCode = kerr.NotController.Code
 		return resp
 	}
-	live := s.work.liveSet()
+	live := s.ctrl.view.liveSet()
 	for _, t := range req.Topics {
 		rt := kmsg.NewAlterPartitionResponseTopic()
 		rt.Topic = t.Topic
@@ -262,7 +273,7 @@ func (b *Broker) alterPartitionInLoop(s *zkState, req *kmsg.AlterPartitionReques
 }
 
 func (b *Broker) alterOne(s *zkState, live map[int32]bool, brokerID int32, version int16, topic string, p kmsg.AlterPartitionRequestTopicPartition, rp *kmsg.AlterPartitionResponseTopicPartition) int16 {
-	tv, ok := s.work.topics[topic]
+	tv, ok := s.ctrl.view.topics[topic]
 	if !ok {
 		return kerr.UnknownTopicOrPartition.Code
 	}
@@ -283,7 +294,7 @@ func (b *Broker) alterOne(s *zkState, live map[int32]bool, brokerID int32, versi
 	switch {
 	case err == nil:
 	case errors.Is(err, errFenced):
-		s.ctrl = controllerRole{}
+		b.resign(s)
 		s.pending[zkTask{kind: taskElect}] = struct{}{}
 		return kerr.NotController.Code
 	case errors.Is(err, zk.ErrBadVersion):

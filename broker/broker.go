@@ -6,11 +6,10 @@
 // Replication is Kafka 3.9's in ZooKeeper mode (replication.go, alterpartition.go, shutdown.go,
 // broker/replica): followers fetch from the leader, the leader's high watermark over the ISR bounds
 // consumers and acks=all, ISR changes go to the controller as AlterPartition, and Close makes a
-// controlled shutdown first.
+// controlled shutdown first. The controller alone watches the cluster in ZooKeeper and tells the
+// brokers with LeaderAndIsr, UpdateMetadata and StopReplica (controlchannel.go, controlrequests.go).
 //
-// Differences from Kafka, on purpose: no LeaderAndIsr, UpdateMetadata or StopReplica RPCs between
-// brokers — every broker learns topics, leaders, ISRs and live brokers by watching ZooKeeper, as 0.8's
-// brokers watched the state znodes; idempotent producers (InitProducerId, api_producer.go; the log checks their sequences)
+// Differences from Kafka, on purpose: idempotent producers (InitProducerId, api_producer.go; the log checks their sequences)
 // but no transactions; no fetch sessions (KIP-227: the broker answers
 // session id 0, which every client handles with full fetches); the log holds v2 record batches only
 // (Produce v0–v2 and Fetch v0–v3, message formats 0 and 1, are converted as Kafka 3.9 converts them:
@@ -102,13 +101,13 @@ type Broker struct {
 	zk     *zk.Conn
 	chroot string
 	zkq    *zkQueue
-	// ctrlq hands AlterPartition requests to the ZooKeeper loop, which owns the controller's state.
+	// ctrlq hands requests to and from the controller to the ZooKeeper loop, which owns their state.
 	ctrlq chan ctrlRequest
 	// fetchers replicate the partitions this broker follows; alters sends its leaders' ISR changes.
 	fetchers *replicaFetchers
 	alters   *alterPartitions
-	// ready is closed once the broker is registered in /brokers/ids and has read the cluster (brokers,
-	// controller, topics, partition states) for the first time.
+	// ready is closed once the broker is registered in /brokers/ids and has its first UpdateMetadata
+	// from the controller (live brokers, topics, partition states).
 	ready     chan struct{}
 	readyOnce sync.Once
 	// regConflict is the ZooKeeper session holding /brokers/ids/<id> when the last registration attempt
@@ -148,8 +147,8 @@ type groupRoute struct {
 type LeadershipFunc func(topic string, partition int32, leading bool, leaderEpoch int32)
 
 // Start opens the listener, connects to ZooKeeper (zookeeper.connect) and registers /brokers/ids/<id>.
-// It returns once the listener accepts connections, the broker is registered and it has read the
-// cluster (brokers, controller, topics, partition states) for the first time. ctx bounds only the start
+// It returns once the listener accepts connections, the broker is registered and the controller's
+// first UpdateMetadata told it the cluster (live brokers, topics, partition states). ctx bounds only the start
 // itself; the broker runs until Close. Once registered, a broker that loses ZooKeeper keeps serving
 // produce and fetch and registers again when a new session is established.
 //

@@ -321,24 +321,51 @@ func (b *Broker) loadConfigChanges(s *zkState) error {
 	return nil
 }
 
-// loadTopicConfig reads /config/topics/<topic> into the working view.
+// loadTopicConfig reads /config/topics/<topic> for a topic this broker knows (in its metadata, the
+// controller's context, or hosted) into s.topicConfigs and both views.
 func (b *Broker) loadTopicConfig(s *zkState, topic string) error {
-	tv, ok := s.work.topics[topic]
-	if !ok {
+	known := s.work.topics[topic] != nil || s.hostsTopic(topic)
+	var cc *topicView
+	if s.ctrl.active {
+		cc = s.ctrl.view.topics[topic]
+	}
+	if !known && cc == nil {
 		return nil
 	}
 	c, err := b.readEntityConfig(topicConfigPath(topic))
 	if err != nil {
 		return err
 	}
-	if !maps.Equal(tv.configs, c) {
-		if tv.configs != nil {
+	if c == nil {
+		c = map[string]string{}
+	}
+	old, had := s.topicConfigs[topic]
+	if !had || !maps.Equal(old, c) {
+		if had {
 			b.log.WithFields(logrus.Fields{"topic": topic, "config": c}).Info("topic config changed")
 		}
-		tv.configs = c
 		s.configDirty = true
 	}
+	if known {
+		s.topicConfigs[topic] = c
+	}
+	if tv := s.work.topics[topic]; tv != nil {
+		tv.configs = c
+	}
+	if cc != nil {
+		cc.configs = c
+	}
 	return nil
+}
+
+// hostsTopic reports whether a partition of topic is hosted here.
+func (s *zkState) hostsTopic(topic string) bool {
+	for tp := range s.hosted {
+		if tp.Topic == topic {
+			return true
+		}
+	}
+	return false
 }
 
 // loadBrokerConfigs reads the dynamic broker configs (this broker's and the cluster default).
@@ -376,11 +403,11 @@ func (b *Broker) applyConfigs(s *zkState) {
 	}
 	b.partsMu.RUnlock()
 	for _, p := range parts {
-		tv, ok := s.work.topics[p.topic]
+		c, ok := s.topicConfigs[p.topic]
 		if !ok {
 			continue
 		}
-		lc := b.logConfigFor(p.topic, tv.configs)
+		lc := b.logConfigFor(p.topic, c)
 		if lc.sameValues(p.config()) {
 			continue
 		}

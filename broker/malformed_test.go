@@ -177,7 +177,7 @@ func TestMalformedInput(t *testing.T) {
 		if err := resp.ReadFrom(readResponse(t, c, 8)); err != nil {
 			t.Fatal(err)
 		}
-		if resp.ErrorCode != 0 || len(resp.ApiKeys) != 29 { // 18 data/admin/inter-broker APIs (InitProducerId, the config APIs, AlterPartition and ControlledShutdown among them) + 11 group APIs (OffsetDelete among them)
+		if resp.ErrorCode != 0 || len(resp.ApiKeys) != 32 { // 21 data/admin/inter-broker APIs (InitProducerId, the config APIs, AlterPartition, ControlledShutdown, LeaderAndIsr, UpdateMetadata and StopReplica among them) + 11 group APIs (OffsetDelete among them)
 			t.Fatalf("ApiVersions v0 after the retry: error %d, %d keys", resp.ErrorCode, len(resp.ApiKeys))
 		}
 		metadataOK("unsupported version")

@@ -44,6 +44,10 @@ var brokerAPIs = map[int16]apiRange{
 	int16(kmsg.AlterPartition): {0, 1},
 	// ControlledShutdown v1-v3 (v0 is 0.8's framing without a client id header, not served).
 	int16(kmsg.ControlledShutdown): {1, 3},
+	// From the controller (controlrequests.go): Kafka 3.9's ranges; the controller sends the newest.
+	int16(kmsg.LeaderAndISR):   {0, 7},
+	int16(kmsg.UpdateMetadata): {0, 8},
+	int16(kmsg.StopReplica):    {0, 4},
 	// KIP-848's APIs: UNSUPPORTED_VERSION, as a ZooKeeper-mode Kafka answers them (api_kip848.go).
 	int16(kmsg.ConsumerGroupHeartbeat): {0, 0},
 	int16(kmsg.ConsumerGroupDescribe):  {0, 0},
@@ -365,6 +369,12 @@ func (b *Broker) dispatch(ctx context.Context, req kmsg.Request) (resp kmsg.Resp
 		return b.handleDeleteRecords(r), nil
 	case *kmsg.ControlledShutdownRequest:
 		return b.handleControlledShutdown(ctx, r), nil
+	case *kmsg.LeaderAndISRRequest:
+		return b.handleLeaderAndIsr(ctx, r), nil
+	case *kmsg.UpdateMetadataRequest:
+		return b.handleUpdateMetadata(ctx, r), nil
+	case *kmsg.StopReplicaRequest:
+		return b.handleStopReplica(ctx, r), nil
 	case *kmsg.AlterPartitionRequest:
 		return b.handleAlterPartition(ctx, r), nil
 	case *kmsg.ConsumerGroupHeartbeatRequest:

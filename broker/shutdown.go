@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
@@ -44,26 +45,37 @@ func (b *Broker) controlledShutdownInLoop(s *zkState, req *kmsg.ControlledShutdo
 		return resp
 	}
 	id := req.BrokerID
-	if _, ok := s.work.brokers[id]; !ok {
+	if _, ok := s.ctrl.view.brokers[id]; !ok {
 		resp.ErrorCode = kerr.BrokerNotAvailable.Code
 		return resp
 	}
 	s.shuttingDown[id] = true
 	parts := map[partitionRef]partitionInfo{}
-	for topic, tv := range s.work.topics {
+	for topic, tv := range s.ctrl.view.topics {
 		for p, replicas := range tv.replicas {
 			st := tv.states[p]
 			parts[partitionRef{topic, p}] = partitionInfo{Replicas: replicas, State: st.leaderAndISR, HasState: st.exists}
 		}
 	}
-	next, remaining := controlledShutdown(id, parts, s.work.liveSet(), s.shuttingDown, s.ctrl.epoch)
+	next, remaining := controlledShutdown(id, parts, s.ctrl.view.liveSet(), s.shuttingDown, s.ctrl.epoch)
+	// Its follower replicas stop fetching: StopReplica(delete=false), sent by the next propagate.
+	sent := s.ctrl.sent[id]
+	if sent == nil || sent.epoch != s.ctrl.brokerEpochs[id] {
+		sent = &brokerSent{epoch: s.ctrl.brokerEpochs[id], lai: map[topicPartition]sentPartition{}, meta: map[topicPartition]sentPartition{}}
+		s.ctrl.sent[id] = sent
+	}
+	for ref, pi := range parts {
+		if pi.HasState && len(pi.Replicas) > 1 && pi.State.Leader != id && slices.Contains(pi.Replicas, id) {
+			sent.stops = append(sent.stops, topicPartition{ref.Topic, ref.Partition})
+		}
+	}
 	for ref, st := range next {
-		tv := s.work.topics[ref.Topic]
+		tv := s.ctrl.view.topics[ref.Topic]
 		cur := tv.states[ref.Partition]
 		ver, err := b.writeState(s, ref.Topic, ref.Partition, st, cur.version)
 		if err != nil {
 			if errors.Is(err, errFenced) {
-				s.ctrl = controllerRole{}
+				b.resign(s)
 				s.pending[zkTask{kind: taskElect}] = struct{}{}
 				resp.ErrorCode = kerr.NotController.Code
 				return resp
@@ -130,14 +142,14 @@ func (b *Broker) controlledShutdown(ctx context.Context) error {
 			last = fmt.Errorf("%d partitions remain led by this broker", len(cr.PartitionsRemaining))
 			continue
 		}
-		// The controller took this broker out of every ISR: it stops fetching as its follower
-		// partitions' StopReplica (deletePartitions false) from KafkaController.doControlledShutdown
-		// makes a Kafka broker do. A fetch after that would have the leader propose it back into the
-		// ISR, the controller refuse (OPERATION_NOT_ATTEMPTED: it is shutting down), and the leader
-		// count it in the high watermark while the proposal is in flight.
+		// The controller took this broker out of every ISR and sends its follower partitions
+		// StopReplica (delete=false), as KafkaController.doControlledShutdown does; the fetchers
+		// stop now rather than when that arrives. A fetch in between would have the leader propose
+		// it back into the ISR, the controller refuse (OPERATION_NOT_ATTEMPTED: it is shutting
+		// down), and the leader count it in the high watermark while the proposal is in flight.
 		b.fetchers.stop()
-		// Wait for the moves to reach this broker's view (the state znodes' watches), so that the
-		// partitions stop being served here before the listener closes.
+		// Wait for the moves to reach this broker's metadata (LeaderAndIsr and UpdateMetadata from
+		// the controller), so that the partitions stop being served here before the listener closes.
 		if err := b.waitView(ctx, func(v *clusterView) bool { return !v.leadsReplicated(b.id) }); err != nil {
 			return err
 		}

@@ -83,10 +83,24 @@ func fidTopicRecreate(t *testing.T, brokers int) {
 		t.Logf("round %d: %d partitions led %v after CreateTopics answered (TOPIC_ALREADY_EXISTS retries: %d)",
 			round, fidRecreatePartitions, time.Since(created).Round(time.Millisecond), alreadyExists)
 		// The re-created topic starts empty: nothing of the record the previous incarnation held.
-		ends, err := adm.ListEndOffsets(ctx, topic)
-		if err != nil {
-			t.Fatalf("round %d: ListEndOffsets: %v", round, err)
-		}
+		// A leader named by another broker's metadata may not have its LeaderAndIsr yet: it answers
+		// UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER_OR_FOLLOWER for a moment (as in Kafka: the
+		// controller's requests to different brokers are not ordered), which clients retry.
+		var ends kadm.ListedOffsets
+		testutil.WaitFor(t, 10*time.Second, fmt.Sprintf("round %d: every leader to answer ListOffsets", round), func() bool {
+			var err error
+			ends, err = adm.ListEndOffsets(ctx, topic)
+			if err != nil {
+				t.Fatalf("round %d: ListEndOffsets: %v", round, err)
+			}
+			answered := true
+			ends.Each(func(o kadm.ListedOffset) {
+				if errors.Is(o.Err, kerr.UnknownTopicOrPartition) || errors.Is(o.Err, kerr.NotLeaderForPartition) {
+					answered = false
+				}
+			})
+			return answered
+		})
 		ends.Each(func(o kadm.ListedOffset) {
 			if o.Err != nil || o.Offset != 0 {
 				t.Errorf("round %d: partition %d end offset %d, %v; want 0 in a new topic", round, o.Partition, o.Offset, o.Err)

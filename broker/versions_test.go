@@ -19,6 +19,7 @@ import (
 func TestEveryAdvertisedVersion(t *testing.T) {
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, nil)
+	zc := zkClient(t, z.Connect())
 	createTopic(t, tb.addr(), "sweep", 1)
 	c := dial(t, tb.addr())
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -172,6 +173,8 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 				if k.ApiKey != 19 {
 					continue // exercised below with the topic CreateTopics made
 				}
+			case kmsg.LeaderAndISR, kmsg.UpdateMetadata, kmsg.StopReplica:
+				controlSweep(t, c, k.ApiKey, v, name, "sweep", readControllerEpoch(t, zc), metadata(t, c).Brokers[0])
 			default:
 				if !groupSweep(t, c, k.ApiKey, v, name) {
 					t.Fatalf("advertised API %s has no sweep case", name)

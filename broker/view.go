@@ -5,10 +5,11 @@ import (
 	"sort"
 )
 
-// clusterView is what this broker knows of the cluster from ZooKeeper: live brokers (/brokers/ids),
-// the controller, topics with their replica assignment and partition states. The ZooKeeper loop owns a
-// working copy and publishes immutable snapshots; request handlers read the latest snapshot without locks
-// (Kafka's MetadataCache, fed by watches instead of UpdateMetadata requests).
+// clusterView is a picture of the cluster: live brokers, the controller, topics with their replica
+// assignment and partition states. As the broker's metadata cache (Kafka's ZkMetadataCache) it is fed
+// by the controller's UpdateMetadata (controlrequests.go); the ZooKeeper loop owns the working copy and
+// publishes immutable snapshots, which request handlers read without locks. The controller's context
+// (controllerRole.view) is another, read from ZooKeeper.
 type clusterView struct {
 	brokers    map[int32]Node
 	controller int32

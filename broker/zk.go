@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/broker/replica"
 	"github.com/rebalancelab/rebalancelab/broker/storage"
@@ -97,6 +97,21 @@ type zkState struct {
 	configDirty   bool
 	// shuttingDown: brokers that asked the controller for a controlled shutdown (by id).
 	shuttingDown map[int32]bool
+	// chans: the controller's senders to the brokers (controlchannel.go).
+	chans *controllerChannel
+
+	// What the controller told this broker (controlrequests.go): the partitions it hosts, the logs to
+	// delete, the highest controller epoch seen, this broker's epoch (its registration's czxid), where
+	// the UpdateMetadata requests came from and whether one came at all. s.work is the metadata cache.
+	hosted          map[topicPartition]*hostedPartition
+	deleteLogs      map[topicPartition]bool
+	controllerEpoch int32
+	brokerEpoch     int64
+	umFrom          controlSource
+	metaSeen        bool
+	// topicConfigs is /config/topics/<t> as last read, for the topics this broker knows (nil entries
+	// are not kept: absent means not read yet).
+	topicConfigs map[string]map[string]string
 }
 
 type controllerRole struct {
@@ -105,6 +120,28 @@ type controllerRole struct {
 	epochVersion int32 // its znode version; every state write checks it (fencing a stale controller)
 	// failover: the first reconcile of this controller has not completed (onControllerFailover).
 	failover bool
+	// view is the controller's context (ControllerContext): live brokers, topics, assignments and
+	// partition states read from ZooKeeper while this broker is the controller; brokerEpochs are the
+	// live brokers' registration czxids; sent is what each broker was last told (controlchannel.go).
+	view         *clusterView
+	brokerEpochs map[int32]int64
+	sent         map[int32]*brokerSent
+}
+
+// resign drops the controller's role: its context, its watches' tasks and its senders.
+func (b *Broker) resign(s *zkState) {
+	s.chans.closeAll()
+	s.ctrl = controllerRole{}
+	for t := range s.pending {
+		if t.kind.controllerOnly() {
+			delete(s.pending, t)
+		}
+	}
+}
+
+// controllerOnly: the task reads the cluster for the controller's context.
+func (k taskKind) controllerOnly() bool {
+	return k == taskBrokers || k == taskTopics || k == taskTopic || k == taskState
 }
 
 var errRegistrationConflict = errors.New("broker id registered by another ZooKeeper session")
@@ -143,6 +180,10 @@ func (b *Broker) zkLoop() {
 		work:         emptyView(),
 		failedOpen:   map[topicPartition]bool{},
 		shuttingDown: map[int32]bool{},
+		chans:        newControllerChannel(b),
+		hosted:       map[topicPartition]*hostedPartition{},
+		deleteLogs:   map[topicPartition]bool{},
+		topicConfigs: map[string]map[string]string{},
 	}
 	var retry <-chan time.Time
 	for {
@@ -169,12 +210,20 @@ func (b *Broker) zkLoop() {
 			b.onZKEvent(s, ev)
 		}
 		ok := b.runTasks(s)
-		loaded := ok && s.registered && len(s.pending) == 0
 		if ok && s.ctrl.active {
 			ok = b.reconcile(s)
 		}
-		for _, cr := range reqs {
-			cr.reply <- b.ctrlInLoop(s, cr)
+		// Requests are answered once applied: a LeaderAndIsr after its logs lead or follow, an
+		// UpdateMetadata once Metadata answers from it (ReplicaManager answers after makeLeaders).
+		replies := make([]kmsg.Response, len(reqs))
+		for i, cr := range reqs {
+			replies[i] = b.ctrlInLoop(s, cr)
+		}
+		if ok && s.ctrl.active && len(s.pending) == 0 {
+			b.propagate(s) // a complete context only
+		}
+		if len(s.pending) > 0 {
+			ok = false // left for the retry
 		}
 		// Logs first, then the view: once Metadata names this broker leader, it serves the partition.
 		b.applyConfigs(s)
@@ -182,7 +231,10 @@ func (b *Broker) zkLoop() {
 			ok = false
 		}
 		b.publish(s)
-		if loaded {
+		for i, cr := range reqs {
+			cr.reply <- replies[i]
+		}
+		if s.registered && s.metaSeen {
 			b.readyOnce.Do(func() { close(b.ready) })
 		}
 		if !ok && retry == nil && b.ctx.Err() == nil {
@@ -205,11 +257,11 @@ func (b *Broker) onZKEvent(s *zkState, ev zk.Event) {
 				s.registered = false
 				s.armed = map[string]bool{}
 				s.conflictSeen = false
-				for _, k := range []taskKind{taskRegister, taskElect, taskBrokers, taskConfigChanges, taskBrokerConfig, taskTopics} {
+				for _, k := range []taskKind{taskRegister, taskElect, taskConfigChanges, taskBrokerConfig} {
 					s.pending[zkTask{kind: k}] = struct{}{}
 				}
-				for t := range s.work.topics {
-					s.pending[zkTask{kind: taskTopic, topic: t}] = struct{}{}
+				for t := range s.topicConfigs {
+					s.pending[zkTask{kind: taskTopicConfig, topic: t}] = struct{}{}
 				}
 			}
 		case zk.StateExpired:
@@ -217,7 +269,7 @@ func (b *Broker) onZKEvent(s *zkState, ev zk.Event) {
 			b.log.Warn("ZooKeeper session expired; resigning as controller and re-registering when connected")
 			s.session = 0
 			if s.ctrl.active {
-				s.ctrl = controllerRole{}
+				b.resign(s)
 			}
 		case zk.StateDisconnected:
 			b.log.Debug("ZooKeeper disconnected; serving from the last known state")
@@ -229,6 +281,9 @@ func (b *Broker) onZKEvent(s *zkState, ev zk.Event) {
 	}
 	path := strings.TrimPrefix(ev.Path, b.chroot)
 	s.armed[path] = false
+	if !s.ctrl.active && (path == brokerIDsPath || path == brokerTopicsPath || strings.HasPrefix(path, brokerTopicsPath+"/")) {
+		return // the controller's watches; a broker learns the cluster from the controller
+	}
 	switch {
 	case path == brokerIDsPath:
 		s.pending[zkTask{kind: taskBrokers}] = struct{}{}
@@ -287,6 +342,9 @@ func (b *Broker) runTasks(s *zkState) bool {
 				continue // dropped by an earlier task of this round (forgetTopic)
 			}
 			delete(s.pending, t)
+			if t.kind.controllerOnly() && !s.ctrl.active {
+				continue
+			}
 			if err := b.runTask(s, t); err != nil {
 				s.pending[t] = struct{}{}
 				if !errors.Is(err, errRegistrationConflict) {
@@ -363,6 +421,7 @@ func (b *Broker) register(s *zkState) error {
 			return fmt.Errorf("%s vanished; retrying", path)
 		case stat.EphemeralOwner == b.zk.SessionID():
 			err = nil
+			s.brokerEpoch = stat.Czxid
 		default:
 			b.regConflict.Store(stat.EphemeralOwner)
 			if !s.conflictSeen {
@@ -374,6 +433,13 @@ func (b *Broker) register(s *zkState) error {
 	}
 	if err != nil {
 		return fmt.Errorf("register %s: %w", path, err)
+	}
+	// The broker epoch is the registration's czxid (KafkaZkClient.registerBroker); control requests
+	// from before it are stale.
+	if _, stat, err := b.zk.Exists(path); err != nil {
+		return fmt.Errorf("register %s: %w", path, err)
+	} else if stat.EphemeralOwner == b.zk.SessionID() {
+		s.brokerEpoch = stat.Czxid
 	}
 	b.regConflict.Store(0)
 	b.log.WithField("advertised", b.AdvertisedAddr()).Info("registered in ZooKeeper")
@@ -419,7 +485,7 @@ func (b *Broker) elect(s *zkState) error {
 		}
 		if s.ctrl.active {
 			b.log.WithField("controller", id).Info("resigning as controller")
-			s.ctrl = controllerRole{}
+			b.resign(s)
 		}
 		return nil
 	}
@@ -440,7 +506,7 @@ func (b *Broker) becomeController(s *zkState) error {
 			if err != nil {
 				return err
 			}
-			s.ctrl = controllerRole{active: true, epoch: 1, epochVersion: 0}
+			s.ctrl = controllerRole{active: true, epoch: 1, epochVersion: 0, view: emptyView(), brokerEpochs: map[int32]int64{}, sent: map[int32]*brokerSent{}}
 			break
 		}
 		if err != nil {
@@ -457,13 +523,20 @@ func (b *Broker) becomeController(s *zkState) error {
 		if err != nil {
 			return err
 		}
-		s.ctrl = controllerRole{active: true, epoch: int32(cur + 1), epochVersion: st.Version}
+		s.ctrl = controllerRole{active: true, epoch: int32(cur + 1), epochVersion: st.Version, view: emptyView(), brokerEpochs: map[int32]int64{}, sent: map[int32]*brokerSent{}}
 		break
 	}
 	if !s.ctrl.active {
 		return fmt.Errorf("could not increment %s", controllerEpochPath)
 	}
 	s.ctrl.failover = true
+	s.ctrl.view.controller = b.id
+	// Watches of an earlier tenure may have fired while this broker was not the controller: read all.
+	for path := range s.armed {
+		if strings.HasPrefix(path, "/brokers/") {
+			delete(s.armed, path)
+		}
+	}
 	b.log.WithField("controller_epoch", s.ctrl.epoch).Info("elected controller")
 	s.pending[zkTask{kind: taskBrokers}] = struct{}{}
 	s.pending[zkTask{kind: taskTopics}] = struct{}{}
@@ -484,12 +557,13 @@ func (b *Broker) loadBrokers(s *zkState) error {
 		return err
 	}
 	live := make(map[int32]Node, len(ids))
+	epochs := make(map[int32]int64, len(ids))
 	for _, c := range ids {
 		id, err := strconv.ParseInt(c, 10, 32)
 		if err != nil {
 			continue
 		}
-		data, _, err := b.zk.Get(b.zp(brokerPath(int32(id))))
+		data, stat, err := b.zk.Get(b.zp(brokerPath(int32(id))))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -502,11 +576,14 @@ func (b *Broker) loadBrokers(s *zkState) error {
 			continue
 		}
 		live[int32(id)] = Node{ID: int32(id), Host: n.Host, Port: int32(n.Port)}
+		epochs[int32(id)] = stat.Czxid
 	}
-	if !sameBrokers(s.work.brokers, live) {
-		b.log.WithField("live", sortedIDs(live)).Info("live brokers changed")
+	cc := s.ctrl.view
+	if !sameBrokers(cc.brokers, live) {
+		b.log.WithField("live", sortedIDs(live)).Info("controller: live brokers changed")
 	}
-	s.work.brokers = live
+	cc.brokers = live
+	s.ctrl.brokerEpochs = epochs
 	for id := range s.shuttingDown {
 		if _, ok := live[id]; !ok {
 			delete(s.shuttingDown, id) // it stopped; a new registration starts afresh
@@ -550,11 +627,11 @@ func (b *Broker) loadTopics(s *zkState) error {
 	present := make(map[string]bool, len(names))
 	for _, n := range names {
 		present[n] = true
-		if _, ok := s.work.topics[n]; !ok || !s.armed[topicPath(n)] {
+		if _, ok := s.ctrl.view.topics[n]; !ok || !s.armed[topicPath(n)] {
 			s.pending[zkTask{kind: taskTopic, topic: n}] = struct{}{}
 		}
 	}
-	for t := range s.work.topics {
+	for t := range s.ctrl.view.topics {
 		if !present[t] {
 			b.log.WithField("topic", t).Info("topic deleted")
 			b.forgetTopic(s, t)
@@ -571,7 +648,7 @@ func (b *Broker) loadTopics(s *zkState) error {
 // state path kept the re-created partition from ever being read: no state written, no leader, until
 // the session changed.) The watches themselves may still fire later; their events just cause a re-read.
 func (b *Broker) forgetTopic(s *zkState, topic string) {
-	delete(s.work.topics, topic)
+	delete(s.ctrl.view.topics, topic)
 	prefix := topicPath(topic)
 	for path := range s.armed {
 		if path == prefix || strings.HasPrefix(path, prefix+"/") {
@@ -595,7 +672,7 @@ func (b *Broker) loadTopic(s *zkState, topic string) error {
 	path := topicPath(topic)
 	data, stat, _, err := b.zk.GetW(b.zp(path))
 	if errors.Is(err, zk.ErrNoNode) {
-		if _, ok := s.work.topics[topic]; ok {
+		if _, ok := s.ctrl.view.topics[topic]; ok {
 			b.log.WithField("topic", topic).Info("topic deleted")
 		}
 		b.forgetTopic(s, topic)
@@ -604,7 +681,7 @@ func (b *Broker) loadTopic(s *zkState, topic string) error {
 	if err != nil {
 		return err
 	}
-	if tv, ok := s.work.topics[topic]; ok && tv.czxid != stat.Czxid {
+	if tv, ok := s.ctrl.view.topics[topic]; ok && tv.czxid != stat.Czxid {
 		// Deleted and created again between two reads: the old incarnation is gone.
 		b.log.WithField("topic", topic).Info("topic deleted and created again")
 		b.forgetTopic(s, topic)
@@ -615,10 +692,10 @@ func (b *Broker) loadTopic(s *zkState, topic string) error {
 		b.log.WithError(err).WithField("topic", topic).Warn("ignoring unreadable topic znode")
 		return nil
 	}
-	tv, ok := s.work.topics[topic]
+	tv, ok := s.ctrl.view.topics[topic]
 	if !ok {
 		tv = &topicView{states: map[int32]partitionView{}, czxid: stat.Czxid}
-		s.work.topics[topic] = tv
+		s.ctrl.view.topics[topic] = tv
 		b.log.WithFields(logrus.Fields{"topic": topic, "partitions": len(assignment)}).Info("topic known")
 	} else if len(assignment) != len(tv.replicas) {
 		b.log.WithFields(logrus.Fields{"topic": topic, "partitions": len(assignment)}).Info("topic partitions changed")
@@ -641,7 +718,7 @@ func (b *Broker) loadTopic(s *zkState, topic string) error {
 // loadState reads a partition's state znode (data watch), or sets an exists watch while the controller
 // has not written it yet.
 func (b *Broker) loadState(s *zkState, topic string, p int32) error {
-	tv, ok := s.work.topics[topic]
+	tv, ok := s.ctrl.view.topics[topic]
 	if !ok {
 		return nil
 	}
@@ -691,9 +768,9 @@ func (b *Broker) reconcile(s *zkState) bool {
 	if len(s.pending) > 0 {
 		return false // decide only on a complete picture
 	}
-	live := s.work.liveSet()
-	for _, topic := range s.work.sortedTopics() {
-		tv := s.work.topics[topic]
+	live := s.ctrl.view.liveSet()
+	for _, topic := range s.ctrl.view.sortedTopics() {
+		tv := s.ctrl.view.topics[topic]
 		for _, p := range sortedPartitions(tv.replicas) {
 			cur, known := tv.states[p]
 			if !known {
@@ -743,7 +820,7 @@ func (b *Broker) reconcile(s *zkState) bool {
 				b.log.WithFields(logrus.Fields{"topic": topic, "partition": p, "leader": next.Leader, "leader_epoch": next.LeaderEpoch}).Info("controller: partition leader set")
 			case errors.Is(err, errFenced):
 				b.log.Warn("controller: fenced by a newer controller epoch; resigning")
-				s.ctrl = controllerRole{}
+				b.resign(s)
 				s.pending[zkTask{kind: taskElect}] = struct{}{}
 				return false
 			case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists):
@@ -811,25 +888,15 @@ func (b *Broker) publish(s *zkState) {
 	close(old.next)
 }
 
-// applyLeadership opens the logs of partitions this broker is a replica of (<log.dirs>/<topic>-<partition>),
-// makes each the leader or a follower as its state says (Partition.makeLeader / makeFollower),
-// hands the followed ones to the replica fetchers, and deletes the logs of deleted topics. A
-// partition whose assignment no longer names this broker stops leading and is kept. It reports false
-// if a log could not be opened (retried on the next round).
+// applyLeadership makes the logs what the controller's LeaderAndIsr and StopReplica requests said
+// (ReplicaManager.makeLeaders / makeFollowers / stopPartitions): it deletes the logs StopReplica
+// deleted (and those of a topic incarnation replaced by another), opens the logs of partitions now
+// hosted (<log.dirs>/<topic>-<partition>), makes each the leader or a follower as its state says,
+// and hands the followed ones to the replica fetchers (not those StopReplica stopped). A partition no
+// longer hosted but not deleted stops leading and is kept. It reports false if a log could not be
+// opened (retried on the next round).
 func (b *Broker) applyLeadership(s *zkState) bool {
 	v := s.work
-	type role struct {
-		st       partitionView
-		replicas []int32
-	}
-	want := map[topicPartition]role{}
-	for topic, tv := range v.topics {
-		for p, st := range tv.states {
-			if st.exists && slices.Contains(tv.replicas[p], b.id) {
-				want[topicPartition{topic, p}] = role{st, tv.replicas[p]}
-			}
-		}
-	}
 	type change struct {
 		p       *partition
 		leading bool
@@ -841,9 +908,9 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 
 	b.partsMu.Lock()
 	for tp, p := range b.parts {
-		tv, ok := v.topics[tp.Topic]
-		gone := !ok || tv.czxid != p.czxid // the topic was deleted (and maybe created again)
-		if _, ok := want[tp]; ok && !gone {
+		h, hosted := s.hosted[tp]
+		gone := s.deleteLogs[tp] || (hosted && h.czxid != 0 && h.czxid != p.czxid)
+		if hosted && !gone {
 			continue
 		}
 		if p.leading.Load() {
@@ -856,7 +923,7 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 		}
 	}
 	var toOpen []topicPartition
-	for tp := range want {
+	for tp := range s.hosted {
 		if _, ok := b.parts[tp]; !ok {
 			toOpen = append(toOpen, tp)
 		}
@@ -866,31 +933,45 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 		p.becomeFollower(-1, p.epoch.Load())
 	}
 
-	// A deleted topic's logs go first: a topic created again under the same name opens a new, empty
-	// log in the same directory.
+	// Deleted logs go first: a topic created again under the same name opens a new, empty log in the
+	// same directory. A StopReplica(delete) for a log not open removes its directory all the same
+	// (a topic deleted while this broker was away).
 	for _, p := range deleted {
 		if err := p.close(); err != nil {
 			b.log.WithError(err).Warn("closing deleted partition")
 		}
-		if err := os.RemoveAll(b.cfg.partitionDir(p.topic, p.id)); err != nil {
-			b.log.WithError(err).Warn("removing deleted partition")
-		}
-		b.log.WithFields(logrus.Fields{"topic": p.topic, "partition": p.id}).Info("deleted partition log")
 	}
+	for tp := range s.deleteLogs {
+		if err := os.RemoveAll(b.cfg.partitionDir(tp.Topic, tp.Partition)); err != nil {
+			b.log.WithFields(logFields(tp.Topic, tp.Partition)).WithError(err).Warn("removing deleted partition")
+			continue
+		}
+		b.log.WithFields(logFields(tp.Topic, tp.Partition)).Info("deleted partition log")
+	}
+	for _, p := range deleted {
+		if !s.deleteLogs[topicPartition{p.topic, p.id}] {
+			if err := os.RemoveAll(b.cfg.partitionDir(p.topic, p.id)); err != nil {
+				b.log.WithError(err).Warn("removing the partition log of a replaced topic incarnation")
+			}
+		}
+	}
+	clear(s.deleteLogs)
 	ok := true
 	for _, tp := range toOpen {
-		epoch := want[tp].st.LeaderEpoch
+		h := s.hosted[tp]
 		dir := b.cfg.partitionDir(tp.Topic, tp.Partition)
-		czxid := v.topics[tp.Topic].czxid
 		fields := logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}
-		stale, err := claimLogDir(dir, czxid)
+		stale, err := claimLogDir(dir, h.czxid)
 		if stale != 0 {
 			b.log.WithFields(fields).WithField("old_czxid", stale).Warn("partition log belongs to a deleted incarnation of the topic; deleted")
 		}
+		if _, read := s.topicConfigs[tp.Topic]; !read && err == nil {
+			err = b.loadTopicConfig(s, tp.Topic) // KafkaZkClient.getEntityConfigs when a log is created
+		}
 		var lg *storage.Log
-		lc := b.logConfigFor(tp.Topic, v.topics[tp.Topic].configs)
+		lc := b.logConfigFor(tp.Topic, s.topicConfigs[tp.Topic])
 		if err == nil {
-			lg, err = storage.Open(dir, lc.storageConfig(b.cfg.storageConfig(tp.Topic, epoch)))
+			lg, err = storage.Open(dir, lc.storageConfig(b.cfg.storageConfig(tp.Topic, h.st.LeaderEpoch)))
 		}
 		if err != nil {
 			if !s.failedOpen[tp] {
@@ -898,11 +979,10 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 			}
 			s.failedOpen[tp] = true
 			ok = false
-			delete(want, tp)
 			continue
 		}
 		delete(s.failedOpen, tp)
-		p := newPartition(tp.Topic, czxid, tp.Partition, lg)
+		p := newPartition(tp.Topic, h.czxid, tp.Partition, lg)
 		p.cfg.Store(lc)
 		b.partsMu.Lock()
 		b.parts[tp] = p
@@ -913,21 +993,21 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 	follow := map[topicPartition]followTarget{}
 	live := v.liveSet()
 	b.partsMu.RLock()
-	parts := make(map[topicPartition]*partition, len(want))
-	for tp := range want {
+	parts := make(map[topicPartition]*partition, len(s.hosted))
+	for tp := range s.hosted {
 		if p := b.parts[tp]; p != nil {
 			parts[tp] = p
 		}
 	}
 	b.partsMu.RUnlock()
 	for tp, p := range parts {
-		r := want[tp]
-		st := r.st
+		h := s.hosted[tp]
+		st := h.st
 		fields := logrus.Fields{"topic": tp.Topic, "partition": tp.Partition, "leader_epoch": st.LeaderEpoch}
 		if st.Leader == b.id {
-			rst := replica.State{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, ISR: st.ISR, PartitionEpoch: st.version}
+			rst := replica.State{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, ISR: st.ISR, PartitionEpoch: h.version}
 			if !p.leading.Load() || p.epoch.Load() != st.LeaderEpoch {
-				p.becomeLeader(b.id, r.replicas, rst, b.cfg.ReplicaLagTimeMaxMs)
+				p.becomeLeader(b.id, h.replicas, rst, b.cfg.ReplicaLagTimeMaxMs)
 				b.log.WithFields(fields).WithFields(logrus.Fields{"isr": st.ISR, "high_watermark": p.log.HighWatermark(), "log_end_offset": p.log.LogEndOffset()}).Info("leading partition")
 				changes = append(changes, change{p, true, st.LeaderEpoch})
 			} else {
@@ -943,7 +1023,7 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 			p.becomeFollower(st.Leader, st.LeaderEpoch)
 			b.log.WithFields(fields).WithFields(logrus.Fields{"leader": st.Leader, "log_end_offset": p.log.LogEndOffset()}).Info("following partition")
 		}
-		if st.Leader >= 0 {
+		if st.Leader >= 0 && !h.stopped {
 			follow[tp] = followTarget{part: p, leader: st.Leader, epoch: st.LeaderEpoch}
 		}
 	}
