@@ -9,6 +9,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -35,14 +36,14 @@ type ThroughputResult struct {
 }
 
 // MeasureThroughput produces o.Records random records of o.RecordBytes to o.Topic on bootstrap
-// with one franz-go client (acks=all, idempotent as franz-go is by default, against every target),
+// (host:port[,host:port...]) with one franz-go client (acks=all, idempotent as franz-go is by default, against every target),
 // waits for every ack, then consumes
 // them all back from the earliest offset with a direct (group-less) consumer. It returns an error
 // if a produce fails or fewer records come back than were produced.
 func MeasureThroughput(ctx context.Context, target, bootstrap string, o ThroughputOptions) (ThroughputResult, error) {
 	res := ThroughputResult{Target: target, RecordBytes: o.RecordBytes, Records: o.Records}
 	prod, err := kgo.NewClient(
-		kgo.SeedBrokers(bootstrap),
+		kgo.SeedBrokers(strings.Split(bootstrap, ",")...),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
@@ -85,7 +86,7 @@ func MeasureThroughput(ctx context.Context, target, bootstrap string, o Throughp
 		parts[p] = kgo.NewOffset().AtStart()
 	}
 	cons, err := kgo.NewClient(
-		kgo.SeedBrokers(bootstrap),
+		kgo.SeedBrokers(strings.Split(bootstrap, ",")...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{o.Topic: parts}),
 		kgo.FetchMaxBytes(50<<20),
 	)

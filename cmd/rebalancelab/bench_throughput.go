@@ -31,13 +31,16 @@ func init() {
 		warmup     int
 		brokers    string
 		markdown   bool
+		rf         int16
 	)
 	throughput := &cobra.Command{
 		Use:   "throughput",
 		Short: "Produce and fetch MB/s and records/s: this broker, Kafka 3.9 and franz-go's kfake, same client, same run",
 		Long: `Starts one lab per --broker implementation (real ZooKeeper + one broker: this project's, and real
 Kafka 3.9 from ` + "`make deps`" + `) and a kfake cluster with a data dir (all write segments through the page
-cache, no fsync: Kafka's default log.flush.interval.messages). One franz-go client produces uncompressed
+cache, no fsync: Kafka's default log.flush.interval.messages). With --replication-factor N each lab and
+kfake have N brokers and the topic N replicas (acks=all then waits for the followers of this broker and
+of Kafka; kfake accepts the factor but keeps one copy, so it is no replication peer). One franz-go client produces uncompressed
 random records with acks=all, then a direct consumer fetches them all back. Each target first gets
 --warmup discarded runs per size (the JVM's JIT, the page cache), then --runs measured ones, the order
 of the targets rotating from run to run. The table gives medians with the min-max spread and the ratios
@@ -59,6 +62,9 @@ of rebalancelab to each peer (above 1: rebalancelab is faster). Each invocation 
 			if warmup < 0 {
 				return fmt.Errorf("--warmup must be at least 0")
 			}
+			if rf < 1 || rf > 5 {
+				return fmt.Errorf("--replication-factor %d: must be 1 to 5 (the labs get that many brokers)", rf)
+			}
 			dir, err := os.MkdirTemp("", "rebalancelab-bench-")
 			if err != nil {
 				return err
@@ -68,7 +74,7 @@ of rebalancelab to each peer (above 1: rebalancelab is faster). Each invocation 
 			var targets []throughputTarget
 			peers := map[string]string{}
 			for _, impl := range strings.Split(brokers, ",") {
-				l, err := lab.Start(ctx, lab.Options{Brokers: 1, Dir: filepath.Join(dir, "lab-"+impl), Broker: impl})
+				l, err := lab.Start(ctx, lab.Options{Brokers: int(rf), Dir: filepath.Join(dir, "lab-"+impl), Broker: impl})
 				if err != nil {
 					return err
 				}
@@ -78,7 +84,7 @@ of rebalancelab to each peer (above 1: rebalancelab is faster). Each invocation 
 					peers["kafka"] = l.KafkaVersion()
 				}
 			}
-			fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DataDir(filepath.Join(dir, "kfake")))
+			fake, err := kfake.NewCluster(kfake.NumBrokers(int(rf)), kfake.DataDir(filepath.Join(dir, "kfake")))
 			if err != nil {
 				return fmt.Errorf("kfake: %w", err)
 			}
@@ -95,8 +101,13 @@ of rebalancelab to each peer (above 1: rebalancelab is faster). Each invocation 
 						// Rotate which target goes first: a later one runs on a warmer page cache.
 						tg := targets[(k+max(run, 0))%len(targets)]
 						topic := fmt.Sprintf("bench-%d-%d", size, run+warmup)
-						if err := createTopic(cmd, tg.bootstrap, topic, partitions); err != nil {
+						if err := createTopicRF(cmd, tg.bootstrap, topic, partitions, rf); err != nil {
 							return fmt.Errorf("%s: %w", tg.name, err)
+						}
+						if rf > 1 && tg.name != "kfake" {
+							if err := waitFullISR(cmd, tg.bootstrap, topic, int(rf)); err != nil {
+								return fmt.Errorf("%s: %w", tg.name, err)
+							}
 						}
 						what := fmt.Sprintf("run %d/%d", run+1, runs)
 						if run < 0 {
@@ -117,11 +128,11 @@ of rebalancelab to each peer (above 1: rebalancelab is faster). Each invocation 
 			}
 			summary := benchmark.SummarizeThroughput(results)
 			params := map[string]any{"sizes": recSizes, "megabytes_per_run": megabytes, "partitions": partitions,
-				"runs": runs, "warmup_runs": warmup, "brokers": brokers}
+				"runs": runs, "warmup_runs": warmup, "brokers": brokers, "replication_factor": rf}
 			if err := benchmark.WriteThroughputTable(os.Stdout, summary, markdown); err != nil {
 				return err
 			}
-			fmt.Printf("medians of %d runs each after %d discarded warm-up run(s); ratios of medians (above 1: rebalancelab is faster)\n", runs, warmup)
+			fmt.Printf("medians of %d runs each after %d discarded warm-up run(s); replication factor %d on %d broker(s) per target; ratios of medians (above 1: rebalancelab is faster)\n", runs, warmup, rf, rf)
 			if history != "" {
 				e := benchmark.HistoryEntry{Bench: "throughput", Time: time.Now().UTC(), Commit: version,
 					Machine: benchmark.ThisMachine(), Peers: peers, Params: params, Medians: throughputMedians(summary)}
@@ -149,6 +160,7 @@ of rebalancelab to each peer (above 1: rebalancelab is faster). Each invocation 
 	throughput.Flags().Lookup("broker").DefValue = lab.BrokerRebalancelab + "," + lab.BrokerKafka
 	_ = throughput.Flags().Set("broker", lab.BrokerRebalancelab+","+lab.BrokerKafka)
 	throughput.Flags().Int32Var(&partitions, "partitions", 6, "partitions of the benchmark topic")
+	throughput.Flags().Int16Var(&rf, "replication-factor", 1, "replicas of the benchmark topic, and brokers per target (1 to 5)")
 	benchCmd.AddCommand(throughput)
 }
 

@@ -182,3 +182,54 @@ func TestBenchThroughputThreePeers(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchThroughputReplicated: `bench throughput --replication-factor 3` runs on three brokers per
+// target, waits for every partition's three replicas to be in the ISR before measuring (acks=all then
+// waits for the followers), and says so: the table's note names the factor and the JSON's params hold
+// it; out-of-range factors are refused before anything starts.
+func TestBenchThroughputReplicated(t *testing.T) {
+	bin := zkCLIBinary(t)
+	out := filepath.Join(t.TempDir(), "bench.json")
+	r := runCLI(t, bin, t.TempDir(), 4*time.Minute, "bench", "throughput", "--broker", "rebalancelab", "--replication-factor", "3",
+		"--mb", "2", "--runs", "1", "--warmup", "0", "--sizes", "1024", "--history", "", "--json", out, "--log-level", "warn")
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "replication factor 3 on 3 broker(s) per target") {
+		t.Fatalf("no replication note in the output:\n%s", r.stdout)
+	}
+	var rows []string
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == "1024" {
+			rows = append(rows, f[1])
+		}
+	}
+	if want := []string{"rebalancelab", "kfake", "rebalancelab/kfake"}; !slices.Equal(rows, want) {
+		t.Fatalf("table rows %v, want %v:\n%s", rows, want, r.stdout)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Params struct {
+			RF int `json:"replication_factor"`
+		} `json:"params"`
+		Runs []struct {
+			Target  string `json:"target"`
+			Records int    `json:"records"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Params.RF != 3 || len(doc.Runs) != 2 || doc.Runs[0].Records != 2_000_000/1024 {
+		t.Fatalf("JSON params/runs: %s", data)
+	}
+	for _, bad := range []string{"0", "6"} {
+		r := runCLI(t, bin, t.TempDir(), time.Minute, "bench", "throughput", "--replication-factor", bad, "--history", "")
+		if r.code == 0 || !strings.Contains(r.stderr, "--replication-factor "+bad+": must be 1 to 5") {
+			t.Fatalf("--replication-factor %s: exit %d, stderr %s", bad, r.code, r.stderr)
+		}
+	}
+}
