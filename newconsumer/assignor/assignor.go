@@ -251,15 +251,23 @@ func newGroup(partitionsPerTopic map[string]int32, subscriptions []Subscription)
 		topics:     make(map[string]map[string]bool, len(byID)),
 		partitions: map[string]int32{},
 	}
+	// Members with the same subscription (the common case: every member of a group subscribes alike)
+	// share one topic set; the sets are read-only from here on.
+	sets := map[string]map[string]bool{}
 	for _, id := range javaHashOrder(order) {
 		s := byID[id]
 		g.members = append(g.members, s)
-		set := make(map[string]bool, len(s.Topics))
-		for _, t := range s.Topics {
-			set[t] = true
-			if n := partitionsPerTopic[t]; n > 0 {
-				g.partitions[t] = n
+		key := strings.Join(s.Topics, "\x00")
+		set, ok := sets[key]
+		if !ok {
+			set = make(map[string]bool, len(s.Topics))
+			for _, t := range s.Topics {
+				set[t] = true
+				if n := partitionsPerTopic[t]; n > 0 {
+					g.partitions[t] = n
+				}
 			}
+			sets[key] = set
 		}
 		g.topics[id] = set
 	}

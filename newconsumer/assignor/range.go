@@ -26,29 +26,51 @@ func (Range) Assign(partitionsPerTopic map[string]int32, subscriptions []Subscri
 	out := g.emptyAssignment()
 	sorted := slices.Clone(g.members)
 	slices.SortFunc(sorted, compareMembers)
-	byTopic := make(map[string][]*Subscription, len(g.partitions))
-	for _, m := range sorted {
+	// Members by topic, as indexes into sorted; each member's partitions are counted first, so that
+	// its list is allocated once and the map is written once per member, not once per partition.
+	byTopic := make(map[string][]int, len(g.partitions))
+	for i, m := range sorted {
 		for t := range g.topics[m.MemberID] {
 			if g.partitions[t] > 0 {
-				byTopic[t] = append(byTopic[t], m)
+				byTopic[t] = append(byTopic[t], i)
 			}
 		}
 	}
-	for _, topic := range g.sortedTopics() {
+	topics := g.sortedTopics()
+	counts := make([]int, len(sorted))
+	for _, topic := range topics {
+		members := byTopic[topic]
+		n := int(g.partitions[topic])
+		per, extra := n/len(members), n%len(members)
+		for k, i := range members {
+			counts[i] += per
+			if k < extra {
+				counts[i]++
+			}
+		}
+	}
+	lists := make([][]TopicPartition, len(sorted))
+	for i, c := range counts {
+		lists[i] = make([]TopicPartition, 0, c)
+	}
+	for _, topic := range topics {
 		members := byTopic[topic]
 		n := int(g.partitions[topic])
 		per, extra := n/len(members), n%len(members)
 		p := int32(0)
-		for i, m := range members {
+		for k, i := range members {
 			count := per
-			if i < extra {
+			if k < extra {
 				count++
 			}
-			for k := 0; k < count; k++ {
-				out[m.MemberID] = append(out[m.MemberID], TopicPartition{topic, p})
+			for ; count > 0; count-- {
+				lists[i] = append(lists[i], TopicPartition{topic, p})
 				p++
 			}
 		}
+	}
+	for i, m := range sorted {
+		out[m.MemberID] = lists[i]
 	}
 	return out
 }
