@@ -15,8 +15,10 @@ import (
 //     A request from an older controller epoch is refused whole (STALE_CONTROLLER_EPOCH); a partition
 //     whose leader epoch is not above the one it has is ignored (STALE_CONTROLLER_EPOCH); one whose
 //     replicas do not name this broker, UNKNOWN_TOPIC_OR_PARTITION. A request typed FULL lists all
-//     the broker's partitions: one it hosts and the request does not name stops (of a deleted topic,
-//     its log is deleted), as 3.9 treats stray replicas.
+//     the broker's partitions: one it hosts and the request does not name is a stray replica and its
+//     log is deleted (3.9 marks strays for deletion; here, with no reassignment, a partition leaves a
+//     broker's full list only when its topic was deleted while the controller's requests did not
+//     reach the broker: a new controller, or a new registration of the broker).
 //   - UpdateMetadata (ZkMetadataCache.updateMetadata): live brokers and partition states; leader -2
 //     removes a deleted topic's partition. The first one from a new controller epoch, or after this
 //     broker registered again, carries every partition and replaces the cache.
@@ -134,11 +136,8 @@ func (b *Broker) leaderAndIsrInLoop(s *zkState, req *kmsg.LeaderAndISRRequest) *
 				continue
 			}
 			delete(s.hosted, tp)
-			_, known := s.work.topics[tp.Topic]
-			if !known {
-				s.deleteLogs[tp] = true
-			}
-			b.log.WithFields(logFields(tp.Topic, tp.Partition)).WithField("topic_known", known).Info("stray replica: not in the controller's full LeaderAndIsr; stopped")
+			s.deleteLogs[tp] = true
+			b.log.WithFields(logFields(tp.Topic, tp.Partition)).Info("stray replica: not in the controller's full LeaderAndIsr; its log is deleted")
 		}
 	}
 	// The answer, in the request's layout.
