@@ -582,13 +582,13 @@ func (b *Broker) loadBrokers(s *zkState) error {
 	if !sameBrokers(cc.brokers, live) {
 		b.log.WithField("live", sortedIDs(live)).Info("controller: live brokers changed")
 	}
-	cc.brokers = live
-	s.ctrl.brokerEpochs = epochs
 	for id := range s.shuttingDown {
-		if _, ok := live[id]; !ok {
-			delete(s.shuttingDown, id) // it stopped; a new registration starts afresh
+		if _, ok := live[id]; !ok || epochs[id] != s.ctrl.brokerEpochs[id] {
+			delete(s.shuttingDown, id) // it stopped; a new registration (new broker epoch) starts afresh
 		}
 	}
+	cc.brokers = live
+	s.ctrl.brokerEpochs = epochs
 	return nil
 }
 
