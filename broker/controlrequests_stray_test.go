@@ -11,24 +11,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
-	"github.com/rebalancelab/rebalancelab/wire"
 )
-
-// replicaLEO is ListOffsets (replica id -2, latest) for topic/p on c: the replica's log end offset and
-// the error code.
-func replicaLEO(t *testing.T, c *wire.Conn, topic string, p int32) (int64, int16) {
-	t.Helper()
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = -2
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = topic
-	lp := kmsg.NewListOffsetsRequestTopicPartition()
-	lp.Partition, lp.Timestamp, lp.CurrentLeaderEpoch = p, -1, -1
-	rt.Partitions = append(rt.Partitions, lp)
-	req.Topics = append(req.Topics, rt)
-	rp := request[*kmsg.ListOffsetsResponse](t, c, req, 4).Topics[0].Partitions[0]
-	return rp.Offset, rp.ErrorCode
-}
 
 // TestStrayReplicasOfADeletionTheControllerMissed: the controller (broker 1) loses ZooKeeper and the
 // topic is deleted through broker 2 meanwhile, so the old controller never tells anyone. Once its
@@ -63,7 +46,7 @@ func TestStrayReplicasOfADeletionTheControllerMissed(t *testing.T) {
 		c := dial(t, tb.addr())
 		testutil.WaitFor(t, 15*time.Second, fmt.Sprintf("broker %d to host both partitions", tb.id), func() bool {
 			for p := int32(0); p < 2; p++ {
-				if _, code := replicaLEO(t, c, topic, p); code != 0 {
+				if _, code := partitionLogEndOffset(t, c, topic, p); code != 0 {
 					return false
 				}
 			}
@@ -92,7 +75,7 @@ func TestStrayReplicasOfADeletionTheControllerMissed(t *testing.T) {
 				return false
 			}
 			for p := int32(0); p < 2; p++ {
-				if _, code := replicaLEO(t, c, topic, p); code != kerr.UnknownTopicOrPartition.Code {
+				if _, code := partitionLogEndOffset(t, c, topic, p); code != kerr.UnknownTopicOrPartition.Code {
 					return false
 				}
 				if _, err := os.Stat(fmt.Sprintf("%s/%s-%d", dir, topic, p)); err == nil {

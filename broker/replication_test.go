@@ -48,15 +48,22 @@ func partitionMeta(t *testing.T, c *wire.Conn, topic string) (int32, int32, []in
 	return p.Leader, p.LeaderEpoch, p.ISR
 }
 
-// logEndOffset asks one broker for its own replica's log end offset (ListOffsets, replica id -2).
+// logEndOffset asks one broker for its own replica's log end offset of partition 0 (ListOffsets,
+// replica id -2).
 func logEndOffset(t *testing.T, c *wire.Conn, topic string) (int64, int16) {
+	t.Helper()
+	return partitionLogEndOffset(t, c, topic, 0)
+}
+
+// partitionLogEndOffset is logEndOffset for partition part: the offset and the error code.
+func partitionLogEndOffset(t *testing.T, c *wire.Conn, topic string, part int32) (int64, int16) {
 	t.Helper()
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -2
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = topic
 	p := kmsg.NewListOffsetsRequestTopicPartition()
-	p.Timestamp = -1
+	p.Partition, p.Timestamp = part, -1
 	rt.Partitions = append(rt.Partitions, p)
 	req.Topics = append(req.Topics, rt)
 	rp := request[*kmsg.ListOffsetsResponse](t, c, req, 4).Topics[0].Partitions[0]

@@ -530,7 +530,6 @@ func (b *Broker) becomeController(s *zkState) error {
 		return fmt.Errorf("could not increment %s", controllerEpochPath)
 	}
 	s.ctrl.failover = true
-	s.ctrl.view.controller = b.id
 	// Watches of an earlier tenure may have fired while this broker was not the controller: read all.
 	for path := range s.armed {
 		if strings.HasPrefix(path, "/brokers/") {
