@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -641,9 +642,37 @@ func TestIntegrationCO_COOP_STALE_OWNED(t *testing.T) {
 	// misses a 2 s session on a loaded machine and loses everything.
 	props := map[string]string{"partition.assignment.strategy": "cooperative-sticky",
 		"session.timeout.ms": "10000", "heartbeat.interval.ms": "1000"}
-	a := startMember(t, "a", bootstrap, "t", col, props)
-	b := startMember(t, "b", bootstrap, "t", col, props)
+	// The owners' revocations wait at a gate until the stale claimant's SyncGroup is answered: a
+	// cooperative owner rejoins as soon as its OnPartitionsRevoked returns, and a rejoin before the
+	// claimant's SyncGroup would answer that SyncGroup REBALANCE_IN_PROGRESS (as Kafka does) and
+	// take away the generation whose assignment is asserted.
+	var holding atomic.Bool
+	gate := make(chan struct{})
+	holdRevocations := func(cfg *Config) {
+		l := cfg.Listener.(ListenerFuncs)
+		inner := l.Revoked
+		l.Revoked = func(ps []TopicPartition) {
+			if holding.Load() {
+				<-gate
+			}
+			inner(ps)
+		}
+		cfg.Listener = l
+	}
+	a := startMember(t, "a", bootstrap, "t", col, props, holdRevocations)
+	b := startMember(t, "b", bootstrap, "t", col, props, holdRevocations)
 	two := []*member{a, b}
+	var openOnce sync.Once
+	openGate := func() { openOnce.Do(func() { close(gate) }) }
+	t.Cleanup(openGate) // runs before the members' own cleanups close them
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, m := range two {
+				calls, _ := m.snapshot()
+				t.Logf("%s: generation %d, listener calls %v", m.name, m.c.Generation(), calls)
+			}
+		}
+	})
 	testutil.WaitFor(t, 30*time.Second, "a stable group of 2 with 3 partitions each", func() bool {
 		return groupStable(two, 6) && len(a.c.Assignment()) == 3
 	})
@@ -660,7 +689,9 @@ func TestIntegrationCO_COOP_STALE_OWNED(t *testing.T) {
 	}
 	defer conn.Close()
 	stale := owned[:2] // a's first two partitions, claimed one generation back
+	holding.Store(true)
 	id, xgen, got := rawJoin(t, ctx, conn, stale, gen-1)
+	openGate()
 	if len(got) != 0 || xgen != gen+1 {
 		t.Fatalf("stale claimant got %v in generation %d (want nothing in %d)", got, xgen, gen+1)
 	}
