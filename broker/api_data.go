@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -326,7 +327,8 @@ type fetchTarget struct {
 // otherwise it parks until an append to one of the partitions (or a leadership change) wakes it, or
 // MaxWaitMillis passes. The response holds at most min(MaxBytes, fetch.max.bytes) bytes and each
 // partition at most its PartitionMaxBytes, except that the first batch of the first non-empty partition
-// is returned whole even if larger (KIP-74).
+// is returned whole even if larger (KIP-74). A v4+ answer is a *fetchAnswer whose records are slices
+// of the segment files (zerocopy.go), which the connection sends and releases.
 func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	if req.Version >= 7 {
@@ -350,6 +352,13 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.R
 		}
 	}
 	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+	ans := &fetchAnswer{FetchResponse: resp}
+	defer func() {
+		if r := recover(); r != nil { // dispatch turns the panic into a closed connection
+			ans.release()
+			panic(r)
+		}
+	}()
 	wake := make(chan struct{}, 1)
 	var watched []*partition
 	defer func() {
@@ -375,11 +384,12 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.R
 		}
 		b.partsMu.RUnlock()
 
+		ans.release()
 		resp.Topics = resp.Topics[:0]
-		total, anyErr := b.readFetch(req, targets, maxBytes, resp)
+		total, anyErr := b.readFetch(req, targets, maxBytes, ans)
 		remaining := time.Until(deadline)
 		if total >= int64(req.MinBytes) || anyErr || remaining <= 0 || req.MaxWaitMillis <= 0 {
-			return resp
+			return ans
 		}
 		if timer == nil {
 			timer = time.NewTimer(remaining)
@@ -388,10 +398,12 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.R
 		select {
 		case <-wake:
 		case <-timer.C:
+			ans.release()
 			resp.Topics = resp.Topics[:0]
-			b.readFetch(req, targets, maxBytes, resp)
-			return resp
+			b.readFetch(req, targets, maxBytes, ans)
+			return ans
 		case <-ctx.Done():
+			ans.release()
 			return resp
 		}
 	}
@@ -406,9 +418,10 @@ func containsPartition(ps []*partition, p *partition) bool {
 	return false
 }
 
-// readFetch fills resp.Topics (request order) and returns the record bytes read and whether a partition
-// answered an error.
-func (b *Broker) readFetch(req *kmsg.FetchRequest, targets []fetchTarget, maxBytes int32, resp *kmsg.FetchResponse) (int64, bool) {
+// readFetch fills ans's Topics (request order) and slices (one per partition) and returns the record
+// bytes read and whether a partition answered an error.
+func (b *Broker) readFetch(req *kmsg.FetchRequest, targets []fetchTarget, maxBytes int32, ans *fetchAnswer) (int64, bool) {
+	resp := ans.FetchResponse
 	var total int64
 	anyErr := false
 	for i, t := range targets {
@@ -422,7 +435,8 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, targets []fetchTarget, maxByt
 		rp.Partition = t.req.Partition
 		rp.RecordBatches = []byte{} // empty, not null: Kafka never answers null records (kafka-python chokes on it)
 		budget := int64(maxBytes) - total
-		rp.ErrorCode = b.fetchPartition(req, t, budget, total == 0, &rp)
+		var slice storage.Slice
+		rp.ErrorCode = b.fetchPartition(req, t, budget, total == 0, &rp, &slice)
 		if req.IsolationLevel == 1 {
 			rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 		}
@@ -436,7 +450,8 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, targets []fetchTarget, maxByt
 				rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 			}
 		}
-		total += int64(len(rp.RecordBatches))
+		total += int64(len(rp.RecordBatches)) + slice.Size
+		ans.slices = append(ans.slices, slice)
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	return total, anyErr
@@ -451,7 +466,9 @@ func fetchReplicaID(req *kmsg.FetchRequest) int32 {
 	return req.ReplicaID
 }
 
-func (b *Broker) fetchPartition(req *kmsg.FetchRequest, t fetchTarget, budget int64, first bool, rp *kmsg.FetchResponseTopicPartition) int16 {
+// fetchPartition answers one partition of a Fetch into rp, its records into slice (the zero Slice when
+// none, or when they are in rp.RecordBatches: down-converted for v0–v3).
+func (b *Broker) fetchPartition(req *kmsg.FetchRequest, t fetchTarget, budget int64, first bool, rp *kmsg.FetchResponseTopicPartition, slice *storage.Slice) int16 {
 	part, err := b.leaderPartition(t.topic, t.req.Partition)
 	if err != nil {
 		return errCode(err)
@@ -462,7 +479,7 @@ func (b *Broker) fetchPartition(req *kmsg.FetchRequest, t fetchTarget, budget in
 		}
 	}
 	if r := fetchReplicaID(req); r >= 0 {
-		return b.followerFetch(req, r, part, t, budget, first, rp)
+		return b.followerFetch(req, r, part, t, budget, first, rp, slice)
 	}
 	// A consumer reads below the high watermark (FetchIsolation.HIGH_WATERMARK); offsets up to the
 	// log end offset are in range, answered with no records until the followers have them.
@@ -479,6 +496,18 @@ func (b *Broker) fetchPartition(req *kmsg.FetchRequest, t fetchTarget, budget in
 	if limit <= 0 && !first {
 		return 0
 	}
+	if req.Version >= 4 { // sent from the segment file (zero copy)
+		s, err := part.log.SliceUpTo(off, int32(max(limit, 1)), hwm)
+		if err != nil {
+			return errCode(err)
+		}
+		if s.Size > limit && !first {
+			s.Release()
+			return 0 // only the first partition may exceed its limit (KIP-74); this one waits for the next fetch
+		}
+		*slice = s
+		return 0
+	}
 	data, err := part.log.ReadUpTo(off, int32(max(limit, 1)), hwm)
 	if err != nil {
 		return errCode(err)
@@ -491,22 +520,21 @@ func (b *Broker) fetchPartition(req *kmsg.FetchRequest, t fetchTarget, budget in
 		// its end, as FileRecords.slice cuts it; the client fetches again with a larger size.
 		data = data[:max(limit, 0)]
 	}
-	if req.Version <= 3 { // KafkaApis: v0–v1 read message format 0, v2–v3 format 1
-		toMagic := int8(1)
-		if req.Version <= 1 {
-			toMagic = 0
-		}
-		converted, err := downConvert(data, toMagic, off)
-		if err != nil {
-			b.log.WithError(err).WithFields(logFields(t.topic, t.req.Partition)).Warn("fetch: down-conversion")
-			if errors.Is(err, errUnsupportedCodec) {
-				return kerr.UnsupportedCompressionType.Code
-			}
-			return kerr.CorruptMessage.Code
-		}
-		data = fitDownConverted(converted, len(data))
+	// Down-converted in memory (v0–v3 are the only versions left here): KafkaApis reads message format
+	// 0 for v0–v1, format 1 for v2–v3.
+	toMagic := int8(1)
+	if req.Version <= 1 {
+		toMagic = 0
 	}
-	rp.RecordBatches = data
+	converted, err := downConvert(data, toMagic, off)
+	if err != nil {
+		b.log.WithError(err).WithFields(logFields(t.topic, t.req.Partition)).Warn("fetch: down-conversion")
+		if errors.Is(err, errUnsupportedCodec) {
+			return kerr.UnsupportedCompressionType.Code
+		}
+		return kerr.CorruptMessage.Code
+	}
+	rp.RecordBatches = fitDownConverted(converted, len(data))
 	return 0
 }
 
@@ -515,7 +543,7 @@ func (b *Broker) fetchPartition(req *kmsg.FetchRequest, t fetchTarget, budget in
 // instead of records), records are read up to the log end offset, and the fetch offset is recorded
 // as the follower's log end offset (Partition.updateFollowerFetchState), which may move the high
 // watermark and propose an ISR change to the controller.
-func (b *Broker) followerFetch(req *kmsg.FetchRequest, r int32, part *partition, t fetchTarget, budget int64, first bool, rp *kmsg.FetchResponseTopicPartition) int16 {
+func (b *Broker) followerFetch(req *kmsg.FetchRequest, r int32, part *partition, t fetchTarget, budget int64, first bool, rp *kmsg.FetchResponseTopicPartition, slice *storage.Slice) int16 {
 	if _, ok := part.leaderState(); !ok || !slices.Contains(b.view.Load().replicasOf(t.topic, t.req.Partition), r) {
 		return kerr.NotLeaderForPartition.Code
 	}
@@ -537,23 +565,20 @@ func (b *Broker) followerFetch(req *kmsg.FetchRequest, r int32, part *partition,
 	if off < lso || off > leo {
 		return kerr.OffsetOutOfRange.Code
 	}
-	var data []byte
 	if limit := min(int64(t.req.PartitionMaxBytes), budget); off < leo && (limit > 0 || first) {
-		d, err := lg.Read(off, int32(max(limit, 1)))
+		s, err := lg.SliceUpTo(off, int32(max(limit, 1)), math.MaxInt64)
 		if err != nil {
 			return errCode(err)
 		}
-		if int64(len(d)) <= limit || first {
-			data = d
+		if s.Size <= limit || first {
+			*slice = s
+		} else {
+			s.Release()
 		}
 	}
 	b.alters.submit(part, part.followerFetched(r, off))
 	hw := lg.HighWatermark()
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = hw, hw, lso
-	rp.RecordBatches = data
-	if data == nil {
-		rp.RecordBatches = []byte{}
-	}
 	return 0
 }
 

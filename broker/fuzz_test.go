@@ -101,7 +101,7 @@ func TestHandleFrameHeader(t *testing.T) {
 	ctx := b.ctx
 
 	// ApiVersions v9: answered in the v0 format with UNSUPPORTED_VERSION and ApiVersions' own range.
-	out, err := b.handleFrame(ctx, body(frame(kmsg.NewPtrApiVersionsRequest(), 9, 77)), "127.0.0.1", nil)
+	out, _, err := b.handleFrame(ctx, body(frame(kmsg.NewPtrApiVersionsRequest(), 9, 77)), "127.0.0.1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestHandleFrameHeader(t *testing.T) {
 		{"truncated metadata", body(frame(&kmsg.MetadataRequest{Topics: []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("abc")}}}, 1, 1))[:15], closeMalformed},
 		{"short header", []byte{0, 3, 0}, closeMalformed},
 	} {
-		_, err := b.handleFrame(ctx, tc.frame, "127.0.0.1", nil)
+		_, _, err := b.handleFrame(ctx, tc.frame, "127.0.0.1", nil)
 		ec, ok := err.(*errClose)
 		if !ok || ec.reason != tc.reason {
 			t.Errorf("%s: %v, want close %q", tc.name, err, tc.reason)

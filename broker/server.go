@@ -207,7 +207,7 @@ func (b *Broker) serveConn(c net.Conn) {
 		}
 	}()
 
-	var out []byte
+	var out, scratch []byte
 	for {
 		var frame []byte
 		select {
@@ -215,7 +215,7 @@ func (b *Broker) serveConn(c net.Conn) {
 			return
 		case frame = <-frames:
 		}
-		resp, err := b.handleFrame(ctx, frame, host, out[:0])
+		resp, splices, err := b.handleFrame(ctx, frame, host, out[:0])
 		if err != nil {
 			var ec *errClose
 			if errors.As(err, &ec) {
@@ -230,10 +230,17 @@ func (b *Broker) serveConn(c net.Conn) {
 			continue // acks=0 produce: no response
 		}
 		out = resp
-		if _, err := c.Write(resp); err != nil {
+		n, err := writeFrame(c, resp, splices, &scratch)
+		for _, sp := range splices {
+			sp.s.Release()
+		}
+		b.metrics.bytesOut.Add(float64(n))
+		if err != nil {
+			if errors.Is(err, errTruncated) {
+				log.WithError(err).Warn("closing connection")
+			}
 			return
 		}
-		b.metrics.bytesOut.Add(float64(len(resp)))
 	}
 }
 
@@ -245,28 +252,29 @@ type requestHeader struct {
 }
 
 // handleFrame parses one request frame (without its size prefix), runs it, and returns the response
-// frame to write into dst (nil: no response, for acks=0 Produce). An *errClose error closes the
-// connection.
-func (b *Broker) handleFrame(ctx context.Context, frame []byte, clientHost string, dst []byte) ([]byte, error) {
+// frame to write into dst (nil: no response, for acks=0 Produce) and, for a Fetch answered from the
+// segment files, the slices to send inside it (writeFrame), which the caller must release. An
+// *errClose error closes the connection.
+func (b *Broker) handleFrame(ctx context.Context, frame []byte, clientHost string, dst []byte) ([]byte, []splice, error) {
 	r := kbin.Reader{Src: frame}
 	var h requestHeader
 	h.key = r.Int16()
 	h.version = r.Int16()
 	h.correlationID = r.Int32()
 	if err := r.Complete(); err != nil {
-		return nil, &errClose{closeMalformed, fmt.Errorf("request header of %d bytes: %w", len(frame), err)}
+		return nil, nil, &errClose{closeMalformed, fmt.Errorf("request header of %d bytes: %w", len(frame), err)}
 	}
 	req := kmsg.RequestForKey(h.key)
 	rng, ok := b.supported(h.key)
 	if req == nil || !ok {
 		// KafkaApis / SocketServer: a request for an API the broker does not enable closes the connection.
-		return nil, &errClose{closeUnknownKey, fmt.Errorf("api key %d (%s) is not served by this broker", h.key, kmsg.NameForKey(h.key))}
+		return nil, nil, &errClose{closeUnknownKey, fmt.Errorf("api key %d (%s) is not served by this broker", h.key, kmsg.NameForKey(h.key))}
 	}
 	if cid := r.NullableString(); cid != nil {
 		h.clientID = *cid
 	}
 	if err := r.Complete(); err != nil {
-		return nil, &errClose{closeMalformed, fmt.Errorf("%s request header: %w", kmsg.NameForKey(h.key), err)}
+		return nil, nil, &errClose{closeMalformed, fmt.Errorf("%s request header: %w", kmsg.NameForKey(h.key), err)}
 	}
 	if h.version < rng.min || h.version > rng.max {
 		if h.key == int16(kmsg.ApiVersions) {
@@ -277,19 +285,19 @@ func (b *Broker) handleFrame(ctx context.Context, frame []byte, clientHost strin
 			resp.ErrorCode = kerr.UnsupportedVersion.Code
 			resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: int16(kmsg.ApiVersions), MinVersion: rng.min, MaxVersion: rng.max}}
 			b.metrics.requests.WithLabelValues("ApiVersions", kerr.UnsupportedVersion.Message).Inc()
-			return appendResponse(dst, h.correlationID, resp), nil
+			return appendResponse(dst, h.correlationID, resp), nil, nil
 		}
-		return nil, &errClose{closeBadVersion, fmt.Errorf("%s v%d is not supported (v%d-v%d)", kmsg.NameForKey(h.key), h.version, rng.min, rng.max)}
+		return nil, nil, &errClose{closeBadVersion, fmt.Errorf("%s v%d is not supported (v%d-v%d)", kmsg.NameForKey(h.key), h.version, rng.min, rng.max)}
 	}
 	req.SetVersion(h.version)
 	if req.IsFlexible() {
 		kmsg.SkipTags(&r) // request header v2
 		if err := r.Complete(); err != nil {
-			return nil, &errClose{closeMalformed, fmt.Errorf("%s v%d request header tags: %w", kmsg.NameForKey(h.key), h.version, err)}
+			return nil, nil, &errClose{closeMalformed, fmt.Errorf("%s v%d request header tags: %w", kmsg.NameForKey(h.key), h.version, err)}
 		}
 	}
 	if err := req.ReadFrom(r.Src); err != nil {
-		return nil, &errClose{closeMalformed, fmt.Errorf("%s v%d body: %w", kmsg.NameForKey(h.key), h.version, err)}
+		return nil, nil, &errClose{closeMalformed, fmt.Errorf("%s v%d body: %w", kmsg.NameForKey(h.key), h.version, err)}
 	}
 
 	rctx := context.WithValue(ctx, requestInfoKey{}, RequestInfo{ClientID: h.clientID, ClientHost: clientHost, BrokerID: b.id})
@@ -297,23 +305,42 @@ func (b *Broker) handleFrame(ctx context.Context, frame []byte, clientHost strin
 	if err != nil {
 		var ec *errClose
 		if errors.As(err, &ec) {
-			return nil, err
+			return nil, nil, err
 		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
-		return nil, &errClose{closeHandlerFail, fmt.Errorf("%s v%d: %w", kmsg.NameForKey(h.key), h.version, err)}
+		return nil, nil, &errClose{closeHandlerFail, fmt.Errorf("%s v%d: %w", kmsg.NameForKey(h.key), h.version, err)}
 	}
 	name := kmsg.NameForKey(h.key)
 	if resp == nil {
 		b.metrics.requests.WithLabelValues(name, "NONE").Inc()
-		return nil, nil
+		return nil, nil, nil
+	}
+	fa, _ := resp.(*fetchAnswer)
+	if fa != nil {
+		resp = fa.FetchResponse
 	}
 	b.metrics.requests.WithLabelValues(name, errorLabel(responseErrorCode(resp))).Inc()
 	if resp.Key() != req.Key() || resp.GetVersion() != req.GetVersion() {
-		return nil, &errClose{closeHandlerFail, fmt.Errorf("%s v%d: handler answered %s v%d", name, h.version, kmsg.NameForKey(resp.Key()), resp.GetVersion())}
+		if fa != nil {
+			fa.release()
+		}
+		return nil, nil, &errClose{closeHandlerFail, fmt.Errorf("%s v%d: handler answered %s v%d", name, h.version, kmsg.NameForKey(resp.Key()), resp.GetVersion())}
 	}
-	return appendResponse(dst, h.correlationID, resp), nil
+	if fa != nil && len(fa.slices) > 0 {
+		if zeroCopyEncodable(fa.FetchResponse) {
+			buf, splices, err := appendFetchFrame(dst, h.correlationID, fa)
+			if err != nil {
+				return nil, nil, &errClose{closeHandlerFail, fmt.Errorf("%s v%d: %w", name, h.version, err)}
+			}
+			return buf, splices, nil
+		}
+		if err := fa.inline(); err != nil {
+			return nil, nil, &errClose{closeHandlerFail, fmt.Errorf("%s v%d: %w", name, h.version, err)}
+		}
+	}
+	return appendResponse(dst, h.correlationID, resp), nil, nil
 }
 
 // appendResponse frames a response: size, correlation id, the response header's tag buffer for flexible

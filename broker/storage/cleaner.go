@@ -414,7 +414,7 @@ func (c *Cleaner) cleanGroup(ctx context.Context, l *Log, cfg Config, group []*s
 	logName := segmentPath(l.dir, base, logSuffix) + cleanedSuffix
 	indexName := segmentPath(l.dir, base, indexSuffix) + cleanedSuffix
 	flag := os.O_RDWR | os.O_APPEND | os.O_CREATE | os.O_TRUNC
-	ns := &segment{base: base, next: base, rollTs: noTimestamp, maxTs: noTimestamp}
+	ns := &segment{base: base, next: base, rollTs: noTimestamp, maxTs: noTimestamp, refs: &segRefs{}}
 	if ns.log, err = fs.OpenFile(logName, flag, 0o644); err != nil {
 		return fmt.Errorf("storage: clean: %w", err)
 	}
@@ -531,8 +531,7 @@ func (l *Log) replaceSegments(ns *segment, old []*segment, logName, indexName st
 		return fail(err)
 	}
 	for _, s := range old {
-		s.log.Close()
-		s.index.Close()
+		s.close()
 	}
 	l.segs = slices.Replace(l.segs, i, i+len(old), ns)
 	return true, nil
@@ -599,7 +598,7 @@ func nextOffsetOf(fs FS, name string, base int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	s := &segment{base: base, log: f, next: base}
+	s := &segment{base: base, log: f, next: base, refs: &segRefs{}}
 	_, _, err = s.scan(size, func(_ int64, info batchInfo) error {
 		s.next = info.baseOffset + int64(info.lastOffsetDelta) + 1
 		return nil

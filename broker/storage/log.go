@@ -596,32 +596,42 @@ func (l *Log) Read(offset int64, maxBytes int32) ([]byte, error) {
 }
 
 func (l *Log) readLocked(offset int64, maxBytes int32) ([]byte, error) {
-	if err := l.usable(); err != nil {
+	s, pos, size, err := l.locateLocked(offset)
+	if err != nil || s == nil {
 		return nil, err
+	}
+	return s.read(pos, size, maxBytes)
+}
+
+// locateLocked finds the segment, position and size of the batch holding offset, or a nil segment
+// when there is nothing to read at offset yet (offset is the log end offset, or in a gap compaction
+// left before an empty active segment). Errors as Read.
+func (l *Log) locateLocked(offset int64) (*segment, int64, int, error) {
+	if err := l.usable(); err != nil {
+		return nil, 0, 0, err
 	}
 	lso, leo := l.logStartLocked(), l.leo()
 	if offset < lso || offset > leo {
-		return nil, fmt.Errorf("storage: read offset %d outside [%d, %d]: %w", offset, lso, leo, ErrOffsetOutOfRange)
+		return nil, 0, 0, fmt.Errorf("storage: read offset %d outside [%d, %d]: %w", offset, lso, leo, ErrOffsetOutOfRange)
 	}
 	if offset == leo {
-		return nil, nil
+		return nil, 0, 0, nil
 	}
 	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset }) - 1
 	// Skip segments with no batch at or after offset: empty ones, and those
-	// compaction left ending before it. None left (offset in a gap compaction
-	// left before an empty active segment): nothing to read yet, as at the end.
+	// compaction left ending before it.
 	for i < len(l.segs) && (l.segs[i].size == 0 || l.segs[i].next <= offset) {
 		i++
 	}
 	if i == len(l.segs) {
-		return nil, nil
+		return nil, 0, 0, nil
 	}
 	s := l.segs[i]
 	pos, size, err := s.find(offset)
 	if err != nil {
-		return nil, err
+		return nil, 0, 0, err
 	}
-	return s.read(pos, size, maxBytes)
+	return s, pos, size, nil
 }
 
 // HighWatermark is the offset below which records are committed
@@ -824,8 +834,7 @@ func (l *Log) EnforceRetention() error {
 		if err = l.cfg.FS.Remove(segmentPath(l.dir, s.base, logSuffix)); err != nil {
 			break
 		}
-		s.log.Close()
-		s.index.Close()
+		s.close()
 		deleted++
 		// An index left behind is removed by the next Open.
 		if rerr := l.cfg.FS.Remove(segmentPath(l.dir, s.base, indexSuffix)); rerr != nil && !os.IsNotExist(rerr) {
@@ -869,7 +878,7 @@ func (l *Log) Close() error {
 func (l *Log) closeFiles() error {
 	var errs []error
 	for _, s := range l.segs {
-		errs = append(errs, s.log.Close(), s.index.Close())
+		errs = append(errs, s.close())
 	}
 	return errors.Join(errs...)
 }

@@ -278,8 +278,7 @@ func (l *Log) rollAt(base int64) error {
 	l.segs[len(l.segs)-1] = s
 	s.created = l.cfg.Now()
 	s.modified = s.created
-	old.log.Close()
-	old.index.Close()
+	old.close()
 	for _, suffix := range []string{logSuffix, indexSuffix} {
 		if err := l.cfg.FS.Remove(segmentPath(l.dir, old.base, suffix)); err != nil && !os.IsNotExist(err) {
 			l.failed = err
@@ -407,8 +406,7 @@ func (l *Log) truncateLocked(offset int64) error {
 		if err := fs.Remove(segmentPath(l.dir, s.base, logSuffix)); err != nil {
 			return err
 		}
-		s.log.Close()
-		s.index.Close()
+		s.close()
 		l.segs = l.segs[:len(l.segs)-1]
 		// An index left behind is removed by the next Open.
 		if err := fs.Remove(segmentPath(l.dir, s.base, indexSuffix)); err != nil && !os.IsNotExist(err) {
@@ -567,8 +565,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		if err := fs.Remove(segmentPath(l.dir, s.base, logSuffix)); err != nil {
 			return fail(err)
 		}
-		s.log.Close()
-		s.index.Close()
+		s.close()
 		old = old[:len(old)-1]
 		l.segs = append(old, fresh)
 		if err := fs.Remove(segmentPath(l.dir, s.base, indexSuffix)); err != nil && !os.IsNotExist(err) {

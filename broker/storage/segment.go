@@ -60,6 +60,7 @@ type segment struct {
 	// created is LogSegment.created; modified stands in for the .log's mtime,
 	// which the FS interface does not expose (set at open and on every append).
 	created, modified time.Time
+	refs              *segRefs // the Slices holding .log open (slice.go); shared by copies of the struct
 }
 
 // openSegmentFiles opens (creating when create is set) the two files of base.
@@ -78,7 +79,7 @@ func openSegmentFiles(fs FS, dir string, base int64, create bool) (*segment, err
 		log.Close()
 		return nil, err
 	}
-	return &segment{base: base, log: log, index: index, next: base, rollTs: noTimestamp, maxTs: noTimestamp}, nil
+	return &segment{base: base, log: log, index: index, next: base, rollTs: noTimestamp, maxTs: noTimestamp, refs: &segRefs{}}, nil
 }
 
 // noteBatch updates the segment for a batch written at pos and returns the index
