@@ -1,0 +1,98 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rebalancelab/rebalancelab/benchmark"
+	"github.com/rebalancelab/rebalancelab/lab"
+)
+
+func init() {
+	var markdown bool
+	var history, jsonFile string
+	report := &cobra.Command{
+		Use:   "report [FILE ...]",
+		Short: "Summarise `go test -bench` output (medians and their 95% interval, as benchstat) into README's tables",
+		Long: "Reads `go test -bench` output from the files given, or from standard input, and prints one table per\n" +
+			"benchmark function: a row per sub-benchmark, a column per unit it reported (ns/op, B/op, allocs/op and\n" +
+			"the benchmarks' own units such as ms-kgo/op or x-rebalancelab-vs-kgo), each cell the median over the\n" +
+			"runs (-count) with the runs' min-max, and from 6 runs the half-width of its 95% confidence interval\n" +
+			"relative to it, as benchstat computes them (golang.org/x/perf). Above the tables: the machine, the\n" +
+			"peers' versions and the commit. Appends the medians to --history as one JSON line.",
+		Example: "  go test -run '^$' -bench 'Assignor|CoordinatorRebalance' -count 5 ./benchmark/ | rebalancelab bench report --markdown\n" +
+			"  make bench-report",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var in io.Reader = cmd.InOrStdin()
+			name := "stdin"
+			if len(args) > 0 {
+				var readers []io.Reader
+				for _, a := range args {
+					f, err := os.Open(a)
+					if err != nil {
+						return err
+					}
+					defer f.Close()
+					readers = append(readers, f)
+				}
+				in, name = io.MultiReader(readers...), strings.Join(args, ",")
+			}
+			sums, cfg, err := benchmark.ReadGoBench(in, name)
+			if err != nil {
+				return err
+			}
+			peers := map[string]string{
+				"kgo (franz-go)": benchmark.ModuleVersion("github.com/twmb/franz-go"),
+				"kfake":          benchmark.ModuleVersion("github.com/twmb/franz-go/pkg/kfake"),
+			}
+			if cp, err := lab.FindKafkaClasspath(); err == nil {
+				if v, err := lab.KafkaVersionOf(cp); err == nil {
+					peers["kafka"] = v
+				}
+			}
+			m := benchmark.ThisMachine()
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "commit %s; %d CPUs (%s), %s/%s, kernel %s, %s; cpu reported by go test: %s\n",
+				version, m.CPUs, m.CPUModel, m.GOOS, m.GOARCH, m.Kernel, m.Go, cfg["cpu"])
+			fmt.Fprintf(out, "peers: kgo %s, kfake %s, Kafka %s\n\n", peers["kgo (franz-go)"], peers["kfake"], orNone(peers["kafka"]))
+			if err := benchmark.WriteGoBenchTables(out, sums, markdown); err != nil {
+				return err
+			}
+			fmt.Fprintln(out, "\nmedian (min-max of the runs) ±x%: the 95% confidence interval of the median (benchstat's; from 6 runs); x-A-vs-B units are A/B per run (below 1: A is faster)")
+			if history != "" {
+				e := benchmark.HistoryEntry{Bench: "go-test", Time: time.Now().UTC(), Commit: version, Machine: m,
+					Peers: peers, Params: map[string]any{"pkg": cfg["pkg"], "benchmarks": len(sums)}, Medians: benchmark.GoBenchMedians(sums)}
+				if err := benchmark.AppendHistory(history, e); err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "history not appended: %v (--history FILE, or --history '' for none)\n", err)
+				} else {
+					fmt.Fprintf(cmd.ErrOrStderr(), "medians appended to %s\n", history)
+				}
+			}
+			if jsonFile != "" {
+				b, err := json.MarshalIndent(map[string]any{"peers": peers, "machine": m, "commit": version, "benchmarks": sums}, "", "  ")
+				if err != nil {
+					return err
+				}
+				return os.WriteFile(jsonFile, append(b, '\n'), 0o644)
+			}
+			return nil
+		},
+	}
+	report.Flags().BoolVar(&markdown, "markdown", false, "print the tables as Markdown (README's)")
+	report.Flags().StringVar(&history, "history", "benchmark/history.jsonl", "append the medians as one JSON line to this file ('' for none)")
+	report.Flags().StringVar(&jsonFile, "json", "", "also write the summaries as JSON to this file")
+	benchCmd.AddCommand(report)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(not built: make deps)"
+	}
+	return s
+}
