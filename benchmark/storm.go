@@ -5,7 +5,9 @@ package benchmark
 //
 //	storm: N members start at once, until the group is stable;
 //	join:  one member joins that stable group of N;
-//	leave: one of the N original members (chosen by the seed) leaves the group of N+1.
+//	leave: m1, one of the N original members, leaves the group of N+1 (m1 sorts first by name: in the
+//	range eras it owns partition 0 whatever N and P, so that even a static leave, which sends no
+//	LeaveGroup, changes the assignment when its session expires).
 //
 // Each cell's figures are docs/design.md's, computed from the timeline window of its trigger (scenarios.
 // Compute), plus process resources sampled during the cell. A cell that cannot become stable within

@@ -111,7 +111,10 @@ func (g *stormGroup) scenario() *scenarios.Scenario {
 			add(settle)
 			g.triggerAt[2] = len(steps)
 			add(scenarios.Step{Action: scenarios.ActTrigger, Name: CaseLeave})
-			add(scenarios.Step{Action: scenarios.ActStop, Member: member(1 + r.IntN(p.Consumers))})
+			// m1 sorts first by name: in the range eras it owns partition 0 (static members are sorted by
+			// group.instance.id), so a static leave, which sends no LeaveGroup, still changes the
+			// assignment once its session expires, however many members own nothing.
+			add(scenarios.Step{Action: scenarios.ActStop, Member: member(1)})
 			g.settleAt[2] = len(steps)
 			add(settle)
 			return steps
