@@ -66,7 +66,7 @@ demo: deps build
 
 # README's hot-path tables, by one command: the `go test` benchmarks that run their peers in the same
 # loop (kgo's balancers, kfake, Kafka 3.9 started by the lab; 3 iterations per run), then the broker's
-# own (zero-copy fetch and frame reading against the old ways, commits sharing an fsync against one
+# own (zero-copy fetch, locating a fetch's batches and frame reading against the old ways, commits sharing an fsync against one
 # fsync each), BENCH_COUNT runs each, summarised by `rebalancelab bench report` (medians, min-max,
 # benchstat's 95% interval from 6 runs) into Markdown, the medians appended to benchmark/history.jsonl.
 # The raw output stays in bench-out.txt.
@@ -75,6 +75,7 @@ BENCH_COUNT ?= 6
 bench-report: deps build
 	bash -o pipefail -c "$(GO) test -run '^\$$' -bench 'Assignor|CoordinatorRebalance|ZKAssignment' -benchtime 3x -count $(BENCH_COUNT) -timeout 90m ./benchmark/ | tee bench-out.txt"
 	bash -o pipefail -c "$(GO) test -run '^\$$' -bench 'FetchAnswer|ReadFrame' -count $(BENCH_COUNT) ./broker/ | tee -a bench-out.txt"
+	bash -o pipefail -c "$(GO) test -run '^\$$' -bench 'SliceUpTo' -count $(BENCH_COUNT) ./broker/storage/ | tee -a bench-out.txt"
 	bash -o pipefail -c "$(GO) test -run '^\$$' -bench 'DriverCommitFsync' -count $(BENCH_COUNT) ./broker/coordinator/ | tee -a bench-out.txt"
 	$(BIN) bench report --markdown bench-out.txt
 

@@ -395,15 +395,14 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.R
 			timer = time.NewTimer(remaining)
 			b.metrics.purgatory.WithLabelValues("Fetch").Inc() // parked until it answers (Dec with the timer's Stop)
 		}
+		ans.release() // every way out of the wait reads again: hold no segment file while parked
 		select {
 		case <-wake:
 		case <-timer.C:
-			ans.release()
 			resp.Topics = resp.Topics[:0]
 			b.readFetch(req, targets, maxBytes, ans)
 			return ans
 		case <-ctx.Done():
-			ans.release()
 			return resp
 		}
 	}
@@ -435,8 +434,9 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, targets []fetchTarget, maxByt
 		rp.Partition = t.req.Partition
 		rp.RecordBatches = []byte{} // empty, not null: Kafka never answers null records (kafka-python chokes on it)
 		budget := int64(maxBytes) - total
-		var slice storage.Slice
-		rp.ErrorCode = b.fetchPartition(req, t, budget, total == 0, &rp, &slice)
+		ans.slices = append(ans.slices, storage.Slice{}) // held by ans at once (released even on a panic)
+		slice := &ans.slices[len(ans.slices)-1]
+		rp.ErrorCode = b.fetchPartition(req, t, budget, total == 0, &rp, slice)
 		if req.IsolationLevel == 1 {
 			rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 		}
@@ -451,7 +451,6 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, targets []fetchTarget, maxByt
 			}
 		}
 		total += int64(len(rp.RecordBatches)) + slice.Size
-		ans.slices = append(ans.slices, slice)
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	return total, anyErr

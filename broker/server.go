@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"runtime/debug"
 	"sort"
 	"time"
@@ -14,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/broker/storage"
 )
 
 // apiRange is the versions of one API this broker implements.
@@ -156,6 +159,8 @@ const (
 	closeAcks0Error  = "acks0_produce_error"
 	closeIdle        = "idle"
 	closeHookCut     = "produce_response_hook"
+	closeTruncated   = "records_truncated_during_send" // zero-copy fetch: the segment was truncated under the answer
+	closeNotRead     = "response_not_read"             // a response the client did not take within connections.max.idle.ms
 )
 
 // errClose asks serveConn to close the connection after logging reason.
@@ -230,14 +235,25 @@ func (b *Broker) serveConn(c net.Conn) {
 			continue // acks=0 produce: no response
 		}
 		out = resp
+		// A response must go out within connections.max.idle.ms (Kafka closes a connection idle that
+		// long, writes included): a client that stopped reading does not hold the broker's send, nor
+		// the segment files of a zero-copy answer, for longer.
+		if fr.idle > 0 {
+			c.SetWriteDeadline(time.Now().Add(fr.idle))
+		}
 		n, err := writeFrame(c, resp, splices, &scratch)
 		for _, sp := range splices {
 			sp.s.Release()
 		}
 		b.metrics.bytesOut.Add(float64(n))
 		if err != nil {
-			if errors.Is(err, errTruncated) {
-				log.WithError(err).Warn("closing connection")
+			switch {
+			case errors.Is(err, errTruncated) || errors.Is(err, storage.ErrSliceTruncated):
+				b.metrics.closed.WithLabelValues(closeTruncated).Inc()
+				log.WithError(err).Warnf("closing connection: %s", closeTruncated)
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				b.metrics.closed.WithLabelValues(closeNotRead).Inc()
+				log.WithError(err).Warnf("closing connection: %s within connections.max.idle.ms", closeNotRead)
 			}
 			return
 		}

@@ -221,9 +221,11 @@ func appendLen(dst []byte, n int, flex bool) []byte {
 
 // writeFrame writes buf with each splice's bytes inserted at its position: sendfile(2) from the
 // segment file where c is a socket and the file has a descriptor, a copy through scratch otherwise.
-// It returns the bytes written. A slice that comes back short (its file truncated meanwhile) is an
-// error: the frame's size prefix promised its bytes, so the caller must close the connection, as
-// Kafka does.
+// It returns the bytes written. Each slice is checked after its bytes went out (Slice.Check), and the
+// frame's last byte is held back until then, so that a client never receives a whole frame holding
+// bytes a truncation replaced. A slice that comes back short or fails its check is an error
+// (errTruncated, storage.ErrSliceTruncated): the frame's size prefix promised its bytes, so the caller
+// must close the connection, as Kafka does.
 func writeFrame(c net.Conn, buf []byte, splices []splice, scratch *[]byte) (int64, error) {
 	var written int64
 	var sock syscall.RawConn
@@ -231,14 +233,32 @@ func writeFrame(c net.Conn, buf []byte, splices []splice, scratch *[]byte) (int6
 		sock, _ = sc.SyscallConn()
 	}
 	prev := 0
-	for _, sp := range splices {
+	for i, sp := range splices {
 		n, err := c.Write(buf[prev:sp.at])
 		written += int64(n)
 		if err != nil {
 			return written, err
 		}
-		m, err := sendSlice(c, sock, sp.s, scratch)
+		size := sp.s.Size
+		endsFrame := i == len(splices)-1 && sp.at == len(buf) // nothing of buf after it
+		if endsFrame {
+			size-- // the frame's last byte waits for the check
+		}
+		m, err := sendSlice(c, sock, sp.s, sp.s.Pos, size, scratch)
 		written += m
+		if err == nil {
+			err = sp.s.Check()
+		}
+		if err == nil && endsFrame {
+			var last [1]byte
+			if _, err = sp.s.File().ReadAt(last[:], sp.s.Pos+size); err == nil {
+				if err = sp.s.Check(); err == nil {
+					var k int
+					k, err = c.Write(last[:])
+					written += int64(k)
+				}
+			}
+		}
 		if err != nil {
 			return written, err
 		}
@@ -248,21 +268,34 @@ func writeFrame(c net.Conn, buf []byte, splices []splice, scratch *[]byte) (int6
 	return written + int64(n), err
 }
 
-// sendSlice writes s's bytes to c: with sendfile through sock, c's descriptor, when there is one and
-// s's file has a descriptor too; else through scratch.
-func sendSlice(c net.Conn, sock syscall.RawConn, s storage.Slice, scratch *[]byte) (int64, error) {
+// sendSlice writes n bytes of s's file from position pos to c: with sendfile through sock, c's
+// descriptor, when there is one and s's file has a descriptor too (and the kernel takes sendfile
+// from it), else through scratch.
+func sendSlice(c net.Conn, sock syscall.RawConn, s storage.Slice, pos, n int64, scratch *[]byte) (int64, error) {
 	if sock != nil {
 		if src, ok := s.File().(syscall.Conn); ok {
-			return sendfile(sock, src, s.Pos, s.Size)
+			sent, err := sendfile(sock, src, pos, n)
+			if sent > 0 || !sendfileUnsupported(err) {
+				return sent, err
+			}
 		}
 	}
-	b, err := s.AppendTo((*scratch)[:0])
+	b := append((*scratch)[:0], make([]byte, n)...)
 	*scratch = b
-	if err != nil {
+	if _, err := s.File().ReadAt(b, pos); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = errTruncated
+		}
 		return 0, err
 	}
-	n, err := c.Write(b)
-	return int64(n), err
+	k, err := c.Write(b)
+	return int64(k), err
+}
+
+// sendfileUnsupported reports the errors of a kernel or file system that cannot sendfile from this
+// file to this socket: the bytes are then copied (as Go's own io.Copy falls back).
+func sendfileUnsupported(err error) bool {
+	return errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EOPNOTSUPP)
 }
 
 // errTruncated is a slice whose file ended before its bytes did.

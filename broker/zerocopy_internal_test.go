@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -351,4 +352,70 @@ func BenchmarkFetchAnswer(b *testing.B) {
 	}
 	server.Close()
 	<-drained
+}
+
+// TestWriteFrameRefusesATruncatedSlice: a slice whose segment was truncated and written again after
+// it was taken (a follower truncating to its new leader while an answer is out) fails writeFrame with
+// storage.ErrSliceTruncated, and the client never receives the whole frame: its last byte is held
+// back until the check, whether the slice ends the frame or not.
+func TestWriteFrameRefusesATruncatedSlice(t *testing.T) {
+	for _, tail := range []string{"", "-tail"} {
+		l, err := storage.Open(t.TempDir(), storage.Config{FS: storage.OS})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 20; i++ {
+			if _, err := l.Append(testBatch(i, 4, 1000)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		leo := l.LogEndOffset()
+		s, err := l.SliceUpTo(leo-40, math.MaxInt32, math.MaxInt64)
+		if err != nil || s.Size < zeroCopyMinBytes {
+			t.Fatalf("SliceUpTo = Size %d, %v", s.Size, err)
+		}
+		if err := l.TruncateTo(leo - 40); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 20; i++ {
+			if _, err := l.Append(testBatch(100+i, 4, 1000)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		buf := []byte("head-")
+		splices := []splice{{at: len(buf), s: s}}
+		buf = append(buf, tail...)
+
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		client, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		server, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan int, 1)
+		go func() {
+			b, _ := io.ReadAll(client)
+			got <- len(b)
+		}()
+		var scratch []byte
+		_, err = writeFrame(server, buf, splices, &scratch)
+		server.Close()
+		n := <-got
+		client.Close()
+		ln.Close()
+		s.Release()
+		l.Close()
+		if !errors.Is(err, storage.ErrSliceTruncated) {
+			t.Fatalf("tail %q: writeFrame: %v, want storage.ErrSliceTruncated", tail, err)
+		}
+		if whole := int64(len(buf)) + s.Size; int64(n) >= whole {
+			t.Fatalf("tail %q: the client received %d bytes, the whole frame (%d)", tail, n, whole)
+		}
+	}
 }

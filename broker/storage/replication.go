@@ -422,7 +422,7 @@ func (l *Log) truncateLocked(offset int64) error {
 		if err != nil {
 			return err
 		}
-		if err := s.log.Truncate(pos); err != nil {
+		if err := s.truncate(pos); err != nil {
 			return err
 		}
 		if err := s.log.Sync(); err != nil {
@@ -541,6 +541,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		}
 	}
 	if fresh != nil {
+		fresh.refs.truncations.Add(1) // Slice.Check: the .log is truncated in place just below
 		for _, f := range []File{fresh.log, fresh.index} {
 			if err := f.Truncate(0); err != nil {
 				return fail(err)

@@ -17,10 +17,14 @@ func TestSliceMatchesRead(t *testing.T) {
 		fs   FS
 	}{{"os", OS}, {"mem", newMemFS()}} {
 		t.Run(fs.name, func(t *testing.T) {
-			l := mustOpen(t, t.TempDir(), Config{FS: fs.fs, SegmentBytes: 4096})
+			l := mustOpen(t, t.TempDir(), Config{FS: fs.fs, SegmentBytes: 12000})
 			defer mustClose(t, l)
 			for i := 0; i < 40; i++ {
-				mustAppend(t, l, newBatch(int64(i), values(i, 1+i%4, 50+i*37%900)...))
+				n, size := 1+i%4, 50+i*37%900
+				if i%7 == 3 { // large batches too: extent reads one header after them, a window after small ones
+					n, size = 3, 1800
+				}
+				mustAppend(t, l, newBatch(int64(i), values(i, n, size)...))
 			}
 			leo := l.LogEndOffset()
 			if n := len(l.segs); n < 4 {
@@ -60,7 +64,8 @@ func TestSliceMatchesRead(t *testing.T) {
 
 // TestSliceOutlivesItsSegment: a Slice keeps its segment's file open and readable while retention
 // deletes the segment and while the log closes; the file closes at the Release. A truncation that
-// cuts into a held Slice makes its read come back short.
+// cuts into a held Slice makes its read come back short, and once appends have written other batches
+// where its bytes were, its read and Check fail with ErrSliceTruncated.
 func TestSliceOutlivesItsSegment(t *testing.T) {
 	l := mustOpen(t, t.TempDir(), Config{SegmentBytes: 4096, RetentionBytes: 1})
 	for i := 0; i < 12; i++ {
@@ -98,6 +103,26 @@ func TestSliceOutlivesItsSegment(t *testing.T) {
 		t.Fatalf("reading a slice the log truncated: %v, want io.ErrUnexpectedEOF", err)
 	}
 	tail.Release()
+
+	// Truncated and appended to again: the held bytes are other batches now, and Check says so.
+	leo = l.LogEndOffset()
+	again, err := l.SliceUpTo(leo-2, math.MaxInt32, math.MaxInt64)
+	if err != nil || again.Size == 0 || again.Check() != nil {
+		t.Fatalf("SliceUpTo(%d) = Size %d, %v, Check %v", leo-2, again.Size, err, again.Check())
+	}
+	if err := l.TruncateTo(leo - 2); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		mustAppend(t, l, newBatch(int64(100+i), values(100+i, 3, 900)...))
+	}
+	if _, err := again.AppendTo(nil); !errors.Is(err, ErrSliceTruncated) {
+		t.Fatalf("reading a slice whose bytes were truncated and written again: %v, want ErrSliceTruncated", err)
+	}
+	if err := again.Check(); !errors.Is(err, ErrSliceTruncated) {
+		t.Fatalf("Check after the truncation: %v", err)
+	}
+	again.Release()
 
 	mustClose(t, l)
 	if got, err := first.AppendTo(nil); err != nil || !bytes.Equal(got, want) {
