@@ -251,7 +251,9 @@ func writeFrame(c net.Conn, buf []byte, splices []splice, scratch *[]byte) (int6
 		}
 		if err == nil && endsFrame {
 			var last [1]byte
-			if _, err = sp.s.File().ReadAt(last[:], sp.s.Pos+size); err == nil {
+			if _, err = sp.s.File().ReadAt(last[:], sp.s.Pos+size); errors.Is(err, io.EOF) {
+				err = errTruncated
+			} else if err == nil {
 				if err = sp.s.Check(); err == nil {
 					var k int
 					k, err = c.Write(last[:])
