@@ -525,7 +525,7 @@ func (b *Broker) fetchPartition(req *kmsg.FetchRequest, t fetchTarget, budget in
 	if req.Version <= 1 {
 		toMagic = 0
 	}
-	converted, err := downConvert(data, toMagic, off)
+	converted, firstLen, err := downConvert(data, toMagic, off)
 	if err != nil {
 		b.log.WithError(err).WithFields(logFields(t.topic, t.req.Partition)).Warn("fetch: down-conversion")
 		if errors.Is(err, errUnsupportedCodec) {
@@ -533,7 +533,7 @@ func (b *Broker) fetchPartition(req *kmsg.FetchRequest, t fetchTarget, budget in
 		}
 		return kerr.CorruptMessage.Code
 	}
-	rp.RecordBatches = fitDownConverted(converted, len(data))
+	rp.RecordBatches = fitDownConverted(converted, max(len(data), firstLen))
 	return 0
 }
 

@@ -4,11 +4,16 @@ package broker_test
 // (converted on append to v2 batches), Fetch v0 down-converted back, ListOffsets v0 and Metadata v0.
 
 import (
+	"context"
+	"encoding/binary"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/lab"
 )
@@ -108,5 +113,47 @@ func TestOldClientKafkaPython082(t *testing.T) {
 		if want := fmt.Sprintf("k%d=py-%d@%d", i, i, i); v != want {
 			t.Fatalf("message %d is %q, want %q", i, v, want)
 		}
+	}
+}
+
+// TestFetchV2OfAHighlyCompressedRecord: a producer's gzip batch of one 100 kB record of zeros is a
+// few hundred bytes in the log; a Fetch v2 (down-converted to message format 1) asks for 1 kB and gets
+// the whole converted message, over 100 kB, as from Kafka (LazyDownConversionRecords: at least the
+// first converted batch), not its first few hundred bytes, which no consumer can get past.
+func TestFetchV2OfAHighlyCompressedRecord(t *testing.T) {
+	z := startZK(t)
+	tb := startBroker(t, z.Connect(), 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tb.addr()), kgo.DefaultProduceTopic("zeros"),
+		kgo.ProducerBatchCompression(kgo.GzipCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if r, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "zeros"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: make([]byte, 100_000)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, tb.addr())
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = -1, 1000, 0
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "zeros"
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = 1000
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := request[*kmsg.FetchResponse](t, c, req, 2)
+	p := resp.Topics[0].Partitions[0]
+	set := p.RecordBatches
+	if p.ErrorCode != 0 || len(set) < 12 {
+		t.Fatalf("error %d, %d bytes", p.ErrorCode, len(set))
+	}
+	size := int(binary.BigEndian.Uint32(set[8:12]))
+	if offset := int64(binary.BigEndian.Uint64(set)); offset != 0 || size < 100_000 || 12+size > len(set) {
+		t.Fatalf("first message at offset %d of %d bytes, answer %d bytes: want the whole message of the 100 kB record", offset, size, len(set))
 	}
 }

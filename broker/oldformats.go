@@ -169,16 +169,17 @@ func encodeV2Batch(recs []legacyRecord, logAppend bool) []byte {
 // message uncompressed with its absolute offset; format 1 keeps the timestamp (a LogAppendTime batch's
 // max timestamp for all its records, with the attribute set). A compressed batch other than gzip is
 // errUnsupportedCodec. A partial batch at the end of the read (a fetch's size limit cut it) ends the
-// conversion.
-func downConvert(data []byte, toMagic int8, fetchOffset int64) ([]byte, error) {
-	var out []byte
+// conversion. first is the length of the first batch's messages in out (LazyDownConversionRecords'
+// first converted batch).
+func downConvert(data []byte, toMagic int8, fetchOffset int64) (out []byte, first int, err error) {
+	converted := 0 // batches converted
 	for len(data) > 0 {
 		b, err := recordbatch.Read(data)
 		if errors.Is(err, recordbatch.ErrTruncated) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("batch at %d: %w", b.BaseOffset, err)
+			return nil, 0, fmt.Errorf("batch at %d: %w", b.BaseOffset, err)
 		}
 		data = data[b.Size():]
 		if b.IsControl() { // transaction markers
@@ -190,16 +191,16 @@ func downConvert(data []byte, toMagic int8, fetchOffset int64) ([]byte, error) {
 		case codecGzip:
 			zr, err := gzip.NewReader(bytes.NewReader(raw))
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			if raw, err = io.ReadAll(io.LimitReader(zr, maxDecompressed+1)); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			if len(raw) > maxDecompressed {
-				return nil, fmt.Errorf("batch at %d decompresses past %d bytes", b.BaseOffset, maxDecompressed)
+				return nil, 0, fmt.Errorf("batch at %d decompresses past %d bytes", b.BaseOffset, maxDecompressed)
 			}
 		default:
-			return nil, fmt.Errorf("%w (codec %d)", errUnsupportedCodec, b.Compression())
+			return nil, 0, fmt.Errorf("%w (codec %d)", errUnsupportedCodec, b.Compression())
 		}
 		logAppend := b.LogAppendTime()
 		err = recordbatch.ReadRecords(raw, b.NumRecords, func(r recordbatch.Record) error {
@@ -215,10 +216,13 @@ func downConvert(data []byte, toMagic int8, fetchOffset int64) ([]byte, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("batch at %d: %w", b.BaseOffset, err)
+			return nil, 0, fmt.Errorf("batch at %d: %w", b.BaseOffset, err)
+		}
+		if converted++; converted == 1 {
+			first = len(out)
 		}
 	}
-	return out, nil
+	return out, first, nil
 }
 
 // appendLegacyMessage appends one uncompressed message of format magic (0 or 1).
@@ -251,11 +255,13 @@ func appendLegacyMessage(dst []byte, magic int8, logAppend bool, r legacyRecord)
 // written at once.
 const maxOverflowChunk = 128 * 1024
 
-// fitDownConverted makes down-converted records exactly size bytes, the size of the v2 batches they
-// were converted from, as Kafka's LazyDownConversionRecordsSend does (the response's size is fixed
-// before converting): longer output is cut (the client sees a partial last message), shorter output is
-// followed by "overflow messages" (offset -1, a length past the end of the response) that a client
-// takes for a partial message and ignores.
+// fitDownConverted makes down-converted records exactly size bytes, as Kafka's
+// LazyDownConversionRecordsSend does (the response's size is fixed before converting): the size of
+// the v2 batches they were converted from, or of the first batch's messages when larger
+// (LazyDownConversionRecords.sizeInBytes: a consumer needs one whole batch to make progress, and a
+// compressed batch may convert to more bytes than the whole read); longer output is cut (the client
+// sees a partial last message), shorter output is followed by "overflow messages" (offset -1, a
+// length past the end of the response) that a client takes for a partial message and ignores.
 func fitDownConverted(converted []byte, size int) []byte {
 	if len(converted) >= size {
 		return converted[:size]

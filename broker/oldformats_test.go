@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/recordbatch"
 )
 
 // message is one message of format magic (0 or 1) at offset, attributes attrs.
@@ -64,7 +66,7 @@ func TestMessageSetConversionRoundTrip(t *testing.T) {
 			c.want[i].offset += 40
 		}
 		for _, toMagic := range []int8{0, 1} {
-			conv, err := downConvert(batch, toMagic, 41)
+			conv, _, err := downConvert(batch, toMagic, 41)
 			if err != nil {
 				t.Fatalf("%s to format %d: %v", c.name, toMagic, err)
 			}
@@ -125,6 +127,40 @@ func TestFitDownConverted(t *testing.T) {
 	}
 }
 
+// TestDownConvertedFirstBatchWhole: a gzip batch of one 100 kB record of zeros is about a hundred bytes
+// on disk, but its down-converted message is over 100 kB; the answer is sized to hold that first
+// message whole, as Kafka's LazyDownConversionRecords sizes it (at least the first converted batch),
+// and parses back to the record. Sized to the batch read, a consumer got the message's first
+// hundred bytes and could not get past it.
+func TestDownConvertedFirstBatchWhole(t *testing.T) {
+	value := make([]byte, 100_000)
+	var rec []byte
+	rec = recordbatch.AppendRecord(rec, recordbatch.Record{Value: value})
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(rec)
+	zw.Close()
+	batch := recordbatch.AppendBatch(nil, recordbatch.Header{BaseOffset: 7, PartitionLeaderEpoch: -1, Attributes: codecGzip,
+		ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, NumRecords: 1, BaseTimestamp: 1000, MaxTimestamp: 1000}, gz.Bytes())
+	if len(batch) > 1000 {
+		t.Fatalf("the gzip batch is %d bytes: the test needs one far smaller than its record", len(batch))
+	}
+	for _, magic := range []int8{0, 1} {
+		conv, first, err := downConvert(batch, magic, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first != len(conv) || first < len(value) {
+			t.Fatalf("magic %d: first batch's messages %d bytes of %d converted", magic, first, len(conv))
+		}
+		got := fitDownConverted(conv, max(len(batch), first))
+		recs, err := parseMessageSet(got, 0)
+		if err != nil || len(recs) != 1 || recs[0].offset != 7 || !bytes.Equal(recs[0].value, value) {
+			t.Fatalf("magic %d: the %d-byte answer parsed to %d records, %v; want the whole record at offset 7", magic, len(got), len(recs), err)
+		}
+	}
+}
+
 // FuzzMessageSet: any bytes as a Produce v0–v2 message set never panic the conversion; what converts
 // down-converts back to as many messages, in both old formats.
 func FuzzMessageSet(f *testing.F) {
@@ -145,7 +181,7 @@ func FuzzMessageSet(f *testing.F) {
 			t.Fatalf("converted, but does not parse: %v", err)
 		}
 		for _, magic := range []int8{0, 1} {
-			conv, err := downConvert(batch, magic, 0)
+			conv, _, err := downConvert(batch, magic, 0)
 			if err != nil {
 				t.Fatalf("format %d: %v", magic, err)
 			}
