@@ -384,7 +384,6 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.R
 		}
 		b.partsMu.RUnlock()
 
-		ans.release()
 		resp.Topics = resp.Topics[:0]
 		total, anyErr := b.readFetch(req, targets, maxBytes, ans)
 		remaining := time.Until(deadline)

@@ -237,6 +237,20 @@ func hasLabel(m *dto.Metric, k, v string) bool {
 	return false
 }
 
+// consumerFetch is a consumer's Fetch (replica id -1, no wait) of partition 0 of topic from offset 0,
+// at most maxBytes bytes for the answer and for the partition.
+func consumerFetch(topic string, maxBytes int32) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = -1, maxBytes, 0
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = maxBytes
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
 // rawConn is a plain TCP connection for writing arbitrary bytes.
 func rawConn(t *testing.T, addr string) net.Conn {
 	t.Helper()

@@ -138,15 +138,7 @@ func TestFetchV2OfAHighlyCompressedRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := dial(t, tb.addr())
-	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = -1, 1000, 0
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = "zeros"
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.PartitionMaxBytes = 1000
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp := request[*kmsg.FetchResponse](t, c, req, 2)
+	resp := request[*kmsg.FetchResponse](t, c, consumerFetch("zeros", 1000), 2)
 	p := resp.Topics[0].Partitions[0]
 	set := p.RecordBatches
 	if p.ErrorCode != 0 || len(set) < 12 {

@@ -248,7 +248,7 @@ func (b *Broker) serveConn(c net.Conn) {
 		b.metrics.bytesOut.Add(float64(n))
 		if err != nil {
 			switch {
-			case errors.Is(err, errTruncated) || errors.Is(err, storage.ErrSliceTruncated):
+			case errors.Is(err, storage.ErrSliceTruncated):
 				b.metrics.closed.WithLabelValues(closeTruncated).Inc()
 				log.WithError(err).Warnf("closing connection: %s", closeTruncated)
 			case errors.Is(err, os.ErrDeadlineExceeded):

@@ -223,9 +223,9 @@ func appendLen(dst []byte, n int, flex bool) []byte {
 // segment file where c is a socket and the file has a descriptor, a copy through scratch otherwise.
 // It returns the bytes written. Each slice is checked after its bytes went out (Slice.Check), and the
 // frame's last byte is held back until then, so that a client never receives a whole frame holding
-// bytes a truncation replaced. A slice that comes back short or fails its check is an error
-// (errTruncated, storage.ErrSliceTruncated): the frame's size prefix promised its bytes, so the caller
-// must close the connection, as Kafka does.
+// bytes a truncation replaced. A slice that comes back short or fails its check is
+// storage.ErrSliceTruncated: the frame's size prefix promised its bytes, so the caller must close the
+// connection, as Kafka does.
 func writeFrame(c net.Conn, buf []byte, splices []splice, scratch *[]byte) (int64, error) {
 	var written int64
 	var sock syscall.RawConn
@@ -244,21 +244,17 @@ func writeFrame(c net.Conn, buf []byte, splices []splice, scratch *[]byte) (int6
 		if endsFrame {
 			size-- // the frame's last byte waits for the check
 		}
-		m, err := sendSlice(c, sock, sp.s, sp.s.Pos, size, scratch)
+		m, err := sendSlice(c, sock, sp.s, size, scratch)
 		written += m
 		if err == nil {
 			err = sp.s.Check()
 		}
 		if err == nil && endsFrame {
 			var last [1]byte
-			if _, err = sp.s.File().ReadAt(last[:], sp.s.Pos+size); errors.Is(err, io.EOF) {
-				err = errTruncated
-			} else if err == nil {
-				if err = sp.s.Check(); err == nil {
-					var k int
-					k, err = c.Write(last[:])
-					written += int64(k)
-				}
+			if err = sp.s.ReadAt(last[:], size); err == nil {
+				var k int
+				k, err = c.Write(last[:])
+				written += int64(k)
 			}
 		}
 		if err != nil {
@@ -270,13 +266,13 @@ func writeFrame(c net.Conn, buf []byte, splices []splice, scratch *[]byte) (int6
 	return written + int64(n), err
 }
 
-// sendSlice writes n bytes of s's file from position pos to c: with sendfile through sock, c's
-// descriptor, when there is one and s's file has a descriptor too (and the kernel takes sendfile
-// from it), else through scratch.
-func sendSlice(c net.Conn, sock syscall.RawConn, s storage.Slice, pos, n int64, scratch *[]byte) (int64, error) {
+// sendSlice writes the first n bytes of s to c: with sendfile through sock, c's descriptor, when
+// there is one and s's file has a descriptor too (and the kernel takes sendfile from it), else
+// through scratch (Slice.ReadAt).
+func sendSlice(c net.Conn, sock syscall.RawConn, s storage.Slice, n int64, scratch *[]byte) (int64, error) {
 	if sock != nil {
 		if src, ok := s.File().(syscall.Conn); ok {
-			sent, err := sendfile(sock, src, pos, n)
+			sent, err := sendfile(sock, src, s.Pos, n)
 			if sent > 0 || !sendfileUnsupported(err) {
 				return sent, err
 			}
@@ -284,10 +280,7 @@ func sendSlice(c net.Conn, sock syscall.RawConn, s storage.Slice, pos, n int64, 
 	}
 	b := append((*scratch)[:0], make([]byte, n)...)
 	*scratch = b
-	if _, err := s.File().ReadAt(b, pos); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = errTruncated
-		}
+	if err := s.ReadAt(b, 0); err != nil {
 		return 0, err
 	}
 	k, err := c.Write(b)
@@ -299,9 +292,6 @@ func sendSlice(c net.Conn, sock syscall.RawConn, s storage.Slice, pos, n int64, 
 func sendfileUnsupported(err error) bool {
 	return errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EOPNOTSUPP)
 }
-
-// errTruncated is a slice whose file ended before its bytes did.
-var errTruncated = errors.New("broker: segment file truncated during a zero-copy send")
 
 // sendfile sends n bytes of src from offset off to the socket dst with sendfile(2), waiting for the
 // socket to drain (the runtime's poller, honouring the connection's deadlines) when it is full.
@@ -327,8 +317,8 @@ func sendfile(sock syscall.RawConn, src syscall.Conn, off, n int64) (int64, erro
 				case err != nil:
 					serr = err
 					return true
-				case m == 0:
-					serr = errTruncated
+				case m == 0: // the file ended before the slice did
+					serr = storage.ErrSliceTruncated
 					return true
 				}
 			}
@@ -341,7 +331,7 @@ func sendfile(sock syscall.RawConn, src syscall.Conn, off, n int64) (int64, erro
 	if serr == nil {
 		serr = cerr
 	}
-	if serr != nil && !errors.Is(serr, errTruncated) {
+	if serr != nil && !errors.Is(serr, storage.ErrSliceTruncated) {
 		serr = fmt.Errorf("sendfile: %w", serr)
 	}
 	if sent < n && serr == nil {

@@ -69,6 +69,28 @@ func testBatch(seq, n, size int) []byte {
 	return recordbatch.AppendBatch(nil, h, recs)
 }
 
+// tcpPair is both ends of a loopback TCP connection, closed at the test's end (a second Close is
+// harmless).
+func tcpPair(tb testing.TB) (server, client net.Conn) {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	server, err = ln.Accept()
+	if err != nil {
+		client.Close()
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { server.Close(); client.Close() })
+	return server, client
+}
+
 // materialize puts each splice's bytes into buf at its position.
 func materialize(t *testing.T, buf []byte, splices []splice) []byte {
 	t.Helper()
@@ -198,21 +220,7 @@ func TestWriteFrameSendsSlices(t *testing.T) {
 	buf = append(buf, "-tail"...)
 	want := materialize(t, buf, splices)
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	server, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
+	server, client := tcpPair(t)
 	pa, pb := net.Pipe()
 	defer pa.Close()
 	defer pb.Close()
@@ -262,21 +270,7 @@ func BenchmarkFetchAnswer(b *testing.B) {
 		}
 	}
 	per := l.LogEndOffset() / 6
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer client.Close()
-	server, err := ln.Accept()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer server.Close()
+	server, client := tcpPair(b)
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
@@ -386,18 +380,7 @@ func TestWriteFrameRefusesATruncatedSlice(t *testing.T) {
 		splices := []splice{{at: len(buf), s: s}}
 		buf = append(buf, tail...)
 
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		client, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		server, err := ln.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
+		server, client := tcpPair(t)
 		got := make(chan int, 1)
 		go func() {
 			b, _ := io.ReadAll(client)
@@ -407,8 +390,6 @@ func TestWriteFrameRefusesATruncatedSlice(t *testing.T) {
 		_, err = writeFrame(server, buf, splices, &scratch)
 		server.Close()
 		n := <-got
-		client.Close()
-		ln.Close()
 		s.Release()
 		l.Close()
 		if !errors.Is(err, storage.ErrSliceTruncated) {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
@@ -59,15 +58,7 @@ func TestStalledReaderLetsGoOfItsFetch(t *testing.T) {
 	if err := c.(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
 		t.Fatal(err)
 	}
-	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = -1, 50<<20, 0
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = "big"
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.PartitionMaxBytes = 50 << 20
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	if _, err := c.Write(frameOf(req, 12, 1)); err != nil {
+	if _, err := c.Write(frameOf(consumerFetch("big", 50<<20), 12, 1)); err != nil {
 		t.Fatal(err)
 	}
 	var size [4]byte

@@ -541,11 +541,13 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		}
 	}
 	if fresh != nil {
-		fresh.refs.truncations.Add(1) // Slice.Check: the .log is truncated in place just below
+		if err := fresh.truncate(0); err != nil {
+			return fail(err)
+		}
+		if err := fresh.index.Truncate(0); err != nil {
+			return fail(err)
+		}
 		for _, f := range []File{fresh.log, fresh.index} {
-			if err := f.Truncate(0); err != nil {
-				return fail(err)
-			}
 			if err := f.Sync(); err != nil {
 				return fail(err)
 			}

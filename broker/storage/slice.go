@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 )
@@ -47,21 +48,35 @@ func (s Slice) File() File {
 	return s.seg.log
 }
 
-// AppendTo appends the slice's bytes to dst (a copy: for senders that cannot send from the file).
-// It fails with ErrSliceTruncated (Check) or io.ErrUnexpectedEOF when the file was truncated under
-// the slice.
-func (s Slice) AppendTo(dst []byte) ([]byte, error) {
-	if s.Size == 0 {
-		return dst, nil
+// ReadAt reads len(p) bytes of the slice from off (bytes from the slice's start; off+len(p) at most
+// Size) and then checks them (Check). Errors: ErrSliceTruncated when the file was truncated under the
+// slice (wrapping io.ErrUnexpectedEOF too when it ends before the bytes), or an I/O error.
+func (s Slice) ReadAt(p []byte, off int64) error {
+	if off < 0 || off+int64(len(p)) > s.Size {
+		return fmt.Errorf("storage: read of [%d, %d) outside a slice of %d bytes", off, off+int64(len(p)), s.Size)
 	}
-	n := len(dst)
-	dst = append(dst, make([]byte, s.Size)...)
-	err := readFull(s.seg.log, dst[n:], s.Pos)
-	if err == nil {
+	if len(p) == 0 {
+		return nil
+	}
+	err := readFull(s.seg.log, p, s.Pos+off)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = fmt.Errorf("%w: %w", ErrSliceTruncated, err)
+	} else if err == nil {
 		err = s.Check()
 	}
 	if err != nil {
-		return dst[:n], fmt.Errorf("storage: segment %d bytes [%d, %d): %w", s.seg.base, s.Pos, s.Pos+s.Size, err)
+		return fmt.Errorf("storage: segment %d bytes [%d, %d): %w", s.seg.base, s.Pos+off, s.Pos+off+int64(len(p)), err)
+	}
+	return nil
+}
+
+// AppendTo appends the slice's bytes to dst (a copy: for senders that cannot send from the file).
+// Errors as ReadAt.
+func (s Slice) AppendTo(dst []byte) ([]byte, error) {
+	n := len(dst)
+	dst = append(dst, make([]byte, s.Size)...)
+	if err := s.ReadAt(dst[n:], 0); err != nil {
+		return dst[:n], err
 	}
 	return dst, nil
 }
