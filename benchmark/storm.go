@@ -118,6 +118,17 @@ type StormOptions struct {
 	// OnCell, when set, gets each cell as soon as it has ended (its figures, checks and stop reason
 	// known), so that a run killed later keeps what it measured.
 	OnCell func(*StormCell)
+	// Brokers is the lab's number of brokers (0: 1). With more than one the topic and
+	// __consumer_offsets get replication factor min(3, Brokers), and the members' metadata
+	// connections spread over the brokers (as the Java client's leastLoadedNode does), so that the
+	// coordinator's broker does not hold every member's two connections.
+	Brokers int
+	// MembersPerProcess, above 1, runs the members K to a `rebalancelab member-pool` process, and
+	// the lab's brokers as processes too (scenarios.Options.MembersPerProcess, BrokersAs): each
+	// process's RLIMIT_NOFILE then holds a share of the connections, which is what 10,000 members
+	// need on a machine whose limit cannot be raised. MemberBinary is the rebalancelab binary.
+	MembersPerProcess int
+	MemberBinary      string
 }
 
 // StormProgress is one progress report: Done of Total cells are over; Era, N and Case name the one
@@ -231,6 +242,15 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 	if o.Deadline < 0 {
 		return nil, fmt.Errorf("deadline %s: want > 0", o.Deadline)
 	}
+	if o.Brokers < 0 || o.Brokers > 5 {
+		return nil, fmt.Errorf("--brokers %d: want 1..5", o.Brokers)
+	}
+	if o.MembersPerProcess < 0 {
+		return nil, fmt.Errorf("--members-per-process %d: want 1 or more (0 or 1: members in this process)", o.MembersPerProcess)
+	}
+	if (o.Brokers > 1 || o.MembersPerProcess > 1) && (o.Bootstrap != "" || o.Broker == "kafka") {
+		return nil, errors.New("--brokers and --members-per-process shape the lab's own rebalancelab brokers: not with --bootstrap or --broker kafka")
+	}
 	if o.Deadline == 0 {
 		o.Deadline = DefaultStormDeadline
 	}
@@ -255,8 +275,9 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 		"produce_interval_ms": t.ProduceIntervalMs, "kafka_defaults": o.KafkaDefaults, "broker_config": o.BrokerConfig, "sample_every_ms": o.SampleEvery.Milliseconds(),
 		"describe_groups_every_ms": o.PollEvery.Milliseconds(), "peer": peerParam(o.Peer),
 		"rebalancelab": o.Version, "go": runtime.Version(), "cpus": runtime.NumCPU(), "broker": brokerParam(o.Broker),
-		"resources": "peak_rss_bytes, goroutines_peak: sampled in this process (members, broker, proxies) every sample_every_ms; cpu_ms: getrusage delta; the ZooKeeper JVM excluded",
-		"cases":     "storm: N members start at once; join: one joins the stable group of N; leave: one of the N leaves the group of N+1",
+		"resources": "peak_rss_bytes, goroutines_peak: sampled in this process (members, broker, proxies) and its member-pool and broker processes, summed, every sample_every_ms; cpu_ms: getrusage delta plus the child processes' /proc CPU; the ZooKeeper JVM excluded",
+		"brokers":   max(1, o.Brokers), "members_per_process": membersPerProcessParam(o.MembersPerProcess),
+		"cases": "storm: N members start at once; join: one joins the stable group of N; leave: one of the N leaves the group of N+1",
 	}}
 	if o.Bootstrap != "" {
 		res.Params["broker"], res.Params["bootstrap"] = scenarios.BrokerExternal, o.Bootstrap
@@ -286,6 +307,13 @@ func stormTiming(o StormOptions) scenarios.Timing {
 		return scenarios.KafkaTiming()
 	}
 	return scenarios.LabTiming()
+}
+
+func membersPerProcessParam(k int) any {
+	if k <= 1 {
+		return "all in this process"
+	}
+	return k
 }
 
 func partitionsParam(p int) any {

@@ -75,6 +75,7 @@ func runStormGroup(ctx context.Context, o StormOptions, era string, n int, progr
 		Version: o.Version, Log: o.LabLog, LabLog: o.LabLog, Progress: o.RunnerProgress, OnStep: g.onStep,
 		Broker: o.Broker, Bootstrap: o.Bootstrap, ExternalZK: o.ExternalZK, Keep: o.Keep,
 		KafkaDefaults: o.KafkaDefaults, BrokerConfig: o.BrokerConfig,
+		MembersPerProcess: o.MembersPerProcess, MemberBinary: o.MemberBinary, BrokersAs: brokersAs(o),
 	})
 	g.finish(runCtx, ctx, res, err)
 	return g.cells[:]
@@ -95,6 +96,7 @@ func (g *stormGroup) scenario() *scenarios.Scenario {
 		MinConsumers: 1,
 		MaxConsumers: 1 << 20,
 		ZKNodes:      1,
+		Brokers:      g.o.Brokers,
 		Script: func(p scenarios.Params, t scenarios.Timing, r *rand.Rand) []scenarios.Step {
 			steps = nil
 			g.triggerAt[0] = len(steps)
@@ -161,7 +163,7 @@ func (g *stormGroup) startCell(ctx context.Context, k int, s scenarios.StepInfo)
 	debug.FreeOSMemory() // a GC that returns free memory: the cell's RSS samples start from a collected heap
 	st.started = true
 	st.start = time.Now()
-	st.sampler = startSampler(g.o.SampleEvery)
+	st.sampler = startSampler(g.o.SampleEvery, s.Processes)
 	if k == 0 && g.peerEra() {
 		g.ours = watchGroup(ctx, s.Bootstrap, s.Group, s.Topic, g.p, g.n, st.start, g.o.PollEvery, g.o.Deadline)
 	}

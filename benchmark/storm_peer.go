@@ -183,7 +183,7 @@ func (g *stormGroup) runPeer(ctx context.Context, s scenarios.StepInfo) *PeerSto
 	group := s.Group + ".kgo"
 	g.readyCoordinator(ctx, s.Bootstrap, group)
 	debug.FreeOSMemory()
-	smp := startSampler(g.o.SampleEvery)
+	smp := startSampler(g.o.SampleEvery, s.Processes)
 	t0 := time.Now()
 	w := watchGroup(ctx, s.Bootstrap, group, s.Topic, g.p, g.n, t0, g.o.PollEvery, g.o.Deadline)
 	pctx, stopPolling := context.WithCancel(ctx)

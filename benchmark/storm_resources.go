@@ -3,6 +3,7 @@ package benchmark
 // Process resources sampled during a storm cell: peak RSS, peak goroutines, CPU time.
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"runtime"
@@ -11,25 +12,46 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios"
 )
 
-// sampler records the peak VmRSS and goroutine count of this process, and its CPU time, from start
-// until Stop.
+// sampler records, from start until Stop, the peak VmRSS and goroutine count of this process plus
+// its child processes (member pools and broker processes, scenarios.StepInfo.Processes: their RSS
+// summed, the pools' goroutines as they report them) and the CPU time of all of them; the broker's
+// share is the in-process broker's profile or the broker processes' CPU.
 type sampler struct {
 	stop     chan struct{}
 	done     chan struct{}
 	once     sync.Once
 	cpu0     time.Duration
+	children func() []scenarios.ChildProcess // nil: none
+
+	mu       sync.Mutex
 	peakRSS  int64
 	peakGor  int64
+	child0   map[int]time.Duration // each child's CPU when first seen (0 if it started during the cell)
+	childCPU map[int]time.Duration // and when last seen
+	brokers  map[int]bool
+
 	rss, gor int64 // results
 	cpu      int64
 	prof     *cellProfile // nil: no broker CPU figure
 	brokerMs *int64
 }
 
-func startSampler(every time.Duration) *sampler {
-	s := &sampler{stop: make(chan struct{}), done: make(chan struct{}), cpu0: processCPU(), prof: startCellProfile()}
+func startSampler(every time.Duration, children func() []scenarios.ChildProcess) *sampler {
+	s := &sampler{stop: make(chan struct{}), done: make(chan struct{}), cpu0: processCPU(), children: children,
+		child0: map[int]time.Duration{}, childCPU: map[int]time.Duration{}, brokers: map[int]bool{}}
+	if children != nil {
+		for _, c := range children() { // running at the cell's start: only their CPU from now counts
+			s.child0[c.PID] = pidCPU(c.PID)
+		}
+	}
+	if !s.hasBrokerProcess() {
+		s.prof = startCellProfile()
+	}
 	s.sample()
 	go func() {
 		defer close(s.done)
@@ -47,13 +69,38 @@ func startSampler(every time.Duration) *sampler {
 	return s
 }
 
+func (s *sampler) hasBrokerProcess() bool {
+	if s.children == nil {
+		return false
+	}
+	for _, c := range s.children() {
+		if c.Kind == "broker" {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *sampler) sample() {
-	if v := vmRSS(); v > s.peakRSS {
-		s.peakRSS = v
+	rss, gor := vmRSS(), int64(runtime.NumGoroutine())
+	var kids []scenarios.ChildProcess
+	if s.children != nil {
+		kids = s.children()
 	}
-	if g := int64(runtime.NumGoroutine()); g > s.peakGor {
-		s.peakGor = g
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range kids {
+		rss += pidRSS(c.PID)
+		gor += c.Goroutines
+		if cpu := pidCPU(c.PID); cpu > 0 {
+			s.childCPU[c.PID] = cpu
+		}
+		if c.Kind == "broker" {
+			s.brokers[c.PID] = true
+		}
 	}
+	s.peakRSS = max(s.peakRSS, rss)
+	s.peakGor = max(s.peakGor, gor)
 }
 
 // Stop ends the sampling (once; later calls return the same) and returns peak RSS (bytes), peak
@@ -63,18 +110,61 @@ func (s *sampler) Stop() (rss, goroutines, cpuMs int64) {
 		close(s.stop)
 		<-s.done
 		s.sample()
+		s.mu.Lock()
+		defer s.mu.Unlock()
 		s.rss, s.gor = s.peakRSS, s.peakGor
-		s.cpu = (processCPU() - s.cpu0).Milliseconds()
-		if ms, ok := s.prof.stop(); ok {
+		cpu := processCPU() - s.cpu0
+		var brokers time.Duration
+		for pid, last := range s.childCPU {
+			d := last - s.child0[pid]
+			cpu += d
+			if s.brokers[pid] {
+				brokers += d
+			}
+		}
+		s.cpu = cpu.Milliseconds()
+		if len(s.brokers) > 0 {
+			ms := brokers.Milliseconds()
+			s.brokerMs = &ms
+		} else if ms, ok := s.prof.stop(); ok {
 			s.brokerMs = &ms
 		}
 	})
 	return s.rss, s.gor, s.cpu
 }
 
+// pidRSS is a process's resident set (VmRSS in /proc/PID/status), bytes; 0 where unreadable (gone).
+func pidRSS(pid int) int64 { return statusRSS("/proc/" + strconv.Itoa(pid) + "/status") }
+
+// pidCPU is a process's user + system CPU time (/proc/PID/stat utime and stime, in clock ticks of
+// 1/100 s: USER_HZ on Linux); 0 where unreadable.
+func pidCPU(pid int) time.Duration {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')') // comm may hold spaces; the fields follow its ')'
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 { // state is field 3, utime 14 and stime 15 of the whole line
+		return 0
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
 // vmRSS is this process's resident set (VmRSS in /proc/self/status), bytes; 0 where unreadable.
-func vmRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
+func vmRSS() int64 { return statusRSS("/proc/self/status") }
+
+// statusRSS reads VmRSS from a /proc/.../status file, bytes; 0 where unreadable.
+func statusRSS(path string) int64 {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
@@ -104,11 +194,14 @@ func processCPU() time.Duration {
 // ends of each.
 const fdsPerMember = 4
 
-// fdShortage says why N members cannot run in this process ("" when they can): with the lab's
-// broker in-process every member's connections cost fdsPerMember descriptors, and past RLIMIT_NOFILE
-// the broker fails its own writes (EMFILE: "too many open files" on __consumer_offsets) instead of the
-// protocol being measured. Go raises the soft limit to the hard one at start; raising the hard one
-// needs CAP_SYS_RESOURCE (prlimit --nofile).
+// fdShortage says why N members cannot run in this layout ("" when they can). RLIMIT_NOFILE is per
+// process: with the members and the broker in this process every member costs fdsPerMember here; with
+// member pools (MembersPerProcess) a pool holds the client ends of its K members' two connections, and
+// the coordinator's broker process the server ends of every member's coordinator connection plus its
+// share (1/Brokers) of their metadata and fetch connections. Past the limit the broker fails its own
+// writes (EMFILE: "too many open files" on __consumer_offsets) instead of the protocol being
+// measured. Go raises the soft limit to the hard one at start; raising the hard one needs
+// CAP_SYS_RESOURCE (prlimit --nofile).
 func fdShortage(o StormOptions, n int) string {
 	if o.Bootstrap != "" || o.Broker == "kafka" {
 		return ""
@@ -117,12 +210,33 @@ func fdShortage(o StormOptions, n int) string {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return ""
 	}
-	need := uint64(fdsPerMember*(n+1) + 2048) // + ZooKeeper client, logs, segments, the runner
+	if o.MembersPerProcess <= 1 {
+		need := uint64(fdsPerMember*(n+1) + 2048) // + ZooKeeper client, logs, segments, the runner
+		if need <= lim.Cur {
+			return ""
+		}
+		return fmt.Sprintf("not run: %d members need about %d file descriptors in this process (%d each: a bootstrap/fetch and a coordinator connection, both ends, with the broker in-process) and RLIMIT_NOFILE is %d (hard %d; raising it needs CAP_SYS_RESOURCE, e.g. prlimit --nofile; or spread them: --members-per-process K --brokers 3)",
+			n, need, fdsPerMember, lim.Cur, lim.Max)
+	}
+	k, b := o.MembersPerProcess, max(1, o.Brokers)
+	if need := uint64(2*k + 512); need > lim.Cur {
+		return fmt.Sprintf("not run: a pool of %d members needs about %d file descriptors (2 connections each) and RLIMIT_NOFILE is %d: lower --members-per-process", k, need, lim.Cur)
+	}
+	need := uint64(n + 1 + (n+b)/b + 2048) // coordinator connections, its share of the others, segments and replication
 	if need <= lim.Cur {
 		return ""
 	}
-	return fmt.Sprintf("not run: %d members need about %d file descriptors in this process (%d each: a bootstrap/fetch and a coordinator connection, both ends, with the broker in-process) and RLIMIT_NOFILE is %d (hard %d; raising it needs CAP_SYS_RESOURCE, e.g. prlimit --nofile)",
-		n, need, fdsPerMember, lim.Cur, lim.Max)
+	return fmt.Sprintf("not run: the coordinator's broker process needs about %d file descriptors for %d members (a coordinator connection each, and 1/%d of their metadata and fetch connections) and RLIMIT_NOFILE is %d (hard %d): more --brokers spread the other connections, the coordinator's stay on one broker",
+		need, n, b, lim.Cur, lim.Max)
+}
+
+// brokersAs is how the lab's brokers run: as processes with member pools (their descriptors are
+// then not this process's), in this process otherwise.
+func brokersAs(o StormOptions) string {
+	if o.MembersPerProcess > 1 {
+		return lab.BrokersProcess
+	}
+	return ""
 }
 
 // peerFDsPerMember: a kgo member keeps a connection for its group requests apart from the one for

@@ -9,9 +9,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -213,28 +211,13 @@ func kafkaPython(t *testing.T, script string, args ...string) []byte {
 	return out
 }
 
-// brokerBinary is the rebalancelab binary for process-mode brokers: $REBALANCELAB_BIN (make test
-// sets it) or one built into a temp dir.
-func interopBinary(t *testing.T) string {
-	t.Helper()
-	if b := os.Getenv("REBALANCELAB_BIN"); b != "" {
-		return b
-	}
-	bin := filepath.Join(t.TempDir(), "rebalancelab")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/rebalancelab/rebalancelab/cmd/rebalancelab").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // TestKill9UnderLoadKeepsAcknowledged: with log.flush.interval.messages=1 every acks=all record
 // the broker acknowledged is on disk; a SIGKILL mid-load must not lose one.
 func TestKill9UnderLoadKeepsAcknowledged(t *testing.T) {
 	l := interopLab(t, lab.Options{
 		Brokers:      1,
 		BrokersAs:    "process",
-		BrokerBinary: interopBinary(t),
+		BrokerBinary: testutil.Binary(t),
 		BrokerConfig: map[string]string{"log.flush.interval.messages": "1"},
 	})
 	interopCreateTopic(t, l.Bootstrap(), "durable", 2)

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -26,21 +23,6 @@ import (
 // and data (lab BrokersAs "process"): what the coordinator persisted in __consumer_offsets comes
 // back.
 
-// brokerBinary is the rebalancelab binary for process-mode brokers: $REBALANCELAB_BIN (make test
-// sets it) or one built into a temp dir, as broker/interop_test.go's interopBinary does.
-func brokerBinary(t *testing.T) string {
-	t.Helper()
-	if b := os.Getenv("REBALANCELAB_BIN"); b != "" {
-		return b
-	}
-	bin := filepath.Join(t.TempDir(), "rebalancelab")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/rebalancelab/rebalancelab/cmd/rebalancelab").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // killLab is a lab with one broker process, topic "t" (6 partitions) holding 5+p records in
 // partition p, two members m1 and m2 (range, no auto-commit) Stable with every record delivered and
 // committed: offset 5+p for partition p.
@@ -57,7 +39,7 @@ type killLab struct {
 
 func startKillLab(t *testing.T, ctx context.Context) *killLab {
 	t.Helper()
-	l, err := lab.Start(ctx, lab.Options{Brokers: 1, BrokersAs: lab.BrokersProcess, BrokerBinary: brokerBinary(t),
+	l, err := lab.Start(ctx, lab.Options{Brokers: 1, BrokersAs: lab.BrokersProcess, BrokerBinary: testutil.Binary(t),
 		Dir: t.TempDir(), Log: quietLog()})
 	if err != nil {
 		t.Fatal(err)

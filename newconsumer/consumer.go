@@ -32,6 +32,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,6 +73,9 @@ type Consumer struct {
 	connMu      sync.Mutex
 	conns       map[string]*brokerConn // fetch-side connections by address
 	connsClosed bool
+	// nodeOffset is where brokerAddrs starts in the broker list (NetworkClient's randOffset), drawn
+	// once at New.
+	nodeOffset int
 
 	mu             sync.Mutex // everything below
 	m              *membership
@@ -133,7 +137,7 @@ func New(cfg Config) (*Consumer, error) {
 		wakePoll: make(chan struct{}, 1), wakeHB: make(chan struct{}, 1),
 		conns: map[string]*brokerConn{}, m: newMembership(cfg.GroupInstanceID != ""),
 		hb: newHeartbeatTimers(&cfg, time.Now()), topics: map[string]bool{}, owned: map[TopicPartition]*partitionState{},
-		inFlight: map[TopicPartition]bool{}, leaderBusy: map[string]bool{},
+		inFlight: map[TopicPartition]bool{}, leaderBusy: map[string]bool{}, nodeOffset: rand.IntN(1 << 30),
 	}
 	if c.listener == nil {
 		c.listener = ListenerFuncs{}

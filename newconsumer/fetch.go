@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -52,12 +53,14 @@ func (m *metadata) leaderAddr(tp TopicPartition) string {
 	return m.brokers[ps[tp.Partition].leader]
 }
 
-// brokerAddrs lists the addresses to try for cluster-wide requests: known brokers, then bootstrap.
+// brokerAddrs lists the addresses to try for cluster-wide requests (Metadata, FindCoordinator), as
+// the Java client's NetworkClient.leastLoadedNode picks a node: the known brokers from a random offset
+// drawn once per consumer (so that a group's members spread their metadata connections over the
+// brokers rather than all on the lowest id), those it is connected to first, then the bootstrap
+// servers, from the same offset.
 func (c *Consumer) brokerAddrs() []string {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	seen := map[string]bool{}
-	var out []string
+	var known []string
 	if c.meta != nil {
 		ids := make([]int32, 0, len(c.meta.brokers))
 		for id := range c.meta.brokers {
@@ -65,13 +68,25 @@ func (c *Consumer) brokerAddrs() []string {
 		}
 		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 		for _, id := range ids {
-			if a := c.meta.brokers[id]; !seen[a] {
-				seen[a] = true
-				out = append(out, a)
-			}
+			known = append(known, c.meta.brokers[id])
 		}
 	}
-	for _, a := range c.cfg.BootstrapServers {
+	c.mu.Unlock()
+	rotate := func(as []string) []string {
+		if len(as) == 0 {
+			return nil
+		}
+		k := c.nodeOffset % len(as)
+		return append(slices.Clone(as[k:]), as[:k]...)
+	}
+	known = rotate(known)
+	c.connMu.Lock()
+	connected := func(a string) bool { return c.conns[a] != nil }
+	sort.SliceStable(known, func(i, j int) bool { return connected(known[i]) && !connected(known[j]) })
+	c.connMu.Unlock()
+	seen := map[string]bool{}
+	var out []string
+	for _, a := range append(known, rotate(c.cfg.BootstrapServers)...) {
 		if !seen[a] {
 			seen[a] = true
 			out = append(out, a)

@@ -12,12 +12,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
 // withBrokerBinary runs the brokers of a scenario that kills them as processes of the built binary.
 func withBrokerBinary(t *testing.T, then func(o *Options)) func(o *Options) {
-	bin := memberBinary(t)
+	bin := testutil.Binary(t)
 	return func(o *Options) {
 		o.MemberBinary = bin
 		if then != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -30,7 +31,7 @@ func hostEras() []string {
 // its records carry that host's name; every host's clock offset was measured and is 0 within ± RTT/2
 // (one kernel clock); the link-down is a fault window on h3.
 func TestHostLinkDown(t *testing.T) {
-	bin := memberBinary(t)
+	bin := testutil.Binary(t)
 	res := runScenarioWith(t, "host-link-down", Params{Consumers: 6, Partitions: 6, Hosts: 3, Seed: 1}, func(o *Options) {
 		o.Eras, o.MembersAs, o.MemberBinary = hostEras(), MembersAsProcesses, bin
 	})
@@ -96,7 +97,7 @@ func TestHostLinkDown(t *testing.T) {
 // has no netem (as here) the run says so and every link of m3 and m6 had the same latency and loss
 // through its proxies; the group stays whole (every partition owned once at the end, nothing lost).
 func TestHostSlowLink(t *testing.T) {
-	bin := memberBinary(t)
+	bin := testutil.Binary(t)
 	res := runScenarioWith(t, "host-slow-link", Params{Consumers: 6, Partitions: 6, Hosts: 3, Seed: 1}, func(o *Options) {
 		o.Eras, o.MembersAs, o.MemberBinary = hostEras(), MembersAsProcesses, bin
 	})

@@ -386,9 +386,15 @@ func (p *procConsumer) stderrLine(b []byte) {
 		p.tail = p.tail[1:]
 	}
 	p.mu.Unlock()
+	logChildLine(p.log, b)
+}
+
+// logChildLine logs a child process's logrus JSON line again, at its level, under log (a line that is
+// not JSON at info).
+func logChildLine(log *logrus.Entry, b []byte) {
 	var fields map[string]any
 	if json.Unmarshal(b, &fields) != nil {
-		p.log.Info(string(b))
+		log.Info(string(b))
 		return
 	}
 	lvl, err := logrus.ParseLevel(fmt.Sprint(fields["level"]))
@@ -399,7 +405,7 @@ func (p *procConsumer) stderrLine(b []byte) {
 	for _, k := range []string{"level", "msg", "time"} {
 		delete(fields, k)
 	}
-	p.log.WithFields(fields).Log(lvl, msg)
+	log.WithFields(fields).Log(lvl, msg)
 }
 
 // lineSplitter is an io.Writer that calls fn with every complete line (without its newline).

@@ -1,33 +1,16 @@
 package scenarios
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
-// memberBinary is $REBALANCELAB_BIN (make test builds it), or cmd/rebalancelab built into the test's
-// temp dir.
-func memberBinary(t *testing.T) string {
-	t.Helper()
-	if b := os.Getenv("REBALANCELAB_BIN"); b != "" {
-		return b
-	}
-	bin := filepath.Join(t.TempDir(), "rebalancelab")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/rebalancelab/rebalancelab/cmd/rebalancelab").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 func asProcesses(t *testing.T, eras ...string) func(o *Options) {
-	bin := memberBinary(t)
+	bin := testutil.Binary(t)
 	return func(o *Options) {
 		o.Eras, o.MembersAs, o.MemberBinary = eras, MembersAsProcesses, bin
 	}

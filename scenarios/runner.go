@@ -65,6 +65,17 @@ type Options struct {
 	// restart a new process.
 	MembersAs    string
 	MemberBinary string // the rebalancelab binary, for MembersAsProcesses
+	// MembersPerProcess, above 1, runs members K to a `rebalancelab member-pool` process (pool.go)
+	// instead of one per process (it implies MembersAsProcesses): each process's file descriptors
+	// (RLIMIT_NOFILE) then hold K members' connections, which is how 10,000 members fit on one
+	// machine. A pooled member crashes as a goroutine member does (its links cut at the runner's
+	// proxies, then its consumer stopped without a goodbye), not by a kill -9 of its pool. Not with
+	// test hosts (Params.Hosts).
+	MembersPerProcess int
+	// BrokersAs is how the lab's brokers run: lab.BrokersInProcess ("" too: in this process, unless
+	// the script kills one) or lab.BrokersProcess (`MemberBinary broker` processes, whose descriptors
+	// and CPU are not this process's).
+	BrokersAs string
 	// Members is whose consumers the coordinator eras run: MembersRebalancelab ("" too: newconsumer),
 	// MembersKafka (Kafka 3.9's VerifiableConsumer JVMs, kafkamembers.go) or MembersMixed (one group of
 	// both). The zk era's members are always ours here.
@@ -98,6 +109,9 @@ type StepInfo struct {
 	// ZKWatchers runs the wchp half of the zk cross-check now: the sessions the server has watching
 	// /consumers/<group>/ids against the live members' current sessions. nil outside the zk era.
 	ZKWatchers func(ctx context.Context) *ZKCrosscheck
+	// Processes lists the member pools and the lab's broker processes running now (for their
+	// resources: /proc/<pid>); none when members and brokers run in this process.
+	Processes func() []ChildProcess
 }
 
 // ResolveEras expands names ("all" = Eras) and checks them.
@@ -209,6 +223,30 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 	}
 	if o.Broker == "" {
 		o.Broker = lab.BrokerRebalancelab
+	}
+	if o.MembersPerProcess < 0 {
+		return nil, fmt.Errorf("members per process %d: want 0 or more", o.MembersPerProcess)
+	}
+	if o.MembersPerProcess > 1 {
+		if o.MembersAs == MembersAsGoroutines {
+			return nil, fmt.Errorf("members per process %d: members run as processes then, not as %s", o.MembersPerProcess, o.MembersAs)
+		}
+		if p.Hosts > 0 {
+			return nil, fmt.Errorf("members per process %d: not with test hosts (--hosts), whose members run one per process", o.MembersPerProcess)
+		}
+		o.MembersAs = MembersAsProcesses
+	}
+	switch o.BrokersAs {
+	case "", lab.BrokersInProcess:
+	case lab.BrokersProcess:
+		if o.Bootstrap != "" {
+			return nil, fmt.Errorf("brokers as processes: the lab's brokers, not an existing cluster's (--bootstrap)")
+		}
+		if err := checkMemberBinary(o.MemberBinary); err != nil {
+			return nil, fmt.Errorf("brokers as processes: %w", err)
+		}
+	default:
+		return nil, fmt.Errorf("brokers as %q: want %q or %q", o.BrokersAs, lab.BrokersInProcess, lab.BrokersProcess)
 	}
 	switch o.MembersAs {
 	case "":
@@ -322,7 +360,7 @@ func runEras(ctx context.Context, o Options, sc *Scenario, res *RunResult, eras 
 	if o.Bootstrap == "" {
 		lo := lab.Options{ZK: lab.ZKOptions{Nodes: sc.ZKNodes, Log: o.LabLog}, ExternalZK: o.ExternalZK,
 			Brokers: sc.brokers(), KafkaDefaults: o.KafkaDefaults, BrokerConfig: o.BrokerConfig, Broker: o.Broker, Log: o.LabLog}
-		if killsBroker(res.Script) {
+		if killsBroker(res.Script) || o.BrokersAs == lab.BrokersProcess {
 			lo.BrokersAs, lo.BrokerBinary = lab.BrokersProcess, o.MemberBinary
 		}
 		if sc.brokers() > 1 && o.Broker == lab.BrokerRebalancelab {
@@ -449,6 +487,10 @@ type eraRunner struct {
 	down []downBroker
 	// side is the durability scenario's side topic and its producers (nil in other scenarios).
 	side *sideTopic
+	// pools are the member-pool processes (Options.MembersPerProcess), by slot / MembersPerProcess;
+	// slots place each member name in the order it first started.
+	pools map[int]*memberPool
+	slots map[string]int
 }
 
 func (r *eraRunner) errorf(format string, a ...any) {
@@ -501,6 +543,8 @@ func (r *eraRunner) run(parent context.Context) error {
 	r.rec = &timeline.Recorder{Sink: r.col, Era: e.Era, Member: "runner"}
 	r.members = map[string]*member{}
 	r.links = map[string]*lab.MemberLinks{}
+	r.pools, r.slots = map[int]*memberPool{}, map[string]int{}
+	defer r.closePools(false) // an era that ended early (its topic could not be made)
 	r.stepf("topic %s, %d partitions", e.Topic, r.p.Partitions)
 	if err := r.createTopic(ctx); err != nil {
 		return err
@@ -549,6 +593,7 @@ func (r *eraRunner) run(parent context.Context) error {
 		r.stopAll(false)
 		r.zombies.Wait()
 		r.closeLinks()
+		r.closePools(false)
 		e.Records = r.sortedRecords()
 		e.Result = Compute(e.Records, e.Era, r.opts)
 		return parent.Err()
@@ -567,6 +612,7 @@ func (r *eraRunner) run(parent context.Context) error {
 	r.stopAll(true)
 	r.zombies.Wait()
 	r.closeLinks()
+	r.closePools(true)
 	all := r.sortedRecords()
 	e.Records, e.ShutdownRecords = splitAtShutdown(all)
 	e.Result = Compute(e.Records, e.Era, r.opts)
@@ -775,7 +821,7 @@ func (r *eraRunner) faultedLinks(name string) []lab.Link {
 		case ActStall, ActLatency, ActCut, ActHeal:
 			add(r.resolveLink(st.Link))
 		case ActCrash:
-			if r.o.MembersAs == MembersAsProcesses {
+			if r.o.MembersAs == MembersAsProcesses && r.o.MembersPerProcess <= 1 {
 				continue // a kill -9: the kernel closes the process's connections
 			}
 			for _, l := range crashLinks {
@@ -845,7 +891,8 @@ func (r *eraRunner) onStep(ctx context.Context, i int, st Step, done, settled bo
 		return
 	}
 	info := StepInfo{Era: r.e.Era, Group: r.e.Group, Topic: r.e.Topic, Bootstrap: r.bootstrap,
-		ZKAddrs: r.zkAddrs, Index: i, Step: st, Done: done, Settled: settled, Records: r.sortedRecords}
+		ZKAddrs: r.zkAddrs, Index: i, Step: st, Done: done, Settled: settled, Records: r.sortedRecords,
+		Processes: r.childProcesses}
 	if r.e.Era == "zk" {
 		info.ZKWatchers = r.watchCheck
 	}
@@ -960,6 +1007,8 @@ func (r *eraRunner) startMember(name, as string) {
 		} else {
 			impl, err = r.newVC(name, props, m.rec)
 		}
+	} else if r.o.MembersPerProcess > 1 {
+		impl, err = r.newPooled(name, props, g)
 	} else if r.o.MembersAs == MembersAsProcesses {
 		impl, err = r.newProcess(name, props, g)
 	} else {
@@ -1012,10 +1061,9 @@ func (r *eraRunner) crashMember(name string) {
 		return
 	}
 	if pp, ok := m.impl.(interface{ proc() *procConsumer }); ok {
-		p := pp.proc()
 		// A real crash: kill -9, and member_stop{crash} once the process is dead and what it wrote
 		// before has been read (so every record of it precedes its stop).
-		p.stop(false)
+		pp.proc().stop(false)
 		r.fault("crash", name)
 		m.end("crash")
 		m.gate.close()

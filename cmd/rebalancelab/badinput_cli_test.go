@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 )
 
@@ -65,7 +66,7 @@ func (c *countingListener) accepted() int {
 // cluster (--bootstrap) a scenario that stops nodes or the zk era without --zk. The ZooKeeper and
 // bootstrap addresses given are a listener that counts connections: it must see none.
 func TestCLIBadInputRefusedBeforeConnecting(t *testing.T) {
-	bin := zkCLIBinary(t)
+	bin := testutil.Binary(t)
 	for _, c := range []struct {
 		name string
 		args func(addr string) []string
@@ -117,7 +118,7 @@ func TestCLIBadInputRefusedBeforeConnecting(t *testing.T) {
 // cannot read), and --compression picks Kafka's codecs: the attributes' codec bits of every batch
 // the broker stores say which. An unknown codec is refused before anything connects.
 func TestCLIBadInputProduceCompression(t *testing.T) {
-	bin := zkCLIBinary(t)
+	bin := testutil.Binary(t)
 	quiet := logrus.New()
 	quiet.SetLevel(logrus.ErrorLevel)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

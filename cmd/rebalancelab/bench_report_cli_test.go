@@ -7,13 +7,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 // TestBenchReport: `bench report` turns `go test -bench` output (two files: runs of one benchmark
 // split between them) into README's Markdown table with the machine and peers above it, appends one
 // history line with the medians, and exits non-zero, appending nothing, on output without benchmarks.
 func TestBenchReport(t *testing.T) {
-	bin := zkCLIBinary(t)
+	bin := testutil.Binary(t)
 	dir := t.TempDir()
 	head := "goos: linux\ngoarch: amd64\npkg: github.com/rebalancelab/rebalancelab/benchmark\ncpu: Test CPU\n"
 	runs := []string{"10.0", "12.0", "11.0", "13.0", "9.0", "14.0"}

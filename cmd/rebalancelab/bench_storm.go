@@ -35,6 +35,8 @@ func init() {
 		kafkaDefs  bool
 		brokerConf []string
 		cpuProfile string
+		brokers    int
+		perProcess int
 	)
 	storm := &cobra.Command{
 		Use:   "storm [--era all] [--consumers 10,100,1000] [--partitions P] [--json FILE] [--plot FILE.svg]",
@@ -102,7 +104,13 @@ peak_rss_bytes and cpu_ms then cover the members and proxies only).`,
 			}
 			o := benchmark.StormOptions{Eras: eras, Consumers: ns, Partitions: partitions, Deadline: deadline,
 				Seed: seed, Peer: !noPeer, Version: version, Progress: bar.update, Broker: brokerImpl,
-				Bootstrap: bootstrap, ExternalZK: zkAddrs, Keep: keep, KafkaDefaults: kafkaDefs, BrokerConfig: bc}
+				Bootstrap: bootstrap, ExternalZK: zkAddrs, Keep: keep, KafkaDefaults: kafkaDefs, BrokerConfig: bc,
+				Brokers: brokers, MembersPerProcess: perProcess}
+			if perProcess > 1 {
+				if o.MemberBinary, err = os.Executable(); err != nil {
+					return fmt.Errorf("--members-per-process: this binary's path: %w", err)
+				}
+			}
 			if partial != nil {
 				var mu sync.Mutex
 				o.OnCell = func(c *benchmark.StormCell) {
@@ -165,6 +173,8 @@ peak_rss_bytes and cpu_ms then cover the members and proxies only).`,
 	f.BoolVar(&noPeer, "no-peer", false, "skip the franz-go kgo peer storms")
 	f.BoolVar(&kafkaDefs, "kafka-defaults", false, "Kafka's own timing (session.timeout.ms 45000, heartbeat.interval.ms 3000, max.poll.interval.ms 300000; zk era: 0.8.2's zookeeper.session.timeout.ms 6000, rebalance.backoff.ms 2000) instead of the lab's short settings; give --deadline above the 300 s rebalance timeout")
 	f.StringArrayVar(&brokerConf, "broker-config", nil, "KEY=VALUE server.properties setting for the lab's broker (repeatable), e.g. message.max.bytes=8388608 so that a 10,000-member group record fits")
+	f.IntVar(&brokers, "brokers", 1, "the lab's brokers (1..5); above 1 the topic and __consumer_offsets get replication factor min(3, brokers) and the members' metadata connections spread over them")
+	f.IntVar(&perProcess, "members-per-process", 0, "run the members K to a `rebalancelab member-pool` process, and the brokers as processes (0: every member and the broker in this process); with --brokers 3, how 10,000 members fit under a per-process descriptor limit of 20,000")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (members, broker, runner) to FILE")
 	f.BoolVar(&markdown, "markdown", false, "print the tables as Markdown (for the README)")
 	benchCmd.AddCommand(storm)

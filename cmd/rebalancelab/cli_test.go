@@ -222,7 +222,7 @@ func TestHandleSignals(t *testing.T) {
 // TestCLI runs the built binary: lab up / broker against no ZooKeeper, lab up's signal handling,
 // --zk-nodes, topic and produce against a lab.
 func TestCLI(t *testing.T) {
-	bin := zkCLIBinary(t)
+	bin := testutil.Binary(t)
 
 	// `lab up --zk 127.0.0.1:1`: its broker gets no ZooKeeper session within
 	// zookeeper.connection.timeout.ms (the lab's 2000): exit 1, the reason, no JSON line, temp dir gone.

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 )
 
@@ -80,7 +81,7 @@ func leftovers(t *testing.T, adm *kadm.Client, zc *zk.Conn, runID string) (topic
 // /consumers znode are there after the run. Scenarios that stop ZooKeeper nodes or brokers, and the zk
 // era without --zk, are refused with an error before anything starts.
 func TestScenarioOnExistingCluster(t *testing.T) {
-	bin := zkCLIBinary(t)
+	bin := testutil.Binary(t)
 	quiet := logrus.New()
 	quiet.SetLevel(logrus.ErrorLevel)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,7 +26,7 @@ import (
 // broker's registration from ZooKeeper, and `consumer`) print exactly the records produced. SIGINT
 // stops it with exit status 0 and no JVM of it left.
 func TestLabUpKafka(t *testing.T) {
-	bin := zkCLIBinary(t)
+	bin := testutil.Binary(t)
 	u := startLabUp(t, bin, "--broker", "kafka")
 	var line string
 	select {
@@ -136,7 +137,7 @@ func TestLabUpKafka(t *testing.T) {
 // bench, the commit, the machine, each peer's version, and a positive median for every (size,
 // target, figure).
 func TestBenchThroughputThreePeers(t *testing.T) {
-	bin := zkCLIBinary(t)
+	bin := testutil.Binary(t)
 	history := filepath.Join(t.TempDir(), "history.jsonl")
 	r := runCLI(t, bin, t.TempDir(), 4*time.Minute, "bench", "throughput", "--mb", "2", "--runs", "1", "--warmup", "1",
 		"--sizes", "1024", "--history", history, "--log-level", "warn")
@@ -188,7 +189,7 @@ func TestBenchThroughputThreePeers(t *testing.T) {
 // waits for the followers), and says so: the table's note names the factor and the JSON's params hold
 // it; out-of-range factors are refused before anything starts.
 func TestBenchThroughputReplicated(t *testing.T) {
-	bin := zkCLIBinary(t)
+	bin := testutil.Binary(t)
 	out := filepath.Join(t.TempDir(), "bench.json")
 	r := runCLI(t, bin, t.TempDir(), 4*time.Minute, "bench", "throughput", "--broker", "rebalancelab", "--replication-factor", "3",
 		"--mb", "2", "--runs", "1", "--warmup", "0", "--sizes", "1024", "--history", "", "--json", out, "--log-level", "warn")

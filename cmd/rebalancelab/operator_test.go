@@ -18,10 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 // freeAddr is 127.0.0.1:P with P free a moment ago (for tools that take a fixed address).
@@ -137,7 +136,7 @@ func one(m map[string]float64) (float64, bool) {
 // ConsumerLag 0 on each; the broker counted 20 messages in.
 func TestPrometheusScrapesLab(t *testing.T) {
 	prom := needTool(t, "prometheus", "prometheus")
-	bin := zkCLIBinary(t)
+	bin := testutil.Binary(t)
 	dir := t.TempDir()
 	u := startLabUp(t, bin, "--metrics-addr", "127.0.0.1:0")
 	var line labUpLine
@@ -284,7 +283,7 @@ func burrowGroupLag(base, group string) (burrowLag, bool) {
 // exactly 10.
 func TestBurrowWatchesLab(t *testing.T) {
 	burrow := needTool(t, "Burrow", "burrow")
-	bin := zkCLIBinary(t)
+	bin := testutil.Binary(t)
 	dir := t.TempDir()
 	u := startLabUp(t, bin, "--metrics-addr", "127.0.0.1:0")
 	var line labUpLine

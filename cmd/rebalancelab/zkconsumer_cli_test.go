@@ -26,20 +26,6 @@ import (
 	"github.com/rebalancelab/rebalancelab/lab"
 )
 
-// zkCLIBinary is $REBALANCELAB_BIN, or cmd/rebalancelab built into the test's temp dir.
-func zkCLIBinary(t *testing.T) string {
-	t.Helper()
-	if b := os.Getenv("REBALANCELAB_BIN"); b != "" {
-		return b
-	}
-	bin := filepath.Join(t.TempDir(), "rebalancelab")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/rebalancelab/rebalancelab/cmd/rebalancelab").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // `rebalancelab zkconsumer --zk ... --group g --topic t --print` against a lab: it prints
 // "topic partition offset value" for every record, as it delivers them (the records there before it
 // started, from auto.offset.reset=smallest, and those produced while it runs); SIGINT ends it
@@ -47,7 +33,7 @@ func zkCLIBinary(t *testing.T) string {
 // high watermarks the broker reports, and its session was closed (its registration and owner
 // znodes are gone at once, not after an expiry).
 func TestZKConsumerCLIPrintsAndCommits(t *testing.T) {
-	bin := zkCLIBinary(t)
+	bin := testutil.Binary(t)
 	quiet := logrus.New()
 	quiet.SetLevel(logrus.ErrorLevel)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

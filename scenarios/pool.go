@@ -1,0 +1,603 @@
+package scenarios
+
+// Member pools (Options.MembersPerProcess > 1): K members share one `rebalancelab member-pool`
+// process, so that a storm of 10,000 members spreads its connections over processes whose file
+// descriptors (RLIMIT_NOFILE, per process) each hold a share. A pooled member is the same consumer a
+// member process or a goroutine member runs (newConsumer), with its own connections, timeline and
+// session: only the process is shared.
+//
+// The channel, runner → pool: one JSON command a line on stdin —
+//
+//	{"cmd":"start","member":"m5","props":{...},"routes":["fetch:UP=PROXY",...]}  build and run a member
+//	{"cmd":"stop","member":"m5"}     graceful (zk Shutdown; newconsumer Close with its LeaveGroup)
+//	{"cmd":"kill","member":"m5"}     crash: zk Crash, newconsumer Kill (no commit, no LeaveGroup; the
+//	                                  runner has cut the member's links at its proxies first, so that
+//	                                  no closeSession reaches ZooKeeper, as for a goroutine member)
+//	{"cmd":"session","member":"m5"}  its ZooKeeper session id
+//
+// pool → runner, on stdout: the members' timeline records (each names its member) and control lines
+// {"ctl":"ended","member":"m5","error":"..."} once a member's run has returned (stopped, or gave up:
+// error set), {"ctl":"session","member":"m5","session_id":N} and, every poolStatsEvery,
+// {"ctl":"stats","goroutines":N}. The end of stdin or SIGTERM stops every member gracefully, then the
+// pool exits 0. A crash of the whole pool is its kill -9 (the runner's, at the end of a cancelled era).
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/timeline"
+)
+
+// poolStatsEvery is how often a pool reports its goroutine count.
+const poolStatsEvery = 250 * time.Millisecond
+
+// poolCmd is one command line of the runner to a pool.
+type poolCmd struct {
+	Cmd    string            `json:"cmd"` // start, stop, kill, session
+	Member string            `json:"member"`
+	Props  map[string]string `json:"props,omitempty"`
+	Routes []string          `json:"routes,omitempty"` // lab.Route.String()
+}
+
+// poolCtl is a control line of a pool (records never have "ctl").
+type poolCtl struct {
+	Ctl        string `json:"ctl"` // ended, session, stats
+	Member     string `json:"member,omitempty"`
+	Error      string `json:"error,omitempty"`
+	SessionID  int64  `json:"session_id,omitempty"`
+	Goroutines int64  `json:"goroutines,omitempty"`
+}
+
+// PoolOptions configures RunMemberPool (`rebalancelab member-pool`).
+type PoolOptions struct {
+	Era, Topic string
+	Out        io.Writer // timeline records and control lines, JSON lines (stdout)
+	In         io.Reader // the runner's commands, JSON lines (stdin)
+	Log        *logrus.Entry
+}
+
+// pooled is one member running in a pool.
+type pooled struct {
+	impl   consumer
+	cancel context.CancelFunc
+	done   chan struct{} // its run has returned
+
+	mu       sync.Mutex
+	stopping bool // a stop or kill command took it: that command reports its end
+	ranOut   bool // its run returned
+}
+
+// RunMemberPool runs members as the runner's commands start and stop them, until ctx ends (SIGTERM)
+// or o.In ends; then it stops the members still running gracefully and waits for them. A malformed
+// command is logged and skipped; an error means the era or the channel is unusable.
+func RunMemberPool(ctx context.Context, o PoolOptions) error {
+	if _, err := ResolveEras([]string{o.Era}); err != nil || o.Era == "all" {
+		return fmt.Errorf("member-pool: --era %q: want one of %s", o.Era, strings.Join(Eras, ", "))
+	}
+	out := &lineOut{w: o.Out}
+	var (
+		mu      sync.Mutex
+		members = map[string]*pooled{}
+		wg      sync.WaitGroup // every member's run and stop
+	)
+	cmds := make(chan poolCmd)
+	readDone := make(chan struct{})
+	go func() { // ends with the process (a blocked read) or at the end of o.In
+		defer close(readDone)
+		sc := bufio.NewScanner(o.In)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for sc.Scan() {
+			var c poolCmd
+			if err := json.Unmarshal(sc.Bytes(), &c); err != nil || c.Member == "" {
+				o.Log.WithField("line", sc.Text()).Warn("member-pool: not a command (want a JSON line with cmd and member)")
+				continue
+			}
+			select {
+			case cmds <- c:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	statsDone := make(chan struct{})
+	stopStats := make(chan struct{})
+	go func() {
+		defer close(statsDone)
+		t := time.NewTicker(poolStatsEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopStats:
+				return
+			case <-t.C:
+				out.write(poolCtl{Ctl: "stats", Goroutines: int64(runtime.NumGoroutine())})
+			}
+		}
+	}()
+	defer func() { close(stopStats); <-statsDone }()
+
+	var ended func(name string, err error)
+	start := func(c poolCmd) {
+		mu.Lock()
+		if m := members[c.Member]; m != nil {
+			mu.Unlock()
+			o.Log.WithField("member", c.Member).Warn("member-pool: start of a member that is running")
+			return
+		}
+		mu.Unlock()
+		var routes []lab.Route
+		for _, s := range c.Routes {
+			rt, err := lab.ParseRoute(s)
+			if err != nil {
+				out.write(poolCtl{Ctl: "ended", Member: c.Member, Error: err.Error()})
+				return
+			}
+			routes = append(routes, rt)
+		}
+		log := o.Log.WithField("member", c.Member)
+		rec := &timeline.Recorder{Sink: out, Era: o.Era, Member: c.Member}
+		impl, err := newConsumer(o.Era, o.Topic, c.Props, lab.NewRoutedLinks(routes), rec, log)
+		if err != nil {
+			out.write(poolCtl{Ctl: "ended", Member: c.Member, Error: err.Error()})
+			return
+		}
+		rctx, cancel := context.WithCancel(context.Background()) // ended after its stop, not by ctx
+		m := &pooled{impl: impl, cancel: cancel, done: make(chan struct{})}
+		mu.Lock()
+		members[c.Member] = m
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := impl.run(rctx)
+			m.mu.Lock()
+			m.ranOut = true
+			byStop := m.stopping
+			m.mu.Unlock()
+			if byStop { // the stop reports the end, once its goodbye has been recorded
+				close(m.done)
+				return
+			}
+			if err != nil {
+				impl.stop(true) // the application gives up and closes its consumer
+			}
+			close(m.done)
+			ended(c.Member, err)
+		}()
+	}
+	// ended forgets a member and reports its end, after every record it wrote.
+	ended = func(name string, err error) {
+		mu.Lock()
+		delete(members, name)
+		mu.Unlock()
+		ctl := poolCtl{Ctl: "ended", Member: name}
+		if err != nil {
+			ctl.Error = fmt.Sprintf("member %s gives up: %v", name, err)
+		}
+		out.write(ctl)
+	}
+	stop := func(name string, m *pooled, graceful bool) {
+		m.mu.Lock()
+		if m.ranOut && !m.stopping { // it ended by itself: its run reports that
+			m.mu.Unlock()
+			<-m.done
+			return
+		}
+		m.stopping = true
+		m.mu.Unlock()
+		m.impl.stop(graceful)
+		m.cancel()
+		<-m.done
+		ended(name, nil)
+	}
+	stopAll := func() {
+		mu.Lock()
+		ms := maps.Clone(members)
+		mu.Unlock()
+		for name, m := range ms {
+			wg.Add(1)
+			go func() { defer wg.Done(); stop(name, m, true) }()
+		}
+		wg.Wait()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			stopAll()
+			return nil
+		case <-readDone:
+			stopAll()
+			return nil
+		case c := <-cmds:
+			mu.Lock()
+			m := members[c.Member]
+			mu.Unlock()
+			switch c.Cmd {
+			case "start":
+				start(c)
+			case "stop", "kill":
+				if m == nil {
+					o.Log.WithField("member", c.Member).Warnf("member-pool: %s of a member that is not running", c.Cmd)
+					continue
+				}
+				wg.Add(1)
+				go func() { defer wg.Done(); stop(c.Member, m, c.Cmd == "stop") }()
+			case "session":
+				var id int64
+				if m != nil {
+					id = m.impl.zkSession()
+				}
+				out.write(poolCtl{Ctl: "session", Member: c.Member, SessionID: id})
+			default:
+				o.Log.WithField("command", c.Cmd).Warn("member-pool: unknown command (want start, stop, kill or session)")
+			}
+		}
+	}
+}
+
+// ---- the runner's side ----
+
+// memberPool is the runner's handle on one pool process: it starts with the first member placed in
+// it and ends at the era's end (closePools).
+type memberPool struct {
+	log    *logrus.Entry
+	onExit func(MemberProcess)
+	exited chan struct{} // closed once the process was waited for and its output read
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	members map[string]*poolMember // by name, while running
+	gone    bool                   // the process has ended
+	stopReq string
+
+	goroutines atomic.Int64 // its last stats line
+}
+
+// startPool starts a pool process; the goroutine that waits for it is the pool's own and ends with
+// the process (closePools waits for it).
+func startPool(argv []string, log *logrus.Entry, onExit func(MemberProcess)) (*memberPool, error) {
+	p := &memberPool{log: log, onExit: onExit, exited: make(chan struct{}), members: map[string]*poolMember{}}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // Pdeathsig (lab.ChildSysProcAttr) follows the thread that forked
+		defer runtime.UnlockOSThread()
+		defer close(p.exited)
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.SysProcAttr = lab.ChildSysProcAttr()
+		cmd.Stdout = &lineSplitter{fn: p.stdoutLine}
+		cmd.Stderr = &lineSplitter{fn: func(b []byte) { logChildLine(log, b) }}
+		stdin, err := cmd.StdinPipe()
+		if err == nil {
+			err = cmd.Start()
+		}
+		if err != nil {
+			started <- fmt.Errorf("start member pool process: %w", err)
+			return
+		}
+		p.mu.Lock()
+		p.cmd, p.stdin = cmd, stdin
+		p.mu.Unlock()
+		started <- nil
+		_ = cmd.Wait()
+		st := cmd.ProcessState
+		mp := MemberProcess{Member: "pool", PID: cmd.Process.Pid, ExitCode: st.ExitCode(), Status: st.String()}
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			mp.Signal = signalName(ws.Signal())
+		}
+		p.mu.Lock()
+		p.gone = true
+		mp.Stop = p.stopReq
+		left := make([]*poolMember, 0, len(p.members))
+		for _, m := range p.members {
+			left = append(left, m)
+		}
+		p.members = map[string]*poolMember{}
+		p.mu.Unlock()
+		for _, m := range left { // the pool died with them
+			m.finish(fmt.Errorf("member pool process %d: %s", mp.PID, mp.Status))
+		}
+		if onExit != nil {
+			onExit(mp)
+		}
+	}()
+	if err := <-started; err != nil {
+		<-p.exited
+		return nil, err
+	}
+	return p, nil
+}
+
+// PID is the pool process's pid.
+func (p *memberPool) PID() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd.Process.Pid
+}
+
+// send writes one command; false when the pool has ended.
+func (p *memberPool) send(c poolCmd) bool {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gone || p.stdin == nil {
+		return false
+	}
+	_, err = p.stdin.Write(append(b, '\n'))
+	return err == nil
+}
+
+func (p *memberPool) stdoutLine(b []byte) {
+	if bytes.HasPrefix(b, ctlPrefix) {
+		var c poolCtl
+		if json.Unmarshal(b, &c) != nil {
+			return
+		}
+		switch c.Ctl {
+		case "stats":
+			p.goroutines.Store(c.Goroutines)
+		case "session", "ended":
+			p.mu.Lock()
+			m := p.members[c.Member]
+			if c.Ctl == "ended" {
+				delete(p.members, c.Member)
+			}
+			p.mu.Unlock()
+			if m == nil {
+				return
+			}
+			if c.Ctl == "session" {
+				select {
+				case m.sessions <- c.SessionID:
+				default:
+				}
+				return
+			}
+			var err error
+			if c.Error != "" {
+				err = errors.New(c.Error)
+			}
+			m.finish(err)
+		}
+		return
+	}
+	var rec timeline.Record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		p.log.WithError(err).WithField("line", string(b)).Warn("member pool: not a timeline record")
+		return
+	}
+	p.mu.Lock()
+	m := p.members[rec.Member]
+	p.mu.Unlock()
+	if m != nil {
+		m.sink.Emit(rec)
+	}
+}
+
+// close ends the pool: its stdin closed (every member still running stops gracefully) and, after
+// memberStopWait or at once when !graceful, SIGKILL; it returns once the process has been waited for.
+func (p *memberPool) close(graceful bool) {
+	p.mu.Lock()
+	if p.stopReq == "" {
+		p.stopReq = map[bool]string{true: "stop", false: "sigkill"}[graceful]
+	}
+	if p.stdin != nil {
+		_ = p.stdin.Close()
+	}
+	p.mu.Unlock()
+	if graceful {
+		t := time.NewTimer(memberStopWait)
+		defer t.Stop()
+		select {
+		case <-p.exited:
+			return
+		case <-t.C:
+			p.log.Warn("member pool did not stop within 60 s of the end of its stdin: killed")
+		}
+	}
+	p.mu.Lock()
+	if p.cmd != nil && p.cmd.Process != nil && !p.gone {
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	}
+	p.mu.Unlock()
+	<-p.exited
+}
+
+// poolMember is the runner's handle on one member in a pool; it implements consumer.
+type poolMember struct {
+	pool   *memberPool
+	name   string
+	props  map[string]string
+	routes []lab.Route
+	sink   timeline.Sink
+
+	sessMu   sync.Mutex
+	sessions chan int64
+	ended    chan struct{} // closed by finish
+	once     sync.Once
+	err      error
+}
+
+func newPoolMember(p *memberPool, name string, props map[string]string, routes []lab.Route, sink timeline.Sink) *poolMember {
+	return &poolMember{pool: p, name: name, props: props, routes: routes, sink: sink,
+		sessions: make(chan int64, 1), ended: make(chan struct{})}
+}
+
+func (m *poolMember) finish(err error) {
+	m.once.Do(func() { m.err = err; close(m.ended) })
+}
+
+// run starts the member in its pool and waits until it has ended there (or, when ctx ends first,
+// crashes it and waits for that).
+func (m *poolMember) run(ctx context.Context) error {
+	m.pool.mu.Lock()
+	if m.pool.gone {
+		m.pool.mu.Unlock()
+		return errors.New("member pool process has ended")
+	}
+	m.pool.members[m.name] = m
+	m.pool.mu.Unlock()
+	rs := make([]string, len(m.routes))
+	for i, r := range m.routes {
+		rs[i] = r.String()
+	}
+	if !m.pool.send(poolCmd{Cmd: "start", Member: m.name, Props: m.props, Routes: rs}) {
+		m.finish(errors.New("member pool process has ended"))
+	}
+	select {
+	case <-m.ended:
+	case <-ctx.Done():
+		m.pool.send(poolCmd{Cmd: "kill", Member: m.name})
+		select {
+		case <-m.ended:
+		case <-m.pool.exited:
+		}
+	}
+	return m.err
+}
+
+// stop asks the pool to stop the member (graceful: stop; not: kill) and waits until it has ended
+// there, at most memberStopWait.
+func (m *poolMember) stop(graceful bool) {
+	select {
+	case <-m.ended:
+		return
+	default:
+	}
+	m.pool.send(poolCmd{Cmd: map[bool]string{true: "stop", false: "kill"}[graceful], Member: m.name})
+	t := time.NewTimer(memberStopWait)
+	defer t.Stop()
+	select {
+	case <-m.ended:
+	case <-m.pool.exited:
+	case <-t.C:
+		m.pool.log.WithField("member", m.name).Warn("pooled member did not stop within 60 s")
+	}
+}
+
+// zkSession asks the pool; 0 when it does not answer within 3 s.
+func (m *poolMember) zkSession() int64 {
+	m.sessMu.Lock()
+	defer m.sessMu.Unlock()
+	select { // a late answer to an earlier question
+	case <-m.sessions:
+	default:
+	}
+	if !m.pool.send(poolCmd{Cmd: "session", Member: m.name}) {
+		return 0
+	}
+	t := time.NewTimer(3 * time.Second)
+	defer t.Stop()
+	select {
+	case id := <-m.sessions:
+		return id
+	case <-m.ended:
+	case <-t.C:
+	}
+	return 0
+}
+
+// poolArgv is the command line of a pool process.
+func poolArgv(bin, logLevel, era, topic string) []string {
+	return []string{bin, "--log-level", logLevel, "member-pool", "--era", era, "--topic", topic}
+}
+
+// newPooled makes the handle of a member in its pool (started with the first member placed in it):
+// member names take slots in the order they first start, MembersPerProcess to a pool, and a
+// restarted member goes back to its pool.
+func (r *eraRunner) newPooled(name string, props map[string]string, sink timeline.Sink) (consumer, error) {
+	routes, err := r.routesOf(name)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	slot, ok := r.slots[name]
+	if !ok {
+		slot = len(r.slots)
+		r.slots[name] = slot
+	}
+	idx := slot / r.o.MembersPerProcess
+	p := r.pools[idx]
+	r.mu.Unlock()
+	if p == nil {
+		argv := poolArgv(r.o.MemberBinary, r.o.LabLog.Logger.GetLevel().String(), r.e.Era, r.e.Topic)
+		log := r.o.LabLog.WithField("pool", idx)
+		if p, err = startPool(argv, log, func(mp MemberProcess) {
+			mp.Member = fmt.Sprintf("pool%d", idx)
+			r.mu.Lock()
+			r.e.Processes = append(r.e.Processes, mp)
+			r.mu.Unlock()
+		}); err != nil {
+			return nil, err
+		}
+		r.mu.Lock()
+		r.pools[idx] = p
+		r.mu.Unlock()
+	}
+	return newPoolMember(p, name, props, routes, sink), nil
+}
+
+// closePools ends every pool process (graceful: its stdin closed, its members stopped first; else
+// SIGKILL) and waits for them.
+func (r *eraRunner) closePools(graceful bool) {
+	r.mu.Lock()
+	ps := slices.Collect(maps.Values(r.pools))
+	r.pools = map[int]*memberPool{}
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.close(graceful) }()
+	}
+	wg.Wait()
+}
+
+// ChildProcess is one process of the run beside the runner's own: a member pool or a lab broker.
+type ChildProcess struct {
+	Kind string // "pool" or "broker"
+	PID  int
+	// Goroutines is a pool's last reported count (0 for a broker: not reported).
+	Goroutines int64
+}
+
+// childProcesses lists the era's member pools and the lab's broker processes now running.
+func (r *eraRunner) childProcesses() []ChildProcess {
+	var out []ChildProcess
+	r.mu.Lock()
+	for _, p := range r.pools {
+		p.mu.Lock()
+		if !p.gone && p.cmd != nil && p.cmd.Process != nil {
+			out = append(out, ChildProcess{Kind: "pool", PID: p.cmd.Process.Pid, Goroutines: p.goroutines.Load()})
+		}
+		p.mu.Unlock()
+	}
+	r.mu.Unlock()
+	if r.lab != nil {
+		for _, b := range r.lab.Brokers() {
+			if pid := b.PID(); pid > 0 {
+				out = append(out, ChildProcess{Kind: "broker", PID: pid})
+			}
+		}
+	}
+	return out
+}
