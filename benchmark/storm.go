@@ -129,6 +129,11 @@ type StormOptions struct {
 	// need on a machine whose limit cannot be raised. MemberBinary is the rebalancelab binary.
 	MembersPerProcess int
 	MemberBinary      string
+	// MaxRSS bounds, in bytes, the resident memory of this process and its member and broker
+	// processes during a cell: past it the run stops with the reason (and, in the zk era, the
+	// ZooKeeper server's counters) instead of being killed by the machine. 0: three quarters of
+	// MemTotal; negative: no bound.
+	MaxRSS int64
 }
 
 // StormProgress is one progress report: Done of Total cells are over; Era, N and Case name the one
@@ -254,6 +259,12 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 	if o.Deadline == 0 {
 		o.Deadline = DefaultStormDeadline
 	}
+	switch {
+	case o.MaxRSS == 0:
+		o.MaxRSS = defaultMaxRSS()
+	case o.MaxRSS < 0:
+		o.MaxRSS = 0
+	}
 	if o.SampleEvery <= 0 {
 		o.SampleEvery = 50 * time.Millisecond
 	}
@@ -276,7 +287,7 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 		"describe_groups_every_ms": o.PollEvery.Milliseconds(), "peer": peerParam(o.Peer),
 		"rebalancelab": o.Version, "go": runtime.Version(), "cpus": runtime.NumCPU(), "broker": brokerParam(o.Broker),
 		"resources": "peak_rss_bytes, goroutines_peak: sampled in this process (members, broker, proxies) and its member-pool and broker processes, summed, every sample_every_ms; cpu_ms: getrusage delta plus the child processes' /proc CPU; the ZooKeeper JVM excluded",
-		"brokers":   max(1, o.Brokers), "members_per_process": membersPerProcessParam(o.MembersPerProcess),
+		"brokers":   max(1, o.Brokers), "members_per_process": membersPerProcessParam(o.MembersPerProcess), "max_rss_bytes": o.MaxRSS,
 		"cases": "storm: N members start at once; join: one joins the stable group of N; leave: one of the N leaves the group of N+1",
 	}}
 	if o.Bootstrap != "" {

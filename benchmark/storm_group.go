@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,9 +33,10 @@ type stormGroup struct {
 	st                  [3]cellState
 
 	mu    sync.Mutex
-	where string // the step running now, for the watchdog's message
+	where string // the step running now, for the watchdog's message; and cells' ZKCrosscheck
 
 	zkBefore scenarios.ZKCounters
+	zkAddrs  []string      // the lab's ZooKeeper nodes (zk era)
 	ours     *groupWatcher // broker-side watch of our storm (peer eras)
 }
 
@@ -158,12 +161,19 @@ func (g *stormGroup) startCell(ctx context.Context, k int, s scenarios.StepInfo)
 	st := &g.st[k]
 	if g.era == "zk" {
 		st.zkFrom = time.Now().UnixMilli()
+		g.zkAddrs = s.ZKAddrs
 		g.zkBefore = scenarios.SnapshotZK(ctx, s.ZKAddrs)
 	}
 	debug.FreeOSMemory() // a GC that returns free memory: the cell's RSS samples start from a collected heap
 	st.started = true
 	st.start = time.Now()
 	st.sampler = startSampler(g.o.SampleEvery, s.Processes)
+	smp := st.sampler
+	smp.limit(g.o.MaxRSS, func(rss int64) {
+		// the note is taken now, while the lab's ZooKeeper still runs
+		g.cancel(&stopCause{fmt.Sprintf("%s: stopped at %.1f GiB resident (this process and its member and broker processes), past the %.1f GiB bound (--max-rss): the harness holds every record of the timeline",
+			c.Case, float64(rss)/(1<<30), float64(g.o.MaxRSS)/(1<<30)) + g.zkServerNote(k, smp.cpuSoFar(), time.Since(smp.started).Milliseconds())})
+	})
 	if k == 0 && g.peerEra() {
 		g.ours = watchGroup(ctx, s.Bootstrap, s.Group, s.Topic, g.p, g.n, st.start, g.o.PollEvery, g.o.Deadline)
 	}
@@ -173,7 +183,7 @@ func (g *stormGroup) startCell(ctx context.Context, k int, s scenarios.StepInfo)
 		where := g.where
 		g.mu.Unlock()
 		g.cancel(&stopCause{fmt.Sprintf("%s: still running after %s (deadline %s + quiet %d ms + %s grace), during step %q",
-			c.Case, limit, g.o.Deadline, g.t.QuietMs(), stepGrace, where)})
+			c.Case, limit, g.o.Deadline, g.t.QuietMs(), stepGrace, where) + g.zkServerNote(k, smp.cpuSoFar(), time.Since(smp.started).Milliseconds())})
 	})
 }
 
@@ -198,7 +208,7 @@ func (g *stormGroup) endCell(ctx context.Context, k int, s scenarios.StepInfo) {
 		return
 	}
 	if reason := g.stopReason(k, ok, ev, recs); reason != "" {
-		c.StoppedReason = reason
+		c.StoppedReason = reason + g.zkServerNote(k, cpu, c.ElapsedMs)
 	} else if !s.Settled {
 		c.Notes = append(c.Notes, fmt.Sprintf("stable after %d ms but not for the %d ms quiet period before the deadline", ev.Figures.TimeToStableMs, g.t.QuietMs()))
 	}
@@ -310,7 +320,9 @@ func (g *stormGroup) zkCrosscheck(ctx context.Context, c *StormCell, s scenarios
 		}
 	}
 	cc.DiffCounters(s.ZKAddrs, g.zkBefore, after)
+	g.mu.Lock()
 	c.ZKCrosscheck = cc
+	g.mu.Unlock()
 	if c.Case != CaseJoin {
 		return
 	}
@@ -393,6 +405,36 @@ func (g *stormGroup) finish(runCtx, parent context.Context, res *scenarios.RunRe
 	if g.ours != nil { // the storm cell never ended: stop watching
 		g.ours.wait(0)
 	}
+}
+
+// zkServerNote is what a zk-era cell that stopped cost, by the servers' own counters since the cell
+// began (mntr: packets received, sessions the server expired, watches fired) and the CPU its
+// processes used (cpuMs over elapsedMs), as a sentence to append to the stop reason ("" in other
+// eras). It asks ZooKeeper: call it while the lab runs.
+func (g *stormGroup) zkServerNote(k int, cpuMs, elapsedMs int64) string {
+	c := g.cells[k]
+	if g.era != "zk" || len(g.zkAddrs) == 0 {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cc := &scenarios.ZKCrosscheck{}
+	cc.DiffCounters(g.zkAddrs, g.zkBefore, scenarios.SnapshotZK(ctx, g.zkAddrs))
+	g.mu.Lock() // the watchdog's and the memory bound's goroutines call this beside the step's
+	if c.ZKCrosscheck == nil {
+		c.ZKCrosscheck = cc
+	}
+	g.mu.Unlock()
+	note := fmt.Sprintf("; the ZooKeeper server over the cell: %d packets received (%d per member), %d sessions expired, %d watches fired",
+		cc.ServerPacketsReceived, cc.ServerPacketsReceived/int64(max(1, g.n)), cc.ServerSessionsExpired, cc.ServerWatchesFired)
+	if !cc.Comparable {
+		note += " (partial: " + strings.Join(cc.Notes, "; ") + ")"
+	}
+	if elapsedMs > 0 {
+		note += fmt.Sprintf("; CPU %.2f of %d cores (this process and its children, %d ms over %d ms)",
+			float64(cpuMs)/float64(elapsedMs), runtime.NumCPU(), cpuMs, elapsedMs)
+	}
+	return note
 }
 
 func findEvent(r scenarios.Result, trigger string) (scenarios.Event, bool) {

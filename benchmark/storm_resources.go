@@ -39,10 +39,23 @@ type sampler struct {
 	cpu      int64
 	prof     *cellProfile // nil: no broker CPU figure
 	brokerMs *int64
+
+	started time.Time
+	maxRSS  int64           // 0: no bound
+	onLimit func(rss int64) // called once when a sample passes maxRSS
+	tripped bool
+}
+
+// limit calls onLimit once, from the sampling goroutine, when the summed RSS passes maxRSS bytes
+// (0: never).
+func (s *sampler) limit(maxRSS int64, onLimit func(rss int64)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.maxRSS, s.onLimit = maxRSS, onLimit
 }
 
 func startSampler(every time.Duration, children func() []scenarios.ChildProcess) *sampler {
-	s := &sampler{stop: make(chan struct{}), done: make(chan struct{}), cpu0: processCPU(), children: children,
+	s := &sampler{stop: make(chan struct{}), done: make(chan struct{}), cpu0: processCPU(), children: children, started: time.Now(),
 		child0: map[int]time.Duration{}, childCPU: map[int]time.Duration{}, brokers: map[int]bool{}}
 	if children != nil {
 		for _, c := range children() { // running at the cell's start: only their CPU from now counts
@@ -101,6 +114,39 @@ func (s *sampler) sample() {
 	}
 	s.peakRSS = max(s.peakRSS, rss)
 	s.peakGor = max(s.peakGor, gor)
+	if s.maxRSS > 0 && rss > s.maxRSS && !s.tripped && s.onLimit != nil {
+		s.tripped = true
+		go s.onLimit(rss) // it cancels the run, which stops this sampler: not under its lock
+	}
+}
+
+// defaultMaxRSS is the RSS bound of a storm when StormOptions.MaxRSS is 0: three quarters of the
+// machine's memory (MemTotal), so that a run past it stops with its reason instead of being killed.
+func defaultMaxRSS() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			if f := strings.Fields(rest); len(f) == 2 && f[1] == "kB" {
+				kb, _ := strconv.ParseInt(f[0], 10, 64)
+				return kb * 1024 * 3 / 4
+			}
+		}
+	}
+	return 0
+}
+
+// cpuSoFar is the CPU ms of this process and the children seen, since the start.
+func (s *sampler) cpuSoFar() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cpu := processCPU() - s.cpu0
+	for pid, last := range s.childCPU {
+		cpu += last - s.child0[pid]
+	}
+	return cpu.Milliseconds()
 }
 
 // Stop ends the sampling (once; later calls return the same) and returns peak RSS (bytes), peak

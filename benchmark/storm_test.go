@@ -451,3 +451,36 @@ func TestStormFDShortage(t *testing.T) {
 		}
 	}
 }
+
+// TestStormMaxRSS: a cell whose processes pass the memory bound stops with that reason, not a kill
+// by the machine; in the zk era the reason carries what the ZooKeeper server counted over the cell
+// (packets received, sessions expired, watches fired) and the CPU used, and the cells after it do
+// not run.
+func TestStormMaxRSS(t *testing.T) {
+	res, err := RunStorm(context.Background(), StormOptions{Eras: []string{"zk"}, Consumers: []int{3}, Deadline: 60 * time.Second,
+		Seed: 1, Version: "test", LabLog: quietLog(), MaxRSS: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Cells) != 3 {
+		t.Fatalf("%d cells", len(res.Cells))
+	}
+	storm := res.Cells[0]
+	for _, want := range []string{"storm: stopped at ", "GiB resident", "past the 0.0 GiB bound (--max-rss)",
+		"the ZooKeeper server over the cell: ", " packets received (", " sessions expired, ", " watches fired", "; CPU "} {
+		if !strings.Contains(storm.StoppedReason, want) {
+			t.Errorf("storm stopped_reason %q lacks %q", storm.StoppedReason, want)
+		}
+	}
+	if cc := storm.ZKCrosscheck; cc == nil || !cc.Comparable || cc.ServerPacketsReceived <= 0 {
+		t.Errorf("storm zk cross-check %+v: want the server's packets counted", cc)
+	}
+	for _, c := range res.Cells[1:] {
+		if c.StoppedReason != "not run: storm stopped" {
+			t.Errorf("%s: stopped_reason %q", c.Case, c.StoppedReason)
+		}
+	}
+	if res.Params["max_rss_bytes"] != int64(1<<20) {
+		t.Errorf("params max_rss_bytes %v", res.Params["max_rss_bytes"])
+	}
+}

@@ -36,6 +36,9 @@ type ZKCrosscheck struct {
 	// WatchesNotInTimeline = server − timeline: the broker's watches (and notifications lost with a
 	// session that expired before they were read).
 	WatchesNotInTimeline int64 `json:"watches_not_in_timeline"`
+	// ServerSessionsExpired: Σ over the nodes of the growth of mntr zk_stale_sessions_expired, the
+	// sessions the server expired (their owner's heartbeats did not come within the timeout).
+	ServerSessionsExpired int64 `json:"server_sessions_expired"`
 	// At the end of the script (wchp): sessions watching /consumers/<group>/ids, and the live members
 	// whose current session should be among them.
 	IdsPath             string   `json:"ids_path"`
@@ -47,9 +50,9 @@ type ZKCrosscheck struct {
 
 // Summary is the cross-check on one line.
 func (c *ZKCrosscheck) Summary() string {
-	s := fmt.Sprintf("server packets %d vs timeline zk ops %d (%+d not in timeline); server watches fired %d vs timeline %d (%+d); %s watchers %d, live members %d",
+	s := fmt.Sprintf("server packets %d vs timeline zk ops %d (%+d not in timeline); server watches fired %d vs timeline %d (%+d); sessions expired by the server %d; %s watchers %d, live members %d",
 		c.ServerPacketsReceived, c.TimelineZKOps, c.PacketsNotInTimeline, c.ServerWatchesFired, c.TimelineWatchEvents,
-		c.WatchesNotInTimeline, c.IdsPath, c.IdsWatchersServer, c.IdsWatchersExpected)
+		c.WatchesNotInTimeline, c.ServerSessionsExpired, c.IdsPath, c.IdsWatchersServer, c.IdsWatchersExpected)
 	if !c.Comparable {
 		s += " (partial: " + strings.Join(c.Notes, "; ") + ")"
 	}
@@ -104,6 +107,7 @@ func (c *ZKCrosscheck) DiffCounters(addrs []string, before, after ZKCounters) {
 		}
 		c.ServerPacketsReceived += dp
 		c.ServerWatchesFired += dw
+		c.ServerSessionsExpired += a["zk_stale_sessions_expired"] - b["zk_stale_sessions_expired"]
 	}
 	c.PacketsNotInTimeline = c.ServerPacketsReceived - c.TimelineZKOps
 	c.WatchesNotInTimeline = c.ServerWatchesFired - c.TimelineWatchEvents

@@ -36,7 +36,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
@@ -192,13 +191,8 @@ func (c *ocConsumer) stop(graceful bool) {
 	p.mu.Unlock()
 	if stdin != nil {
 		_, _ = io.WriteString(stdin, "stop\n")
-		t := time.NewTimer(memberStopWait)
-		defer t.Stop()
-		select {
-		case <-p.exited:
+		if awaitStop(p.log, "old connector did not stop within 60 s of its stop line: killed", p.exited) {
 			return
-		case <-t.C:
-			p.log.Warn("old connector did not stop within 60 s of its stop line: killed")
 		}
 	}
 	p.signal("sigkill", 9)

@@ -195,7 +195,7 @@ func RunMemberPool(ctx context.Context, o PoolOptions) error {
 	}
 	stop := func(name string, m *pooled, graceful bool) {
 		m.mu.Lock()
-		if m.ranOut && !m.stopping { // it ended by itself: its run reports that
+		if m.stopping || m.ranOut { // another stop reports its end, or its run does (it ended by itself)
 			m.mu.Unlock()
 			<-m.done
 			return
@@ -405,15 +405,8 @@ func (p *memberPool) close(graceful bool) {
 		_ = p.stdin.Close()
 	}
 	p.mu.Unlock()
-	if graceful {
-		t := time.NewTimer(memberStopWait)
-		defer t.Stop()
-		select {
-		case <-p.exited:
-			return
-		case <-t.C:
-			p.log.Warn("member pool did not stop within 60 s of the end of its stdin: killed")
-		}
+	if graceful && awaitStop(p.log, "member pool did not stop within 60 s of the end of its stdin: killed", p.exited) {
+		return
 	}
 	p.mu.Lock()
 	if p.cmd != nil && p.cmd.Process != nil && !p.gone {
@@ -431,16 +424,17 @@ type poolMember struct {
 	routes []lab.Route
 	sink   timeline.Sink
 
-	sessMu   sync.Mutex
-	sessions chan int64
-	ended    chan struct{} // closed by finish
-	once     sync.Once
-	err      error
+	sessMu     sync.Mutex
+	sessions   chan int64
+	registered chan struct{} // closed once run has put it in its pool (or found the pool gone)
+	ended      chan struct{} // closed by finish
+	once       sync.Once
+	err        error
 }
 
 func newPoolMember(p *memberPool, name string, props map[string]string, routes []lab.Route, sink timeline.Sink) *poolMember {
 	return &poolMember{pool: p, name: name, props: props, routes: routes, sink: sink,
-		sessions: make(chan int64, 1), ended: make(chan struct{})}
+		sessions: make(chan int64, 1), registered: make(chan struct{}), ended: make(chan struct{})}
 }
 
 func (m *poolMember) finish(err error) {
@@ -453,10 +447,13 @@ func (m *poolMember) run(ctx context.Context) error {
 	m.pool.mu.Lock()
 	if m.pool.gone {
 		m.pool.mu.Unlock()
-		return errors.New("member pool process has ended")
+		m.finish(errors.New("member pool process has ended"))
+		close(m.registered)
+		return m.err
 	}
 	m.pool.members[m.name] = m
 	m.pool.mu.Unlock()
+	close(m.registered)
 	rs := make([]string, len(m.routes))
 	for i, r := range m.routes {
 		rs[i] = r.String()
@@ -468,53 +465,31 @@ func (m *poolMember) run(ctx context.Context) error {
 	case <-m.ended:
 	case <-ctx.Done():
 		m.pool.send(poolCmd{Cmd: "kill", Member: m.name})
-		select {
-		case <-m.ended:
-		case <-m.pool.exited:
-		}
+		// the pool answers, or its end ends its members; a pool that does neither is killed by
+		// closePools once the era's members have been waited for
+		awaitStop(m.pool.log.WithField("member", m.name), "pooled member not stopped within 60 s of its era's end", m.ended)
 	}
 	return m.err
 }
 
 // stop asks the pool to stop the member (graceful: stop; not: kill) and waits until it has ended
-// there, at most memberStopWait.
+// there (or the pool has: it ends its members), at most memberStopWait.
 func (m *poolMember) stop(graceful bool) {
+	<-m.registered
 	select {
 	case <-m.ended:
 		return
 	default:
 	}
 	m.pool.send(poolCmd{Cmd: map[bool]string{true: "stop", false: "kill"}[graceful], Member: m.name})
-	t := time.NewTimer(memberStopWait)
-	defer t.Stop()
-	select {
-	case <-m.ended:
-	case <-m.pool.exited:
-	case <-t.C:
-		m.pool.log.WithField("member", m.name).Warn("pooled member did not stop within 60 s")
-	}
+	awaitStop(m.pool.log.WithField("member", m.name), "pooled member did not stop within 60 s", m.ended)
 }
 
 // zkSession asks the pool; 0 when it does not answer within 3 s.
 func (m *poolMember) zkSession() int64 {
 	m.sessMu.Lock()
 	defer m.sessMu.Unlock()
-	select { // a late answer to an earlier question
-	case <-m.sessions:
-	default:
-	}
-	if !m.pool.send(poolCmd{Cmd: "session", Member: m.name}) {
-		return 0
-	}
-	t := time.NewTimer(3 * time.Second)
-	defer t.Stop()
-	select {
-	case id := <-m.sessions:
-		return id
-	case <-m.ended:
-	case <-t.C:
-	}
-	return 0
+	return askSession(m.sessions, m.ended, func() bool { return m.pool.send(poolCmd{Cmd: "session", Member: m.name}) })
 }
 
 // poolArgv is the command line of a pool process.

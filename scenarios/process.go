@@ -168,6 +168,40 @@ func (l *lineOut) ctl(c ctlLine)          { l.write(c) }
 // commit, newconsumer Close's 30 s), after which it is killed.
 const memberStopWait = 60 * time.Second
 
+// awaitStop waits up to memberStopWait for done to close; false (and warn logged) when it did not.
+func awaitStop(log *logrus.Entry, warn string, done <-chan struct{}) bool {
+	t := time.NewTimer(memberStopWait)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		log.Warn(warn)
+		return false
+	}
+}
+
+// askSession asks a member for its ZooKeeper session (ask sends the question) and waits up to 3 s for
+// the answer on answers; 0 when it cannot be asked, gone closes first or no answer comes.
+func askSession(answers chan int64, gone <-chan struct{}, ask func() bool) int64 {
+	select { // a late answer to an earlier question
+	case <-answers:
+	default:
+	}
+	if !ask() {
+		return 0
+	}
+	t := time.NewTimer(3 * time.Second)
+	defer t.Stop()
+	select {
+	case id := <-answers:
+		return id
+	case <-gone:
+	case <-t.C:
+	}
+	return 0
+}
+
 // procConsumer is the runner's handle on one member process; it implements consumer, so the runner
 // starts, stops and crashes it as it does a goroutine member.
 type procConsumer struct {
@@ -305,13 +339,8 @@ func (p *procConsumer) stop(graceful bool) {
 	}
 	if graceful {
 		p.signal("sigterm", syscall.SIGTERM)
-		t := time.NewTimer(memberStopWait)
-		defer t.Stop()
-		select {
-		case <-p.exited:
+		if awaitStop(p.log, "member process did not stop within 60 s of SIGTERM: killed", p.exited) {
 			return
-		case <-t.C:
-			p.log.Warn("member process did not stop within 60 s of SIGTERM: killed")
 		}
 	}
 	p.signal("sigkill", syscall.SIGKILL)
@@ -333,22 +362,10 @@ func (p *procConsumer) zkSession() int64 {
 	if stdin == nil {
 		return 0
 	}
-	select { // a late answer to an earlier question
-	case <-p.sessions:
-	default:
-	}
-	if _, err := io.WriteString(stdin, "session\n"); err != nil {
-		return 0
-	}
-	t := time.NewTimer(3 * time.Second)
-	defer t.Stop()
-	select {
-	case id := <-p.sessions:
-		return id
-	case <-p.exited:
-	case <-t.C:
-	}
-	return 0
+	return askSession(p.sessions, p.exited, func() bool {
+		_, err := io.WriteString(stdin, "session\n")
+		return err == nil
+	})
 }
 
 func (p *procConsumer) stdoutLine(b []byte) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -37,6 +38,7 @@ func init() {
 		cpuProfile string
 		brokers    int
 		perProcess int
+		maxRSS     string
 	)
 	storm := &cobra.Command{
 		Use:   "storm [--era all] [--consumers 10,100,1000] [--partitions P] [--json FILE] [--plot FILE.svg]",
@@ -106,6 +108,17 @@ peak_rss_bytes and cpu_ms then cover the members and proxies only).`,
 				Seed: seed, Peer: !noPeer, Version: version, Progress: bar.update, Broker: brokerImpl,
 				Bootstrap: bootstrap, ExternalZK: zkAddrs, Keep: keep, KafkaDefaults: kafkaDefs, BrokerConfig: bc,
 				Brokers: brokers, MembersPerProcess: perProcess}
+			switch maxRSS {
+			case "", "auto":
+			case "none":
+				o.MaxRSS = -1
+			default:
+				gib, perr := strconv.ParseFloat(strings.TrimSuffix(maxRSS, "GiB"), 64)
+				if perr != nil || gib <= 0 {
+					return fmt.Errorf("--max-rss %q: want GiB (e.g. 16 or 16GiB), auto (3/4 of the machine's memory) or none", maxRSS)
+				}
+				o.MaxRSS = int64(gib * (1 << 30))
+			}
 			if perProcess > 1 {
 				if o.MemberBinary, err = os.Executable(); err != nil {
 					return fmt.Errorf("--members-per-process: this binary's path: %w", err)
@@ -173,6 +186,7 @@ peak_rss_bytes and cpu_ms then cover the members and proxies only).`,
 	f.BoolVar(&noPeer, "no-peer", false, "skip the franz-go kgo peer storms")
 	f.BoolVar(&kafkaDefs, "kafka-defaults", false, "Kafka's own timing (session.timeout.ms 45000, heartbeat.interval.ms 3000, max.poll.interval.ms 300000; zk era: 0.8.2's zookeeper.session.timeout.ms 6000, rebalance.backoff.ms 2000) instead of the lab's short settings; give --deadline above the 300 s rebalance timeout")
 	f.StringArrayVar(&brokerConf, "broker-config", nil, "KEY=VALUE server.properties setting for the lab's broker (repeatable), e.g. message.max.bytes=8388608 so that a 10,000-member group record fits")
+	f.StringVar(&maxRSS, "max-rss", "auto", "bound on the resident memory of this process and its member and broker processes, in GiB: a cell past it stops with the reason (zk era: and the ZooKeeper server's counters) instead of the machine killing the run; auto: 3/4 of MemTotal; none")
 	f.IntVar(&brokers, "brokers", 1, "the lab's brokers (1..5); above 1 the topic and __consumer_offsets get replication factor min(3, brokers) and the members' metadata connections spread over them")
 	f.IntVar(&perProcess, "members-per-process", 0, "run the members K to a `rebalancelab member-pool` process, and the brokers as processes (0: every member and the broker in this process); with --brokers 3, how 10,000 members fit under a per-process descriptor limit of 20,000")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (members, broker, runner) to FILE")
