@@ -302,7 +302,11 @@ func (r *RunResult) writeHosts(w io.Writer) {
 	if len(r.Hosts) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "test hosts (network namespaces; ts_ms are each host's clock, offsets measured at the start, host − runner):\n")
+	kind := "test hosts (network namespaces"
+	if r.Hosts[0].Namespace == "" {
+		kind = "member hosts (member-pool --listen"
+	}
+	fmt.Fprintf(w, "%s; ts_ms are each host's clock, offsets measured at the start, host − runner):\n", kind)
 	for _, h := range r.Hosts {
 		fmt.Fprintf(w, "  %s %-15s clock offset %+.3f ms ± %.3f ms   %s\n", h.Name, h.Addr, h.Clock.OffsetMs, h.Clock.RTTMs/2, strings.Join(h.Runs, " "))
 	}

@@ -58,8 +58,9 @@ type poolCmd struct {
 
 // poolCtl is a control line of a pool (records never have "ctl").
 type poolCtl struct {
-	Ctl        string `json:"ctl"` // ended, session, stats
+	Ctl        string `json:"ctl"` // ended, session, stats; hello and error on a member host (agent.go)
 	Member     string `json:"member,omitempty"`
+	Host       string `json:"host,omitempty"` // hello: the member host's hostname
 	Error      string `json:"error,omitempty"`
 	SessionID  int64  `json:"session_id,omitempty"`
 	Goroutines int64  `json:"goroutines,omitempty"`
@@ -254,27 +255,34 @@ func RunMemberPool(ctx context.Context, o PoolOptions) error {
 
 // ---- the runner's side ----
 
-// memberPool is the runner's handle on one pool process: it starts with the first member placed in
-// it and ends at the era's end (closePools).
+// memberPool is the runner's handle on one pool: a child process (startPool) or a connection to a
+// member host (startRemotePool, agent.go). It starts with the first member placed in it and ends at
+// the era's end (closePools).
 type memberPool struct {
 	log    *logrus.Entry
 	onExit func(MemberProcess)
-	exited chan struct{} // closed once the process was waited for and its output read
+	exited chan struct{} // closed once the pool has ended and its output was read
+	host   string        // the member host's name, stamped on its records ("" for a child process)
 
 	mu      sync.Mutex
-	cmd     *exec.Cmd
-	stdin   io.WriteCloser
+	pid     int                    // the child process's (0: a remote pool)
+	stdin   io.WriteCloser         // commands; closing it ends the pool gracefully
+	kill    func()                 // ends the pool at once
 	members map[string]*poolMember // by name, while running
-	gone    bool                   // the process has ended
+	gone    bool                   // the pool has ended
 	stopReq string
 
 	goroutines atomic.Int64 // its last stats line
 }
 
+func newMemberPool(log *logrus.Entry, onExit func(MemberProcess)) *memberPool {
+	return &memberPool{log: log, onExit: onExit, exited: make(chan struct{}), members: map[string]*poolMember{}}
+}
+
 // startPool starts a pool process; the goroutine that waits for it is the pool's own and ends with
 // the process (closePools waits for it).
 func startPool(argv []string, log *logrus.Entry, onExit func(MemberProcess)) (*memberPool, error) {
-	p := &memberPool{log: log, onExit: onExit, exited: make(chan struct{}), members: map[string]*poolMember{}}
+	p := newMemberPool(log, onExit)
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // Pdeathsig (lab.ChildSysProcAttr) follows the thread that forked
@@ -293,7 +301,7 @@ func startPool(argv []string, log *logrus.Entry, onExit func(MemberProcess)) (*m
 			return
 		}
 		p.mu.Lock()
-		p.cmd, p.stdin = cmd, stdin
+		p.pid, p.stdin, p.kill = cmd.Process.Pid, stdin, func() { _ = cmd.Process.Signal(syscall.SIGKILL) }
 		p.mu.Unlock()
 		started <- nil
 		_ = cmd.Wait()
@@ -302,21 +310,7 @@ func startPool(argv []string, log *logrus.Entry, onExit func(MemberProcess)) (*m
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			mp.Signal = signalName(ws.Signal())
 		}
-		p.mu.Lock()
-		p.gone = true
-		mp.Stop = p.stopReq
-		left := make([]*poolMember, 0, len(p.members))
-		for _, m := range p.members {
-			left = append(left, m)
-		}
-		p.members = map[string]*poolMember{}
-		p.mu.Unlock()
-		for _, m := range left { // the pool died with them
-			m.finish(fmt.Errorf("member pool process %d: %s", mp.PID, mp.Status))
-		}
-		if onExit != nil {
-			onExit(mp)
-		}
+		p.end(mp, fmt.Sprintf("member pool process %d: %s", mp.PID, mp.Status))
 	}()
 	if err := <-started; err != nil {
 		<-p.exited
@@ -325,11 +319,24 @@ func startPool(argv []string, log *logrus.Entry, onExit func(MemberProcess)) (*m
 	return p, nil
 }
 
-// PID is the pool process's pid.
-func (p *memberPool) PID() int {
+// end marks the pool ended: the members it still ran end with why, and onExit gets mp (with the
+// stop the runner asked for).
+func (p *memberPool) end(mp MemberProcess, why string) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.cmd.Process.Pid
+	p.gone = true
+	mp.Stop = p.stopReq
+	left := make([]*poolMember, 0, len(p.members))
+	for _, m := range p.members {
+		left = append(left, m)
+	}
+	p.members = map[string]*poolMember{}
+	p.mu.Unlock()
+	for _, m := range left { // the pool ended with them
+		m.finish(errors.New(why))
+	}
+	if p.onExit != nil {
+		p.onExit(mp)
+	}
 }
 
 // send writes one command; false when the pool has ended.
@@ -386,6 +393,9 @@ func (p *memberPool) stdoutLine(b []byte) {
 		p.log.WithError(err).WithField("line", string(b)).Warn("member pool: not a timeline record")
 		return
 	}
+	if p.host != "" {
+		rec.Host = p.host
+	}
 	p.mu.Lock()
 	m := p.members[rec.Member]
 	p.mu.Unlock()
@@ -409,8 +419,8 @@ func (p *memberPool) close(graceful bool) {
 		return
 	}
 	p.mu.Lock()
-	if p.cmd != nil && p.cmd.Process != nil && !p.gone {
-		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	if p.kill != nil && !p.gone {
+		p.kill()
 	}
 	p.mu.Unlock()
 	<-p.exited
@@ -511,26 +521,58 @@ func (r *eraRunner) newPooled(name string, props map[string]string, sink timelin
 		slot = len(r.slots)
 		r.slots[name] = slot
 	}
-	idx := slot / r.o.MembersPerProcess
+	idx := slot / max(1, r.o.MembersPerProcess)
 	p := r.pools[idx]
 	r.mu.Unlock()
 	if p == nil {
-		argv := poolArgv(r.o.MemberBinary, r.o.LabLog.Logger.GetLevel().String(), r.e.Era, r.e.Topic)
 		log := r.o.LabLog.WithField("pool", idx)
-		if p, err = startPool(argv, log, func(mp MemberProcess) {
+		onExit := func(mp MemberProcess) {
 			mp.Member = fmt.Sprintf("pool%d", idx)
 			r.mu.Lock()
 			r.e.Processes = append(r.e.Processes, mp)
 			r.mu.Unlock()
-		}); err != nil {
+		}
+		if hosts := r.memberHosts(); len(hosts) > 0 { // on the member hosts, round-robin by pool
+			h := hosts[idx%len(hosts)]
+			p, err = startRemotePool(r.ctx, h.Addr, h.Name, r.e.Era, r.e.Topic, log, onExit)
+		} else {
+			p, err = startPool(poolArgv(r.o.MemberBinary, r.o.LabLog.Logger.GetLevel().String(), r.e.Era, r.e.Topic), log, onExit)
+		}
+		if err != nil {
 			return nil, err
 		}
 		r.mu.Lock()
 		r.pools[idx] = p
 		r.mu.Unlock()
 	}
+	if p.host != "" {
+		r.mu.Lock()
+		for i := range r.res.Hosts {
+			if h := &r.res.Hosts[i]; h.Name == p.host && !slices.Contains(h.Runs, name) {
+				h.Runs = append(h.Runs, name)
+			}
+		}
+		r.mu.Unlock()
+	}
 	return newPoolMember(p, name, props, routes, sink), nil
 }
+
+// memberHosts are the run's member hosts (Options.MemberHosts, measured at the start), none without.
+func (r *eraRunner) memberHosts() []HostInfo {
+	if len(r.o.MemberHosts) == 0 {
+		return nil
+	}
+	var out []HostInfo
+	for _, h := range r.res.Hosts {
+		if strings.HasPrefix(h.Name, "agent") {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// pooled reports whether members run in pools: MembersPerProcess above 1, or on member hosts.
+func (r *eraRunner) pooled() bool { return r.o.MembersPerProcess > 1 || len(r.o.MemberHosts) > 0 }
 
 // closePools ends every pool process (graceful: its stdin closed, its members stopped first; else
 // SIGKILL) and waits for them.
@@ -561,8 +603,8 @@ func (r *eraRunner) childProcesses() []ChildProcess {
 	r.mu.Lock()
 	for _, p := range r.pools {
 		p.mu.Lock()
-		if !p.gone && p.cmd != nil && p.cmd.Process != nil {
-			out = append(out, ChildProcess{Kind: "pool", PID: p.cmd.Process.Pid, Goroutines: p.goroutines.Load()})
+		if !p.gone && p.pid > 0 { // a remote pool's resources are its machine's
+			out = append(out, ChildProcess{Kind: "pool", PID: p.pid, Goroutines: p.goroutines.Load()})
 		}
 		p.mu.Unlock()
 	}

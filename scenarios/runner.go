@@ -7,6 +7,7 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -72,6 +73,13 @@ type Options struct {
 	// proxies, then its consumer stopped without a goodbye), not by a kill -9 of its pool. Not with
 	// test hosts (Params.Hosts).
 	MembersPerProcess int
+	// MemberHosts are the addresses ("host:port") of `rebalancelab member-pool --listen` servers on
+	// other machines (agent.go): the members run there, in pools of MembersPerProcess (0: the
+	// consumers spread evenly over the hosts), placed round-robin by pool. Each host's clock offset
+	// is measured at the start (the result's hosts, agent1...), and its members' records carry its
+	// name. The brokers and ZooKeeper the run uses must be reachable from there; scripts with crashes
+	// or link faults are refused (the runner's fault proxies listen on loopback).
+	MemberHosts []string
 	// BrokersAs is how the lab's brokers run: lab.BrokersInProcess ("" too: in this process, unless
 	// the script kills one) or lab.BrokersProcess (`MemberBinary broker` processes, whose descriptors
 	// and CPU are not this process's).
@@ -227,12 +235,15 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 	if o.MembersPerProcess < 0 {
 		return nil, fmt.Errorf("members per process %d: want 0 or more", o.MembersPerProcess)
 	}
-	if o.MembersPerProcess > 1 {
+	if len(o.MemberHosts) > 0 && o.MembersAs == MembersAsGoroutines {
+		return nil, fmt.Errorf("member hosts: members run there, not as %s of this process", o.MembersAs)
+	}
+	if o.MembersPerProcess > 1 || len(o.MemberHosts) > 0 {
 		if o.MembersAs == MembersAsGoroutines {
 			return nil, fmt.Errorf("members per process %d: members run as processes then, not as %s", o.MembersPerProcess, o.MembersAs)
 		}
 		if p.Hosts > 0 {
-			return nil, fmt.Errorf("members per process %d: not with test hosts (--hosts), whose members run one per process", o.MembersPerProcess)
+			return nil, errors.New("member pools (--members-per-process, --member-hosts): not with test hosts (--hosts), whose members run one per process")
 		}
 		o.MembersAs = MembersAsProcesses
 	}
@@ -277,6 +288,12 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 		Members: o.Members, RunID: newRunID(),
 		Versions: map[string]string{"rebalancelab": o.Version},
 		Script:   sc.Script(p, t, newRandSource(p.Seed, sc.Name))}
+	if err := checkMemberHosts(o, p, res.Script); err != nil {
+		return nil, err
+	}
+	if len(o.MemberHosts) > 0 && o.MembersPerProcess < 1 {
+		o.MembersPerProcess = (p.Consumers + len(o.MemberHosts) - 1) / len(o.MemberHosts)
+	}
 	if o.Bootstrap != "" {
 		res.Broker, res.Cluster = BrokerExternal, o.Bootstrap
 		if err := checkExternal(sc, res.Script, eras, o.ExternalZK); err != nil {
@@ -341,6 +358,13 @@ func runEras(ctx context.Context, o Options, sc *Scenario, res *RunResult, eras 
 			return err
 		}
 		defer hs.Close() // after the lab's processes have stopped (deferred below)
+	}
+	if len(o.MemberHosts) > 0 {
+		infos, err := measureMemberHosts(ctx, o.MemberHosts, progress)
+		if err != nil {
+			return err
+		}
+		res.Hosts = append(res.Hosts, infos...)
 	}
 	var km *kafkaMembers
 	if o.Members != MembersRebalancelab {
@@ -821,7 +845,7 @@ func (r *eraRunner) faultedLinks(name string) []lab.Link {
 		case ActStall, ActLatency, ActCut, ActHeal:
 			add(r.resolveLink(st.Link))
 		case ActCrash:
-			if r.o.MembersAs == MembersAsProcesses && r.o.MembersPerProcess <= 1 {
+			if r.o.MembersAs == MembersAsProcesses && !r.pooled() {
 				continue // a kill -9: the kernel closes the process's connections
 			}
 			for _, l := range crashLinks {
@@ -1007,7 +1031,7 @@ func (r *eraRunner) startMember(name, as string) {
 		} else {
 			impl, err = r.newVC(name, props, m.rec)
 		}
-	} else if r.o.MembersPerProcess > 1 {
+	} else if r.pooled() {
 		impl, err = r.newPooled(name, props, g)
 	} else if r.o.MembersAs == MembersAsProcesses {
 		impl, err = r.newProcess(name, props, g)

@@ -2,11 +2,12 @@ package main
 
 import (
 	"fmt"
+	"strings"
+	"time"
+
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"strings"
-	"time"
 )
 
 var benchCmd = &cobra.Command{Use: "bench", Short: "Benchmarks, each beside a peer measured in the same run"}

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 
 	"github.com/sirupsen/logrus"
@@ -9,21 +12,50 @@ import (
 	"github.com/rebalancelab/rebalancelab/scenarios"
 )
 
-// `rebalancelab member-pool`: many members of a scenario in one process (scenario run and bench storm
-// --members-per-process K). Internal: the runner builds its command line and drives it; its protocol
-// is scenarios/pool.go's.
+// `rebalancelab member-pool`: many members of a scenario in one process: a runner's own pool (scenario
+// run and bench storm --members-per-process K: the runner builds its command line and drives it over
+// stdin and stdout, scenarios/pool.go) or, with --listen, a member host that runners on other machines
+// reach over TCP (scenario run --member-hosts, scenarios/agent.go).
 func init() {
-	var era, topic string
+	var era, topic, listen string
 	pool := &cobra.Command{
-		Use:    "member-pool --era E --topic T",
-		Short:  "Many scenario members in one process (internal: started by --members-per-process)",
-		Hidden: true,
+		Use:   "member-pool (--era E --topic T | --listen HOST:PORT)",
+		Short: "Many scenario members in one process: a runner's pool, or a member host serving runners on other machines (--listen)",
 		Long: `Runs zkconsumer (--era zk) or newconsumer (classic, cooperative, static) members as the runner's JSON
-commands on stdin start, stop and kill them ({"cmd":"start","member":"m5","props":{...}}), writing
-their timeline records and control lines to stdout as JSON lines and logs to stderr as logrus JSON.
-SIGTERM or the end of stdin stops every member still running gracefully, then it exits 0.`,
+commands start, stop and kill them ({"cmd":"start","member":"m5","props":{...}}), writing their timeline
+records and control lines as JSON lines.
+
+With --era and --topic (started by the runner, --members-per-process): commands on stdin, records on
+stdout, logs to stderr as logrus JSON; SIGTERM or the end of stdin stops every member still running
+gracefully, then it exits 0.
+
+With --listen HOST:PORT: a member host for runners on other machines (scenario run --member-hosts). It
+prints {"listen":"HOST:PORT"} on stdout once it listens, then serves every TCP connection: a pool after a
+hello line naming the era and topic, or a clock probe (lines "t", each answered with this machine's Unix
+time in ns). A runner closing its connection stops that pool's members gracefully. Ctrl-C or SIGTERM
+stops every pool's members and exits 0. The members dial the brokers and ZooKeeper the runner names:
+those must be reachable from this machine.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if listen != "" {
+				if era != "" || topic != "" {
+					return fmt.Errorf("--listen: each runner names its era and topic; --era and --topic are for a runner's own pool")
+				}
+				ln, err := net.Listen("tcp", listen)
+				if err != nil {
+					return fmt.Errorf("--listen %s: %w", listen, err)
+				}
+				b, _ := json.Marshal(map[string]string{"listen": ln.Addr().String()})
+				fmt.Fprintln(cmd.OutOrStdout(), string(b))
+				err = scenarios.ServeMemberPools(cmd.Context(), ln, logrus.WithField("listen", ln.Addr().String()))
+				if cmd.Context().Err() != nil {
+					return nil // Ctrl-C or SIGTERM: the pools' members stopped gracefully
+				}
+				return err
+			}
+			if era == "" || topic == "" {
+				return fmt.Errorf("member-pool: give --era and --topic (a runner's pool) or --listen HOST:PORT (a member host)")
+			}
 			logrus.SetFormatter(&logrus.JSONFormatter{})
 			return scenarios.RunMemberPool(cmd.Context(), scenarios.PoolOptions{Era: era, Topic: topic,
 				Out: os.Stdout, In: os.Stdin, Log: logrus.WithField("era", era)})
@@ -32,8 +64,6 @@ SIGTERM or the end of stdin stops every member still running gracefully, then it
 	f := pool.Flags()
 	f.StringVar(&era, "era", "", "the members' era: zk, classic, cooperative or static")
 	f.StringVar(&topic, "topic", "", "the topic they subscribe to")
-	for _, n := range []string{"era", "topic"} {
-		_ = pool.MarkFlagRequired(n)
-	}
+	f.StringVar(&listen, "listen", "", "serve runners on other machines at HOST:PORT (a member host; port 0: any free port)")
 	rootCmd.AddCommand(pool)
 }

@@ -43,6 +43,7 @@ func init() {
 		kafkaDefaults bool
 		membersAs     string
 		perProcess    int
+		memberHosts   []string
 		downMs        int64
 		plotFile      string
 		repeat        int
@@ -112,9 +113,9 @@ Of the flags above only --json applies (a list of the runs).`,
 				}
 			}
 			if perProcess < 0 {
-				return fmt.Errorf("--members-per-process %d: want 1 or more (1: one member per process)", perProcess)
+				return fmt.Errorf("--members-per-process %d: want 0 or more (0 or 1: one member per process)", perProcess)
 			}
-			if perProcess > 1 {
+			if perProcess > 1 || len(memberHosts) > 0 {
 				if cmd.Flags().Changed("members-as") && membersAs != scenarios.MembersAsProcesses {
 					return fmt.Errorf("--members-per-process %d: members run as processes then, not as %s", perProcess, membersAs)
 				}
@@ -149,7 +150,7 @@ Of the flags above only --json applies (a list of the runs).`,
 			options := func(brokerImpl, members, jsonFile, reportDir string) scenarios.Options {
 				o := scenarios.Options{Members: members,
 					Scenario: args[0], Eras: eras, KafkaDefaults: kafkaDefaults, ExternalZK: zkAddrs, ZKConfig: zkConfig,
-					Broker: brokerImpl, MembersAs: membersAs, MembersPerProcess: perProcess, MemberBinary: memberBin, Bootstrap: bootstrap, Keep: keep,
+					Broker: brokerImpl, MembersAs: membersAs, MembersPerProcess: perProcess, MemberHosts: memberHosts, MemberBinary: memberBin, Bootstrap: bootstrap, Keep: keep,
 					Params:    scenarios.Params{Consumers: sizes[0], Partitions: partitions, Seed: seed, DownMs: downMs, Hosts: hosts},
 					ReportDir: reportDir, Version: version, Progress: cmd.ErrOrStderr(),
 					Log: logrus.NewEntry(logrus.StandardLogger()),
@@ -274,7 +275,8 @@ Of the flags above only --json applies (a list of the runs).`,
 	f.StringArrayVar(&zkConfigs, "zk-config", nil, "Kafka 0.8.2 consumer property key=value for every zk-era member (repeatable), e.g. offsets.storage=kafka")
 	addBrokerListFlag(run, &brokerImpl)
 	f.StringVar(&membersImpl, "members", scenarios.MembersRebalancelab, "the members: rebalancelab (ours: newconsumer, zkconsumer), kafka (Kafka 3.9's VerifiableConsumer JVMs in the coordinator eras, the real 0.8.2.2 ZookeeperConsumerConnector in the zk era), mixed (one group of both: m1, m3... ours, m2, m4... Kafka's), or a comma-separated list to run each and compare")
-	f.IntVar(&perProcess, "members-per-process", 1, "with --members-as processes: members per process (K above 1: K members share a `rebalancelab member-pool` process, its file descriptors and runtime; a crash then cuts the member's links at this process's proxies and stops its consumer, as for goroutine members, not a kill -9)")
+	f.IntVar(&perProcess, "members-per-process", 0, "with --members-as processes: members per process (0 or 1: one; with --member-hosts 0 spreads the consumers evenly over them; K above 1: K members share a `rebalancelab member-pool` process, its file descriptors and runtime; a crash then cuts the member's links at this process's proxies and stops its consumer, as for goroutine members, not a kill -9)")
+	f.StringSliceVar(&memberHosts, "member-hosts", nil, "HOST:PORT,... of `rebalancelab member-pool --listen` on other machines: the members run there in pools (--members-per-process, default the consumers spread evenly), each host's clock offset measured at the start; the brokers and ZooKeeper must be reachable from them (e.g. --bootstrap and --zk of a cluster both reach); no crash or link-fault scripts")
 	f.StringVar(&membersAs, "members-as", scenarios.MembersAsGoroutines, `how members run: "goroutines" of this process, or "processes": one rebalancelab process per member (a crash is a kill -9, a restart a new process)`)
 	f.IntVar(&hosts, "hosts", 0, "run on N test hosts (network namespaces): ZooKeeper and the broker on h1, members as processes round-robin over h1..hN (0: the scenario's default, none for most)")
 	f.StringVar(&plotFile, "plot", "", "sweep: write the log-log plots of the figures against N to FILE.svg")
