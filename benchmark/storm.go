@@ -123,6 +123,9 @@ type StormOptions struct {
 	// connections spread over the brokers (as the Java client's leastLoadedNode does), so that the
 	// coordinator's broker does not hold every member's two connections.
 	Brokers int
+	// ReplicationFactor of the storm's topic (0: min(3, Brokers)), at most Brokers. __consumer_offsets
+	// keeps min(3, Brokers).
+	ReplicationFactor int
 	// MembersPerProcess, above 1, runs the members K to a `rebalancelab member-pool` process, and
 	// the lab's brokers as processes too (scenarios.Options.MembersPerProcess, BrokersAs): each
 	// process's RLIMIT_NOFILE then holds a share of the connections, which is what 10,000 members
@@ -250,6 +253,9 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 	if o.Brokers < 0 || o.Brokers > 5 {
 		return nil, fmt.Errorf("--brokers %d: want 1..5", o.Brokers)
 	}
+	if o.ReplicationFactor < 0 || o.ReplicationFactor > max(1, o.Brokers) {
+		return nil, fmt.Errorf("--replication-factor %d: want 1..%d (the brokers; 0: min(3, brokers))", o.ReplicationFactor, max(1, o.Brokers))
+	}
 	if o.MembersPerProcess < 0 {
 		return nil, fmt.Errorf("--members-per-process %d: want 1 or more (0 or 1: members in this process)", o.MembersPerProcess)
 	}
@@ -287,7 +293,7 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 		"describe_groups_every_ms": o.PollEvery.Milliseconds(), "peer": peerParam(o.Peer),
 		"rebalancelab": o.Version, "go": runtime.Version(), "cpus": runtime.NumCPU(), "broker": brokerParam(o.Broker),
 		"resources": "peak_rss_bytes, goroutines_peak: sampled in this process (members, broker, proxies) and its member-pool and broker processes, summed, every sample_every_ms; cpu_ms: getrusage delta plus the child processes' /proc CPU; the ZooKeeper JVM excluded",
-		"brokers":   max(1, o.Brokers), "members_per_process": membersPerProcessParam(o.MembersPerProcess), "max_rss_bytes": o.MaxRSS,
+		"brokers":   max(1, o.Brokers), "replication_factor": replicationFactorParam(o), "members_per_process": membersPerProcessParam(o.MembersPerProcess), "max_rss_bytes": o.MaxRSS,
 		"cases": "storm: N members start at once; join: one joins the stable group of N; leave: one of the N leaves the group of N+1",
 	}}
 	if o.Bootstrap != "" {
@@ -318,6 +324,13 @@ func stormTiming(o StormOptions) scenarios.Timing {
 		return scenarios.KafkaTiming()
 	}
 	return scenarios.LabTiming()
+}
+
+func replicationFactorParam(o StormOptions) int {
+	if o.ReplicationFactor > 0 {
+		return o.ReplicationFactor
+	}
+	return min(3, max(1, o.Brokers))
 }
 
 func membersPerProcessParam(k int) any {

@@ -93,13 +93,14 @@ func (g *stormGroup) scenario() *scenarios.Scenario {
 	var steps []scenarios.Step
 	add := func(s scenarios.Step) { steps = append(steps, s) }
 	return &scenarios.Scenario{
-		Name:         "bench-storm",
-		Description:  "N members start at once; one joins the stable group; one of the N leaves",
-		Defaults:     scenarios.Params{Consumers: g.n, Partitions: g.p},
-		MinConsumers: 1,
-		MaxConsumers: 1 << 20,
-		ZKNodes:      1,
-		Brokers:      g.o.Brokers,
+		Name:                   "bench-storm",
+		Description:            "N members start at once; one joins the stable group; one of the N leaves",
+		Defaults:               scenarios.Params{Consumers: g.n, Partitions: g.p},
+		MinConsumers:           1,
+		MaxConsumers:           1 << 20,
+		ZKNodes:                1,
+		Brokers:                g.o.Brokers,
+		TopicReplicationFactor: g.o.ReplicationFactor,
 		Script: func(p scenarios.Params, t scenarios.Timing, r *rand.Rand) []scenarios.Step {
 			steps = nil
 			g.triggerAt[0] = len(steps)

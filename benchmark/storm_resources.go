@@ -268,12 +268,20 @@ func fdShortage(o StormOptions, n int) string {
 	if need := uint64(2*k + 512); need > lim.Cur {
 		return fmt.Sprintf("not run: a pool of %d members needs about %d file descriptors (2 connections each) and RLIMIT_NOFILE is %d: lower --members-per-process", k, need, lim.Cur)
 	}
-	need := uint64(n + 1 + (n+b)/b + 2048) // coordinator connections, its share of the others, segments and replication
+	p := o.Partitions
+	if p == 0 {
+		p = min(n, 1000)
+	}
+	rf := replicationFactorParam(o)
+	// a coordinator connection per member, its share of their metadata connections and of the owners'
+	// fetch connections, two files (.log, .index) per replica it holds, and the rest (replica
+	// fetchers, __consumer_offsets, ZooKeeper, logs)
+	need := uint64(n + 1 + (n+b)/b + min(n, p)/b + 2*p*rf/b + 1024)
 	if need <= lim.Cur {
 		return ""
 	}
-	return fmt.Sprintf("not run: the coordinator's broker process needs about %d file descriptors for %d members (a coordinator connection each, and 1/%d of their metadata and fetch connections) and RLIMIT_NOFILE is %d (hard %d): more --brokers spread the other connections, the coordinator's stay on one broker",
-		need, n, b, lim.Cur, lim.Max)
+	return fmt.Sprintf("not run: the coordinator's broker process needs about %d file descriptors for %d members and %d partitions at replication factor %d over %d brokers (a coordinator connection per member, 1/%d of their metadata and fetch connections, two files per replica) and RLIMIT_NOFILE is %d (hard %d): more --brokers or a lower --replication-factor spread the rest, the coordinator's connections stay on one broker",
+		need, n, p, rf, b, b, lim.Cur, lim.Max)
 }
 
 // brokersAs is how the lab's brokers run: as processes with member pools (their descriptors are

@@ -45,6 +45,10 @@ type Scenario struct {
 	// replication factor min(3, Brokers), as __consumer_offsets does (lab.LabBrokerSettings); a script
 	// that kills a broker (ActBrokerKill) runs the brokers as processes (Options.MemberBinary).
 	Brokers int
+	// TopicReplicationFactor, when set, is the era's topic's replication factor on the lab instead of
+	// min(3, Brokers) (bench storm --replication-factor: 10,000 partitions at factor 3 would pass the
+	// brokers' descriptor limits, two files a replica).
+	TopicReplicationFactor int
 	// MinHosts: the scenario needs this many test hosts (Params.Hosts, --hosts); 0: none.
 	MinHosts int
 	// NotApplicable: era → why the scenario does not apply there (the run says so and skips the era).

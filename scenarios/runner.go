@@ -712,6 +712,9 @@ func (r *eraRunner) createNamedTopic(ctx context.Context, topic string, configs 
 	rf := int16(1) // an existing cluster: the scenarios' replication factor 1
 	if r.lab != nil {
 		rf = int16(lab.OffsetsTopicReplicationFactor(len(r.lab.Brokers())))
+		if r.sc.TopicReplicationFactor > 0 {
+			rf = int16(r.sc.TopicReplicationFactor)
+		}
 	}
 	cfg := make(map[string]*string, len(configs))
 	for k, v := range configs {

@@ -39,6 +39,7 @@ func init() {
 		brokers    int
 		perProcess int
 		maxRSS     string
+		rf         int
 	)
 	storm := &cobra.Command{
 		Use:   "storm [--era all] [--consumers 10,100,1000] [--partitions P] [--json FILE] [--plot FILE.svg]",
@@ -107,7 +108,7 @@ peak_rss_bytes and cpu_ms then cover the members and proxies only).`,
 			o := benchmark.StormOptions{Eras: eras, Consumers: ns, Partitions: partitions, Deadline: deadline,
 				Seed: seed, Peer: !noPeer, Version: version, Progress: bar.update, Broker: brokerImpl,
 				Bootstrap: bootstrap, ExternalZK: zkAddrs, Keep: keep, KafkaDefaults: kafkaDefs, BrokerConfig: bc,
-				Brokers: brokers, MembersPerProcess: perProcess}
+				Brokers: brokers, MembersPerProcess: perProcess, ReplicationFactor: rf}
 			switch maxRSS {
 			case "", "auto":
 			case "none":
@@ -188,6 +189,7 @@ peak_rss_bytes and cpu_ms then cover the members and proxies only).`,
 	f.StringArrayVar(&brokerConf, "broker-config", nil, "KEY=VALUE server.properties setting for the lab's broker (repeatable), e.g. message.max.bytes=8388608 so that a 10,000-member group record fits")
 	f.StringVar(&maxRSS, "max-rss", "auto", "bound on the resident memory of this process and its member and broker processes, in GiB: a cell past it stops with the reason (zk era: and the ZooKeeper server's counters) instead of the machine killing the run; auto: 3/4 of MemTotal; none")
 	f.IntVar(&brokers, "brokers", 1, "the lab's brokers (1..5); above 1 the topic and __consumer_offsets get replication factor min(3, brokers) and the members' metadata connections spread over them")
+	f.IntVar(&rf, "replication-factor", 0, "replication factor of the storm's topic (0: min(3, brokers)); 1 lets 10,000 partitions fit the brokers' descriptors")
 	f.IntVar(&perProcess, "members-per-process", 0, "run the members K to a `rebalancelab member-pool` process, and the brokers as processes (0: every member and the broker in this process); with --brokers 3, how 10,000 members fit under a per-process descriptor limit of 20,000")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (members, broker, runner) to FILE")
 	f.BoolVar(&markdown, "markdown", false, "print the tables as Markdown (for the README)")
