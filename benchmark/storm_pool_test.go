@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -68,16 +67,7 @@ func TestStormInPools(t *testing.T) {
 // With member pools the descriptors that count are a pool's and the coordinator's broker's: a limit
 // too low for the broker's share says so, naming the broker process, before anything starts.
 func TestStormFDShortageInPools(t *testing.T) {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Fatal(err)
-	}
-	low := lim
-	low.Cur = 3000
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	lowerNoFile(t, 3000)
 	for _, tc := range []struct {
 		n, k int
 		want string

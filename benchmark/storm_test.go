@@ -428,16 +428,7 @@ func abs(x float64) float64 {
 // TestStormFDShortage: N members whose connections would pass RLIMIT_NOFILE are not run (the broker
 // would fail on EMFILE, not the protocol): every cell says so, at once.
 func TestStormFDShortage(t *testing.T) {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Fatal(err)
-	}
-	low := lim
-	low.Cur = 3000
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	lowerNoFile(t, 3000)
 	res, err := RunStorm(context.Background(), StormOptions{Eras: []string{"classic"}, Consumers: []int{1000}})
 	if err != nil {
 		t.Fatal(err)
@@ -483,4 +474,19 @@ func TestStormMaxRSS(t *testing.T) {
 	if res.Params["max_rss_bytes"] != int64(1<<20) {
 		t.Errorf("params max_rss_bytes %v", res.Params["max_rss_bytes"])
 	}
+}
+
+// lowerNoFile sets this process's RLIMIT_NOFILE soft limit to cur for the test (restored after it).
+func lowerNoFile(t *testing.T, cur uint64) {
+	t.Helper()
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	low := lim
+	low.Cur = cur
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim) })
 }

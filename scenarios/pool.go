@@ -388,13 +388,9 @@ func (p *memberPool) stdoutLine(b []byte) {
 		}
 		return
 	}
-	var rec timeline.Record
-	if err := json.Unmarshal(b, &rec); err != nil {
-		p.log.WithError(err).WithField("line", string(b)).Warn("member pool: not a timeline record")
+	rec, ok := decodeRecord(b, p.host, p.log, "member pool")
+	if !ok {
 		return
-	}
-	if p.host != "" {
-		rec.Host = p.host
 	}
 	p.mu.Lock()
 	m := p.members[rec.Member]

@@ -383,15 +383,23 @@ func (p *procConsumer) stdoutLine(b []byte) {
 		}
 		return
 	}
+	if rec, ok := decodeRecord(b, p.host, p.log, "member process"); ok {
+		p.sink.Emit(rec)
+	}
+}
+
+// decodeRecord reads a timeline record a member process or pool wrote, stamped with host when set
+// (the record's clock is that host's); a line that is not one is logged under who and skipped.
+func decodeRecord(b []byte, host string, log *logrus.Entry, who string) (timeline.Record, bool) {
 	var rec timeline.Record
 	if err := json.Unmarshal(b, &rec); err != nil {
-		p.log.WithError(err).WithField("line", string(b)).Warn("member process: not a timeline record")
-		return
+		log.WithError(err).WithField("line", string(b)).Warn(who + ": not a timeline record")
+		return rec, false
 	}
-	if p.host != "" {
-		rec.Host = p.host
+	if host != "" {
+		rec.Host = host
 	}
-	p.sink.Emit(rec)
+	return rec, true
 }
 
 // stderrLine logs the process's logrus JSON lines again, at their level, under the runner's lab
