@@ -29,6 +29,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/scenarios"
 )
 
@@ -326,11 +327,21 @@ func stormTiming(o StormOptions) scenarios.Timing {
 	return scenarios.LabTiming()
 }
 
+// replicationFactorParam is the storm topic's replication factor: StormOptions.ReplicationFactor, or
+// the lab's own (min(3, brokers), as __consumer_offsets').
 func replicationFactorParam(o StormOptions) int {
 	if o.ReplicationFactor > 0 {
 		return o.ReplicationFactor
 	}
-	return min(3, max(1, o.Brokers))
+	return lab.OffsetsTopicReplicationFactor(o.Brokers)
+}
+
+// stormPartitions is P of an (era, N) run: StormOptions.Partitions, or N at most 1000.
+func stormPartitions(o StormOptions, n int) int {
+	if o.Partitions > 0 {
+		return o.Partitions
+	}
+	return min(n, 1000)
 }
 
 func membersPerProcessParam(k int) any {

@@ -55,10 +55,7 @@ type stopCause struct{ reason string }
 func (s *stopCause) Error() string { return s.reason }
 
 func runStormGroup(ctx context.Context, o StormOptions, era string, n int, progress func(int, string)) []*StormCell {
-	p := o.Partitions
-	if p == 0 {
-		p = min(n, 1000)
-	}
+	p := stormPartitions(o, n)
 	g := &stormGroup{o: o, era: era, n: n, p: p, t: stormTiming(o), progress: progress}
 	for k, c := range StormCases {
 		g.cells[k] = &StormCell{Era: era, N: n, Case: c, Partitions: p, NotApplicable: scenarios.NotApplicable(era)}

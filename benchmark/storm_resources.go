@@ -268,10 +268,7 @@ func fdShortage(o StormOptions, n int) string {
 	if need := uint64(2*k + 512); need > lim.Cur {
 		return fmt.Sprintf("not run: a pool of %d members needs about %d file descriptors (2 connections each) and RLIMIT_NOFILE is %d: lower --members-per-process", k, need, lim.Cur)
 	}
-	p := o.Partitions
-	if p == 0 {
-		p = min(n, 1000)
-	}
+	p := stormPartitions(o, n)
 	rf := replicationFactorParam(o)
 	// a coordinator connection per member, its share of their metadata connections and of the owners'
 	// fetch connections, two files (.log, .index) per replica it holds, and the rest (replica

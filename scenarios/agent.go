@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -146,23 +147,11 @@ func startRemotePool(ctx context.Context, addr, host, era, topic string, log *lo
 	p.kill = func() { conn.Close() }
 	go func() {
 		defer close(p.exited)
-		split := &lineSplitter{fn: p.stdoutLine}
-		buf := make([]byte, 64<<10)
-		var rerr error
-		for {
-			n, err := br.Read(buf)
-			if n > 0 {
-				_, _ = split.Write(buf[:n])
-			}
-			if err != nil {
-				rerr = err
-				break
-			}
-		}
+		_, rerr := io.Copy(&lineSplitter{fn: p.stdoutLine}, br) // nil at the connection's end
 		conn.Close()
 		mp := MemberProcess{Member: "pool", Host: host, ExitCode: 0, Status: "connection closed"}
 		why := fmt.Sprintf("member host %s (%s): pool connection ended", host, addr)
-		if rerr != nil && !errors.Is(rerr, net.ErrClosed) && rerr.Error() != "EOF" {
+		if rerr != nil && !errors.Is(rerr, net.ErrClosed) {
 			mp.Status, why = "connection lost: "+rerr.Error(), why+": "+rerr.Error()
 		}
 		p.end(mp, why)

@@ -560,7 +560,7 @@ func (r *eraRunner) memberHosts() []HostInfo {
 	}
 	var out []HostInfo
 	for _, h := range r.res.Hosts {
-		if strings.HasPrefix(h.Name, "agent") {
+		if h.Namespace == "" { // not a test host (hosts.go): a member host
 			out = append(out, h)
 		}
 	}
