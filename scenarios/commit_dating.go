@@ -5,8 +5,6 @@ package scenarios
 
 import (
 	"math"
-	"slices"
-	"sort"
 
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
@@ -17,23 +15,24 @@ import (
 // against the owner of record of that moment, not at its answer.
 func redateCommits(recs []timeline.Record, era string) []timeline.Record {
 	stalls := stallWindows(recs)
+	applied := func(i int) int64 {
+		if recs[i].Kind != timeline.Commit || recs[i].SentMs == 0 {
+			return recs[i].TsMs
+		}
+		return commitAppliedMs(recs[i], era, stalls)
+	}
 	moved := false
 	for i := range recs {
-		if recs[i].Kind != timeline.Commit || recs[i].SentMs == 0 {
-			continue
-		}
-		if at := commitAppliedMs(recs[i], era, stalls); at != recs[i].TsMs {
-			if !moved {
-				recs = slices.Clone(recs) // the caller's records stay as they were
-				moved = true
-			}
-			recs[i].TsMs = at
+		if applied(i) != recs[i].TsMs {
+			moved = true
+			break
 		}
 	}
-	if moved {
-		sort.SliceStable(recs, func(i, j int) bool { return recs[i].TsMs < recs[j].TsMs })
+	if !moved {
+		return recs
 	}
-	return recs
+	// a copy: the caller's records stay as they were
+	return timeline.SortedCopy(len(recs), func(i int) *timeline.Record { return &recs[i] }, applied, 0)
 }
 
 // stallWindows are the stall faults' windows by target ("<member>/<link>"), from their begin and end

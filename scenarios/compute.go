@@ -9,21 +9,29 @@ import (
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
-// prepare filters records to era and sorts them by ts_ms (stable).
+// prepare filters records to era and sorts them by ts_ms (stable). The caller's records are never
+// changed; they are copied only when some must go or the order is not by ts_ms (a timeline of millions of
+// records is not copied for nothing).
 func prepare(records []timeline.Record, era string) (recs []timeline.Record, warn []string) {
 	skipped := 0
 	for _, rec := range records {
 		if rec.Era != era && rec.Era != "" {
 			skipped++
-			continue
 		}
-		recs = append(recs, rec)
 	}
+	recs = records
 	if skipped > 0 {
 		warn = append(warn, fmt.Sprintf("%d records of other eras skipped", skipped))
+		recs = make([]timeline.Record, 0, len(records)-skipped)
+		for _, rec := range records {
+			if rec.Era == era || rec.Era == "" {
+				recs = append(recs, rec)
+			}
+		}
 	}
 	if !sort.SliceIsSorted(recs, func(i, j int) bool { return recs[i].TsMs < recs[j].TsMs }) {
-		sort.SliceStable(recs, func(i, j int) bool { return recs[i].TsMs < recs[j].TsMs })
+		in := recs
+		recs = timeline.SortedCopy(len(in), func(i int) *timeline.Record { return &in[i] }, func(i int) int64 { return in[i].TsMs }, 0)
 		warn = append(warn, "records were not sorted by ts_ms; sorted (stable)")
 	}
 	if !knownEras[era] {
@@ -193,15 +201,18 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 	if res.NotApplicable == nil {
 		res.NotApplicable = []string{}
 	}
-	for t := range r.universe {
-		var owners []string
-		for name, m := range r.members {
-			if m.live && m.owned[t] {
-				owners = append(owners, name)
-			}
+	owners := make(map[tp][]string, len(r.universe)) // by member, not partition × member: 10,000 × 10,000 is 10^8
+	for name, m := range r.members {
+		if !m.live {
+			continue
 		}
-		sort.Strings(owners)
-		res.FinalOwners[t.String()] = strings.Join(owners, ",")
+		for t := range m.owned { // gain knows every owned partition: owned ⊆ universe
+			owners[t] = append(owners[t], name)
+		}
+	}
+	for t := range r.universe {
+		sort.Strings(owners[t])
+		res.FinalOwners[t.String()] = strings.Join(owners[t], ",")
 	}
 	for t := range r.universe {
 		r.tr.parts = append(r.tr.parts, t)

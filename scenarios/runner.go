@@ -23,6 +23,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rebalancelab/rebalancelab/broker"
@@ -686,9 +687,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // sortedRecords is the timeline so far, merged by ts_ms (stable: one goroutine's records keep their
 // order within a millisecond).
 func (r *eraRunner) sortedRecords() []timeline.Record {
-	recs := r.col.Records()
-	sort.SliceStable(recs, func(i, j int) bool { return recs[i].TsMs < recs[j].TsMs })
-	return recs
+	return r.col.Sorted(0)
 }
 
 // topics are the era's topics: its group's and, for a durability scenario, the side topic.
@@ -707,8 +706,6 @@ func (r *eraRunner) createNamedTopic(ctx context.Context, topic string, configs 
 		return err
 	}
 	defer cl.Close()
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
 	rf := int16(1) // an existing cluster: the scenarios' replication factor 1
 	if r.lab != nil {
 		rf = int16(lab.OffsetsTopicReplicationFactor(len(r.lab.Brokers())))
@@ -716,18 +713,74 @@ func (r *eraRunner) createNamedTopic(ctx context.Context, topic string, configs 
 			rf = int16(r.sc.TopicReplicationFactor)
 		}
 	}
+	cctx, cancel := context.WithTimeout(ctx, createTopicTimeout(r.p.Partitions, rf)+time.Minute)
+	defer cancel()
 	cfg := make(map[string]*string, len(configs))
 	for k, v := range configs {
 		cfg[k] = kadm.StringPtr(v)
 	}
-	resp, err := kadm.NewClient(cl).CreateTopic(cctx, int32(r.p.Partitions), rf, cfg, topic)
+	adm := kadm.NewClient(cl)
+	// The broker answers once every partition's state is seen, which takes longer the more partitions
+	// (10,000 over five brokers: tens of seconds). REQUEST_TIMED_OUT means the topic is written and its
+	// partitions still coming: wait for them in the metadata, as an admin would.
+	adm.SetTimeoutMillis(int32(createTopicTimeout(r.p.Partitions, rf).Milliseconds()))
+	resp, err := adm.CreateTopic(cctx, int32(r.p.Partitions), rf, cfg, topic)
 	if err == nil {
 		err = resp.Err
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, kerr.RequestTimedOut) {
 		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
+	if werr := awaitTopicLeaders(cctx, adm, topic, r.p.Partitions); werr != nil {
+		if err != nil {
+			return fmt.Errorf("create topic %s: %w; then %w", topic, err, werr)
+		}
+		return fmt.Errorf("create topic %s: %w", topic, werr)
+	}
 	return nil
+}
+
+// createTopicTimeout is the CreateTopics timeout for a topic of partitions × rf replicas:
+// 30 s, plus 5 ms per replica (a 10,000-partition topic of factor 1: 80 s).
+func createTopicTimeout(partitions int, rf int16) time.Duration {
+	return 30*time.Second + time.Duration(partitions*int(rf))*5*time.Millisecond
+}
+
+// awaitTopicLeaders waits until the metadata shows topic with its partitions, each with a leader
+// (errors: ctx's, or the last metadata error).
+func awaitTopicLeaders(ctx context.Context, adm *kadm.Client, topic string, partitions int) error {
+	var last error
+	for {
+		md, err := adm.Metadata(ctx, topic)
+		if err == nil {
+			td, ok := md.Topics[topic]
+			switch {
+			case !ok:
+				err = fmt.Errorf("not in the metadata")
+			case td.Err != nil:
+				err = td.Err
+			case len(td.Partitions) != partitions:
+				err = fmt.Errorf("%d of %d partitions in the metadata", len(td.Partitions), partitions)
+			default:
+				leaderless := 0
+				for _, p := range td.Partitions {
+					if p.Leader < 0 || p.Err != nil {
+						leaderless++
+					}
+				}
+				if leaderless == 0 {
+					return nil
+				}
+				err = fmt.Errorf("%d of %d partitions without a leader", leaderless, partitions)
+			}
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("partitions not ready: %v (%w)", last, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // createTopic creates the era's topic and learns every broker's advertised address.
@@ -1191,7 +1244,8 @@ func (r *eraRunner) settle(ctx context.Context, quiet, timeout time.Duration) bo
 		now := time.Now()
 		if now.UnixMilli()-r.col.Latest(changeKinds...) >= quiet.Milliseconds() {
 			wait = 100 * time.Millisecond
-			stable, lastChange := stableAt(r.sortedRecords(), r.e.Era, r.opts, now.UnixMilli())
+			// Sorted(1): room for stableAt's probe, so that a timeline of millions is not copied again
+			stable, lastChange := stableAt(r.col.Sorted(1), r.e.Era, r.opts, now.UnixMilli())
 			if stable && now.UnixMilli()-lastChange >= quiet.Milliseconds() {
 				return true
 			}
@@ -1209,7 +1263,7 @@ var changeKinds = []timeline.Kind{timeline.MemberStart, timeline.MemberStop, tim
 
 // stableAt reports whether the group described by recs is stable at nowMs (a trigger appended at nowMs
 // opens a window that Compute finds never unstable), and the time of the last membership or rebalance
-// record.
+// record. It appends its probe to recs: the caller's copy, best with room for one more.
 func stableAt(recs []timeline.Record, era string, opts FigureOptions, nowMs int64) (bool, int64) {
 	var last int64
 	for _, rec := range recs {
@@ -1220,7 +1274,7 @@ func stableAt(recs []timeline.Record, era string, opts FigureOptions, nowMs int6
 	if n := len(recs); n > 0 && recs[n-1].TsMs > nowMs {
 		nowMs = recs[n-1].TsMs
 	}
-	probe := append(recs[:len(recs):len(recs)], timeline.Record{TsMs: nowMs, Era: era, Kind: timeline.Trigger, Name: "probe"})
+	probe := append(recs, timeline.Record{TsMs: nowMs, Era: era, Kind: timeline.Trigger, Name: "probe"})
 	res := Compute(probe, era, opts)
 	if len(res.Events) == 0 {
 		return false, last
@@ -1229,39 +1283,62 @@ func stableAt(recs []timeline.Record, era string, opts FigureOptions, nowMs int6
 	return ev.Figures.TimeToStableMs == 0 && ev.End == EndOfRun, last
 }
 
-// drain waits until every produced record has been delivered, or timeout.
+// drain waits until every produced record has been delivered, or timeout. Each poll reads only the
+// records that came since the last one (a timeline of millions of records is not copied ten times a
+// second).
 func (r *eraRunner) drain(ctx context.Context, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
+	var d drainCount
 	for {
-		if undelivered(r.col.Records()) == 0 {
+		mark := r.col.Mark()
+		d.add(r.col.Since(d.mark))
+		d.mark = mark
+		if d.undelivered() == 0 {
 			return true
 		}
 		if time.Now().After(deadline) || !sleepCtx(ctx, 100*time.Millisecond) {
-			r.stepf("drain incomplete: %d produced records not delivered", undelivered(r.col.Records()))
+			r.stepf("drain incomplete: %d produced records not delivered", d.undelivered())
 			return false
 		}
 	}
 }
 
-func undelivered(recs []timeline.Record) int {
-	type key struct {
-		topic string
-		p     int32
-		off   int64
-	}
-	produced := map[key]bool{}
-	for _, rec := range recs {
-		if rec.Kind == timeline.Produce && rec.Partition != nil && rec.Offset != nil {
-			produced[key{rec.Topic, *rec.Partition, *rec.Offset}] = true
-		}
-	}
-	for _, rec := range recs {
-		if rec.Kind == timeline.Deliver && rec.Partition != nil && rec.Offset != nil {
-			delete(produced, key{rec.Topic, *rec.Partition, *rec.Offset})
-		}
-	}
-	return len(produced)
+// drainCount follows which produced records were delivered, a batch of records at a time.
+type drainCount struct {
+	mark      int // Collector position read up to
+	produced  map[drainKey]bool
+	delivered map[drainKey]bool
 }
+
+type drainKey struct {
+	topic string
+	p     int32
+	off   int64
+}
+
+func (d *drainCount) add(recs []timeline.Record) {
+	if d.produced == nil {
+		d.produced, d.delivered = map[drainKey]bool{}, map[drainKey]bool{}
+	}
+	for _, rec := range recs {
+		if rec.Partition == nil || rec.Offset == nil {
+			continue
+		}
+		k := drainKey{rec.Topic, *rec.Partition, *rec.Offset}
+		switch rec.Kind {
+		case timeline.Produce:
+			if !d.delivered[k] {
+				d.produced[k] = true
+			}
+		case timeline.Deliver:
+			delete(d.produced, k)
+			d.delivered[k] = true
+		}
+	}
+}
+
+// undelivered is the number of produced records no member delivered so far.
+func (d *drainCount) undelivered() int { return len(d.produced) }
 
 // watchCheck starts the zk cross-check at the end of the script: the sessions watching the group's
 // ids path (wchp) against the live members' current sessions.

@@ -5,8 +5,10 @@ package timeline
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"io"
+	"slices"
 	"sync"
 	"time"
 )
@@ -173,17 +175,28 @@ func (rc *Recorder) NowMs() int64 {
 	return time.Now().UnixMilli()
 }
 
-// Collector keeps records in memory, for tests and for the runner's merge.
+// Collector keeps records in memory, for tests and for the runner's merge. It stores them in chunks
+// of collectorChunk records, so that a timeline of millions of records grows without the copy (and the
+// moment of twice its size) that one growing slice would need.
 type Collector struct {
-	mu      sync.Mutex
-	records []Record
-	latest  map[Kind]int64 // the highest TsMs of each kind so far
+	mu     sync.Mutex
+	chunks [][]Record
+	n      int
+	latest map[Kind]int64 // the highest TsMs of each kind so far
 }
+
+// collectorChunk is the records per chunk of a Collector (368 bytes each: about 3 MiB per chunk).
+const collectorChunk = 8192
 
 // Emit appends r.
 func (c *Collector) Emit(r Record) {
 	c.mu.Lock()
-	c.records = append(c.records, r)
+	if k := len(c.chunks); k == 0 || len(c.chunks[k-1]) == collectorChunk {
+		c.chunks = append(c.chunks, make([]Record, 0, collectorChunk))
+	}
+	last := &c.chunks[len(c.chunks)-1]
+	*last = append(*last, r)
+	c.n++
 	if c.latest == nil {
 		c.latest = map[Kind]int64{}
 	}
@@ -211,24 +224,75 @@ func (c *Collector) Latest(kinds ...Kind) int64 {
 func (c *Collector) Mark() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.records)
+	return c.n
 }
 
 // Since returns a copy of the records collected after mark (a value of Mark), in arrival order.
 func (c *Collector) Since(mark int) []Record {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if mark > len(c.records) {
-		mark = len(c.records)
-	}
-	return append([]Record(nil), c.records[mark:]...)
+	mark = min(max(mark, 0), c.n)
+	return c.appendFrom(make([]Record, 0, c.n-mark), mark)
 }
 
 // Records returns a copy of what was collected, in arrival order.
 func (c *Collector) Records() []Record {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]Record(nil), c.records...)
+	return c.appendFrom(make([]Record, 0, c.n), 0)
+}
+
+// Sorted returns a copy of what was collected, merged by TsMs (stable: records of the same millisecond
+// keep their arrival order, so one goroutine's records keep theirs), with room for spare more records
+// (a reader's probe). The records are read outside the lock: a chunk's records never change once
+// appended.
+func (c *Collector) Sorted(spare int) []Record {
+	c.mu.Lock()
+	chunks, n := slices.Clone(c.chunks), c.n
+	c.mu.Unlock()
+	at := func(i int) *Record { return &chunks[i/collectorChunk][i%collectorChunk] }
+	return SortedCopy(n, at, func(i int) int64 { return at(i).TsMs }, spare)
+}
+
+// SortedCopy returns a copy of the n records at(0..n-1), each stamped TsMs = ts(i) and ordered by it
+// (stable: by i within a millisecond), with room for spare more. It sorts 16-byte keys and then copies
+// each record once, rather than moving 368-byte records about: millions sort in a fraction of a second.
+func SortedCopy(n int, at func(i int) *Record, ts func(i int) int64, spare int) []Record {
+	type key struct {
+		ts int64
+		i  int
+	}
+	keys := make([]key, n)
+	for i := range keys {
+		keys[i] = key{ts(i), i}
+	}
+	byTime := func(a, b key) int {
+		if a.ts != b.ts {
+			return cmp.Compare(a.ts, b.ts)
+		}
+		return cmp.Compare(a.i, b.i)
+	}
+	if !slices.IsSortedFunc(keys, byTime) {
+		slices.SortFunc(keys, byTime)
+	}
+	out := make([]Record, n, n+spare)
+	for k, key := range keys {
+		out[k] = *at(key.i)
+		out[k].TsMs = key.ts
+	}
+	return out
+}
+
+// appendFrom appends the records from position mark on to dst; c.mu held.
+func (c *Collector) appendFrom(dst []Record, mark int) []Record {
+	for i, ch := range c.chunks {
+		lo := i * collectorChunk
+		if hi := lo + len(ch); hi <= mark {
+			continue
+		}
+		dst = append(dst, ch[max(mark-lo, 0):]...)
+	}
+	return dst
 }
 
 // Read decodes JSON-lines records from r.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -36,6 +37,7 @@ func init() {
 		kafkaDefs  bool
 		brokerConf []string
 		cpuProfile string
+		memProfile string
 		brokers    int
 		perProcess int
 		maxRSS     string
@@ -54,7 +56,8 @@ Each cell gets docs/design.md's figures from its timeline window plus peak_rss_b
 and cpu_ms (getrusage). A cell must be stable within --deadline; one that is not (or whose steps block:
 ZooKeeper refusing sessions, file descriptors) records where and why it stopped in stopped_reason, and
 the cells after it in that (era, N) are not run. In classic and cooperative, N franz-go kgo members run
-the same storm first on the same broker; both groups' time to stable is measured from the broker
+the same storm first on the same broker (K to a member-pool --client kgo process with
+--members-per-process K); both groups' time to stable is measured from the broker
 (DescribeGroups until Stable with N members and every partition assigned once), with the ratio.
 In the zk era the join cell checks zk_watch_events >= N against the server's own watch count (mntr)
 and wchp. The table goes to stdout, a progress bar to stderr. Exit status 1 when a check fails.
@@ -96,6 +99,16 @@ peak_rss_bytes and cpu_ms then cover the members and proxies only).`,
 					return err
 				}
 				defer pprof.StopCPUProfile()
+			}
+			if memProfile != "" {
+				pctx, stopProfile := context.WithCancel(cmd.Context())
+				wait := benchmark.PeakHeapProfile(pctx, memProfile, time.Second)
+				defer func() {
+					stopProfile()
+					if perr := wait(); perr != nil {
+						fmt.Fprintln(cmd.ErrOrStderr(), "bench storm:", perr)
+					}
+				}()
 			}
 			bar := newProgressBar(cmd.ErrOrStderr())
 			var partial *os.File // FILE.cells.jsonl: each cell as it ends (a killed run keeps them)
@@ -192,6 +205,7 @@ peak_rss_bytes and cpu_ms then cover the members and proxies only).`,
 	f.IntVar(&rf, "replication-factor", 0, "replication factor of the storm's topic (0: min(3, brokers)); 1 lets 10,000 partitions fit the brokers' descriptors")
 	f.IntVar(&perProcess, "members-per-process", 0, "run the members K to a `rebalancelab member-pool` process, and the brokers as processes (0: every member and the broker in this process); with --brokers 3, how 10,000 members fit under a per-process descriptor limit of 20,000")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (members, broker, runner) to FILE")
+	f.StringVar(&memProfile, "memprofile", "", "write a heap profile of this process (the runner: the timeline's records and the figures) to FILE, rewritten each time the live heap grows by a quarter, so that it shows the peak")
 	f.BoolVar(&markdown, "markdown", false, "print the tables as Markdown (for the README)")
 	benchCmd.AddCommand(storm)
 }
