@@ -212,6 +212,8 @@ type PeerStorm struct {
 	Client   string `json:"client"`   // "franz-go kgo <module version>"
 	Balancer string `json:"balancer"` // range | cooperative-sticky
 	Measured string `json:"measured"`
+	// Processes: the member-pool processes its members ran in (--members-per-process), 0: this process.
+	Processes int `json:"processes"`
 	// TimeToStableMs: the kgo group's; NewconsumerTimeToStableMs: ours in this cell; -1: not stable
 	// within the deadline (then the matching stopped reason says why).
 	TimeToStableMs            int64 `json:"time_to_stable_ms"`

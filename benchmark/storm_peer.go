@@ -6,10 +6,12 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -167,12 +169,13 @@ func stableView(groupState string, as []*kmsg.ConsumerMemberAssignment, topic st
 }
 
 // runPeer runs the kgo storm: N kgo group members of their own group on the run's topic, created at
-// once, each behind its own proxy (as our members are), polling; measured from the broker side, then
-// closed (LeaveGroup) before our storm starts.
+// once, polling; measured from the broker side, then closed (LeaveGroup) before our storm starts. With
+// --members-per-process K they run K to a `member-pool --client kgo` process, as ours do; otherwise in
+// this process, each dialling through its own (never faulted) member links.
 func (g *stormGroup) runPeer(ctx context.Context, s scenarios.StepInfo) *PeerStorm {
-	balancer, bal := "range", kgo.RangeBalancer()
+	balancer := "range"
 	if g.era == "cooperative" {
-		balancer, bal = "cooperative-sticky", kgo.CooperativeStickyBalancer()
+		balancer = "cooperative-sticky"
 	}
 	ps := &PeerStorm{Client: kgoClient(), Balancer: balancer, TimeToStableMs: -1, NewconsumerTimeToStableMs: -1,
 		Measured: fmt.Sprintf("broker side: DescribeGroups every %s until Stable with N members and every partition assigned once", g.o.PollEvery)}
@@ -181,41 +184,119 @@ func (g *stormGroup) runPeer(ctx context.Context, s scenarios.StepInfo) *PeerSto
 		return ps
 	}
 	group := s.Group + ".kgo"
+	props := make([]map[string]string, g.n)
+	for i := range props {
+		props[i] = map[string]string{
+			"bootstrap.servers": s.Bootstrap, "group.id": group, "client.id": fmt.Sprintf("k%d", i+1),
+			"partition.assignment.strategy": balancer,
+			"session.timeout.ms":            strconv.FormatInt(g.t.SessionTimeoutMs, 10),
+			"heartbeat.interval.ms":         strconv.FormatInt(g.t.HeartbeatIntervalMs, 10),
+			"auto.commit.interval.ms":       strconv.FormatInt(g.t.AutoCommitIntervalMs, 10),
+			// max.poll.interval.ms (kgo's rebalance timeout) and fetch.max.wait.ms: Kafka's defaults, as newconsumer's
+		}
+	}
 	g.readyCoordinator(ctx, s.Bootstrap, group)
 	debug.FreeOSMemory()
-	smp := startSampler(g.o.SampleEvery, s.Processes)
+	var run peerRun
+	if g.o.MembersPerProcess > 1 {
+		run = &pooledPeer{bin: g.o.MemberBinary, perProcess: g.o.MembersPerProcess, era: g.era, topic: s.Topic,
+			log: g.o.LabLog}
+	} else {
+		run = &inProcessPeer{topic: s.Topic, era: g.era}
+	}
+	smp := startSampler(g.o.SampleEvery, func() []scenarios.ChildProcess {
+		return append(s.Processes(), run.processes()...)
+	})
 	t0 := time.Now()
 	w := watchGroup(ctx, s.Bootstrap, group, s.Topic, g.p, g.n, t0, g.o.PollEvery, g.o.Deadline)
-	pctx, stopPolling := context.WithCancel(ctx)
-	var (
-		wg      sync.WaitGroup
-		clients []*kgo.Client
-		links   []*lab.MemberLinks
-		failed  string
-	)
-	for i := 1; i <= g.n; i++ {
-		l := lab.NewMemberLinksFor(fmt.Sprintf("kgo/%s/k%d", g.era, i)) // never faulted: dials directly
-		links = append(links, l)
-		cl, err := kgo.NewClient(
-			kgo.SeedBrokers(strings.Split(s.Bootstrap, ",")...),
-			kgo.Dialer(l.Dialer(lab.LinkFetch)),
-			kgo.ClientID(fmt.Sprintf("k%d", i)),
-			kgo.ConsumerGroup(group), kgo.ConsumeTopics(s.Topic), kgo.Balancers(bal),
-			kgo.SessionTimeout(time.Duration(g.t.SessionTimeoutMs)*time.Millisecond),
-			kgo.HeartbeatInterval(time.Duration(g.t.HeartbeatIntervalMs)*time.Millisecond),
-			kgo.RebalanceTimeout(300*time.Second), // max.poll.interval.ms' default, newconsumer's rebalance timeout
-			kgo.AutoCommitInterval(time.Duration(g.t.AutoCommitIntervalMs)*time.Millisecond),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-			kgo.FetchMaxWait(500*time.Millisecond), // fetch.max.wait.ms' default, as newconsumer
-		)
-		if err != nil {
-			failed = fmt.Sprintf("kgo member k%d: %v", i, err)
-			break
+	if err := run.start(ctx, props); err != nil {
+		w.wait(0)
+		ps.StoppedReason = err.Error()
+	} else {
+		tts, why := w.wait(g.o.Deadline)
+		ps.TimeToStableMs = tts
+		if tts < 0 {
+			ps.StoppedReason = fmt.Sprintf("kgo storm: not stable within the %s deadline: %s", g.o.Deadline, why)
+			if n, first := run.ended(); n > 0 {
+				ps.StoppedReason += fmt.Sprintf("; %d kgo members ended, first %s", n, first)
+			}
 		}
-		clients = append(clients, cl)
-		wg.Add(1)
+	}
+	rss, gor, cpu := smp.Stop()
+	ps.Figures = map[string]int64{FigPeakRSSBytes: rss, FigGoroutinesPeak: gor, FigCPUMs: cpu}
+	ps.Processes = len(run.processes())
+	run.close()
+	return ps
+}
+
+// peerRun is where the kgo peer's members run: this process or member-pool processes.
+type peerRun interface {
+	start(ctx context.Context, props []map[string]string) error
+	processes() []scenarios.ChildProcess
+	ended() (n int, first string) // members that ended before close
+	close()                       // every member's graceful Close (LeaveGroup), waited for
+}
+
+// pooledPeer runs the peer in `member-pool --client kgo` processes.
+type pooledPeer struct {
+	bin        string
+	perProcess int
+	era, topic string
+	log        *logrus.Entry
+	pools      *scenarios.KgoPools
+}
+
+func (p *pooledPeer) start(_ context.Context, props []map[string]string) error {
+	kp, err := scenarios.StartKgoPools(p.bin, p.perProcess, p.era, p.topic, props, p.log)
+	if err != nil {
+		return fmt.Errorf("kgo peer: %w", err)
+	}
+	p.pools = kp
+	return nil
+}
+
+func (p *pooledPeer) processes() []scenarios.ChildProcess {
+	if p.pools == nil {
+		return nil
+	}
+	return p.pools.Processes()
+}
+
+func (p *pooledPeer) ended() (int, string) { return p.pools.Ended() }
+
+func (p *pooledPeer) close() {
+	if p.pools != nil {
+		p.pools.Close()
+	}
+}
+
+// inProcessPeer runs the peer's clients in this process, each polled by a goroutine.
+type inProcessPeer struct {
+	topic, era string
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	clients    []*kgo.Client
+	links      []*lab.MemberLinks
+}
+
+func (p *inProcessPeer) start(ctx context.Context, props []map[string]string) error {
+	pctx, cancel := context.WithCancel(ctx)
+	p.cancel = cancel
+	for _, pr := range props {
+		l := lab.NewMemberLinksFor(fmt.Sprintf("kgo/%s/%s", p.era, pr["client.id"])) // never faulted: dials directly
+		p.links = append(p.links, l)
+		opts, err := scenarios.KgoOptions(p.topic, pr, l.Dialer(lab.LinkFetch))
+		var cl *kgo.Client
+		if err == nil {
+			cl, err = kgo.NewClient(opts...)
+		}
+		if err != nil {
+			return fmt.Errorf("kgo member %s: %w", pr["client.id"], err)
+		}
+		p.clients = append(p.clients, cl)
+		p.wg.Add(1)
 		go func() { // the application: poll until stopped
-			defer wg.Done()
+			defer p.wg.Done()
 			for pctx.Err() == nil {
 				if fs := cl.PollFetches(pctx); fs.IsClientClosed() {
 					return
@@ -223,30 +304,27 @@ func (g *stormGroup) runPeer(ctx context.Context, s scenarios.StepInfo) *PeerSto
 			}
 		}()
 	}
-	if failed != "" {
-		w.wait(0)
-		ps.StoppedReason = failed
-	} else {
-		tts, why := w.wait(g.o.Deadline)
-		ps.TimeToStableMs = tts
-		if tts < 0 {
-			ps.StoppedReason = fmt.Sprintf("kgo storm: not stable within the %s deadline: %s", g.o.Deadline, why)
-		}
+	return nil
+}
+
+func (p *inProcessPeer) processes() []scenarios.ChildProcess { return nil }
+
+func (p *inProcessPeer) ended() (int, string) { return 0, "" } // a kgo client in this process does not end by itself
+
+func (p *inProcessPeer) close() {
+	if p.cancel != nil {
+		p.cancel()
 	}
-	rss, gor, cpu := smp.Stop()
-	ps.Figures = map[string]int64{FigPeakRSSBytes: rss, FigGoroutinesPeak: gor, FigCPUMs: cpu}
-	stopPolling()
-	wg.Wait()
+	p.wg.Wait()
 	var cw sync.WaitGroup
-	for _, cl := range clients {
+	for _, cl := range p.clients {
 		cw.Add(1)
 		go func() { defer cw.Done(); cl.Close() }() // LeaveGroup, as our members' graceful stop
 	}
 	cw.Wait()
-	for _, l := range links {
+	for _, l := range p.links {
 		_ = l.Close()
 	}
-	return ps
 }
 
 // brokerParam is the bench JSON's "broker": the implementation the lab ran.

@@ -16,13 +16,16 @@ import (
 // and classic eras: every cell completes with the counts its case fixes, and the resource figures
 // cover the child processes: broker_cpu_ms is the broker processes' CPU (more than 0, less than
 // cpu_ms, which adds the pools' and this process's), and the peak RSS holds at least the three
-// brokers' and two pools' resident sets (each above 8 MiB).
+// brokers' and two pools' resident sets (each above 8 MiB). The kgo peer runs in pools too
+// (member-pool --client kgo): its storm is stable, seen from the broker, and its resources count its
+// two pool processes.
 func TestStormInPools(t *testing.T) {
 	const n = 6
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	res, err := RunStorm(ctx, StormOptions{Eras: []string{"zk", "classic"}, Consumers: []int{n}, Deadline: 60 * time.Second,
-		Seed: 1, Version: "test", LabLog: quietLog(), Brokers: 3, MembersPerProcess: 4, MemberBinary: testutil.Binary(t)})
+		Seed: 1, Version: "test", LabLog: quietLog(), Brokers: 3, MembersPerProcess: 4, MemberBinary: testutil.Binary(t),
+		Peer: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,6 +64,20 @@ func TestStormInPools(t *testing.T) {
 				t.Errorf("%s: check %q: %s", name, ch.Check, ch.Got)
 			}
 		}
+		switch p := c.Peer; {
+		case c.Era != "classic" || c.Case != CaseStorm:
+			if p != nil {
+				t.Errorf("%s: a peer storm %+v, want none", name, p)
+			}
+		case p == nil:
+			t.Errorf("%s: no kgo peer storm", name)
+		case p.StoppedReason != "" || p.TimeToStableMs <= 0 || p.NewconsumerTimeToStableMs <= 0 || p.Ratio <= 0:
+			t.Errorf("%s: kgo peer %+v: want stable from the broker side, with ours and the ratio", name, p)
+		case p.Processes != 2:
+			t.Errorf("%s: kgo peer ran in %d pool processes, want 2 (6 members, 4 to a pool)", name, p.Processes)
+		case p.Figures[FigPeakRSSBytes] < 5*8<<20:
+			t.Errorf("%s: kgo peer peak_rss_bytes %d, want its two pools' and the brokers' too (> 40 MiB)", name, p.Figures[FigPeakRSSBytes])
+		}
 	}
 }
 
@@ -85,6 +102,16 @@ func TestStormFDShortageInPools(t *testing.T) {
 				t.Errorf("K=%d %s: stopped_reason %q, want %q", tc.k, c.Case, c.StoppedReason, tc.want)
 			}
 		}
+	}
+	// The kgo peer in pools: a pool of kgo members, and the coordinator's broker, are held to the limit.
+	if why := peerFDShortage(StormOptions{Brokers: 3, MembersPerProcess: 1000}, 200); !strings.Contains(why, "kgo peer not run: a pool of 1000 kgo members needs about 4512 file descriptors") {
+		t.Errorf("kgo peer, K=1000: %q", why)
+	}
+	if why := peerFDShortage(StormOptions{Brokers: 3, MembersPerProcess: 250}, 1000); !strings.Contains(why, "kgo peer not run: the coordinator's broker process needs about 4692 file descriptors") {
+		t.Errorf("kgo peer, N=1000 K=250: %q", why)
+	}
+	if why := peerFDShortage(StormOptions{Brokers: 3, MembersPerProcess: 250}, 200); why != "" {
+		t.Errorf("kgo peer, N=200 K=250: %s", why)
 	}
 	// N=200 fits in the same layout: no reason up front.
 	if why := fdShortage(StormOptions{Brokers: 3, MembersPerProcess: 250}, 200); why != "" {

@@ -264,10 +264,17 @@ func fdShortage(o StormOptions, n int) string {
 		return fmt.Sprintf("not run: %d members need about %d file descriptors in this process (%d each: a bootstrap/fetch and a coordinator connection, both ends, with the broker in-process) and RLIMIT_NOFILE is %d (hard %d; raising it needs CAP_SYS_RESOURCE, e.g. prlimit --nofile; or spread them: --members-per-process K --brokers 3)",
 			n, need, fdsPerMember, lim.Cur, lim.Max)
 	}
-	k, b := o.MembersPerProcess, max(1, o.Brokers)
+	k := o.MembersPerProcess
 	if need := uint64(2*k + 512); need > lim.Cur {
 		return fmt.Sprintf("not run: a pool of %d members needs about %d file descriptors (2 connections each) and RLIMIT_NOFILE is %d: lower --members-per-process", k, need, lim.Cur)
 	}
+	return coordinatorFDShortage(o, n, lim)
+}
+
+// coordinatorFDShortage says why the coordinator's broker process cannot hold a group of n members
+// in pools ("" when it can).
+func coordinatorFDShortage(o StormOptions, n int, lim syscall.Rlimit) string {
+	b := max(1, o.Brokers)
 	p := stormPartitions(o, n)
 	rf := replicationFactorParam(o)
 	// a coordinator connection per member, its share of their metadata connections and of the owners'
@@ -294,8 +301,13 @@ func brokersAs(o StormOptions) string {
 // metadata and fetches, and more while it rebalances (measured: EMFILE at N=3,000 beside ours here).
 const peerFDsPerMember = 8
 
-// peerFDShortage says why the kgo peer storm of N cannot run here ("" when it can): its connections
-// and ours (started after it, while its members are still closing) must fit under RLIMIT_NOFILE.
+// peerPoolFDsPerMember: a kgo member in a pool, whose brokers are other processes: one end of each
+// of those connections.
+const peerPoolFDsPerMember = peerFDsPerMember / 2
+
+// peerFDShortage says why the kgo peer storm of N cannot run here ("" when it can). In this process its
+// connections and ours (started after it, while its members are still closing) must fit under
+// RLIMIT_NOFILE; in pools (--members-per-process), each pool's and the coordinator's broker's.
 func peerFDShortage(o StormOptions, n int) string {
 	if o.Bootstrap != "" || o.Broker == "kafka" {
 		return ""
@@ -304,10 +316,20 @@ func peerFDShortage(o StormOptions, n int) string {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return ""
 	}
+	if k := o.MembersPerProcess; k > 1 {
+		if need := uint64(peerPoolFDsPerMember*k + 512); need > lim.Cur {
+			return fmt.Sprintf("kgo peer not run: a pool of %d kgo members needs about %d file descriptors (%d each) and RLIMIT_NOFILE is %d: lower --members-per-process",
+				k, need, peerPoolFDsPerMember, lim.Cur)
+		}
+		if why := coordinatorFDShortage(o, n, lim); why != "" {
+			return "kgo peer " + why
+		}
+		return ""
+	}
 	need := uint64(peerFDsPerMember*n + 2048)
 	if need <= lim.Cur {
 		return ""
 	}
-	return fmt.Sprintf("kgo peer not run: %d kgo members need about %d file descriptors in this process (%d each with the broker in-process) and RLIMIT_NOFILE is %d (hard %d)",
+	return fmt.Sprintf("kgo peer not run: %d kgo members need about %d file descriptors in this process (%d each with the broker in-process) and RLIMIT_NOFILE is %d (hard %d; or run them in pools: --members-per-process K)",
 		n, need, peerFDsPerMember, lim.Cur, lim.Max)
 }

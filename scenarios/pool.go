@@ -69,9 +69,12 @@ type poolCtl struct {
 // PoolOptions configures RunMemberPool (`rebalancelab member-pool`).
 type PoolOptions struct {
 	Era, Topic string
-	Out        io.Writer // timeline records and control lines, JSON lines (stdout)
-	In         io.Reader // the runner's commands, JSON lines (stdin)
-	Log        *logrus.Entry
+	// Client is what each member runs: ClientEra ("", the era's consumer, writing its timeline) or
+	// ClientKgo (franz-go's kgo group consumer from KgoOptions' configs, writing none: bench storm's peer).
+	Client string
+	Out    io.Writer // timeline records and control lines, JSON lines (stdout)
+	In     io.Reader // the runner's commands, JSON lines (stdin)
+	Log    *logrus.Entry
 }
 
 // pooled is one member running in a pool.
@@ -91,6 +94,9 @@ type pooled struct {
 func RunMemberPool(ctx context.Context, o PoolOptions) error {
 	if _, err := ResolveEras([]string{o.Era}); err != nil || o.Era == "all" {
 		return fmt.Errorf("member-pool: --era %q: want one of %s", o.Era, strings.Join(Eras, ", "))
+	}
+	if o.Client != ClientEra && o.Client != ClientKgo {
+		return fmt.Errorf("member-pool: --client %q: want kgo, or none for the era's own consumer", o.Client)
 	}
 	out := &lineOut{w: o.Out}
 	var (
@@ -154,7 +160,13 @@ func RunMemberPool(ctx context.Context, o PoolOptions) error {
 		}
 		log := o.Log.WithField("member", c.Member)
 		rec := &timeline.Recorder{Sink: out, Era: o.Era, Member: c.Member}
-		impl, err := newConsumer(o.Era, o.Topic, c.Props, lab.NewRoutedLinks(routes), rec, log)
+		var impl consumer
+		var err error
+		if o.Client == ClientKgo {
+			impl, err = newKgoMember(o.Topic, c.Props, lab.NewRoutedLinks(routes))
+		} else {
+			impl, err = newConsumer(o.Era, o.Topic, c.Props, lab.NewRoutedLinks(routes), rec, log)
+		}
 		if err != nil {
 			out.write(poolCtl{Ctl: "ended", Member: c.Member, Error: err.Error()})
 			return
@@ -498,9 +510,13 @@ func (m *poolMember) zkSession() int64 {
 	return askSession(m.sessions, m.ended, func() bool { return m.pool.send(poolCmd{Cmd: "session", Member: m.name}) })
 }
 
-// poolArgv is the command line of a pool process.
-func poolArgv(bin, logLevel, era, topic string) []string {
-	return []string{bin, "--log-level", logLevel, "member-pool", "--era", era, "--topic", topic}
+// poolArgv is the command line of a pool process running client's members (ClientEra, ClientKgo).
+func poolArgv(bin, logLevel, era, topic, client string) []string {
+	argv := []string{bin, "--log-level", logLevel, "member-pool", "--era", era, "--topic", topic}
+	if client != ClientEra {
+		argv = append(argv, "--client", client)
+	}
+	return argv
 }
 
 // newPooled makes the handle of a member in its pool (started with the first member placed in it):
@@ -532,7 +548,7 @@ func (r *eraRunner) newPooled(name string, props map[string]string, sink timelin
 			h := hosts[idx%len(hosts)]
 			p, err = startRemotePool(r.ctx, h.Addr, h.Name, r.e.Era, r.e.Topic, log, onExit)
 		} else {
-			p, err = startPool(poolArgv(r.o.MemberBinary, r.o.LabLog.Logger.GetLevel().String(), r.e.Era, r.e.Topic), log, onExit)
+			p, err = startPool(poolArgv(r.o.MemberBinary, r.o.LabLog.Logger.GetLevel().String(), r.e.Era, r.e.Topic, ClientEra), log, onExit)
 		}
 		if err != nil {
 			return nil, err

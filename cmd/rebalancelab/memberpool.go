@@ -17,13 +17,15 @@ import (
 // stdin and stdout, scenarios/pool.go) or, with --listen, a member host that runners on other machines
 // reach over TCP (scenario run --member-hosts, scenarios/agent.go).
 func init() {
-	var era, topic, listen string
+	var era, topic, listen, client string
 	pool := &cobra.Command{
 		Use:   "member-pool (--era E --topic T | --listen HOST:PORT)",
 		Short: "Many scenario members in one process: a runner's pool, or a member host serving runners on other machines (--listen)",
 		Long: `Runs zkconsumer (--era zk) or newconsumer (classic, cooperative, static) members as the runner's JSON
 commands start, stop and kill them ({"cmd":"start","member":"m5","props":{...}}), writing their timeline
-records and control lines as JSON lines.
+records and control lines as JSON lines. With --client kgo the members are franz-go kgo group consumers
+(bench storm's peer), configured by Kafka consumer configs in props, writing no timeline; a kill of one
+is its Close, as franz-go has no close that leaves the group unsaid.
 
 With --era and --topic (started by the runner, --members-per-process): commands on stdin, records on
 stdout, logs to stderr as logrus JSON; SIGTERM or the end of stdin stops every member still running
@@ -38,8 +40,8 @@ those must be reachable from this machine.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if listen != "" {
-				if era != "" || topic != "" {
-					return fmt.Errorf("--listen: each runner names its era and topic; --era and --topic are for a runner's own pool")
+				if era != "" || topic != "" || client != "" {
+					return fmt.Errorf("--listen: each runner names its era and topic; --era, --topic and --client are for a runner's own pool")
 				}
 				ln, err := net.Listen("tcp", listen)
 				if err != nil {
@@ -57,13 +59,14 @@ those must be reachable from this machine.`,
 				return fmt.Errorf("member-pool: give --era and --topic (a runner's pool) or --listen HOST:PORT (a member host)")
 			}
 			logrus.SetFormatter(&logrus.JSONFormatter{})
-			return scenarios.RunMemberPool(cmd.Context(), scenarios.PoolOptions{Era: era, Topic: topic,
+			return scenarios.RunMemberPool(cmd.Context(), scenarios.PoolOptions{Era: era, Topic: topic, Client: client,
 				Out: os.Stdout, In: os.Stdin, Log: logrus.WithField("era", era)})
 		},
 	}
 	f := pool.Flags()
 	f.StringVar(&era, "era", "", "the members' era: zk, classic, cooperative or static")
 	f.StringVar(&topic, "topic", "", "the topic they subscribe to")
+	f.StringVar(&client, "client", "", "kgo: run franz-go kgo group consumers instead of the era's (bench storm's peer; props are Kafka consumer configs: bootstrap.servers, group.id, client.id, partition.assignment.strategy, session.timeout.ms, ...); they write no timeline")
 	f.StringVar(&listen, "listen", "", "serve runners on other machines at HOST:PORT (a member host; port 0: any free port)")
 	rootCmd.AddCommand(pool)
 }
