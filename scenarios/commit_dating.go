@@ -13,7 +13,7 @@ import (
 // redateCommits returns recs (sorted by ts_ms) with every commit record that carries sent_ms moved,
 // stably, to the moment its request was applied (commitAppliedMs): the replay judges a commit there,
 // against the owner of record of that moment, not at its answer.
-func redateCommits(recs []timeline.Record, era string) []timeline.Record {
+func redateCommits(recs []timeline.Record, era string, owned bool) []timeline.Record {
 	stalls := stallWindows(recs)
 	applied := func(i int) int64 {
 		if recs[i].Kind != timeline.Commit || recs[i].SentMs == 0 {
@@ -29,6 +29,10 @@ func redateCommits(recs []timeline.Record, era string) []timeline.Record {
 		}
 	}
 	if !moved {
+		return recs
+	}
+	if owned { // the caller's own copy: redated in place
+		timeline.SortInPlace(recs, applied)
 		return recs
 	}
 	// a copy: the caller's records stay as they were

@@ -9,10 +9,10 @@ import (
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
-// prepare filters records to era and sorts them by ts_ms (stable). The caller's records are never
-// changed; they are copied only when some must go or the order is not by ts_ms (a timeline of millions of
-// records is not copied for nothing).
-func prepare(records []timeline.Record, era string) (recs []timeline.Record, warn []string) {
+// prepare filters records to era and sorts them by ts_ms (stable). The caller's records are changed
+// only when it owns them (FigureOptions.ownsRecords); else they are copied only when some must go or the
+// order is not by ts_ms (a timeline of millions of records is not copied for nothing).
+func prepare(records []timeline.Record, era string, owned bool) (recs []timeline.Record, warn []string) {
 	skipped := 0
 	for _, rec := range records {
 		if rec.Era != era && rec.Era != "" {
@@ -22,6 +22,7 @@ func prepare(records []timeline.Record, era string) (recs []timeline.Record, war
 	recs = records
 	if skipped > 0 {
 		warn = append(warn, fmt.Sprintf("%d records of other eras skipped", skipped))
+		owned = true
 		recs = make([]timeline.Record, 0, len(records)-skipped)
 		for _, rec := range records {
 			if rec.Era == era || rec.Era == "" {
@@ -31,13 +32,18 @@ func prepare(records []timeline.Record, era string) (recs []timeline.Record, war
 	}
 	if !sort.SliceIsSorted(recs, func(i, j int) bool { return recs[i].TsMs < recs[j].TsMs }) {
 		in := recs
-		recs = timeline.SortedCopy(len(in), func(i int) *timeline.Record { return &in[i] }, func(i int) int64 { return in[i].TsMs }, 0)
+		if owned {
+			timeline.SortInPlace(in, func(i int) int64 { return in[i].TsMs })
+		} else {
+			recs = timeline.SortedCopy(len(in), func(i int) *timeline.Record { return &in[i] }, func(i int) int64 { return in[i].TsMs }, 0)
+			owned = true
+		}
 		warn = append(warn, "records were not sorted by ts_ms; sorted (stable)")
 	}
 	if !knownEras[era] {
 		warn = append(warn, fmt.Sprintf("unknown era %q: no figure marked not applicable", era))
 	}
-	return redateCommits(recs, era), warn
+	return redateCommits(recs, era, owned), warn
 }
 
 // givenUp marks the rebalance_end records that end a given-up rebalance (see Compute).
@@ -84,7 +90,7 @@ func givenUp(recs []timeline.Record) map[int]bool {
 }
 
 func compute(records []timeline.Record, era string, opts FigureOptions) (Result, *trace) {
-	recs, warn := prepare(records, era)
+	recs, warn := prepare(records, era, opts.ownsRecords)
 	r := &replay{
 		recs: recs, giveUp: givenUp(recs), members: map[string]*memberState{}, universe: map[tp]bool{},
 		claim: map[tp]int{}, latest: map[tp]string{}, pending: map[tp]int{}, produced: map[tpo]int{},

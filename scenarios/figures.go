@@ -166,6 +166,9 @@ type FigureOptions struct {
 	// NotMeasured are figures this run cannot measure beside the era's NotApplicable (e.g. with Kafka's
 	// VerifiableConsumer as members, kafkamembers.go): they join the result's not_applicable (n/a).
 	NotMeasured []string `json:"not_measured,omitempty"`
+	// ownsRecords: the records are the caller's own copy, to be dropped after (the settle's probe):
+	// Compute may reorder and redate them in place instead of copying them.
+	ownsRecords bool
 }
 
 // Eras the figures know about (docs/design.md "Eras").

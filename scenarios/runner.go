@@ -619,7 +619,7 @@ func (r *eraRunner) run(parent context.Context) error {
 		r.zombies.Wait()
 		r.closeLinks()
 		r.closePools(false)
-		e.Records = r.sortedRecords()
+		e.Records = r.col.TakeSorted()
 		e.Result = Compute(e.Records, e.Era, r.opts)
 		return parent.Err()
 	}
@@ -627,8 +627,9 @@ func (r *eraRunner) run(parent context.Context) error {
 	r.healHosts(ctx)
 	r.stepf("draining")
 	e.Drained = r.drain(ctx, time.Duration(r.t.settleTimeout())*time.Millisecond)
-	recs := r.sortedRecords()
-	e.EndOwners = Compute(recs, e.Era, r.opts).FinalOwners
+	owned := r.opts
+	owned.ownsRecords = true // this copy is only for the owners: Compute may redate it in place
+	e.EndOwners = Compute(r.sortedRecords(), e.Era, owned).FinalOwners
 	if e.Era == "zk" {
 		e.ZKCrosscheck = r.watchCheck(ctx)
 	}
@@ -638,7 +639,7 @@ func (r *eraRunner) run(parent context.Context) error {
 	r.zombies.Wait()
 	r.closeLinks()
 	r.closePools(true)
-	all := r.sortedRecords()
+	all := r.col.TakeSorted() // every member has stopped: the collector's copy is not kept beside this one
 	e.Records, e.ShutdownRecords = splitAtShutdown(all)
 	e.Result = Compute(e.Records, e.Era, r.opts)
 	if e.Era == "zk" {
@@ -1263,7 +1264,8 @@ var changeKinds = []timeline.Kind{timeline.MemberStart, timeline.MemberStop, tim
 
 // stableAt reports whether the group described by recs is stable at nowMs (a trigger appended at nowMs
 // opens a window that Compute finds never unstable), and the time of the last membership or rebalance
-// record. It appends its probe to recs: the caller's copy, best with room for one more.
+// record. It appends its probe to recs and lets Compute redate them in place: recs must be the caller's
+// own copy, best with room for one more.
 func stableAt(recs []timeline.Record, era string, opts FigureOptions, nowMs int64) (bool, int64) {
 	var last int64
 	for _, rec := range recs {
@@ -1275,6 +1277,7 @@ func stableAt(recs []timeline.Record, era string, opts FigureOptions, nowMs int6
 		nowMs = recs[n-1].TsMs
 	}
 	probe := append(recs, timeline.Record{TsMs: nowMs, Era: era, Kind: timeline.Trigger, Name: "probe"})
+	opts.ownsRecords = true // the probe is this call's: Compute may redate it in place
 	res := Compute(probe, era, opts)
 	if len(res.Events) == 0 {
 		return false, last

@@ -250,6 +250,21 @@ func (c *Collector) Sorted(spare int) []Record {
 	c.mu.Lock()
 	chunks, n := slices.Clone(c.chunks), c.n
 	c.mu.Unlock()
+	return sortChunks(chunks, n, spare)
+}
+
+// TakeSorted is Sorted(0) as a last read: the Collector gives its records up and starts empty (Mark
+// 0), so that they are not held twice (the runner's, at an era's end, once every member has stopped).
+func (c *Collector) TakeSorted() []Record {
+	c.mu.Lock()
+	chunks, n := c.chunks, c.n
+	c.chunks, c.n, c.latest = nil, 0, nil
+	c.mu.Unlock()
+	return sortChunks(chunks, n, 0)
+}
+
+// sortChunks is SortedCopy of the first n records of chunks.
+func sortChunks(chunks [][]Record, n, spare int) []Record {
 	at := func(i int) *Record { return &chunks[i/collectorChunk][i%collectorChunk] }
 	return SortedCopy(n, at, func(i int) int64 { return at(i).TsMs }, spare)
 }
@@ -258,15 +273,55 @@ func (c *Collector) Sorted(spare int) []Record {
 // (stable: by i within a millisecond), with room for spare more. It sorts 16-byte keys and then copies
 // each record once, rather than moving 368-byte records about: millions sort in a fraction of a second.
 func SortedCopy(n int, at func(i int) *Record, ts func(i int) int64, spare int) []Record {
-	type key struct {
-		ts int64
-		i  int
+	keys := sortedKeys(n, ts)
+	out := make([]Record, n, n+spare)
+	for k, key := range keys {
+		out[k] = *at(key.i)
+		out[k].TsMs = key.ts
 	}
-	keys := make([]key, n)
+	return out
+}
+
+// SortInPlace is SortedCopy of recs without the copy: recs itself is stamped and reordered (the keys
+// sorted, then the permutation applied along its cycles), for a caller whose records are its own.
+func SortInPlace(recs []Record, ts func(i int) int64) {
+	keys := sortedKeys(len(recs), ts)
+	for _, key := range keys {
+		recs[key.i].TsMs = key.ts
+	}
+	placed := make([]bool, len(recs))
+	for k := range keys {
+		if placed[k] {
+			continue
+		}
+		// the cycle through k: position j takes the record at keys[j].i, until that is k's own
+		held := recs[k]
+		for j := k; ; {
+			placed[j] = true
+			src := keys[j].i
+			if src == k {
+				recs[j] = held
+				break
+			}
+			recs[j] = recs[src]
+			j = src
+		}
+	}
+}
+
+// timeKey is one record's place in a merge by time: its ts_ms, then its index.
+type timeKey struct {
+	ts int64
+	i  int
+}
+
+// sortedKeys are the keys of n records by ts(i), stable by i.
+func sortedKeys(n int, ts func(i int) int64) []timeKey {
+	keys := make([]timeKey, n)
 	for i := range keys {
-		keys[i] = key{ts(i), i}
+		keys[i] = timeKey{ts(i), i}
 	}
-	byTime := func(a, b key) int {
+	byTime := func(a, b timeKey) int {
 		if a.ts != b.ts {
 			return cmp.Compare(a.ts, b.ts)
 		}
@@ -275,12 +330,7 @@ func SortedCopy(n int, at func(i int) *Record, ts func(i int) int64, spare int) 
 	if !slices.IsSortedFunc(keys, byTime) {
 		slices.SortFunc(keys, byTime)
 	}
-	out := make([]Record, n, n+spare)
-	for k, key := range keys {
-		out[k] = *at(key.i)
-		out[k].TsMs = key.ts
-	}
-	return out
+	return keys
 }
 
 // appendFrom appends the records from position mark on to dst; c.mu held.

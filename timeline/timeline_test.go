@@ -75,6 +75,56 @@ func TestCollectorSorted(t *testing.T) {
 	checkRun(t, "Records after the caller's change", c.Records(), 0, n)
 }
 
+// TakeSorted gives the records up: the same merge as Sorted, then an empty Collector that goes on
+// collecting from Mark 0.
+func TestCollectorTakeSorted(t *testing.T) {
+	var c Collector
+	const n = collectorChunk + 5
+	for i := 0; i < n; i++ {
+		c.Emit(Record{TsMs: int64(n - i), Kind: Deliver, Offset: I64(int64(n - i))})
+	}
+	want := c.Sorted(0)
+	got := c.TakeSorted()
+	if len(got) != n || got[0].TsMs != 1 || got[n-1].TsMs != n {
+		t.Fatalf("TakeSorted: %d records from ts %d to %d, want %d from 1 to %d", len(got), got[0].TsMs, got[len(got)-1].TsMs, n, n)
+	}
+	for i := range want {
+		if *got[i].Offset != *want[i].Offset {
+			t.Fatalf("record %d: TakeSorted offset %d, Sorted %d", i, *got[i].Offset, *want[i].Offset)
+		}
+	}
+	if c.Mark() != 0 || len(c.Records()) != 0 || c.Latest(Deliver) != 0 {
+		t.Fatalf("after TakeSorted: Mark %d, %d records, latest deliver %d; want 0, 0, 0", c.Mark(), len(c.Records()), c.Latest(Deliver))
+	}
+	c.Emit(Record{TsMs: 7, Kind: Trigger})
+	if recs := c.Since(0); len(recs) != 1 || recs[0].TsMs != 7 {
+		t.Fatalf("after TakeSorted and one Emit: %+v, want the one record", recs)
+	}
+}
+
+// SortInPlace gives what SortedCopy gives, in the caller's slice: stamped with the new times and
+// stable within a millisecond, whatever the permutation's cycles.
+func TestSortInPlaceMatchesSortedCopy(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 7, 1000} {
+		recs := make([]Record, n)
+		for i := range recs {
+			recs[i] = Record{TsMs: int64((i * 7919) % 13), Offset: I64(int64(i))}
+		}
+		ts := func(i int) int64 { return recs[i].TsMs * 2 } // a new time, as a redated commit gets
+		want := SortedCopy(n, func(i int) *Record { return &recs[i] }, ts, 0)
+		SortInPlace(recs, ts)
+		for i := range want {
+			if recs[i].TsMs != want[i].TsMs || *recs[i].Offset != *want[i].Offset {
+				t.Fatalf("n=%d, record %d: in place (ts %d, offset %d), copy (ts %d, offset %d)",
+					n, i, recs[i].TsMs, *recs[i].Offset, want[i].TsMs, *want[i].Offset)
+			}
+			if i > 0 && (want[i-1].TsMs > want[i].TsMs || want[i-1].TsMs == want[i].TsMs && *want[i-1].Offset > *want[i].Offset) {
+				t.Fatalf("n=%d: SortedCopy out of order at %d", n, i)
+			}
+		}
+	}
+}
+
 // Emit from many goroutines while readers copy: under -race, and every record arrives once.
 func TestCollectorConcurrent(t *testing.T) {
 	var c Collector
