@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -243,7 +244,7 @@ type pooledPeer struct {
 	perProcess int
 	era, topic string
 	log        *logrus.Entry
-	pools      *scenarios.KgoPools
+	pools      atomic.Pointer[scenarios.KgoPools] // set by start; the sampler reads it meanwhile
 }
 
 func (p *pooledPeer) start(_ context.Context, props []map[string]string) error {
@@ -251,22 +252,27 @@ func (p *pooledPeer) start(_ context.Context, props []map[string]string) error {
 	if err != nil {
 		return fmt.Errorf("kgo peer: %w", err)
 	}
-	p.pools = kp
+	p.pools.Store(kp)
 	return nil
 }
 
 func (p *pooledPeer) processes() []scenarios.ChildProcess {
-	if p.pools == nil {
-		return nil
+	if kp := p.pools.Load(); kp != nil {
+		return kp.Processes()
 	}
-	return p.pools.Processes()
+	return nil
 }
 
-func (p *pooledPeer) ended() (int, string) { return p.pools.Ended() }
+func (p *pooledPeer) ended() (int, string) {
+	if kp := p.pools.Load(); kp != nil {
+		return kp.Ended()
+	}
+	return 0, ""
+}
 
 func (p *pooledPeer) close() {
-	if p.pools != nil {
-		p.pools.Close()
+	if kp := p.pools.Load(); kp != nil {
+		kp.Close()
 	}
 }
 
