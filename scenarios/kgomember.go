@@ -38,28 +38,22 @@ func KgoOptions(topic string, props map[string]string, dial func(ctx context.Con
 			return nil, fmt.Errorf("kgo member: %s is required", k)
 		}
 	}
-	ms := func(k string, def int) (time.Duration, error) {
-		v, ok := props[k]
-		if !ok {
-			return time.Duration(def) * time.Millisecond, nil
+	var session, heartbeat, rebalance, autoCommit, fetchWait time.Duration
+	for _, c := range []struct {
+		key string
+		def int // ms: Kafka's default
+		to  *time.Duration
+	}{{"session.timeout.ms", 45000, &session}, {"heartbeat.interval.ms", 3000, &heartbeat},
+		{"max.poll.interval.ms", 300000, &rebalance}, {"auto.commit.interval.ms", 5000, &autoCommit},
+		{"fetch.max.wait.ms", 500, &fetchWait}} {
+		n := c.def
+		if v, ok := props[c.key]; ok {
+			var err error
+			if n, err = strconv.Atoi(v); err != nil || n <= 0 {
+				return nil, fmt.Errorf("kgo member: %s=%q: want a positive number of ms", c.key, v)
+			}
 		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			return 0, fmt.Errorf("kgo member: %s=%q: want a positive number of ms", k, v)
-		}
-		return time.Duration(n) * time.Millisecond, nil
-	}
-	var durs [5]time.Duration
-	for i, c := range []struct {
-		k   string
-		def int
-	}{{"session.timeout.ms", 45000}, {"heartbeat.interval.ms", 3000}, {"max.poll.interval.ms", 300000},
-		{"auto.commit.interval.ms", 5000}, {"fetch.max.wait.ms", 500}} {
-		d, err := ms(c.k, c.def)
-		if err != nil {
-			return nil, err
-		}
-		durs[i] = d
+		*c.to = time.Duration(n) * time.Millisecond
 	}
 	bal := kgo.RangeBalancer()
 	switch s := props["partition.assignment.strategy"]; s {
@@ -73,8 +67,8 @@ func KgoOptions(topic string, props map[string]string, dial func(ctx context.Con
 		kgo.SeedBrokers(strings.Split(props["bootstrap.servers"], ",")...),
 		kgo.ClientID(props["client.id"]),
 		kgo.ConsumerGroup(props["group.id"]), kgo.ConsumeTopics(topic), kgo.Balancers(bal),
-		kgo.SessionTimeout(durs[0]), kgo.HeartbeatInterval(durs[1]), kgo.RebalanceTimeout(durs[2]),
-		kgo.AutoCommitInterval(durs[3]), kgo.FetchMaxWait(durs[4]),
+		kgo.SessionTimeout(session), kgo.HeartbeatInterval(heartbeat), kgo.RebalanceTimeout(rebalance),
+		kgo.AutoCommitInterval(autoCommit), kgo.FetchMaxWait(fetchWait),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 	}
 	if dial != nil {
@@ -103,10 +97,7 @@ func newKgoMember(topic string, props map[string]string, links memberDialers) (*
 
 // run polls (the application) until the client is closed or ctx ends.
 func (m *kgoMember) run(ctx context.Context) error {
-	for ctx.Err() == nil {
-		if fs := m.cl.PollFetches(ctx); fs.IsClientClosed() {
-			return nil
-		}
+	for ctx.Err() == nil && !m.cl.PollFetches(ctx).IsClientClosed() {
 	}
 	return nil
 }
@@ -158,11 +149,9 @@ func StartKgoPools(bin string, perProcess int, era, topic string, props []map[st
 func (k *KgoPools) Processes() []ChildProcess {
 	var out []ChildProcess
 	for _, p := range k.pools {
-		p.mu.Lock()
-		if !p.gone && p.pid > 0 {
-			out = append(out, ChildProcess{Kind: "pool", PID: p.pid, Goroutines: p.goroutines.Load()})
+		if c, ok := p.childProcess(); ok {
+			out = append(out, c)
 		}
-		p.mu.Unlock()
 	}
 	return out
 }

@@ -609,16 +609,25 @@ type ChildProcess struct {
 	Goroutines int64
 }
 
+// childProcess is the pool as a running child process of this one (false: ended, or a remote pool,
+// whose resources are its machine's).
+func (p *memberPool) childProcess() (ChildProcess, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gone || p.pid <= 0 {
+		return ChildProcess{}, false
+	}
+	return ChildProcess{Kind: "pool", PID: p.pid, Goroutines: p.goroutines.Load()}, true
+}
+
 // childProcesses lists the era's member pools and the lab's broker processes now running.
 func (r *eraRunner) childProcesses() []ChildProcess {
 	var out []ChildProcess
 	r.mu.Lock()
 	for _, p := range r.pools {
-		p.mu.Lock()
-		if !p.gone && p.pid > 0 { // a remote pool's resources are its machine's
-			out = append(out, ChildProcess{Kind: "pool", PID: p.pid, Goroutines: p.goroutines.Load()})
+		if c, ok := p.childProcess(); ok {
+			out = append(out, c)
 		}
-		p.mu.Unlock()
 	}
 	r.mu.Unlock()
 	if r.lab != nil {

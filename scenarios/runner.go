@@ -757,7 +757,7 @@ func awaitTopicLeaders(ctx context.Context, adm *kadm.Client, topic string, part
 			td, ok := md.Topics[topic]
 			switch {
 			case !ok:
-				err = fmt.Errorf("not in the metadata")
+				err = errors.New("not in the metadata")
 			case td.Err != nil:
 				err = td.Err
 			case len(td.Partitions) != partitions:
