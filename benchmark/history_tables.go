@@ -124,7 +124,15 @@ func WriteConditions(w io.Writer, markdown bool, m Machine, peers, settings, con
 func throughputParams(e HistoryEntry) string {
 	p := e.Params
 	num := func(k string) string {
-		if v, ok := p[k]; ok {
+		switch v := p[k].(type) {
+		case nil:
+		case []any:
+			var vs []string
+			for _, x := range v {
+				vs = append(vs, fmt.Sprint(x))
+			}
+			return strings.Join(vs, ", ")
+		default:
 			return fmt.Sprint(v)
 		}
 		return "?"

@@ -32,7 +32,7 @@ type ThroughputOptions struct {
 type ThroughputResult struct {
 	Target             string  `json:"target"` // "rebalancelab", "kafka" or "kfake"
 	RecordBytes        int     `json:"record_bytes"`
-	Window             int     `json:"window"`          // 0-based, per target and size
+	Window             int     `json:"window"`           // 0-based, per target and size
 	ProducedRecords    int     `json:"produced_records"` // acknowledged in the produce window
 	ProduceSeconds     float64 `json:"produce_s"`        // first Produce to the last acknowledgement
 	FetchedRecords     int     `json:"fetched_records"`
@@ -76,7 +76,7 @@ func OpenThroughput(target, bootstrap string, o ThroughputOptions) (*ThroughputC
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
 		kgo.MaxBufferedRecords(100_000),
-		kgo.MaxBufferedBytes(64<<20),
+		kgo.MaxBufferedBytes(32<<20), // the Java producer's buffer.memory default
 	)
 	if err != nil {
 		return nil, err
@@ -337,13 +337,19 @@ func WriteThroughputTable(w io.Writer, sum []ThroughputSummary, markdown bool) e
 			ours[r.RecordBytes] = r
 		}
 	}
+	// A figure without a spread (one run, or a history line that kept only the median) shows the
+	// median alone.
+	mbps := func(sp Spread) string {
+		if sp.Min == sp.Max {
+			return fmt.Sprintf("%.1f", sp.Median)
+		}
+		return fmt.Sprintf("%.1f (%.0f-%.0f)", sp.Median, sp.Min, sp.Max)
+	}
 	var rows [][]string
 	for i, r := range sum {
 		rows = append(rows, []string{strconv.Itoa(r.RecordBytes), r.Target,
-			fmt.Sprintf("%.1f (%.0f-%.0f)", r.ProduceMBps.Median, r.ProduceMBps.Min, r.ProduceMBps.Max),
-			fmt.Sprintf("%.0f", r.ProduceRecordsPerS.Median),
-			fmt.Sprintf("%.1f (%.0f-%.0f)", r.FetchMBps.Median, r.FetchMBps.Min, r.FetchMBps.Max),
-			fmt.Sprintf("%.0f", r.FetchRecordsPerS.Median)})
+			mbps(r.ProduceMBps), fmt.Sprintf("%.0f", r.ProduceRecordsPerS.Median),
+			mbps(r.FetchMBps), fmt.Sprintf("%.0f", r.FetchRecordsPerS.Median)})
 		if i+1 < len(sum) && sum[i+1].RecordBytes == r.RecordBytes {
 			continue
 		}
