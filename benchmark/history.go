@@ -84,6 +84,8 @@ type HistoryEntry struct {
 	// Conditions are what else the machine ran: "loadavg_before", "loadavg_after" (LoadAverage),
 	// or go test's "loadavg" printed by the benchmark; absent in older lines.
 	Conditions map[string]string `json:"conditions,omitempty"`
+	// Result is a storm run's whole result (StormResult's JSON), which its tables are made from.
+	Result json.RawMessage `json:"result,omitempty"`
 }
 
 // ReadHistory reads every line of a history file (benchmark/history.jsonl). Errors: the file's, or

@@ -1,6 +1,7 @@
 package benchmark
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rebalancelab/rebalancelab/scenarios"
 )
 
 // README's performance tables are generated from benchmark/history.jsonl, never pasted: each sits in a
@@ -74,6 +77,17 @@ func HistoryTable(w io.Writer, e HistoryEntry) error {
 		fmt.Fprintln(w, "\nmedian (min-max of the runs) ±x%: the 95% confidence interval of the median (benchstat's); x-A-vs-B units are A/B per run (below 1: A is faster); a median alone: the line keeps no spread")
 		if len(dropped) > 0 {
 			fmt.Fprintf(w, "Left out (no Kafka warm-up recorded, so Kafka's JVM was timed cold): %s.\n", strings.Join(dropped, ", "))
+		}
+	case "storm":
+		if len(e.Result) == 0 {
+			return fmt.Errorf("benchmark history: the storm line at %s keeps no result", key)
+		}
+		var r StormResult
+		if err := json.Unmarshal(e.Result, &r); err != nil {
+			return fmt.Errorf("benchmark history: the storm line at %s: %w", key, err)
+		}
+		if err := r.WriteTable(w, true); err != nil {
+			return err
 		}
 	default:
 		return fmt.Errorf("benchmark history: no table for bench %q", e.Bench)
@@ -293,4 +307,23 @@ func RefillBenchTables(readme string, entries []HistoryEntry) (string, error) {
 		return block
 	})
 	return out, ferr
+}
+
+// StormHistoryEntry is a storm run's history line: its result whole (Result), each cell's time to
+// stable as the medians ("<era>/<N>/<case>/time_to_stable_ms"; one run, so the value itself), the kgo
+// client's version as the peer's, and conditions (the load average). Errors: the result's encoding.
+func StormHistoryEntry(r *StormResult, commit string, conditions map[string]string) (HistoryEntry, error) {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return HistoryEntry{}, err
+	}
+	med := map[string]float64{}
+	for _, c := range r.Cells {
+		if v := c.Figures[scenarios.FigTimeToStableMs]; v != nil {
+			med[fmt.Sprintf("%s/%d/%s/time_to_stable_ms", c.Era, c.N, c.Case)] = float64(*v)
+		}
+	}
+	return HistoryEntry{Bench: "storm", Time: time.Now().UTC(), Commit: commit, Machine: ThisMachine(),
+		Peers: map[string]string{"kgo (franz-go)": ModuleVersion("github.com/twmb/franz-go")}, Params: r.Params,
+		Medians: med, Conditions: conditions, Result: raw}, nil
 }

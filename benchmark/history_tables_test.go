@@ -160,6 +160,34 @@ func TestReadmeBenchTablesFromHistory(t *testing.T) {
 	}
 }
 
+// A storm line keeps the run's result whole, and its table is the one the run printed.
+func TestHistoryTableStorm(t *testing.T) {
+	v := int64(2757)
+	r := &StormResult{Params: map[string]any{"eras": []any{"classic"}}, Cells: []*StormCell{{Era: "classic", N: 1000, Case: "storm",
+		Partitions: 1000, Figures: map[string]*int64{"time_to_stable_ms": &v}}}}
+	e, err := StormHistoryEntry(r, "abc", map[string]string{"loadavg_before": "1.00 1.00 1.00"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Medians["classic/1000/storm/time_to_stable_ms"] != 2757 {
+		t.Fatalf("medians %v", e.Medians)
+	}
+	var want, got strings.Builder
+	if err := r.WriteTable(&want, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := HistoryTable(&got, e); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got.String(), want.String()) || !strings.Contains(got.String(), "- load average (1, 5, 15 min): loadavg_before 1.00 1.00 1.00\n") {
+		t.Fatalf("storm table from the history:\n%s\nwant the run's table:\n%s", got.String(), want.String())
+	}
+	e.Result = nil
+	if err := HistoryTable(&got, e); err == nil || !strings.Contains(err.Error(), "keeps no result") {
+		t.Fatalf("a storm line without its result: error %v", err)
+	}
+}
+
 // pastedRE matches a block of bench output kept as printed, for a bench that writes no history line.
 var pastedRE = regexp.MustCompile(`(?s)<!-- BEGIN PASTED BENCH OUTPUT: [^\n]+ -->\n.*?<!-- END PASTED BENCH OUTPUT -->`)
 
