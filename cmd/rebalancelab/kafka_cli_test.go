@@ -175,9 +175,9 @@ func TestBenchThroughputThreePeers(t *testing.T) {
 		t.Fatalf("%d history lines, want 1:\n%s", len(lines), data)
 	}
 	var e struct {
-		Bench   string             `json:"bench"`
-		Commit  string             `json:"commit"`
-		Machine struct{ CPUs int } `json:"machine"`
+		Bench      string                        `json:"bench"`
+		Commit     string                        `json:"commit"`
+		Machine    struct{ CPUs int }            `json:"machine"`
 		Peers      map[string]string             `json:"peers"`
 		Medians    map[string]float64            `json:"medians"`
 		Spreads    map[string]map[string]float64 `json:"spreads"`
