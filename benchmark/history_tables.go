@@ -89,6 +89,13 @@ func HistoryTable(w io.Writer, e HistoryEntry) error {
 		if err := r.WriteTable(w, true); err != nil {
 			return err
 		}
+		var ps []string
+		for _, k := range slices.Sorted(maps.Keys(e.Params)) {
+			if k != "cases" && k != "resources" {
+				ps = append(ps, fmt.Sprintf("%s %v", k, e.Params[k]))
+			}
+		}
+		fmt.Fprintf(w, "\nParams: %s.\n", strings.Join(ps, "; "))
 	default:
 		return fmt.Errorf("benchmark history: no table for bench %q", e.Bench)
 	}
@@ -323,7 +330,13 @@ func StormHistoryEntry(r *StormResult, commit string, conditions map[string]stri
 			med[fmt.Sprintf("%s/%d/%s/time_to_stable_ms", c.Era, c.N, c.Case)] = float64(*v)
 		}
 	}
+	settings := map[string]string{
+		"broker": fmt.Sprintf("%v, %v broker(s), Kafka's own defaults: %v, --broker-config %v; members' and broker's timings in the params",
+			r.Params["broker"], r.Params["brokers"], r.Params["kafka_defaults"], r.Params["broker_config"]),
+		"kgo": "group consumers from the same consumer configs as newconsumer's members (scenarios.KgoOptions: the era's balancer, " +
+			"session.timeout.ms, heartbeat.interval.ms, max.poll.interval.ms), one group beside ours on the same broker, dialling it directly",
+	}
 	return HistoryEntry{Bench: "storm", Time: time.Now().UTC(), Commit: commit, Machine: ThisMachine(),
 		Peers: map[string]string{"kgo (franz-go)": ModuleVersion("github.com/twmb/franz-go")}, Params: r.Params,
-		Medians: med, Conditions: conditions, Result: raw}, nil
+		Medians: med, Settings: settings, Conditions: conditions, Result: raw}, nil
 }
