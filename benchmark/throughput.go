@@ -58,6 +58,7 @@ type ThroughputClients struct {
 
 	next    []int64 // per partition: the offset the consumer must return next
 	fetched int     // records fetched over every Fetch call
+	rereads int     // seeks back to offset 0 over every Fetch call
 }
 
 // OpenThroughput starts the producer (acks=all, idempotent as franz-go is by default, uncompressed,
@@ -152,7 +153,9 @@ func (c *ThroughputClients) Produce(ctx context.Context, d time.Duration) (recor
 // them all back to offset 0 (the records are read again: the window never waits on an empty log).
 // Every record must be the next offset of its partition (from 0 after a seek) with a value of
 // RecordBytes bytes. It returns the records fetched and the window's length (somewhat longer than d:
-// it ends after the poll that crossed d). Errors: a fetch error, a record out of order or of the
+// it ends after the poll that crossed d). The consumer may hold one fetch response per broker from
+// before the window (franz-go buffers one; at most 1 MiB per partition), counted in the window: a few
+// MB against the hundreds a window of seconds reads. Errors: a fetch error, a record out of order or of the
 // wrong size, nothing produced yet, or ctx's.
 func (c *ThroughputClients) Fetch(ctx context.Context, d time.Duration) (records int, elapsed time.Duration, err error) {
 	c.mu.Lock()
@@ -205,6 +208,7 @@ func (c *ThroughputClients) Fetch(ctx context.Context, d time.Duration) (records
 				c.next[p] = 0
 			}
 			c.cons.SetOffsets(map[string]map[int32]kgo.EpochOffset{c.o.Topic: seek})
+			c.rereads++
 		}
 	}
 	elapsed = time.Since(start)

@@ -175,11 +175,17 @@ peak_rss_bytes and cpu_ms then cover the members and proxies only).`,
 					return werr
 				}
 			}
+			// The conditions every ratio is read with: the machine, its load, the versions, the settings.
+			e, herr := benchmark.StormHistoryEntry(res, version, map[string]string{"loadavg_before": loadBefore, "loadavg_after": benchmark.LoadAverage()})
+			if herr == nil {
+				fmt.Fprintln(cmd.OutOrStdout())
+				herr = benchmark.WriteConditions(cmd.OutOrStdout(), markdown, e.Machine, e.Peers, e.Settings, e.Conditions)
+			}
+			if herr != nil {
+				return herr
+			}
 			if history != "" {
-				e, herr := benchmark.StormHistoryEntry(res, version, map[string]string{"loadavg_before": loadBefore, "loadavg_after": benchmark.LoadAverage()})
-				if herr == nil {
-					herr = benchmark.AppendHistory(history, e)
-				}
+				herr := benchmark.AppendHistory(history, e)
 				if herr != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "history not appended: %v (--history FILE, or --history '' for none)\n", herr)
 				} else {
