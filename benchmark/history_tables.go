@@ -330,9 +330,13 @@ func StormHistoryEntry(r *StormResult, commit string, conditions map[string]stri
 			med[fmt.Sprintf("%s/%d/%s/time_to_stable_ms", c.Era, c.N, c.Case)] = float64(*v)
 		}
 	}
+	bc := fmt.Sprint(r.Params["broker_config"])
+	if bc == "map[]" || bc == "<nil>" {
+		bc = "none"
+	}
 	settings := map[string]string{
-		"broker": fmt.Sprintf("%v, %v broker(s), Kafka's own defaults: %v, --broker-config %v; members' and broker's timings in the params",
-			r.Params["broker"], r.Params["brokers"], r.Params["kafka_defaults"], r.Params["broker_config"]),
+		"broker": fmt.Sprintf("%v, %v broker(s), Kafka's own defaults: %v, --broker-config %s; members' and broker's timings in the params",
+			r.Params["broker"], r.Params["brokers"], r.Params["kafka_defaults"], bc),
 		"kgo": "group consumers from the same consumer configs as newconsumer's members (scenarios.KgoOptions: the era's balancer, " +
 			"session.timeout.ms, heartbeat.interval.ms, max.poll.interval.ms), one group beside ours on the same broker, dialling it directly",
 	}
