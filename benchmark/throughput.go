@@ -120,6 +120,9 @@ func (c *ThroughputClients) Produce(ctx context.Context, d time.Duration) (recor
 	deadline := start.Add(d)
 	for i := 0; time.Now().Before(deadline); i++ {
 		c.prod.Produce(ctx, &kgo.Record{Topic: c.o.Topic, Value: c.values[i%len(c.values)]}, func(r *kgo.Record, err error) {
+			if err == nil && int(r.Partition) >= len(c.ends) {
+				err = fmt.Errorf("partition %d: the topic has more partitions than the %d given", r.Partition, len(c.ends))
+			}
 			if err != nil {
 				failed.CompareAndSwap(nil, err)
 				return
@@ -189,6 +192,8 @@ func (c *ThroughputClients) Fetch(ctx context.Context, d time.Duration) (records
 		fs.EachRecord(func(r *kgo.Record) {
 			switch {
 			case ferr != nil:
+			case int(r.Partition) >= len(c.next):
+				ferr = fmt.Errorf("%s: fetch %s[%d]: the topic has more partitions than the %d given", c.target, r.Topic, r.Partition, len(c.next))
 			case r.Offset != c.next[r.Partition]:
 				ferr = fmt.Errorf("%s: fetch %s[%d]: offset %d, want %d", c.target, r.Topic, r.Partition, r.Offset, c.next[r.Partition])
 			case len(r.Value) != c.o.RecordBytes:
