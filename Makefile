@@ -64,12 +64,14 @@ mixed-groups: deps
 demo: deps build
 	@scripts/demo.sh $(BIN)
 
-# README's hot-path tables, by one command: the `go test` benchmarks that run their peers in the same
-# loop (kgo's balancers, kfake, Kafka 3.9 started by the lab; 3 iterations per run), then the broker's
+# README's hot-path figures, by one command: the `go test` benchmarks that run their peers in the same
+# loop (kgo's balancers, kfake, Kafka 3.9 started by the lab, its JVM warmed before timing; 3 iterations
+# per run), then the broker's
 # own (zero-copy fetch, locating a fetch's batches and frame reading against the old ways, commits sharing an fsync against one
 # fsync each), BENCH_COUNT runs each, summarised by `rebalancelab bench report` (medians, min-max,
-# benchstat's 95% interval from 6 runs) into Markdown, the medians appended to benchmark/history.jsonl.
-# The raw output stays in bench-out.txt.
+# benchstat's 95% interval from 6 runs) into Markdown, the medians, spreads, peers' settings and load
+# appended to benchmark/history.jsonl. The raw output stays in bench-out.txt. README shows a history
+# line's tables in a "<!-- BEGIN BENCH TABLE <time> -->" block that `make bench-tables` fills.
 BENCH_COUNT ?= 6
 .PHONY: bench-report
 bench-report: deps build
@@ -78,6 +80,13 @@ bench-report: deps build
 	bash -o pipefail -c "$(GO) test -run '^\$$' -bench 'SliceUpTo' -count $(BENCH_COUNT) ./broker/storage/ | tee -a bench-out.txt"
 	bash -o pipefail -c "$(GO) test -run '^\$$' -bench 'DriverCommitFsync' -count $(BENCH_COUNT) ./broker/coordinator/ | tee -a bench-out.txt"
 	$(BIN) bench report --markdown bench-out.txt
+
+# README's performance tables, regenerated from benchmark/history.jsonl: every
+# "<!-- BEGIN BENCH TABLE <time> -->" block gets `rebalancelab bench table --at <time>`
+# (TestReadmeBenchTablesFromHistory fails while one differs).
+.PHONY: bench-tables
+bench-tables: build
+	$(BIN) bench table --readme README.md
 
 clean:
 	rm -rf bin

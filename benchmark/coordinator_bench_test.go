@@ -3,9 +3,11 @@ package benchmark
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -40,6 +42,21 @@ const (
 // coordSizes are the group sizes measured (members).
 var coordSizes = []int{10, 100, 1000}
 
+// coordWarmup bounds the warm-up of each wire target before BenchmarkCoordinatorRebalance times it
+// (per target and group size). 0 skips the warm-up, and with it the ratio against Kafka.
+var coordWarmup = flag.Duration("coord.warmup", 2*time.Minute, "BenchmarkCoordinatorRebalance: most time spent warming each wire target (per size) before timing; 0: no warm-up and no ratio against Kafka")
+
+// Warm-up rule (warmUp): rebalances in windows of warmWindow, until at least the minimum count is
+// done and a window's median rebalance time is within warmSettle of the previous window's. For the
+// JVM the minimum is kafkaWarmRequests group requests (JoinGroup + SyncGroup per member per
+// rebalance): HotSpot compiles a method with C2 after about 10,000 invocations (Tier4 thresholds), so
+// every request path has been compiled well before the clock starts.
+const (
+	warmWindow        = 20
+	warmSettle        = 0.10
+	kafkaWarmRequests = 40_000
+)
+
 // BenchmarkCoordinatorRebalance measures the coordinator's handling of one full rebalance of an
 // established group of N members (N = 10, 100, 1000), three ways in the same b.N loop:
 //
@@ -49,8 +66,9 @@ var coordSizes = []int{10, 100, 1000}
 //     TCP, one wire.Conn per member; the leader's SyncGroup appends the group record to the broker's
 //     __consumer_offsets log (page cache, no fsync).
 //   - kafka-wire: Kafka 3.9's broker in ZooKeeper mode (lab.Start with Broker "kafka", from
-//     `make deps`; the lab's group.initial.rebalance.delay.ms=0), over TCP, the same raw requests; its
-//     group record goes to its __consumer_offsets log. The JVM is warmed up by forming the group.
+//     `make deps`; the lab's group.initial.rebalance.delay.ms=0 and its reduced heap and threads,
+//     lab.KafkaSettingsSummary), over TCP, the same raw requests; its group record goes to its
+//     __consumer_offsets log.
 //   - kfake-wire: franz-go's kfake cluster (one broker, in memory) over TCP, the same raw requests.
 //
 // One operation is one rebalance: every member sends JoinGroup v9 with its member id and a
@@ -68,9 +86,18 @@ var coordSizes = []int{10, 100, 1000}
 // benchmark fails otherwise.
 //
 // The group is formed once per target and size, outside the timer, by members that join, sync and
-// heartbeat until all N are in one generation. Metrics: ms-core/op, ms-rebalancelab-wire/op,
+// heartbeat until all N are in one generation. Before the first timed rebalance, when b.N > 1, every
+// wire target is warmed up (warmUp, outside b's timer): rebalanced in windows of warmWindow until the
+// window's median time settles (within warmSettle of the previous window's), after at least
+// kafkaWarmRequests group requests for Kafka's JVM (its JIT compiles the request paths), bounded by
+// -coord.warmup (default 2 min) per target and size. The ratio against Kafka is reported only after a
+// settled warm-up: with -benchtime 1x (b.N = 1), -coord.warmup=0, or a warm-up that did not settle
+// within its bound, x-rebalancelab-wire-vs-kafka-wire is left out and the log says why. The peers'
+// settings are printed as configuration lines (kafka-settings, kfake-settings,
+// rebalancelab-settings) before the results. Metrics: ms-core/op, ms-rebalancelab-wire/op,
 // ms-kafka-wire/op, ms-kfake-wire/op, x-rebalancelab-wire-vs-kafka-wire and
-// x-rebalancelab-wire-vs-kfake-wire (ours/peer; below 1: ours faster).
+// x-rebalancelab-wire-vs-kfake-wire (ours/peer; below 1: ours faster), kafka-warmup-rebalances (the
+// warm-up's length, with the ratio against Kafka).
 func BenchmarkCoordinatorRebalance(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -91,6 +118,13 @@ func BenchmarkCoordinatorRebalance(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer fake.Close()
+	// The peers' settings, as configuration lines of the output (`bench report` prints them beside
+	// the ratios and keeps them in the history line).
+	printBenchConfig(map[string]string{
+		"kafka-settings":        lab.KafkaSettingsSummary(kl.Brokers()[0].Properties()),
+		"kfake-settings":        KfakeSettings(1, false),
+		"rebalancelab-settings": RebalancelabSettings(l.Brokers()[0].Properties(), true),
+	})
 	fakeAddr := fake.ListenAddrs()[0]
 	var groups []*wireGroup // closed when the parent ends: b.Run may call a sub-benchmark twice
 	defer func() {
@@ -128,6 +162,23 @@ func BenchmarkCoordinatorRebalance(b *testing.B) {
 			}
 			rctx, rcancel := context.WithTimeout(ctx, 5*time.Minute)
 			defer rcancel()
+			// Warm up once per group, and only when timing more than one rebalance: b.N is 1 in
+			// the probe run before a -benchtime Nx run and under -benchtime 1x (a check of the
+			// benchmark's mechanics, whose cost stays the groups' formation).
+			if b.N > 1 && *coordWarmup > 0 && !kafka.warmed.done {
+				for _, g := range []*wireGroup{ours, kafka, peer} {
+					minimum := 2 * warmWindow
+					if g == kafka {
+						minimum = max(minimum, (kafkaWarmRequests+2*n-1)/(2*n))
+					}
+					w, err := g.warmUp(rctx, minimum, *coordWarmup)
+					if err != nil {
+						b.Fatalf("%s warm-up: %v", g.target, err)
+					}
+					g.warmed = w
+					b.Logf("members=%d %s warm-up: %s", n, g.target, w)
+				}
+			}
 			s := newSideBySide(
 				side{"core", core.prepare, core.rebalance},
 				side{"rebalancelab-wire", ours.prepare, func() error { return ours.rebalance(rctx) }},
@@ -138,7 +189,14 @@ func BenchmarkCoordinatorRebalance(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				s.iteration(b, i)
 			}
-			s.report(b, [2]int{1, 2}, [2]int{1, 3})
+			if kafka.warmed.settled() {
+				s.report(b, [2]int{1, 2}, [2]int{1, 3})
+				b.ReportMetric(float64(kafka.warmed.rebalances), "kafka-warmup-rebalances")
+			} else {
+				// A cold or unsettled JVM's time is not Kafka's: no ratio against it.
+				s.report(b, [2]int{1, 3})
+				b.Logf("members=%d: no x-rebalancelab-wire-vs-kafka-wire: Kafka's JVM not warmed (%s)", n, kafka.warmed.why(b.N))
+			}
 		})
 	}
 }
@@ -503,6 +561,97 @@ type wireGroup struct {
 	generation  int32
 
 	joins []*kmsg.JoinGroupRequest // the next rebalance's requests, built outside the stopwatch
+
+	warmed warmup // what warmUp did; zero until it ran
+}
+
+// warmup is what wireGroup.warmUp did: rebalances done, time spent, the first and last window's
+// median rebalance time, and whether the last two windows' medians agreed within warmSettle after
+// the minimum count.
+type warmup struct {
+	done             bool
+	rebalances       int
+	elapsed          time.Duration
+	first, last      time.Duration
+	isSettled        bool
+	minimum          int
+	bound            time.Duration
+	windowsCompleted int
+}
+
+func (w warmup) settled() bool { return w.done && w.isSettled }
+
+func (w warmup) String() string {
+	state := "settled"
+	if !w.isSettled {
+		state = fmt.Sprintf("NOT settled within the %v bound", w.bound)
+	}
+	return fmt.Sprintf("%d rebalances (minimum %d) in %v, %d windows of %d: median %v in the first, %v in the last; %s",
+		w.rebalances, w.minimum, w.elapsed.Round(time.Millisecond), w.windowsCompleted, warmWindow,
+		w.first.Round(time.Microsecond), w.last.Round(time.Microsecond), state)
+}
+
+func (w warmup) why(n int) string {
+	switch {
+	case !w.done && n == 1:
+		return "b.N is 1 (-benchtime 1x or the probe run): no warm-up"
+	case !w.done:
+		return "-coord.warmup=0"
+	default:
+		return w.String()
+	}
+}
+
+// warmUp rebalances g (as rebalance does, untimed by b) in windows of warmWindow rebalances until
+// at least minimum are done and settledWindows says the per-rebalance time has settled, or until
+// bound has passed (then the result says not settled). Errors: a rebalance's.
+func (g *wireGroup) warmUp(ctx context.Context, minimum int, bound time.Duration) (warmup, error) {
+	w := warmup{done: true, minimum: minimum, bound: bound}
+	start := time.Now()
+	var medians []time.Duration
+	for time.Since(start) < bound {
+		window := make([]time.Duration, 0, warmWindow)
+		for range warmWindow {
+			if err := g.prepare(); err != nil {
+				return w, err
+			}
+			t := time.Now()
+			if err := g.rebalance(ctx); err != nil {
+				return w, err
+			}
+			window = append(window, time.Since(t))
+		}
+		w.rebalances += warmWindow
+		medians = append(medians, median(window))
+		if w.rebalances >= minimum && settledWindows(medians) {
+			w.isSettled = true
+			break
+		}
+	}
+	w.elapsed, w.windowsCompleted = time.Since(start), len(medians)
+	if len(medians) > 0 {
+		w.first, w.last = medians[0], medians[len(medians)-1]
+	}
+	return w, g.prepare()
+}
+
+// settledWindows reports whether the last two window medians differ by at most warmSettle of the
+// earlier one.
+func settledWindows(medians []time.Duration) bool {
+	if len(medians) < 2 {
+		return false
+	}
+	prev, last := float64(medians[len(medians)-2]), float64(medians[len(medians)-1])
+	return prev > 0 && (last-prev)/prev <= warmSettle && (prev-last)/prev <= warmSettle
+}
+
+// median of ds (the mean of the middle two for an even count); ds is reordered.
+func median(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	if len(ds)%2 == 1 {
+		return ds[len(ds)/2]
+	}
+	return (ds[len(ds)/2-1] + ds[len(ds)/2]) / 2
 }
 
 // prepare builds the next rebalance's JoinGroup requests (outside the stopwatch).

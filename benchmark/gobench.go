@@ -179,7 +179,11 @@ func WriteGoBenchTables(w io.Writer, sums []GoBenchSummary, markdown bool) error
 			if name == "" {
 				name = "-"
 			}
-			row := []string{name, fmt.Sprint(s.Runs)}
+			runs := fmt.Sprint(s.Runs)
+			if s.Runs == 0 { // a summary rebuilt from a history line that did not keep the count
+				runs = "not recorded"
+			}
+			row := []string{name, runs}
 			cells := map[string]string{}
 			for _, m := range s.Metrics {
 				cells[m.Unit] = m.Cell()
@@ -209,6 +213,22 @@ func GoBenchMedians(sums []GoBenchSummary) map[string]float64 {
 	for _, s := range sums {
 		for _, x := range s.Metrics {
 			m[s.Name+" "+x.Unit] = x.Median
+		}
+	}
+	return m
+}
+
+// GoBenchSpreads is the history line's spreads, keyed as GoBenchMedians: the runs' min-max and the
+// median's 95% interval (Lo and Hi zero where it is infinite, below 6 runs).
+func GoBenchSpreads(sums []GoBenchSummary) map[string]Spread {
+	m := map[string]Spread{}
+	for _, s := range sums {
+		for _, x := range s.Metrics {
+			sp := Spread{Median: x.Median, Min: x.Min, Max: x.Max}
+			if !math.IsInf(x.Lo, 0) && !math.IsInf(x.Hi, 0) {
+				sp.Lo, sp.Hi = x.Lo, x.Hi
+			}
+			m[s.Name+" "+x.Unit] = sp
 		}
 	}
 	return m

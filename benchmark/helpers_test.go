@@ -2,8 +2,11 @@ package benchmark
 
 import (
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,4 +168,16 @@ func topicsOf(n int, partitions int32) (names []string, partitionsPerTopic map[s
 	}
 	sort.Strings(names)
 	return names, partitionsPerTopic
+}
+
+// printBenchConfig prints kv as configuration lines of the `go test -bench` output ("key: value", keys
+// sorted), with the load average ("loadavg"), for `bench report` (ReadGoBench's GoBenchConfig) to print
+// beside the ratios and keep in the history line. Call it in a top-level benchmark before its first
+// b.Run: a result line is not open then.
+func printBenchConfig(kv map[string]string) {
+	kv = maps.Clone(kv)
+	kv["loadavg"] = LoadAverage()
+	for _, k := range slices.Sorted(maps.Keys(kv)) {
+		fmt.Printf("%s: %s\n", k, strings.ReplaceAll(kv[k], "\n", " "))
+	}
 }

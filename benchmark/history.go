@@ -75,6 +75,38 @@ type HistoryEntry struct {
 	Peers   map[string]string  `json:"peers"` // peer → version
 	Params  map[string]any     `json:"params"`
 	Medians map[string]float64 `json:"medians"`
+	// Spreads are the medians' min-max over the runs (and for `go test` output benchstat's 95%
+	// interval), under the same keys; absent in lines written before they were recorded.
+	Spreads map[string]Spread `json:"spreads,omitempty"`
+	// Settings are each target's settings (target → one line: Kafka's lab.KafkaSettingsSummary,
+	// KfakeSettings, RebalancelabSettings); absent in lines written before they were recorded.
+	Settings map[string]string `json:"settings,omitempty"`
+	// Conditions are what else the machine ran: "loadavg_before", "loadavg_after" (LoadAverage),
+	// or go test's "loadavg" printed by the benchmark; absent in older lines.
+	Conditions map[string]string `json:"conditions,omitempty"`
+	// Result is a storm run's whole result (StormResult's JSON), which its tables are made from.
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// ReadHistory reads every line of a history file (benchmark/history.jsonl). Errors: the file's, or
+// a line that is not a HistoryEntry (with its line number).
+func ReadHistory(path string) ([]HistoryEntry, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("benchmark history: %w", err)
+	}
+	var out []HistoryEntry
+	for i, line := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var e HistoryEntry
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			return nil, fmt.Errorf("benchmark history %s:%d: %w", path, i+1, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // AppendHistory appends e as one JSON line to path (created if missing).

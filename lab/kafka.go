@@ -265,3 +265,48 @@ func (l labZKLogger) Printf(format string, a ...any) { l.log.Debugf("zk: "+forma
 // old connector): $JAVA_HOME/bin/java, else java on PATH; the error wraps ErrNoKafka and names the
 // `make deps` step that installs one.
 func FindJava() (string, error) { return findJava() }
+
+// KafkaDefaultHeapOpts is the heap Kafka's start script gives a broker when KAFKA_HEAP_OPTS is unset
+// (bin/kafka-server-start.sh); KafkaHeapOpts is the lab's.
+var KafkaDefaultHeapOpts = []string{"-Xmx1G", "-Xms1G"}
+
+// KafkaDefaults are Kafka 3.9's defaults (KafkaConfig / the ConfigDefs it includes) of the keys the
+// lab may set on a broker (ShortTimings, KafkaSmallLabSettings, the fitted replication keys,
+// LabBrokerSettings), so that a summary can print each lab value beside the default it replaces.
+var KafkaDefaults = map[string]string{
+	"zookeeper.session.timeout.ms":             "18000",
+	"group.min.session.timeout.ms":             "6000",
+	"group.initial.rebalance.delay.ms":         "3000",
+	"num.network.threads":                      "3",
+	"num.io.threads":                           "8",
+	"num.recovery.threads.per.data.dir":        "1",
+	"background.threads":                       "10",
+	"log.cleaner.dedupe.buffer.size":           "134217728",
+	"offsets.topic.replication.factor":         "3",
+	"transaction.state.log.replication.factor": "3",
+	"transaction.state.log.min.isr":            "2",
+}
+
+// KafkaSettingsSummary is one line naming how a lab Kafka broker with server.properties props runs
+// beside Kafka's shipped defaults: its heap (KafkaHeapOpts; Kafka's KafkaDefaultHeapOpts in
+// brackets), then every key of props that KafkaDefaults knows and that differs from its default, as
+// key=value [default], sorted, then any other key of props that is not per-broker wiring (broker.id,
+// listeners, zookeeper.connect, log.dirs), as key=value. Benchmarks print it beside each ratio against
+// Kafka: a peer run with a reduced heap and fewer threads is not Kafka as shipped.
+func KafkaSettingsSummary(props map[string]string) string {
+	parts := []string{fmt.Sprintf("heap %s [%s], G1GC MaxGCPauseMillis=20", strings.Join(KafkaHeapOpts, " "), strings.Join(KafkaDefaultHeapOpts, " "))}
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		switch k {
+		case "broker.id", "listeners", "zookeeper.connect", "log.dirs":
+			continue
+		}
+		def, known := KafkaDefaults[k]
+		switch {
+		case !known:
+			parts = append(parts, k+"="+props[k])
+		case def != props[k]:
+			parts = append(parts, fmt.Sprintf("%s=%s [%s]", k, props[k], def))
+		}
+	}
+	return strings.Join(parts, ", ")
+}

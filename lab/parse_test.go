@@ -56,3 +56,27 @@ func TestParseSrvrMode(t *testing.T) {
 		}
 	}
 }
+
+// KafkaSettingsSummary names the lab's heap beside Kafka's, every key that differs from Kafka's
+// default with the default in brackets, keys it knows no default of as they are, and leaves out the
+// per-broker wiring and keys left at their default.
+func TestKafkaSettingsSummary(t *testing.T) {
+	props := map[string]string{
+		"broker.id": "1", "listeners": "PLAINTEXT://127.0.0.1:9092", "zookeeper.connect": "127.0.0.1:2181", "log.dirs": "/tmp/x",
+		"num.io.threads": "2", "num.network.threads": "2", "num.recovery.threads.per.data.dir": "1",
+		"message.max.bytes": "10485760",
+	}
+	got := KafkaSettingsSummary(props)
+	want := "heap -Xmx512m -Xms128m [-Xmx1G -Xms1G], G1GC MaxGCPauseMillis=20, message.max.bytes=10485760, num.io.threads=2 [8], num.network.threads=2 [3]"
+	if got != want {
+		t.Fatalf("KafkaSettingsSummary:\n got %s\nwant %s", got, want)
+	}
+	// Every key the lab sets on a Kafka broker has its default known, so none is printed without it.
+	for _, m := range []map[string]string{ShortTimings, KafkaSmallLabSettings, LabBrokerSettings(1)} {
+		for k := range m {
+			if _, ok := KafkaDefaults[k]; !ok {
+				t.Errorf("lab key %s has no Kafka default in KafkaDefaults", k)
+			}
+		}
+	}
+}

@@ -34,6 +34,20 @@ func createTopicRF(cmd *cobra.Command, bootstrap, topic string, partitions int32
 	return resp.Err
 }
 
+// deleteTopic deletes topic (a benchmark's, once measured, so that its segments leave the disk).
+func deleteTopic(cmd *cobra.Command, bootstrap, topic string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	resp, err := kadm.NewClient(cl).DeleteTopic(cmd.Context(), topic)
+	if err != nil {
+		return err
+	}
+	return resp.Err
+}
+
 // waitFullISR waits until every partition of topic has rf replicas, all in the ISR (a replicated bench
 // topic measures replication only once the followers are in), for up to 30 s.
 func waitFullISR(cmd *cobra.Command, bootstrap, topic string, rf int) error {

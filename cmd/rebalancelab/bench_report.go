@@ -25,7 +25,9 @@ func init() {
 			"the benchmarks' own units such as ms-kgo/op or x-rebalancelab-vs-kgo), each cell the median over the\n" +
 			"runs (-count) with the runs' min-max, and from 6 runs the half-width of its 95% confidence interval\n" +
 			"relative to it, as benchstat computes them (golang.org/x/perf). Above the tables: the machine, the\n" +
-			"peers' versions and the commit. Appends the medians to --history as one JSON line.",
+			"peers' versions and the commit; below them the targets' settings and the load average the benchmarks\n" +
+			"printed (configuration lines \"<target>-settings: ...\", \"loadavg: ...\"). Appends the medians, their\n" +
+			"spreads, the settings and the load to --history as one JSON line.",
 		Example: "  go test -run '^$' -bench 'Assignor|CoordinatorRebalance' -count 5 ./benchmark/ | rebalancelab bench report --markdown\n" +
 			"  make bench-report",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -58,6 +60,18 @@ func init() {
 			}
 			m := benchmark.ThisMachine()
 			out := cmd.OutOrStdout()
+			// The benchmarks print their targets' settings as configuration lines ("<target>-settings:
+			// ...") and the load average ("loadavg: ...") before their results.
+			settings := map[string]string{}
+			conditions := map[string]string{}
+			for k, v := range cfg {
+				if t, ok := strings.CutSuffix(k, "-settings"); ok {
+					settings[t] = v
+				}
+			}
+			if v := cfg["loadavg"]; v != "" {
+				conditions["loadavg"] = v
+			}
 			fmt.Fprintf(out, "commit %s; %d CPUs (%s), %s/%s, kernel %s, %s; cpu reported by go test: %s\n",
 				version, m.CPUs, m.CPUModel, m.GOOS, m.GOARCH, m.Kernel, m.Go, cfg["cpu"])
 			fmt.Fprintf(out, "peers: kgo %s, kfake %s, Kafka %s\n\n", peers["kgo (franz-go)"], peers["kfake"], orNone(peers["kafka"]))
@@ -65,9 +79,19 @@ func init() {
 				return err
 			}
 			fmt.Fprintln(out, "\nmedian (min-max of the runs) ±x%: the 95% confidence interval of the median (benchstat's; from 6 runs); x-A-vs-B units are A/B per run (below 1: A is faster)")
+			fmt.Fprintln(out)
+			if err := benchmark.WriteConditions(out, markdown, m, peers, settings, conditions); err != nil {
+				return err
+			}
 			if history != "" {
+				runs := map[string]int{}
+				for _, s := range sums {
+					runs[s.Name] = s.Runs
+				}
 				e := benchmark.HistoryEntry{Bench: "go-test", Time: time.Now().UTC(), Commit: version, Machine: m,
-					Peers: peers, Params: map[string]any{"pkg": cfg["pkg"], "benchmarks": len(sums)}, Medians: benchmark.GoBenchMedians(sums)}
+					Peers: peers, Params: map[string]any{"pkg": cfg["pkg"], "benchmarks": len(sums), "runs": runs},
+					Medians: benchmark.GoBenchMedians(sums), Spreads: benchmark.GoBenchSpreads(sums),
+					Settings: settings, Conditions: conditions}
 				if err := benchmark.AppendHistory(history, e); err != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "history not appended: %v (--history FILE, or --history '' for none)\n", err)
 				} else {
@@ -75,7 +99,8 @@ func init() {
 				}
 			}
 			if jsonFile != "" {
-				b, err := json.MarshalIndent(map[string]any{"peers": peers, "machine": m, "commit": version, "benchmarks": sums}, "", "  ")
+				b, err := json.MarshalIndent(map[string]any{"peers": peers, "settings": settings, "conditions": conditions,
+					"machine": m, "commit": version, "benchmarks": sums}, "", "  ")
 				if err != nil {
 					return err
 				}

@@ -12,12 +12,15 @@ import (
 )
 
 // TestBenchReport: `bench report` turns `go test -bench` output (two files: runs of one benchmark
-// split between them) into README's Markdown table with the machine and peers above it, appends one
-// history line with the medians, and exits non-zero, appending nothing, on output without benchmarks.
+// split between them) into README's Markdown table with the machine and peers above it and the
+// targets' settings and load the benchmark printed below it, appends one history line with the medians,
+// spreads, runs, settings and load, and exits non-zero, appending nothing, on output without
+// benchmarks. `bench table --at` prints that line's table again from the history.
 func TestBenchReport(t *testing.T) {
 	bin := testutil.Binary(t)
 	dir := t.TempDir()
-	head := "goos: linux\ngoarch: amd64\npkg: github.com/rebalancelab/rebalancelab/benchmark\ncpu: Test CPU\n"
+	head := "kafka-settings: heap -Xmx512m -Xms128m [-Xmx1G -Xms1G], num.io.threads=2 [8]\nkfake-settings: 1 broker(s), in memory\nloadavg: 4.00 3.00 2.00\n" +
+		"goos: linux\ngoarch: amd64\npkg: github.com/rebalancelab/rebalancelab/benchmark\ncpu: Test CPU\n"
 	runs := []string{"10.0", "12.0", "11.0", "13.0", "9.0", "14.0"}
 	var a, b strings.Builder
 	a.WriteString(head)
@@ -44,7 +47,9 @@ func TestBenchReport(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 	for _, want := range []string{"peers: kgo v", "| CoordinatorRebalance | runs | ms-rebalancelab-wire/op | x-rebalancelab-wire-vs-kfake-wire |",
-		"| members=10 | 6 | 11.5 (9.0-14.0) ±", "| 2 |"} {
+		"| members=10 | 6 | 11.5 (9.0-14.0) ±", "| 2 |",
+		"- settings of kafka: heap -Xmx512m -Xms128m [-Xmx1G -Xms1G], num.io.threads=2 [8]\n- settings of kfake: 1 broker(s), in memory\n",
+		"- load average (1, 5, 15 min): loadavg 4.00 3.00 2.00\n"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Fatalf("stdout lacks %q:\n%s", want, r.stdout)
 		}
@@ -54,12 +59,38 @@ func TestBenchReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	var e struct {
-		Bench   string             `json:"bench"`
-		Medians map[string]float64 `json:"medians"`
+		Bench    string                        `json:"bench"`
+		Time     time.Time                     `json:"time"`
+		Medians  map[string]float64            `json:"medians"`
+		Spreads  map[string]map[string]float64 `json:"spreads"`
+		Settings map[string]string             `json:"settings"`
+		Params   struct {
+			Runs map[string]int `json:"runs"`
+		} `json:"params"`
 	}
+	const key = "CoordinatorRebalance/members=10 ms-rebalancelab-wire/op"
 	if lines := strings.Split(strings.TrimSpace(string(data)), "\n"); len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &e) != nil ||
-		e.Bench != "go-test" || e.Medians["CoordinatorRebalance/members=10 ms-rebalancelab-wire/op"] != 11.5 {
+		e.Bench != "go-test" || e.Medians[key] != 11.5 || e.Spreads[key]["min"] != 9 || e.Spreads[key]["max"] != 14 ||
+		e.Params.Runs["CoordinatorRebalance/members=10"] != 6 || e.Settings["kfake"] != "1 broker(s), in memory" {
 		t.Fatalf("history %s", data)
+	}
+	at := e.Time.UTC().Format("2006-01-02T15:04:05Z")
+	r = runCLI(t, bin, "", time.Minute, "bench", "table", "--history", history, "--at", at)
+	if r.code != 0 || !strings.Contains(r.stdout, "`rebalancelab bench table --at "+at+"`") ||
+		!strings.Contains(r.stdout, "| members=10 | 6 | 11.5 (9.0-14.0) ±") || !strings.Contains(r.stdout, "- settings of kafka: heap -Xmx512m") {
+		t.Fatalf("bench table --at %s: exit %d\nstdout:\n%s\nstderr:\n%s", at, r.code, r.stdout, r.stderr)
+	}
+	readme := filepath.Join(dir, "README.md")
+	if err := os.WriteFile(readme, []byte("x\n<!-- BEGIN BENCH TABLE "+at+" -->\nold\n<!-- END BENCH TABLE -->\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, bin, "", time.Minute, "bench", "table", "--history", history, "--readme", readme)
+	if filled, _ := os.ReadFile(readme); r.code != 0 || strings.Contains(string(filled), "old") || !strings.Contains(string(filled), "| members=10 | 6 |") {
+		t.Fatalf("bench table --readme: exit %d, stderr %s, file:\n%s", r.code, r.stderr, filled)
+	}
+	r = runCLI(t, bin, "", time.Minute, "bench", "table", "--history", history, "--at", "2000-01-01T00:00:00Z")
+	if r.code == 0 || !strings.Contains(r.stderr, "no line at 2000-01-01T00:00:00Z") {
+		t.Fatalf("bench table --at an unknown time: exit %d, stderr %q", r.code, r.stderr)
 	}
 
 	empty := filepath.Join(dir, "empty.txt")

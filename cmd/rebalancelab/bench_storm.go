@@ -25,6 +25,7 @@ func init() {
 		consumers  string
 		partitions int
 		jsonFile   string
+		history    string
 		plotFile   string
 		deadline   time.Duration
 		seed       int64
@@ -154,6 +155,7 @@ peak_rss_bytes and cpu_ms then cover the members and proxies only).`,
 				o.RunnerProgress = cmd.ErrOrStderr()
 			}
 			start := time.Now()
+			loadBefore := benchmark.LoadAverage()
 			res, err := benchmark.RunStorm(cmd.Context(), o)
 			bar.stop()
 			if res == nil {
@@ -173,6 +175,23 @@ peak_rss_bytes and cpu_ms then cover the members and proxies only).`,
 					return werr
 				}
 			}
+			// The conditions every ratio is read with: the machine, its load, the versions, the settings.
+			e, herr := benchmark.StormHistoryEntry(res, version, map[string]string{"loadavg_before": loadBefore, "loadavg_after": benchmark.LoadAverage()})
+			if herr == nil {
+				fmt.Fprintln(cmd.OutOrStdout())
+				herr = benchmark.WriteConditions(cmd.OutOrStdout(), markdown, e.Machine, e.Peers, e.Settings, e.Conditions)
+			}
+			if herr != nil {
+				return herr
+			}
+			if history != "" {
+				herr := benchmark.AppendHistory(history, e)
+				if herr != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "history not appended: %v (--history FILE, or --history '' for none)\n", herr)
+				} else {
+					fmt.Fprintf(cmd.ErrOrStderr(), "bench storm: appended to %s; its tables: rebalancelab bench table --at %s\n", history, benchmark.HistoryKey(e))
+				}
+			}
 			if err != nil {
 				return fmt.Errorf("bench storm: %w", err)
 			}
@@ -189,6 +208,7 @@ peak_rss_bytes and cpu_ms then cover the members and proxies only).`,
 	f := storm.Flags()
 	f.StringSliceVar(&eras, "era", []string{"all"}, "eras: zk, classic, cooperative, static, or all (comma-separated or repeated)")
 	f.StringVar(&consumers, "consumers", "10,100,1000", "member counts N, comma-separated")
+	f.StringVar(&history, "history", "benchmark/history.jsonl", "append the run (every cell, as the JSON) as one line to this file, which `bench table --at` makes README's tables from ('' for none)")
 	f.IntVar(&partitions, "partitions", 0, "partitions P of each run's topic (0: N, one per member, at most 1000; at most 10000)")
 	f.StringVar(&jsonFile, "json", "", "write the bench JSON to FILE (and each cell as it ends to FILE.cells.jsonl, kept if the run is killed)")
 	f.StringVar(&plotFile, "plot", "", "write a log-log SVG plot to FILE.svg (one line per era per figure)")

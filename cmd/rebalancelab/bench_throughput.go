@@ -25,10 +25,10 @@ func init() {
 		jsonFile   string
 		history    string
 		sizes      string
-		megabytes  int
+		window     time.Duration
+		warmup     time.Duration
 		partitions int32
 		runs       int
-		warmup     int
 		brokers    string
 		markdown   bool
 		rf         int16
@@ -37,14 +37,20 @@ func init() {
 		Use:   "throughput",
 		Short: "Produce and fetch MB/s and records/s: this broker, Kafka 3.9 and franz-go's kfake, same client, same run",
 		Long: `Starts one lab per --broker implementation (real ZooKeeper + one broker: this project's, and real
-Kafka 3.9 from ` + "`make deps`" + `) and a kfake cluster with a data dir (all write segments through the page
-cache, no fsync: Kafka's default log.flush.interval.messages). With --replication-factor N each lab and
-kfake have N brokers and the topic N replicas (acks=all then waits for the followers of this broker and
-of Kafka; kfake accepts the factor but keeps one copy, so it is no replication peer). One franz-go client produces uncompressed
-random records with acks=all, then a direct consumer fetches them all back. Each target first gets
---warmup discarded runs per size (the JVM's JIT, the page cache), then --runs measured ones, the order
-of the targets rotating from run to run. The table gives medians with the min-max spread and the ratios
-of rebalancelab to each peer (above 1: rebalancelab is faster). Each invocation appends its medians to
+Kafka 3.9 from ` + "`make deps`" + ` with the lab's reduced heap and threads) and a kfake cluster with a data dir
+(all write segments through the page cache, no fsync: Kafka's default log.flush.interval.messages).
+With --replication-factor N each lab and kfake have N brokers and the topic N replicas (acks=all then
+waits for the followers of this broker and of Kafka; kfake accepts the factor but keeps one copy, so
+it is no replication peer). Per record size and target, one franz-go producer (uncompressed random
+records, acks=all) and one direct consumer are started first and warmed up for --warmup (producing,
+then fetching; discarded). Then --runs windows per target: each window produces for --duration and
+then fetches for --duration (from where the last fetch stopped, reading the topic again from offset 0
+when it reaches the end), the order of the targets rotating from window to window. Every fetched
+record is checked (its partition's next offset, its size) and at the end every partition's end offset
+is checked against the acknowledged records. The table gives each figure's median over the windows
+with its min-max, the ratios of rebalancelab's medians to each peer's (above 1: rebalancelab is
+faster), and under it the settings of every target (Kafka's heap and threads beside its defaults),
+the machine and its load average. Each invocation appends the medians, spreads and settings to
 --history (commit, machine, peer versions).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -59,8 +65,11 @@ of rebalancelab to each peer (above 1: rebalancelab is faster). Each invocation 
 			if runs < 1 {
 				return fmt.Errorf("--runs must be at least 1")
 			}
+			if window < 100*time.Millisecond {
+				return fmt.Errorf("--duration %v: a window must last at least 100ms (a few seconds to measure a rate)", window)
+			}
 			if warmup < 0 {
-				return fmt.Errorf("--warmup must be at least 0")
+				return fmt.Errorf("--warmup %v: must not be negative", warmup)
 			}
 			if rf < 1 || rf > 5 {
 				return fmt.Errorf("--replication-factor %d: must be 1 to 5 (the labs get that many brokers)", rf)
@@ -71,8 +80,10 @@ of rebalancelab to each peer (above 1: rebalancelab is faster). Each invocation 
 			}
 			defer os.RemoveAll(dir)
 
+			loadBefore := benchmark.LoadAverage()
 			var targets []throughputTarget
 			peers := map[string]string{}
+			settings := map[string]string{}
 			for _, impl := range strings.Split(brokers, ",") {
 				l, err := lab.Start(ctx, lab.Options{Brokers: int(rf), Dir: filepath.Join(dir, "lab-"+impl), Broker: impl})
 				if err != nil {
@@ -80,8 +91,12 @@ of rebalancelab to each peer (above 1: rebalancelab is faster). Each invocation 
 				}
 				defer l.Close()
 				targets = append(targets, throughputTarget{impl, l.Bootstrap()})
+				props := l.Brokers()[0].Properties()
 				if impl == lab.BrokerKafka {
 					peers["kafka"] = l.KafkaVersion()
+					settings["kafka"] = lab.KafkaSettingsSummary(props)
+				} else {
+					settings[impl] = benchmark.RebalancelabSettings(props, true)
 				}
 			}
 			fake, err := kfake.NewCluster(kfake.NumBrokers(int(rf)), kfake.DataDir(filepath.Join(dir, "kfake")))
@@ -92,50 +107,30 @@ of rebalancelab to each peer (above 1: rebalancelab is faster). Each invocation 
 			targets = append(targets, throughputTarget{"kfake", strings.Join(fake.ListenAddrs(), ",")})
 			peers["kfake"] = benchmark.ModuleVersion("github.com/twmb/franz-go/pkg/kfake")
 			peers["franz-go (client)"] = benchmark.ModuleVersion("github.com/twmb/franz-go")
+			settings["kfake"] = benchmark.KfakeSettings(int(rf), true)
 
 			var results []benchmark.ThroughputResult
 			for _, size := range recSizes {
-				records := megabytes * 1_000_000 / size
-				for run := -warmup; run < runs; run++ {
-					for k := range targets {
-						// Rotate which target goes first: a later one runs on a warmer page cache.
-						tg := targets[(k+max(run, 0))%len(targets)]
-						topic := fmt.Sprintf("bench-%d-%d", size, run+warmup)
-						if err := createTopicRF(cmd, tg.bootstrap, topic, partitions, rf); err != nil {
-							return fmt.Errorf("%s: %w", tg.name, err)
-						}
-						if rf > 1 && tg.name != "kfake" {
-							if err := waitFullISR(cmd, tg.bootstrap, topic, int(rf)); err != nil {
-								return fmt.Errorf("%s: %w", tg.name, err)
-							}
-						}
-						what := fmt.Sprintf("run %d/%d", run+1, runs)
-						if run < 0 {
-							what = fmt.Sprintf("warm-up %d/%d (discarded)", run+warmup+1, warmup)
-						}
-						logrus.WithField("target", tg.name).Infof("throughput %s: %d records of %d bytes", what, records, size)
-						r, err := benchmark.MeasureThroughput(ctx, tg.name, tg.bootstrap, benchmark.ThroughputOptions{
-							Topic: topic, Partitions: partitions, RecordBytes: size, Records: records,
-						})
-						if err != nil {
-							return err
-						}
-						if run >= 0 {
-							results = append(results, r)
-						}
-					}
+				rs, err := throughputSize(cmd, targets, size, partitions, rf, runs, window, warmup)
+				if err != nil {
+					return err
 				}
+				results = append(results, rs...)
 			}
 			summary := benchmark.SummarizeThroughput(results)
-			params := map[string]any{"sizes": recSizes, "megabytes_per_run": megabytes, "partitions": partitions,
-				"runs": runs, "warmup_runs": warmup, "brokers": brokers, "replication_factor": rf}
+			params := map[string]any{"sizes": recSizes, "window_s": window.Seconds(), "warmup_s": warmup.Seconds(),
+				"partitions": partitions, "runs": runs, "brokers": brokers, "replication_factor": rf}
+			conditions := map[string]string{"loadavg_before": loadBefore, "loadavg_after": benchmark.LoadAverage()}
 			if err := benchmark.WriteThroughputTable(os.Stdout, summary, markdown); err != nil {
 				return err
 			}
-			fmt.Printf("medians of %d runs each after %d discarded warm-up run(s); replication factor %d on %d broker(s) per target; ratios of medians (above 1: rebalancelab is faster)\n", runs, warmup, rf, rf)
+			fmt.Printf("medians of %d windows of %v (produce, then fetch) per target after %v of discarded warm-up; replication factor %d on %d broker(s) per target; ratios of medians (above 1: rebalancelab is faster)\n",
+				runs, window, warmup, rf, rf)
+			benchmark.WriteConditions(os.Stdout, markdown, benchmark.ThisMachine(), peers, settings, conditions)
 			if history != "" {
 				e := benchmark.HistoryEntry{Bench: "throughput", Time: time.Now().UTC(), Commit: version,
-					Machine: benchmark.ThisMachine(), Peers: peers, Params: params, Medians: throughputMedians(summary)}
+					Machine: benchmark.ThisMachine(), Peers: peers, Params: params, Medians: throughputMedians(summary),
+					Spreads: throughputSpreads(summary), Settings: settings, Conditions: conditions}
 				if err := benchmark.AppendHistory(history, e); err != nil {
 					fmt.Fprintf(os.Stderr, "history not appended: %v (--history FILE, or --history '' for none)\n", err)
 				} else {
@@ -143,7 +138,8 @@ of rebalancelab to each peer (above 1: rebalancelab is faster). Each invocation 
 				}
 			}
 			if jsonFile != "" {
-				b, _ := json.MarshalIndent(map[string]any{"params": params, "peers": peers, "summary": summary, "runs": results}, "", "  ")
+				b, _ := json.MarshalIndent(map[string]any{"params": params, "peers": peers, "settings": settings,
+					"machine": benchmark.ThisMachine(), "conditions": conditions, "summary": summary, "runs": results}, "", "  ")
 				return os.WriteFile(jsonFile, append(b, '\n'), 0o644)
 			}
 			return nil
@@ -152,9 +148,9 @@ of rebalancelab to each peer (above 1: rebalancelab is faster). Each invocation 
 	throughput.Flags().StringVar(&jsonFile, "json", "", "also write the results as JSON to this file")
 	throughput.Flags().StringVar(&history, "history", "benchmark/history.jsonl", "append the medians as one JSON line to this file ('' for none)")
 	throughput.Flags().StringVar(&sizes, "sizes", "1024,100", "record value sizes in bytes, comma-separated")
-	throughput.Flags().IntVar(&megabytes, "mb", 100, "MB (10^6 bytes) of record values per run, size and target")
-	throughput.Flags().IntVar(&runs, "runs", 5, "measured runs per size and target (medians are reported, with the min-max spread)")
-	throughput.Flags().IntVar(&warmup, "warmup", 1, "discarded warm-up runs per size and target before the measured ones")
+	throughput.Flags().DurationVar(&window, "duration", 3*time.Second, "length of each produce window and of each fetch window")
+	throughput.Flags().IntVar(&runs, "runs", 5, "measured windows per size and target (medians are reported, with the min-max spread)")
+	throughput.Flags().DurationVar(&warmup, "warmup", 3*time.Second, "per size and target, produce and then fetch for this long, discarded, before the first window (clients started, JIT and page cache warm)")
 	throughput.Flags().BoolVar(&markdown, "markdown", false, "print the table as Markdown (README's performance table)")
 	addBrokerListFlag(throughput, &brokers)
 	throughput.Flags().Lookup("broker").DefValue = lab.BrokerRebalancelab + "," + lab.BrokerKafka
@@ -162,6 +158,68 @@ of rebalancelab to each peer (above 1: rebalancelab is faster). Each invocation 
 	throughput.Flags().Int32Var(&partitions, "partitions", 6, "partitions of the benchmark topic")
 	throughput.Flags().Int16Var(&rf, "replication-factor", 1, "replicas of the benchmark topic, and brokers per target (1 to 5)")
 	benchCmd.AddCommand(throughput)
+}
+
+// throughputSize measures one record size on every target: the topic created (and its replicas in
+// sync), each target's clients opened and warmed for warmup, then runs windows of d per target in
+// rotating order, every target's records verified, the clients closed and the topic deleted (its
+// disk freed before the next size).
+func throughputSize(cmd *cobra.Command, targets []throughputTarget, size int, partitions int32, rf int16, runs int, d, warmup time.Duration) ([]benchmark.ThroughputResult, error) {
+	ctx := cmd.Context()
+	topic := fmt.Sprintf("bench-%d", size)
+	clients := make([]*benchmark.ThroughputClients, len(targets))
+	defer func() {
+		for _, c := range clients {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	for i, tg := range targets {
+		if err := createTopicRF(cmd, tg.bootstrap, topic, partitions, rf); err != nil {
+			return nil, fmt.Errorf("%s: %w", tg.name, err)
+		}
+		if rf > 1 && tg.name != "kfake" {
+			if err := waitFullISR(cmd, tg.bootstrap, topic, int(rf)); err != nil {
+				return nil, fmt.Errorf("%s: %w", tg.name, err)
+			}
+		}
+		c, err := benchmark.OpenThroughput(tg.name, tg.bootstrap, benchmark.ThroughputOptions{Topic: topic, Partitions: partitions, RecordBytes: size})
+		if err != nil {
+			return nil, err
+		}
+		clients[i] = c
+		if warmup > 0 {
+			logrus.WithField("target", tg.name).Infof("throughput warm-up: %d-byte records, produce then fetch for %v each (discarded)", size, warmup)
+			if _, err := c.Window(ctx, -1, warmup); err != nil {
+				return nil, fmt.Errorf("warm-up: %w", err)
+			}
+		}
+	}
+	var results []benchmark.ThroughputResult
+	for w := 0; w < runs; w++ {
+		for k := range targets {
+			// Rotate which target goes first: a later one runs on a warmer page cache.
+			i := (k + w) % len(targets)
+			logrus.WithField("target", targets[i].name).Infof("throughput window %d/%d: %d-byte records, produce then fetch for %v each", w+1, runs, size, d)
+			r, err := clients[i].Window(ctx, w, d)
+			if err != nil {
+				return nil, err
+			}
+			results = append(results, r)
+		}
+	}
+	for i, c := range clients {
+		if err := c.Verify(ctx); err != nil {
+			return nil, err
+		}
+		c.Close()
+		clients[i] = nil
+		if err := deleteTopic(cmd, targets[i].bootstrap, topic); err != nil {
+			return nil, fmt.Errorf("%s: %w", targets[i].name, err)
+		}
+	}
+	return results, nil
 }
 
 // throughputMedians flattens a summary into history figures: "<size>/<target>/<figure>" → median.
@@ -173,6 +231,19 @@ func throughputMedians(sum []benchmark.ThroughputSummary) map[string]float64 {
 		out[k+"produce_records_per_s"] = r.ProduceRecordsPerS.Median
 		out[k+"fetch_mb_per_s"] = r.FetchMBps.Median
 		out[k+"fetch_records_per_s"] = r.FetchRecordsPerS.Median
+	}
+	return out
+}
+
+// throughputSpreads flattens a summary's min-max into history spreads, keyed as throughputMedians.
+func throughputSpreads(sum []benchmark.ThroughputSummary) map[string]benchmark.Spread {
+	out := map[string]benchmark.Spread{}
+	for _, r := range sum {
+		k := fmt.Sprintf("%d/%s/", r.RecordBytes, r.Target)
+		out[k+"produce_mb_per_s"] = r.ProduceMBps
+		out[k+"produce_records_per_s"] = r.ProduceRecordsPerS
+		out[k+"fetch_mb_per_s"] = r.FetchMBps
+		out[k+"fetch_records_per_s"] = r.FetchRecordsPerS
 	}
 	return out
 }

@@ -133,13 +133,14 @@ func TestLabUpKafka(t *testing.T) {
 }
 
 // TestBenchThroughputThreePeers: `bench throughput` measures this broker, Kafka 3.9 and kfake in one
-// run: one row per target, the ratios of rebalancelab to each peer, and one history line naming the
-// bench, the commit, the machine, each peer's version, and a positive median for every (size,
-// target, figure).
+// run: one row per target, the ratios of rebalancelab to each peer, the targets' settings under the
+// table (Kafka's reduced heap and threads beside its defaults), and one history line naming the bench,
+// the commit, the machine, each peer's version, a positive median and a spread around it for every
+// (size, target, figure), each target's settings and the load average.
 func TestBenchThroughputThreePeers(t *testing.T) {
 	bin := testutil.Binary(t)
 	history := filepath.Join(t.TempDir(), "history.jsonl")
-	r := runCLI(t, bin, t.TempDir(), 4*time.Minute, "bench", "throughput", "--mb", "2", "--runs", "1", "--warmup", "1",
+	r := runCLI(t, bin, t.TempDir(), 4*time.Minute, "bench", "throughput", "--duration", "300ms", "--runs", "2", "--warmup", "300ms",
 		"--sizes", "1024", "--history", history, "--log-level", "warn")
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
@@ -153,6 +154,18 @@ func TestBenchThroughputThreePeers(t *testing.T) {
 	if want := []string{"rebalancelab", "kafka", "kfake", "rebalancelab/kafka", "rebalancelab/kfake"}; !slices.Equal(targets, want) {
 		t.Fatalf("table rows %v, want %v:\n%s", targets, want, r.stdout)
 	}
+	for _, want := range []string{
+		"settings of kafka: heap -Xmx512m -Xms128m [-Xmx1G -Xms1G]",
+		"num.io.threads=2 [8], num.network.threads=2 [3]",
+		"settings of kfake: 1 broker(s) in the bench's process, kfake.DataDir",
+		"settings of rebalancelab: in the bench's process",
+		"load average (1, 5, 15 min): loadavg_after ",
+		"medians of 2 windows of 300ms (produce, then fetch) per target after 300ms of discarded warm-up",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.stdout)
+		}
+	}
 	data, err := os.ReadFile(history)
 	if err != nil {
 		t.Fatal(err)
@@ -162,14 +175,26 @@ func TestBenchThroughputThreePeers(t *testing.T) {
 		t.Fatalf("%d history lines, want 1:\n%s", len(lines), data)
 	}
 	var e struct {
-		Bench   string             `json:"bench"`
-		Commit  string             `json:"commit"`
-		Machine struct{ CPUs int } `json:"machine"`
-		Peers   map[string]string  `json:"peers"`
-		Medians map[string]float64 `json:"medians"`
+		Bench      string                        `json:"bench"`
+		Commit     string                        `json:"commit"`
+		Machine    struct{ CPUs int }            `json:"machine"`
+		Peers      map[string]string             `json:"peers"`
+		Medians    map[string]float64            `json:"medians"`
+		Spreads    map[string]map[string]float64 `json:"spreads"`
+		Settings   map[string]string             `json:"settings"`
+		Conditions map[string]string             `json:"conditions"`
 	}
 	if err := json.Unmarshal([]byte(lines[0]), &e); err != nil {
 		t.Fatal(err)
+	}
+	if len(e.Settings) != 3 || !strings.Contains(e.Settings["kafka"], "num.io.threads=2 [8]") || e.Conditions["loadavg_before"] == "" {
+		t.Fatalf("history line's settings %v, conditions %v", e.Settings, e.Conditions)
+	}
+	for k, m := range e.Medians {
+		sp := e.Spreads[k]
+		if sp["median"] != m || sp["min"] > m || sp["max"] < m {
+			t.Fatalf("spread of %s: %v, median %v", k, sp, m)
+		}
 	}
 	if e.Bench != "throughput" || e.Commit == "" || e.Machine.CPUs < 1 || !strings.HasPrefix(e.Peers["kafka"], "3.9.") || e.Peers["kfake"] == "" {
 		t.Fatalf("history line %s", lines[0])
@@ -192,7 +217,7 @@ func TestBenchThroughputReplicated(t *testing.T) {
 	bin := testutil.Binary(t)
 	out := filepath.Join(t.TempDir(), "bench.json")
 	r := runCLI(t, bin, t.TempDir(), 4*time.Minute, "bench", "throughput", "--broker", "rebalancelab", "--replication-factor", "3",
-		"--mb", "2", "--runs", "1", "--warmup", "0", "--sizes", "1024", "--history", "", "--json", out, "--log-level", "warn")
+		"--duration", "300ms", "--runs", "1", "--warmup", "0s", "--sizes", "1024", "--history", "", "--json", out, "--log-level", "warn")
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -217,20 +242,33 @@ func TestBenchThroughputReplicated(t *testing.T) {
 			RF int `json:"replication_factor"`
 		} `json:"params"`
 		Runs []struct {
-			Target  string `json:"target"`
-			Records int    `json:"records"`
+			Target   string  `json:"target"`
+			Produced int     `json:"produced_records"`
+			Fetched  int     `json:"fetched_records"`
+			FetchS   float64 `json:"fetch_s"`
 		} `json:"runs"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc.Params.RF != 3 || len(doc.Runs) != 2 || doc.Runs[0].Records != 2_000_000/1024 {
+	if doc.Params.RF != 3 || len(doc.Runs) != 2 {
 		t.Fatalf("JSON params/runs: %s", data)
+	}
+	for _, run := range doc.Runs {
+		if run.Produced < 1 || run.Fetched < 1 || run.FetchS < 0.3 {
+			t.Fatalf("window %+v: want records produced and fetched over at least the 300ms window", run)
+		}
 	}
 	for _, bad := range []string{"0", "6"} {
 		r := runCLI(t, bin, t.TempDir(), time.Minute, "bench", "throughput", "--replication-factor", bad, "--history", "")
 		if r.code == 0 || !strings.Contains(r.stderr, "--replication-factor "+bad+": must be 1 to 5") {
 			t.Fatalf("--replication-factor %s: exit %d, stderr %s", bad, r.code, r.stderr)
+		}
+	}
+	for _, bad := range [][2]string{{"--duration=50ms", "--duration 50ms: a window must last at least 100ms"}, {"--warmup=-1s", "--warmup -1s: must not be negative"}} {
+		r := runCLI(t, bin, t.TempDir(), time.Minute, "bench", "throughput", bad[0], "--history", "")
+		if r.code == 0 || !strings.Contains(r.stderr, bad[1]) {
+			t.Fatalf("%s: exit %d, stderr %s", bad[0], r.code, r.stderr)
 		}
 	}
 }
