@@ -1,0 +1,175 @@
+package broker
+
+// The timestamp step of a leader append, as Kafka 3.9's LogValidator takes it
+// (org.apache.kafka.storage.internals.log.LogValidator: validateTimestamp, and the max-timestamp
+// setting of assignOffsetsNonCompressed / validateMessagesAndAssignOffsetsCompressed): a topic's
+// message.timestamp.type and its bounds (KIP-937's message.timestamp.before.max.ms and
+// message.timestamp.after.max.ms, falling back to the deprecated message.timestamp.difference.max.ms),
+// applied to a Produce's v2 batches (old message formats already converted to one) before the log
+// assigns offsets.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/broker/storage"
+	"github.com/rebalancelab/rebalancelab/recordbatch"
+)
+
+// timestampPolicy is a topic's effective message.timestamp.* (LogConfig.messageTimestampType,
+// messageTimestampBeforeMaxMs, messageTimestampAfterMaxMs).
+type timestampPolicy struct {
+	// logAppendTime: message.timestamp.type=LogAppendTime; the broker stamps every batch with its
+	// append time. false: CreateTime, the producer's timestamps are kept, within the bounds.
+	logAppendTime bool
+	// beforeMaxMs, afterMaxMs: with CreateTime, a record timestamp more than beforeMaxMs ms before the
+	// broker's clock, or more than afterMaxMs ms after it, is refused (math.MaxInt64: no bound).
+	beforeMaxMs, afterMaxMs int64
+}
+
+// newTimestampPolicy builds the policy from the parsed topic configs. As LogConfig's
+// getMessageTimestampBeforeMaxMs / getMessageTimestampAfterMaxMs, a bound left at its default
+// (Long.MAX_VALUE) takes the deprecated message.timestamp.difference.max.ms instead.
+func newTimestampPolicy(typ string, differenceMaxMs, beforeMaxMs, afterMaxMs int64) timestampPolicy {
+	if beforeMaxMs == math.MaxInt64 {
+		beforeMaxMs = differenceMaxMs
+	}
+	if afterMaxMs == math.MaxInt64 {
+		afterMaxMs = differenceMaxMs
+	}
+	return timestampPolicy{logAppendTime: typ == "LogAppendTime", beforeMaxMs: beforeMaxMs, afterMaxMs: afterMaxMs}
+}
+
+// bounded reports whether a CreateTime timestamp can be out of range at all.
+func (p timestampPolicy) bounded() bool {
+	return !p.logAppendTime && (p.beforeMaxMs != math.MaxInt64 || p.afterMaxMs != math.MaxInt64)
+}
+
+// recordValidationError is Kafka's RecordValidationException for one partition: its error code
+// (INVALID_TIMESTAMP), the exception's message (the Produce answer's error_message, v8+) and one
+// entry per refused record of the batch (record_errors, v8+: the record's index in its batch and why).
+type recordValidationError struct {
+	code    int16
+	message string
+	records []kmsg.ProduceResponseTopicPartitionErrorRecord
+}
+
+func (e *recordValidationError) Error() string { return e.message }
+
+// applyTimestamps is LogValidator's timestamp step for a leader append of records (v2 batches back
+// to back), at the broker's clock now (Unix ms):
+//
+//   - CreateTime: every record timestamp other than NO_TIMESTAMP (-1) must lie within
+//     [now - beforeMaxMs, now + afterMaxMs]; a record without one in a batch whose producer set the
+//     LogAppendTime attribute is refused too. A batch with the LogAppendTime attribute that passes is
+//     kept as CreateTime, its max timestamp the largest of its records' (setMaxTimestamp).
+//   - LogAppendTime: a batch whose producer set the LogAppendTime attribute is refused ("Producer
+//     should not set timestamp type to LogAppendTime"); every other batch is stamped in a copy of
+//     records: attribute bit 0x08 set, max timestamp = now, CRC recomputed (the base timestamp and the
+//     records' deltas are left as sent, as DefaultRecordBatch.setMaxTimestamp leaves them), and
+//     appendTime is now, the Produce answer's log_append_time_ms.
+//
+// A refusal is a *recordValidationError for the first batch with a bad record, naming each bad
+// record of that batch; nothing is to be appended. appendTime is -1 with CreateTime. Records that do
+// not decode are returned as they are, for the log's validation to refuse as corrupt. records itself
+// is never modified.
+func applyTimestamps(records []byte, p timestampPolicy, now int64) (out []byte, appendTime int64, rve *recordValidationError) {
+	out, appendTime = records, -1
+	if p.logAppendTime {
+		appendTime = now
+	}
+	for pos := 0; pos < len(records); {
+		rb, err := recordbatch.Read(records[pos:])
+		if err != nil {
+			return records, -1, nil
+		}
+		at := pos
+		pos += rb.Size()
+		if !rb.LogAppendTime() && !p.bounded() {
+			if p.logAppendTime {
+				out = stampMaxTimestamp(out, records, at, rb, true, now)
+			}
+			continue
+		}
+		var errs []kmsg.ProduceResponseTopicPartitionErrorRecord
+		maxTS := int64(recordbatch.NoTimestamp)
+		index := int32(0)
+		err = storage.EachRecord(rb, func(r recordbatch.Record) error {
+			ts := rb.BaseTimestamp + r.TimestampDelta
+			if rb.LogAppendTime() {
+				ts = rb.MaxTimestamp
+			}
+			if msg := timestampProblem(rb, r, ts, p, now); msg != "" {
+				e := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+				e.RelativeOffset, e.ErrorMessage = index, kmsg.StringPtr(msg)
+				errs = append(errs, e)
+			}
+			maxTS = max(maxTS, ts)
+			index++
+			return nil
+		})
+		if err != nil {
+			return records, -1, nil
+		}
+		if len(errs) > 0 {
+			// LogValidator.processRecordErrors: any INVALID_TIMESTAMP makes the whole exception one.
+			return nil, -1, &recordValidationError{code: kerr.InvalidTimestamp.Code,
+				message: "One or more records have been rejected due to invalid timestamp", records: errs}
+		}
+		switch {
+		case p.logAppendTime:
+			out = stampMaxTimestamp(out, records, at, rb, true, now)
+		case rb.LogAppendTime() || rb.MaxTimestamp != maxTS:
+			out = stampMaxTimestamp(out, records, at, rb, false, maxTS)
+		}
+	}
+	return out, appendTime, nil
+}
+
+// timestampProblem is LogValidator.validateTimestamp for one record whose timestamp is ts: the
+// record error's message, "" when it passes.
+func timestampProblem(rb recordbatch.Batch, r recordbatch.Record, ts int64, p timestampPolicy, now int64) string {
+	if !p.logAppendTime && ts != recordbatch.NoTimestamp {
+		// recordHasInvalidTimestamp, with Java's long arithmetic (Go's wraps the same way).
+		if diff := now - ts; diff > p.beforeMaxMs || -diff > p.afterMaxMs {
+			return fmt.Sprintf("Timestamp %d of message with offset %d is out of range. The timestamp should be within [%d, %d]",
+				ts, rb.BaseOffset+int64(r.OffsetDelta), now-p.beforeMaxMs, now+p.afterMaxMs)
+		}
+		return ""
+	}
+	if rb.LogAppendTime() {
+		return fmt.Sprintf("Invalid timestamp type in message %s. Producer should not set timestamp type to LogAppendTime.", recordString(rb, r, ts))
+	}
+	return ""
+}
+
+// recordString is DefaultRecord.toString.
+func recordString(rb recordbatch.Batch, r recordbatch.Record, ts int64) string {
+	return fmt.Sprintf("DefaultRecord(offset=%d, timestamp=%d, key=%d bytes, value=%d bytes)",
+		rb.BaseOffset+int64(r.OffsetDelta), ts, len(r.Key), len(r.Value))
+}
+
+// stampMaxTimestamp is DefaultRecordBatch.setMaxTimestamp on the batch rb at byte at of records,
+// written into out (a copy of records, made here on the first change: out == records until then):
+// the LogAppendTime attribute set (logAppend) or cleared, the max timestamp ts, the CRC recomputed.
+func stampMaxTimestamp(out, records []byte, at int, rb recordbatch.Batch, logAppend bool, ts int64) []byte {
+	attrs := rb.Attributes &^ recordbatch.LogAppendTimeBit
+	if logAppend {
+		attrs |= recordbatch.LogAppendTimeBit
+	}
+	if attrs == rb.Attributes && ts == rb.MaxTimestamp {
+		return out
+	}
+	if &out[0] == &records[0] {
+		out = append([]byte(nil), records...)
+	}
+	b := out[at : at+rb.Size()]
+	binary.BigEndian.PutUint16(b[recordbatch.OffAttributes:], uint16(attrs))
+	binary.BigEndian.PutUint64(b[recordbatch.OffMaxTimestamp:], uint64(ts))
+	binary.BigEndian.PutUint32(b[recordbatch.OffCRC:], recordbatch.Checksum(b))
+	return out
+}
