@@ -98,7 +98,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 			case rp.ErrorCode != 0:
 			case req.Acks == -1 || req.Acks == 0 || req.Acks == 1:
 				var w *ackWait
-				rp.ErrorCode, msg, w = b.produceOne(t.Topic, p.Partition, req.Acks, records, &rp)
+				rp.ErrorCode, msg, w = b.produceOne(req.Version, t.Topic, p.Partition, req.Acks, records, &rp)
 				if w != nil {
 					w.rp = nil // set below, once rp has its place in the response
 					waits = append(waits, *w)
@@ -208,7 +208,7 @@ func (b *Broker) awaitAcks(ctx context.Context, waits []ackWait, timeout time.Du
 	}
 }
 
-func (b *Broker) produceOne(topic string, p int32, acks int16, records []byte, rp *kmsg.ProduceResponseTopicPartition) (int16, string, *ackWait) {
+func (b *Broker) produceOne(version int16, topic string, p int32, acks int16, records []byte, rp *kmsg.ProduceResponseTopicPartition) (int16, string, *ackWait) {
 	if topic == OffsetsTopic {
 		// ReplicaManager.appendToLocalLog: clients may not write internal topics.
 		return kerr.InvalidTopicException.Code, "Cannot append to internal topic " + topic, nil
@@ -217,7 +217,36 @@ func (b *Broker) produceOne(topic string, p int32, acks int16, records []byte, r
 	if err != nil {
 		return errCode(err), "", nil
 	}
+	if code := validateProduceRecords(version, records); code != 0 {
+		// KafkaApis answers these with the code alone (PartitionResponse(Errors.forException(e))).
+		return code, "", nil
+	}
 	return b.appendToLeader(part, acks, records, rp, true)
+}
+
+// validateProduceRecords is ProduceRequest.validateRecords, which KafkaApis applies to every partition
+// of a Produce v3+ before appending: exactly one batch, of magic 2 (INVALID_RECORD otherwise), and no
+// zstd below v7 (UNSUPPORTED_COMPRESSION_TYPE, KIP-110). Bytes that do not frame as a batch are left
+// to the log's validation (CORRUPT_MESSAGE). Older versions carry message sets and are not checked.
+func validateProduceRecords(version int16, records []byte) int16 {
+	if version < 3 {
+		return 0
+	}
+	if len(records) == 0 {
+		return kerr.InvalidRecord.Code
+	}
+	h, err := recordbatch.ReadHeader(records)
+	switch {
+	case err != nil:
+		return 0
+	case h.Magic != recordbatch.Magic:
+		return kerr.InvalidRecord.Code
+	case version < 7 && h.Compression() == 4:
+		return kerr.UnsupportedCompressionType.Code
+	case h.Size() < len(records):
+		return kerr.InvalidRecord.Code
+	}
+	return 0
 }
 
 // appendToLeader is Partition.appendRecordsToLeader for one partition's records: size and key

@@ -41,6 +41,7 @@ func TestDifferential(t *testing.T) {
 	cases = append(cases, configCases(v)...)
 	cases = append(cases, kip848Case())
 	cases = append(cases, offsetDeleteCase())
+	cases = append(cases, timestampCases(v)...)
 	cases = append(cases, idempotentCase(v)) // last: it appends to dataTopic, whose offsets the data cases read
 
 	var all []difference
