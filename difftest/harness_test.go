@@ -282,7 +282,7 @@ func (n *normaliser) id(kind, v string) string {
 var (
 	memberIDKeys = map[string]bool{"MemberID": true, "LeaderID": true}
 	zeroKeys     = map[string]bool{"ThrottleMillis": true, "Port": true}
-	dropKeys = map[string]bool{"UnknownTags": true, "Version": true}
+	dropKeys     = map[string]bool{"UnknownTags": true, "Version": true}
 )
 
 func (n *normaliser) normalise(resp any) any {
