@@ -273,20 +273,16 @@ func (b *Broker) appendToLeader(part *partition, acks int16, records []byte, rp 
 	if acks == -1 && len(st.ISR) < minISR {
 		return kerr.NotEnoughReplicas.Code, fmt.Sprintf("The size of the current ISR %s is insufficient to satisfy the min.isr requirement of %d for partition %s-%d", scalaSet(st.ISR), minISR, topic, p), nil
 	}
-	if part.log.Compacted() {
-		// LogValidator.validateKey: every record of a compacted topic needs a key.
-		if ok, err := storage.CheckKeys(records); err != nil {
-			return kerr.CorruptMessage.Code, err.Error(), nil
-		} else if !ok {
-			return kerr.InvalidRecord.Code, fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d.", topic, p), nil
-		}
-	}
-	// LogValidator's timestamp step (timestamps.go): the topic's bounds, LogAppendTime stamping.
-	records, appendTime, rve := applyTimestamps(records, lc.timestamps, nowMs())
+	// LogValidator's record step (timestamps.go): keys of a compacted topic, the topic's timestamp
+	// bounds, LogAppendTime stamping.
+	records, appendTime, rve := validateAppendRecords(records, recordChecks{timestamps: lc.timestamps,
+		compacted: part.log.Compacted(), partition: fmt.Sprintf("%s-%d", topic, p)}, nowMs())
 	if rve != nil {
-		// ReplicaManager.appendToLocalLog: a RecordValidationException is answered with the log start
-		// offset, the per-record errors and the exception's message.
-		rp.LogStartOffset, rp.ErrorRecords = part.log.LogStartOffset(), rve.records
+		if rve.code != kerr.CorruptMessage.Code {
+			// ReplicaManager.appendToLocalLog: a RecordValidationException is answered with the log
+			// start offset, the per-record errors and the exception's message.
+			rp.LogStartOffset, rp.ErrorRecords = part.log.LogStartOffset(), rve.records
+		}
 		return rve.code, rve.message, nil
 	}
 	res, err := part.appendRecords(records)

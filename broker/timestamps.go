@@ -1,8 +1,8 @@
 package broker
 
-// The timestamp step of a leader append, as Kafka 3.9's LogValidator takes it
-// (org.apache.kafka.storage.internals.log.LogValidator: validateTimestamp, and the max-timestamp
-// setting of assignOffsetsNonCompressed / validateMessagesAndAssignOffsetsCompressed): a topic's
+// The record step of a leader append, as Kafka 3.9's LogValidator takes it
+// (org.apache.kafka.storage.internals.log.LogValidator: validateRecord's key and timestamp checks, and
+// the max-timestamp setting of assignOffsetsNonCompressed / validateMessagesAndAssignOffsetsCompressed): a topic's
 // message.timestamp.type and its bounds (KIP-937's message.timestamp.before.max.ms and
 // message.timestamp.after.max.ms, falling back to the deprecated message.timestamp.difference.max.ms),
 // applied to a Produce's v2 batches (old message formats already converted to one) before the log
@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -50,7 +51,7 @@ func (p timestampPolicy) bounded() bool {
 }
 
 // recordValidationError is Kafka's RecordValidationException for one partition: its error code
-// (INVALID_TIMESTAMP), the exception's message (the Produce answer's error_message, v8+) and one
+// (INVALID_TIMESTAMP, INVALID_RECORD; or CORRUPT_MESSAGE, which is not one), the exception's message (the Produce answer's error_message, v8+) and one
 // entry per refused record of the batch (record_errors, v8+: the record's index in its batch and why).
 type recordValidationError struct {
 	code    int16
@@ -60,9 +61,20 @@ type recordValidationError struct {
 
 func (e *recordValidationError) Error() string { return e.message }
 
-// applyTimestamps is LogValidator's timestamp step for a leader append of records (v2 batches back
-// to back), at the broker's clock now (Unix ms):
+// recordChecks is what validateAppendRecords applies to a partition's records: the topic's timestamp
+// policy, whether it is compacted (every record needs a key), and the partition's name for messages
+// ("topic-partition").
+type recordChecks struct {
+	timestamps timestampPolicy
+	compacted  bool
+	partition  string
+}
+
+// validateAppendRecords is LogValidator's record step for a leader append of records (v2 batches back to
+// back), at the broker's clock now (Unix ms) — validateRecord's key and timestamp checks, and the
+// max-timestamp setting:
 //
+//   - compacted: a record without a key is refused (validateKey).
 //   - CreateTime: every record timestamp other than NO_TIMESTAMP (-1) must lie within
 //     [now - beforeMaxMs, now + afterMaxMs]; a record without one in a batch whose producer set the
 //     LogAppendTime attribute is refused too. A batch with the LogAppendTime attribute that passes is
@@ -73,11 +85,15 @@ func (e *recordValidationError) Error() string { return e.message }
 //     records' deltas are left as sent, as DefaultRecordBatch.setMaxTimestamp leaves them), and
 //     appendTime is now, the Produce answer's log_append_time_ms.
 //
-// A refusal is a *recordValidationError for the first batch with a bad record, naming each bad
-// record of that batch; nothing is to be appended. appendTime is -1 with CreateTime. Records that do
-// not decode are returned as they are, for the log's validation to refuse as corrupt. records itself
-// is never modified.
-func applyTimestamps(records []byte, p timestampPolicy, now int64) (out []byte, appendTime int64, rve *recordValidationError) {
+// A refusal is a *recordValidationError for the first batch with a bad record, naming each bad record
+// of that batch (processRecordErrors): INVALID_TIMESTAMP when a timestamp is among them, else
+// INVALID_RECORD; CORRUPT_MESSAGE (no record errors) for records that do not decompress or decode
+// where they had to be read. Nothing is to be appended then. appendTime is -1 with CreateTime. A batch
+// that does not decode at all is returned as it is, for the log's validation to refuse. Records are
+// read (compressed ones decompressed) only when a check needs them: a compacted topic, a bound, the
+// attribute. records itself is never modified.
+func validateAppendRecords(records []byte, c recordChecks, now int64) (out []byte, appendTime int64, rve *recordValidationError) {
+	p := c.timestamps
 	out, appendTime = records, -1
 	if p.logAppendTime {
 		appendTime = now
@@ -89,13 +105,14 @@ func applyTimestamps(records []byte, p timestampPolicy, now int64) (out []byte, 
 		}
 		at := pos
 		pos += rb.Size()
-		if !rb.LogAppendTime() && !p.bounded() {
+		if !rb.LogAppendTime() && !p.bounded() && !c.compacted {
 			if p.logAppendTime {
 				out = stampMaxTimestamp(out, records, at, rb, true, now)
 			}
 			continue
 		}
 		var errs []kmsg.ProduceResponseTopicPartitionErrorRecord
+		badTimestamp := false
 		maxTS := int64(recordbatch.NoTimestamp)
 		index := int32(0)
 		err = storage.EachRecord(rb, func(r recordbatch.Record) error {
@@ -103,7 +120,13 @@ func applyTimestamps(records []byte, p timestampPolicy, now int64) (out []byte, 
 			if rb.LogAppendTime() {
 				ts = rb.MaxTimestamp
 			}
-			if msg := timestampProblem(rb, r, ts, p, now); msg != "" {
+			msg := ""
+			if c.compacted && r.Key == nil && !rb.IsControl() {
+				msg = "Compacted topic cannot accept message without key in topic partition " + c.partition + "."
+			} else if msg = timestampProblem(rb, r, ts, p, now); msg != "" {
+				badTimestamp = true
+			}
+			if msg != "" {
 				e := kmsg.NewProduceResponseTopicPartitionErrorRecord()
 				e.RelativeOffset, e.ErrorMessage = index, kmsg.StringPtr(msg)
 				errs = append(errs, e)
@@ -113,12 +136,10 @@ func applyTimestamps(records []byte, p timestampPolicy, now int64) (out []byte, 
 			return nil
 		})
 		if err != nil {
-			return records, -1, nil
+			return nil, -1, &recordValidationError{code: kerr.CorruptMessage.Code, message: err.Error()}
 		}
 		if len(errs) > 0 {
-			// LogValidator.processRecordErrors: any INVALID_TIMESTAMP makes the whole exception one.
-			return nil, -1, &recordValidationError{code: kerr.InvalidTimestamp.Code,
-				message: "One or more records have been rejected due to invalid timestamp", records: errs}
+			return nil, -1, recordErrors(errs, badTimestamp)
 		}
 		switch {
 		case p.logAppendTime:
@@ -128,6 +149,22 @@ func applyTimestamps(records []byte, p timestampPolicy, now int64) (out []byte, 
 		}
 	}
 	return out, appendTime, nil
+}
+
+// recordErrors is LogValidator.processRecordErrors: any bad timestamp makes the exception an
+// InvalidTimestampException, otherwise an InvalidRecordException naming the first three errors.
+func recordErrors(errs []kmsg.ProduceResponseTopicPartitionErrorRecord, badTimestamp bool) *recordValidationError {
+	if badTimestamp {
+		return &recordValidationError{code: kerr.InvalidTimestamp.Code,
+			message: "One or more records have been rejected due to invalid timestamp", records: errs}
+	}
+	shown := make([]string, 0, 3)
+	for _, e := range errs[:min(len(errs), 3)] {
+		shown = append(shown, fmt.Sprintf("RecordError(batchIndex=%d, message='%s')", e.RelativeOffset, *e.ErrorMessage))
+	}
+	return &recordValidationError{code: kerr.InvalidRecord.Code, records: errs,
+		message: fmt.Sprintf("One or more records have been rejected due to %d record errors in total, and only showing the first three errors at most: [%s]",
+			len(errs), strings.Join(shown, ", "))}
 }
 
 // timestampProblem is LogValidator.validateTimestamp for one record whose timestamp is ts: the

@@ -270,3 +270,60 @@ func equalInt32(a, b []int32) bool {
 	}
 	return true
 }
+
+// TestCompactedTopicKeylessRecords: on a compacted topic a batch with keyless records — uncompressed or
+// gzip — is refused as LogValidator refuses it: INVALID_RECORD with one record error per keyless
+// record and the message naming the first three; a bad timestamp among them makes it INVALID_TIMESTAMP.
+func TestCompactedTopicKeylessRecords(t *testing.T) {
+	z := startZK(t)
+	b := startBroker(t, z.Connect(), 1, nil)
+	c := dial(t, b.addr())
+	if r := createTopicWithConfigs(t, c, "cmp", map[string]string{"cleanup.policy": "compact", "message.timestamp.before.max.ms": "3600000"}); r.ErrorCode != 0 {
+		t.Fatalf("create: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	waitLeader(t, c, "cmp")
+	keyless := func(gz bool, stamps []int64, keyed ...bool) []byte {
+		var recs []byte
+		for i, k := range keyed {
+			r := recordbatch.Record{TimestampDelta: stamps[i] - stamps[0], OffsetDelta: int32(i), Value: []byte("v")}
+			if k {
+				r.Key = []byte("k")
+			}
+			recs = recordbatch.AppendRecord(recs, r)
+		}
+		var attrs int16
+		if gz {
+			var buf bytes.Buffer
+			w := gzip.NewWriter(&buf)
+			w.Write(recs)
+			w.Close()
+			recs, attrs = buf.Bytes(), 1
+		}
+		return recordbatch.AppendBatch(nil, recordbatch.Header{PartitionLeaderEpoch: -1, Attributes: attrs, LastOffsetDelta: int32(len(keyed) - 1),
+			BaseTimestamp: stamps[0], MaxTimestamp: stamps[len(stamps)-1], ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, NumRecords: int32(len(keyed))}, recs)
+	}
+	now := time.Now().UnixMilli()
+	flat := []int64{now, now, now, now, now}
+	want := "One or more records have been rejected due to 4 record errors in total, and only showing the first three errors at most: [" +
+		"RecordError(batchIndex=0, message='Compacted topic cannot accept message without key in topic partition cmp-0.'), " +
+		"RecordError(batchIndex=2, message='Compacted topic cannot accept message without key in topic partition cmp-0.'), " +
+		"RecordError(batchIndex=3, message='Compacted topic cannot accept message without key in topic partition cmp-0.')]"
+	for _, gz := range []bool{false, true} {
+		r := produceAt(t, c, 9, "cmp", keyless(gz, flat, false, true, false, false, false))
+		var idx []int32
+		for _, e := range r.ErrorRecords {
+			idx = append(idx, e.RelativeOffset)
+		}
+		if r.ErrorCode != kerr.InvalidRecord.Code || deref(r.ErrorMessage) != want || !equalInt32(idx, []int32{0, 2, 3, 4}) {
+			t.Errorf("gzip %v: error %d message %q record errors %v; want INVALID_RECORD, %q, [0 2 3 4]", gz, r.ErrorCode, deref(r.ErrorMessage), idx, want)
+		}
+	}
+	// A keyed record with a bad timestamp after a keyless one: the timestamp decides the code.
+	r := produceAt(t, c, 9, "cmp", keyless(false, []int64{now, now - 7200_000}, false, true))
+	if r.ErrorCode != kerr.InvalidTimestamp.Code || len(r.ErrorRecords) != 2 {
+		t.Errorf("keyless and a bad timestamp: error %d, %d record errors; want INVALID_TIMESTAMP, 2", r.ErrorCode, len(r.ErrorRecords))
+	}
+	if r := produceAt(t, c, 9, "cmp", keyless(true, flat[:2], true, true)); r.ErrorCode != 0 || r.BaseOffset != 0 {
+		t.Errorf("keyed records: error %d base offset %d; want 0, 0", r.ErrorCode, r.BaseOffset)
+	}
+}

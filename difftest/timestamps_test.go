@@ -176,7 +176,13 @@ func logAppendTimeCase(v versions, pv int16, codec int8) kcase {
 		{name: "produce", req: fixedReq(produceReq(pv, -1, topic, 0, recs)), after: func(st *state, r kmsg.Response) {
 			st.stamp["produce"] = r.(*kmsg.ProduceResponse).Topics[0].Partitions[0].LogAppendTime
 		}},
-		{name: "fetch", req: fetchAt(v.max[kmsg.Fetch.Int16()], topic, 0, 0)},
+		{name: "fetch", req: fetchAt(v.max[kmsg.Fetch.Int16()], topic, 0, 0), after: func(st *state, r kmsg.Response) {
+			// Produce v0–v1 answer no log_append_time_ms: the stamp is the stored batch's max timestamp.
+			p := r.(*kmsg.FetchResponse).Topics[0].Partitions[0]
+			if bt, err := recordbatch.Read(p.RecordBatches); err == nil && st.stamp["produce"] == -1 {
+				st.stamp["produce"] = bt.MaxTimestamp
+			}
+		}},
 		{name: "fetch-v3", req: fetchAt(3, topic, 0, 0)},
 		{name: "fetch-v1", req: fetchAt(1, topic, 0, 0)},
 		{name: "list-before-stamp", req: fixedReq(listOffsetsReq(lv, topic, 0, 0))},
@@ -223,6 +229,46 @@ func boundsCase(v versions, label string, configs map[string]string) kcase {
 	return kcase{name: "Timestamp bounds " + label, steps: steps}
 }
 
+// compactedKeylessCase produces records without a key to a compacted topic at every Produce version,
+// uncompressed and gzip (and with a bad timestamp besides, under a bound): INVALID_RECORD with a record
+// error per keyless record from v8 (INVALID_TIMESTAMP when a timestamp is bad too), nothing appended.
+func compactedKeylessCase(v versions) kcase {
+	topic := "dt-compacted"
+	keyless := func(codec int8, keyed ...bool) []byte {
+		var recs []byte
+		for i, k := range keyed {
+			r := recordbatch.Record{OffsetDelta: int32(i), Value: []byte("v")}
+			if k {
+				r.Key = []byte("k")
+			}
+			recs = recordbatch.AppendRecord(recs, r)
+		}
+		if codec != 0 {
+			recs = compress(codecs[codec-1].kgo, recs)
+		}
+		return recordbatch.AppendBatch(nil, recordbatch.Header{PartitionLeaderEpoch: -1, Attributes: int16(codec), LastOffsetDelta: int32(len(keyed) - 1),
+			BaseTimestamp: recordTimestamp, MaxTimestamp: recordTimestamp, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, NumRecords: int32(len(keyed))}, recs)
+	}
+	steps := []step{{name: "create", req: fixedReq(createTopicReq(topic, 1, map[string]string{"cleanup.policy": "compact"}))}, ledBarrier(topic)}
+	for _, pv := range v.of(kmsg.Produce) {
+		recs := keyless(0, false, true, false)
+		if pv < 3 {
+			magic := byte(0)
+			if pv == 2 {
+				magic = 1
+			}
+			recs = legacyMessage(magic, 0, 0, recordTimestamp, nil, []byte("kl"))
+		}
+		steps = append(steps, step{name: fmt.Sprintf("produce-v%d-keyless", pv), req: fixedReq(produceReq(pv, -1, topic, 0, recs))})
+	}
+	steps = append(steps,
+		step{name: "produce-gzip-keyless", req: fixedReq(produceReq(v.max[kmsg.Produce.Int16()], -1, topic, 0, keyless(1, true, false, false, false, false)))},
+		step{name: "produce-keyed", req: fixedReq(produceReq(v.max[kmsg.Produce.Int16()], -1, topic, 0, keyless(0, true, true)))},
+		step{name: "list-latest", req: fixedReq(listOffsetsReq(v.max[kmsg.ListOffsets.Int16()], topic, 0, -1))},
+	)
+	return kcase{name: "Compacted topic keyless", steps: steps}
+}
+
 // timestampCases are this file's cases.
 func timestampCases(v versions) []kcase {
 	var cases []kcase
@@ -236,6 +282,7 @@ func timestampCases(v versions) []kcase {
 		cases = append(cases, logAppendTimeCase(v, pv, 0))
 	}
 	cases = append(cases, logAppendTimeCase(v, v.max[kmsg.Produce.Int16()], 1))
+	cases = append(cases, compactedKeylessCase(v))
 	cases = append(cases,
 		boundsCase(v, "before-after", map[string]string{"message.timestamp.before.max.ms": "3600000", "message.timestamp.after.max.ms": "3600000"}),
 		boundsCase(v, "difference", map[string]string{"message.timestamp.difference.max.ms": "3600000"}),
