@@ -99,6 +99,15 @@ func validateAppendRecords(records []byte, c recordChecks, now int64) (out []byt
 		appendTime = now
 	}
 	for pos := 0; pos < len(records); {
+		h, err := recordbatch.ReadHeader(records[pos:])
+		if err != nil {
+			return records, -1, nil
+		}
+		if !h.LogAppendTime() && !p.bounded() && !c.compacted && !p.logAppendTime {
+			pos += h.Size() // nothing to check or stamp: no CRC pass here (the log makes one)
+			continue
+		}
+		// The CRC is checked before anything is read or stamped: a stamp recomputes it.
 		rb, err := recordbatch.Read(records[pos:])
 		if err != nil {
 			return records, -1, nil
@@ -106,9 +115,7 @@ func validateAppendRecords(records []byte, c recordChecks, now int64) (out []byt
 		at := pos
 		pos += rb.Size()
 		if !rb.LogAppendTime() && !p.bounded() && !c.compacted {
-			if p.logAppendTime {
-				out = stampMaxTimestamp(out, records, at, rb, true, now)
-			}
+			out = stampMaxTimestamp(out, records, at, rb, true, now) // a LogAppendTime topic
 			continue
 		}
 		var errs []kmsg.ProduceResponseTopicPartitionErrorRecord

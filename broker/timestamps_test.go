@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/recordbatch"
 	"github.com/rebalancelab/rebalancelab/wire"
 )
@@ -113,8 +114,9 @@ func legacyMessage(magic byte, ts int64, value string) []byte {
 // uncompressed and gzip, and a format 1 message set converted on append — is stored with the LogAppendTime
 // attribute and the broker's append time as its max timestamp (CRC still valid), the Produce answer
 // carries that time as log_append_time_ms (-1 on a CreateTime topic), ListOffsets by timestamp and
-// MAX_TIMESTAMP answer the stamped times, and a batch whose producer set the LogAppendTime attribute
-// is refused with INVALID_TIMESTAMP, one record error per record, nothing appended.
+// MAX_TIMESTAMP answer the stamped times, a batch whose producer set the LogAppendTime attribute is
+// refused with INVALID_TIMESTAMP, one record error per record, a corrupt batch as corrupt (not
+// stamped), nothing appended; and an alter of message.timestamp.type applies to the next batch.
 func TestLogAppendTimeTopic(t *testing.T) {
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1, nil)
@@ -195,9 +197,24 @@ func TestLogAppendTimeTopic(t *testing.T) {
 		t.Errorf("LogAppendTime set by the producer: error %d base offset %d record errors %d %+v message %q; want INVALID_TIMESTAMP, -1, 2 records",
 			r.ErrorCode, r.BaseOffset, len(r.ErrorRecords), r.ErrorRecords, deref(r.ErrorMessage))
 	}
-	if p := listAt(t, c, "lat", -1); p.Offset != 7 {
-		t.Errorf("log end offset %d after the refused batch, want 7", p.Offset)
+	// A batch whose CRC does not match is refused as corrupt, not stamped (a stamp recomputes the CRC).
+	bad := tsBatch(t, false, false, 5000)
+	bad[len(bad)-1] ^= 0xff
+	if r := produceAt(t, c, 9, "lat", bad); r.ErrorCode != kerr.CorruptMessage.Code {
+		t.Errorf("corrupt batch: error %d, want CORRUPT_MESSAGE", r.ErrorCode)
 	}
+	if p := listAt(t, c, "lat", -1); p.Offset != 7 {
+		t.Errorf("log end offset %d after the refused batches, want 7", p.Offset)
+	}
+
+	// The type changes live: once the change notification reaches the broker, the CreateTime topic's
+	// next batch is stamped.
+	if code, msg := alterTopic(t, c, "ct", "message.timestamp.type", "LogAppendTime"); code != 0 {
+		t.Fatalf("alter ct: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	testutil.WaitFor(t, 10*time.Second, "ct stamps its batches after the alter", func() bool {
+		return produceAt(t, c, 9, "ct", tsBatch(t, false, false, 1000)).LogAppendTime != -1
+	})
 }
 
 // TestTimestampBounds: message.timestamp.before.max.ms and .after.max.ms (KIP-937), and the
