@@ -129,7 +129,7 @@ func validateAppendRecords(records []byte, c recordChecks, now int64) (out []byt
 			}
 			msg := ""
 			if c.compacted && r.Key == nil && !rb.IsControl() {
-				msg = "Compacted topic cannot accept message without key in topic partition " + c.partition + "."
+				msg = "Compacted topic cannot accept message without key in topic partition " + c.partition
 			} else if msg = timestampProblem(rb, r, ts, p, now); msg != "" {
 				badTimestamp = true
 			}
@@ -191,10 +191,16 @@ func timestampProblem(rb recordbatch.Batch, r recordbatch.Record, ts int64, p ti
 	return ""
 }
 
-// recordString is DefaultRecord.toString.
+// recordString is the record's toString as LogValidator prints it: DefaultRecord's for an uncompressed
+// batch, PartialDefaultRecord's for a compressed one (read with skipKeyValueIterator, the batch being
+// kept in place when compression.type is producer).
 func recordString(rb recordbatch.Batch, r recordbatch.Record, ts int64) string {
-	return fmt.Sprintf("DefaultRecord(offset=%d, timestamp=%d, key=%d bytes, value=%d bytes)",
-		rb.BaseOffset+int64(r.OffsetDelta), ts, len(r.Key), len(r.Value))
+	kind := "DefaultRecord"
+	if rb.Compression() != 0 {
+		kind = "PartialDefaultRecord"
+	}
+	return fmt.Sprintf("%s(offset=%d, timestamp=%d, key=%d bytes, value=%d bytes)",
+		kind, rb.BaseOffset+int64(r.OffsetDelta), ts, len(r.Key), len(r.Value))
 }
 
 // stampMaxTimestamp is DefaultRecordBatch.setMaxTimestamp on the batch rb at byte at of records,

@@ -322,9 +322,9 @@ func TestCompactedTopicKeylessRecords(t *testing.T) {
 	now := time.Now().UnixMilli()
 	flat := []int64{now, now, now, now, now}
 	want := "One or more records have been rejected due to 4 record errors in total, and only showing the first three errors at most: [" +
-		"RecordError(batchIndex=0, message='Compacted topic cannot accept message without key in topic partition cmp-0.'), " +
-		"RecordError(batchIndex=2, message='Compacted topic cannot accept message without key in topic partition cmp-0.'), " +
-		"RecordError(batchIndex=3, message='Compacted topic cannot accept message without key in topic partition cmp-0.')]"
+		"RecordError(batchIndex=0, message='Compacted topic cannot accept message without key in topic partition cmp-0'), " +
+		"RecordError(batchIndex=2, message='Compacted topic cannot accept message without key in topic partition cmp-0'), " +
+		"RecordError(batchIndex=3, message='Compacted topic cannot accept message without key in topic partition cmp-0')]"
 	for _, gz := range []bool{false, true} {
 		r := produceAt(t, c, 9, "cmp", keyless(gz, flat, false, true, false, false, false))
 		var idx []int32

@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -210,8 +211,8 @@ func runCase(t *testing.T, l *lab.Lab, c kcase) []answer {
 
 // normaliser rewrites a response as JSON-like values with what differs by construction between two
 // brokers replaced: ids by their order of first appearance in the case (so "the same member" stays
-// visible), ports, throttle times and error message strings by fixed values, the broker's clock
-// readings (a LogAppendTime stamp) by names, and Fetch's record bytes by their decoded fields. Leader
+// visible), ports and throttle times by fixed values, the broker's clock readings (a LogAppendTime
+// stamp, a time in an error message) by names, and Fetch's record bytes by their decoded fields. Leader
 // epochs and record timestamps are compared as they are: both clusters are fresh (every partition at
 // leader epoch 0) and the scripts' timestamps are fixed.
 type normaliser struct {
@@ -251,6 +252,23 @@ func (n *normaliser) stamp(ms, from int64) any {
 	name := fmt.Sprintf("append-time-%d", len(n.stamps)+1)
 	n.stamps[ms] = name
 	return name
+}
+
+// clockInMessage is a Unix ms time of 13 digits in an error message.
+var clockInMessage = regexp.MustCompile(`\b[0-9]{13}\b`)
+
+// message is an error message with the broker's clock readings in it (INVALID_TIMESTAMP's "should
+// be within [now - before, now + after]", its records' timestamps taken from the clock) replaced by
+// "<clock>": a Unix ms time within a day of the case's window. Anything else in a message is
+// compared.
+func (n *normaliser) message(s string) string {
+	const day = 24 * 60 * 60 * 1000
+	return clockInMessage.ReplaceAllStringFunc(s, func(d string) string {
+		if ms, err := strconv.ParseInt(d, 10, 64); err == nil && ms >= n.start-day && ms <= n.window[1]+day {
+			return "<clock>"
+		}
+		return d
+	})
 }
 
 // ts is a timestamp read back: the name of a stamp this case's Produce answered, or the value.
@@ -339,7 +357,7 @@ func (n *normaliser) walk(key string, v any) any {
 		case key == "ClusterID":
 			return n.id("cluster", x)
 		case key == "ErrorMessage" || key == "Message":
-			return "<message>"
+			return n.message(x)
 		case key == "RecordBatches" || key == "Records":
 			return n.decodeRecords(x)
 		}
