@@ -98,7 +98,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 			case rp.ErrorCode != 0:
 			case req.Acks == -1 || req.Acks == 0 || req.Acks == 1:
 				var w *ackWait
-				rp.ErrorCode, msg, w = b.produceOne(t.Topic, p.Partition, req.Acks, records, &rp)
+				rp.ErrorCode, msg, w = b.produceOne(req.Version, t.Topic, p.Partition, req.Acks, records, &rp)
 				if w != nil {
 					w.rp = nil // set below, once rp has its place in the response
 					waits = append(waits, *w)
@@ -110,9 +110,10 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 				rp.ErrorCode, msg = kerr.InvalidRequiredAcks.Code, fmt.Sprintf("acks %d: must be -1, 0 or 1", req.Acks)
 			}
 			if rp.ErrorCode != 0 {
-				// Kafka answers a message only with per-record errors (INVALID_RECORD, KIP-467); the
-				// others (INVALID_REQUIRED_ACKS, CORRUPT_MESSAGE, ...) go without one, logged here.
-				if msg != "" && rp.ErrorCode == kerr.InvalidRecord.Code {
+				// Kafka answers a message only with per-record errors (INVALID_RECORD, INVALID_TIMESTAMP,
+				// KIP-467); the others (INVALID_REQUIRED_ACKS, CORRUPT_MESSAGE, ...) go without one,
+				// logged here.
+				if msg != "" && (rp.ErrorCode == kerr.InvalidRecord.Code || rp.ErrorCode == kerr.InvalidTimestamp.Code) {
 					rp.ErrorMessage = kmsg.StringPtr(msg)
 				}
 				if firstErr == 0 {
@@ -207,7 +208,7 @@ func (b *Broker) awaitAcks(ctx context.Context, waits []ackWait, timeout time.Du
 	}
 }
 
-func (b *Broker) produceOne(topic string, p int32, acks int16, records []byte, rp *kmsg.ProduceResponseTopicPartition) (int16, string, *ackWait) {
+func (b *Broker) produceOne(version int16, topic string, p int32, acks int16, records []byte, rp *kmsg.ProduceResponseTopicPartition) (int16, string, *ackWait) {
 	if topic == OffsetsTopic {
 		// ReplicaManager.appendToLocalLog: clients may not write internal topics.
 		return kerr.InvalidTopicException.Code, "Cannot append to internal topic " + topic, nil
@@ -216,7 +217,36 @@ func (b *Broker) produceOne(topic string, p int32, acks int16, records []byte, r
 	if err != nil {
 		return errCode(err), "", nil
 	}
+	if code := validateProduceRecords(version, records); code != 0 {
+		// KafkaApis answers these with the code alone (PartitionResponse(Errors.forException(e))).
+		return code, "", nil
+	}
 	return b.appendToLeader(part, acks, records, rp, true)
+}
+
+// validateProduceRecords is ProduceRequest.validateRecords, which KafkaApis applies to every partition
+// of a Produce v3+ before appending: exactly one batch, of magic 2 (INVALID_RECORD otherwise), and no
+// zstd below v7 (UNSUPPORTED_COMPRESSION_TYPE, KIP-110). Bytes that do not frame as a batch are left
+// to the log's validation (CORRUPT_MESSAGE). Older versions carry message sets and are not checked.
+func validateProduceRecords(version int16, records []byte) int16 {
+	if version < 3 {
+		return 0
+	}
+	if len(records) == 0 {
+		return kerr.InvalidRecord.Code
+	}
+	h, err := recordbatch.ReadHeader(records)
+	switch {
+	case err != nil:
+		return 0
+	case h.Magic != recordbatch.Magic:
+		return kerr.InvalidRecord.Code
+	case version < 7 && h.Compression() == 4:
+		return kerr.UnsupportedCompressionType.Code
+	case h.Size() < len(records):
+		return kerr.InvalidRecord.Code
+	}
+	return 0
 }
 
 // appendToLeader is Partition.appendRecordsToLeader for one partition's records: size and key
@@ -243,13 +273,17 @@ func (b *Broker) appendToLeader(part *partition, acks int16, records []byte, rp 
 	if acks == -1 && len(st.ISR) < minISR {
 		return kerr.NotEnoughReplicas.Code, fmt.Sprintf("The size of the current ISR %s is insufficient to satisfy the min.isr requirement of %d for partition %s-%d", scalaSet(st.ISR), minISR, topic, p), nil
 	}
-	if part.log.Compacted() {
-		// LogValidator.validateKey: every record of a compacted topic needs a key.
-		if ok, err := storage.CheckKeys(records); err != nil {
-			return kerr.CorruptMessage.Code, err.Error(), nil
-		} else if !ok {
-			return kerr.InvalidRecord.Code, fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d.", topic, p), nil
+	// LogValidator's record step (timestamps.go): keys of a compacted topic, the topic's timestamp
+	// bounds, LogAppendTime stamping.
+	records, appendTime, rve := validateAppendRecords(records, recordChecks{timestamps: lc.timestamps,
+		compacted: part.log.Compacted(), partition: fmt.Sprintf("%s-%d", topic, p)}, nowMs())
+	if rve != nil {
+		if rve.code != kerr.CorruptMessage.Code {
+			// ReplicaManager.appendToLocalLog: a RecordValidationException is answered with the log
+			// start offset, the per-record errors and the exception's message.
+			rp.LogStartOffset, rp.ErrorRecords = part.log.LogStartOffset(), rve.records
 		}
+		return rve.code, rve.message, nil
 	}
 	res, err := part.appendRecords(records)
 	if err != nil {
@@ -265,8 +299,12 @@ func (b *Broker) appendToLeader(part *partition, acks int16, records []byte, rp 
 		b.metrics.messages.Add(float64(count))
 	}
 	// A duplicate (an idempotent producer's retry) is answered as UnifiedLog answers it: the original
-	// batch's offsets, and its max timestamp as the log append time.
+	// batch's offsets, and its max timestamp as the log append time; otherwise the log append time is
+	// the stamp of a LogAppendTime topic, -1 with CreateTime.
 	rp.BaseOffset, rp.LogAppendTime = res.BaseOffset, res.LogAppendTime
+	if !res.Duplicate {
+		rp.LogAppendTime = appendTime
+	}
 	rp.LogStartOffset = part.log.LogStartOffset()
 	if acks != -1 {
 		return 0, "", nil
@@ -621,17 +659,23 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, p kmsg.L
 			return code
 		}
 	}
-	rp.LeaderEpoch = epoch
+	// The leader epoch answered with the offset (UnifiedLog.fetchOffsetByTimestamp's TimestampAndOffset;
+	// KafkaApis sets it from v4): latest, the current leader epoch; earliest, the epoch of the log
+	// start offset; a timestamp or MAX_TIMESTAMP, the epoch of the batch found; -1 when none.
 	var off, ts int64 = -1, -1
+	lep := int32(-1)
 	switch {
 	case p.Timestamp == -1 && req.ReplicaID != -1:
-		off = part.log.LogEndOffset()
+		off, lep = part.log.LogEndOffset(), epoch
 	case p.Timestamp == -1:
-		off = part.log.HighWatermark()
-	case p.Timestamp == -2:
+		off, lep = part.log.HighWatermark(), epoch
+	case p.Timestamp == -2, p.Timestamp == -4 && req.Version >= 8: // EARLIEST_LOCAL_TIMESTAMP (KIP-405): no remote log, the log start
 		off = part.log.LogStartOffset()
+		if e, ok := part.log.LogStartEpoch(); ok {
+			lep = e
+		}
 	case p.Timestamp >= 0:
-		off, ts, err = offsetForTimestamp(part, p.Timestamp)
+		off, ts, lep, err = offsetForTimestamp(part, p.Timestamp)
 		if err != nil {
 			return errCode(err)
 		}
@@ -639,16 +683,16 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic string, p kmsg.L
 		if req.Version < 7 {
 			return kerr.UnsupportedVersion.Code
 		}
-		off, ts, err = maxTimestampOffset(part)
+		off, ts, lep, err = maxTimestampOffset(part)
 		if err != nil {
 			return errCode(err)
 		}
-	case p.Timestamp == -4 && req.Version >= 8: // EARLIEST_LOCAL_TIMESTAMP (KIP-405): no remote log, the log start
-		off = part.log.LogStartOffset()
 	case p.Timestamp == -5 && req.Version >= 9: // LATEST_TIERED_TIMESTAMP (KIP-1005): no remote log, none
-		rp.LeaderEpoch = -1
 	default:
 		return kerr.InvalidRequest.Code
+	}
+	if req.Version >= 4 {
+		rp.LeaderEpoch = lep
 	}
 	if req.Version == 0 {
 		if off >= 0 && p.MaxNumOffsets > 0 {
@@ -698,11 +742,25 @@ func eachBatch(part *partition, fn func(rb recordbatch.Batch, from int64) (more 
 	return nil
 }
 
-// firstRecord returns the offset and timestamp of rb's first record that match accepts; ok=false when
-// none does. Errors: CORRUPT_MESSAGE for records that do not decode.
+// recordTimestamp is a record's timestamp as DefaultRecordBatch gives it: the batch's max timestamp
+// in a LogAppendTime batch, otherwise the base timestamp plus the record's delta.
+func recordTimestamp(rb recordbatch.Batch, r recordbatch.Record) int64 {
+	if rb.LogAppendTime() {
+		return rb.MaxTimestamp
+	}
+	return rb.BaseTimestamp + r.TimestampDelta
+}
+
+// batchEpoch is a batch's leader epoch as FileRecords.maybeLeaderEpoch gives it: -1 (none) for
+// NO_PARTITION_LEADER_EPOCH.
+func batchEpoch(rb recordbatch.Batch) int32 { return max(rb.PartitionLeaderEpoch, -1) }
+
+// firstRecord returns the offset and timestamp of rb's first record that match accepts, its records
+// decompressed when compressed; ok=false when none does. Errors: CORRUPT_MESSAGE for records that do
+// not decompress or decode.
 func firstRecord(rb recordbatch.Batch, match func(off, ts int64) bool) (off, ts int64, ok bool, err error) {
-	err = recordbatch.ReadRecords(rb.Records, rb.NumRecords, func(r recordbatch.Record) error {
-		off, ts = rb.BaseOffset+int64(r.OffsetDelta), rb.BaseTimestamp+r.TimestampDelta
+	err = storage.EachRecord(rb, func(r recordbatch.Record) error {
+		off, ts = rb.BaseOffset+int64(r.OffsetDelta), recordTimestamp(rb, r)
 		if match(off, ts) {
 			return errFound
 		}
@@ -717,51 +775,49 @@ func firstRecord(rb recordbatch.Batch, match func(off, ts int64) bool) (off, ts 
 	return -1, -1, false, nil
 }
 
-// offsetForTimestamp scans the log from its start (kafka.log.LogSegment.findOffsetByTimestamp without a
-// time index): the first record at or after ts, or (-1, -1).
-func offsetForTimestamp(part *partition, ts int64) (int64, int64, error) {
-	foundOff, foundTS := int64(-1), int64(-1)
+// offsetForTimestamp scans the log from its start (FileRecords.searchForTimestamp, without a time
+// index): the first record at or after ts — every batch's records, compressed ones decompressed —
+// with its timestamp and its batch's leader epoch, or (-1, -1, -1).
+func offsetForTimestamp(part *partition, ts int64) (int64, int64, int32, error) {
+	foundOff, foundTS, foundEpoch := int64(-1), int64(-1), int32(-1)
 	err := eachBatch(part, func(rb recordbatch.Batch, from int64) (bool, error) {
 		if rb.MaxTimestamp < ts {
 			return true, nil
 		}
-		if rb.Compression() != 0 { // compressed: batch granularity
-			foundOff, foundTS = max(rb.BaseOffset, from), rb.MaxTimestamp
-			return false, nil
-		}
 		o, t, ok, err := firstRecord(rb, func(o, t int64) bool { return o >= from && t >= ts })
 		if ok {
-			foundOff, foundTS = o, t
+			foundOff, foundTS, foundEpoch = o, t, batchEpoch(rb)
 		}
 		return !ok, err
 	})
 	if err != nil {
-		return -1, -1, err
+		return -1, -1, -1, err
 	}
-	return foundOff, foundTS, nil
+	return foundOff, foundTS, foundEpoch, nil
 }
 
 // maxTimestampOffset is UnifiedLog.fetchOffsetByTimestamp for MAX_TIMESTAMP (KIP-734): the first batch
-// holding the log's largest timestamp, and in it the first record with that timestamp (the batch's
-// base offset when it is compressed or stamped with LogAppendTime); (-1, -1) for an empty log.
-func maxTimestampOffset(part *partition) (int64, int64, error) {
-	bestTS, bestOff := int64(-1), int64(-1)
+// holding the log's largest timestamp, and in it the first record with that timestamp
+// (RecordBatch.offsetOfMaxTimestamp: a LogAppendTime batch's first record; compressed records are
+// decompressed), with the batch's leader epoch; (-1, -1, -1) for an empty log or when no record of
+// the batch carries its max timestamp.
+func maxTimestampOffset(part *partition) (int64, int64, int32, error) {
+	var best recordbatch.Batch
+	found := false
 	err := eachBatch(part, func(rb recordbatch.Batch, _ int64) (bool, error) {
-		if rb.MaxTimestamp <= bestTS {
-			return true, nil
+		if !found || rb.MaxTimestamp > best.MaxTimestamp {
+			if rb.MaxTimestamp > recordbatch.NoTimestamp {
+				best, found = rb, true
+			}
 		}
-		bestTS, bestOff = rb.MaxTimestamp, rb.BaseOffset
-		if rb.Compression() != 0 || rb.LogAppendTime() {
-			return true, nil
-		}
-		o, _, ok, err := firstRecord(rb, func(_, t int64) bool { return t == rb.MaxTimestamp })
-		if ok {
-			bestOff = o
-		}
-		return true, err
+		return true, nil
 	})
-	if err != nil {
-		return -1, -1, err
+	if err != nil || !found {
+		return -1, -1, -1, err
 	}
-	return bestOff, bestTS, nil
+	o, _, ok, err := firstRecord(best, func(_, t int64) bool { return t == best.MaxTimestamp })
+	if err != nil || !ok {
+		return -1, -1, -1, err
+	}
+	return o, best.MaxTimestamp, batchEpoch(best), nil
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -37,21 +38,26 @@ func validSoftware(s string) bool {
 }
 
 // validateTopicName is org.apache.kafka.common.internals.Topic.validate: 1-249 characters of
-// [a-zA-Z0-9._-], not "." or "..".
+// [a-zA-Z0-9._-], not "." or "..". The error's message is InvalidTopicException's in 3.9
+// ("Topic name is invalid: " and Topic.detectInvalidTopic's reason).
 func validateTopicName(name string) error {
+	reason := ""
 	switch {
 	case name == "":
-		return fmt.Errorf("topic name is illegal, it can't be empty")
+		reason = "the empty string is not allowed"
 	case name == "." || name == "..":
-		return fmt.Errorf("topic name cannot be \".\" or \"..\"")
+		reason = "'" + name + "' is not allowed"
 	case len(name) > 249:
-		return fmt.Errorf("topic name is illegal, it can't be longer than 249 characters, topic name: %s", name)
+		reason = fmt.Sprintf("the length of '%s' is longer than the max allowed length 249", name)
 	}
-	for i := 0; i < len(name); i++ {
+	for i := 0; reason == "" && i < len(name); i++ {
 		c := name[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("topic name %q is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'", name)
+			reason = "'" + name + "' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
 		}
+	}
+	if reason != "" {
+		return errors.New("Topic name is invalid: " + reason)
 	}
 	return nil
 }

@@ -214,7 +214,7 @@ func nullConfigs(t kmsg.CreateTopicsRequestTopic) []string {
 
 func (b *Broker) validateCreateLayout(t kmsg.CreateTopicsRequestTopic, duplicate bool) (code int16, msg string, partitions int32, rf int16, assignment map[int32][]int32) {
 	if duplicate {
-		return kerr.InvalidRequest.Code, fmt.Sprintf("Create topics request contains multiple entries for the topic %s.", t.Topic), 0, 0, nil
+		return kerr.InvalidRequest.Code, "Found multiple entries for this topic.", 0, 0, nil // KafkaApis.handleCreateTopicsRequest
 	}
 	if err := validateTopicName(t.Topic); err != nil {
 		return kerr.InvalidTopicException.Code, err.Error(), 0, 0, nil

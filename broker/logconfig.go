@@ -392,6 +392,7 @@ type logConfig struct {
 	// The cleaner's (compact in cleanup.policy).
 	deleteRetentionMs, minCompactionLagMs, maxCompactionLagMs int64
 	minCleanableDirtyRatio                                    float64
+	timestamps                                                timestampPolicy // message.timestamp.*, applied on append (timestamps.go)
 }
 
 // newLogConfig merges a topic's overrides over the broker's values for the topic keys
@@ -436,6 +437,8 @@ func newLogConfig(brokerVals, overrides map[string]string) (lc *logConfig, bad [
 	lc.minCompactionLagMs = parsed["min.compaction.lag.ms"].(int64)
 	lc.maxCompactionLagMs = parsed["max.compaction.lag.ms"].(int64)
 	lc.minCleanableDirtyRatio = parsed["min.cleanable.dirty.ratio"].(float64)
+	lc.timestamps = newTimestampPolicy(parsed["message.timestamp.type"].(string), parsed["message.timestamp.difference.max.ms"].(int64),
+		parsed["message.timestamp.before.max.ms"].(int64), parsed["message.timestamp.after.max.ms"].(int64))
 	for _, p := range parsed["cleanup.policy"].([]string) {
 		switch strings.ToLower(p) {
 		case "compact":

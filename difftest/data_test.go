@@ -18,8 +18,10 @@ const (
 )
 
 // recordTimestamp is every produced record's timestamp (CreateTime), fixed so that both brokers
-// store the same bytes.
-const recordTimestamp = 1_700_000_000_000
+// store the same bytes: 2100-01-01T00:00:00Z, in the future so that retention (7 days by record
+// timestamp; Kafka's first check 30 s after start, which rolls and deletes an expired active segment)
+// never deletes what a later case reads.
+const recordTimestamp = 4_102_444_800_000
 
 // recordBatch is a magic 2 record batch (KIP-98) of uncompressed records with the given values,
 // no producer id, CreateTime recordTimestamp; crcOK false corrupts its CRC.

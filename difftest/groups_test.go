@@ -112,6 +112,9 @@ func groupCase(v versions, i int) kcase {
 		t.Topic = groupTopic
 		p := kmsg.NewOffsetCommitRequestTopicPartition()
 		p.Partition, p.Offset, p.Metadata = partition, offset, kmsg.StringPtr(metadata)
+		if partition == 0 {
+			p.LeaderEpoch = 7 // a committed leader epoch (KIP-320; sent from v6, answered by OffsetFetch v5+); partition 1's is -1
+		}
 		t.Partitions = append(t.Partitions, p)
 		r.Topics = append(r.Topics, t)
 		return r

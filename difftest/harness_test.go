@@ -9,12 +9,14 @@ import (
 	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/lab"
@@ -93,6 +95,7 @@ type state struct {
 	member map[string]string // member name -> the member id the broker gave
 	gen    map[string]int32  // member name -> generation
 	pid    map[string]int64  // producer name -> the producer id InitProducerId gave
+	stamp  map[string]int64  // step name -> the log append time its Produce answered (ms)
 }
 
 func (st *state) m(name string) string { return st.member[name] }
@@ -108,7 +111,7 @@ func runCase(t *testing.T, l *lab.Lab, c kcase) []answer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st := &state{member: map[string]string{}, gen: map[string]int32{}, pid: map[string]int64{}}
+	st := &state{member: map[string]string{}, gen: map[string]int32{}, pid: map[string]int64{}, stamp: map[string]int64{}}
 	addr := l.Bootstrap()
 	if c.addr != nil {
 		addr = c.addr(l)
@@ -136,6 +139,7 @@ func runCase(t *testing.T, l *lab.Lab, c kcase) []answer {
 	type pending struct {
 		resp kmsg.Response
 		err  error
+		sent time.Time
 		done chan struct{}
 	}
 	async := map[string]*pending{}
@@ -143,7 +147,9 @@ func runCase(t *testing.T, l *lab.Lab, c kcase) []answer {
 	defer wg.Wait()
 	norm := newNormaliser()
 	var out []answer
-	record := func(s step, resp kmsg.Response, err error) {
+	// record normalises a step's answer; sent and received bound the broker's clock readings it may
+	// carry (a LogAppendTime stamp).
+	record := func(s step, resp kmsg.Response, err error, sent, received time.Time) {
 		if err != nil {
 			out = append(out, answer{s.name, "error: " + err.Error()})
 			return
@@ -151,6 +157,7 @@ func runCase(t *testing.T, l *lab.Lab, c kcase) []answer {
 		if s.after != nil {
 			s.after(st, resp)
 		}
+		norm.window = [2]int64{sent.UnixMilli(), received.UnixMilli()}
 		if s.view != nil {
 			out = append(out, answer{s.name, norm.normalise(s.view(resp))})
 			return
@@ -168,13 +175,13 @@ func runCase(t *testing.T, l *lab.Lab, c kcase) []answer {
 			case <-ctx.Done():
 				t.Fatalf("%s on %s: step %s: no answer: %v", c.name, l.BrokerImpl(), s.await, ctx.Err())
 			}
-			record(s, p.resp, p.err)
+			record(s, p.resp, p.err, p.sent, time.Now())
 			continue
 		}
 		req := s.req(st)
 		cn := conn(s.conn)
 		if s.async {
-			p := &pending{done: make(chan struct{})}
+			p := &pending{done: make(chan struct{}), sent: time.Now()}
 			async[s.name] = p
 			wg.Add(1)
 			go func() {
@@ -184,6 +191,7 @@ func runCase(t *testing.T, l *lab.Lab, c kcase) []answer {
 			}()
 			continue
 		}
+		sent := time.Now()
 		resp, err := cn.Request(ctx, req)
 		for s.until != nil && err == nil && !s.until(resp) {
 			select {
@@ -191,9 +199,10 @@ func runCase(t *testing.T, l *lab.Lab, c kcase) []answer {
 				t.Fatalf("%s on %s: step %s: condition never held: %v", c.name, l.BrokerImpl(), s.name, ctx.Err())
 			case <-time.After(20 * time.Millisecond):
 			}
+			sent = time.Now()
 			resp, err = cn.Request(ctx, s.req(st))
 		}
-		record(s, resp, err)
+		record(s, resp, err, sent, time.Now())
 	}
 	return out
 }
@@ -202,13 +211,73 @@ func runCase(t *testing.T, l *lab.Lab, c kcase) []answer {
 
 // normaliser rewrites a response as JSON-like values with what differs by construction between two
 // brokers replaced: ids by their order of first appearance in the case (so "the same member" stays
-// visible), ports, throttle times, error message strings, timestamps and leader epochs by fixed
-// values, Fetch's record bytes by their decoded fields.
+// visible), ports and throttle times by fixed values, the broker's clock readings (a LogAppendTime
+// stamp, a time in an error message) by names, and Fetch's record bytes by their decoded fields. Leader
+// epochs and record timestamps are compared as they are: both clusters are fresh (every partition at
+// leader epoch 0) and the scripts' timestamps are fixed.
 type normaliser struct {
 	ids map[string]map[string]string // kind -> original -> "<kind>-N"
+	// stamps names the log append times Produce answered in this case, in order of first appearance
+	// ("append-time-N"), so that the same stamp read back (ListOffsets, a fetched batch's max
+	// timestamp) compares as the same; window is the answer being normalised's request window (Unix
+	// ms, sent and received): a stamp outside it is shown as such.
+	stamps map[int64]string
+	window [2]int64
+	start  int64 // when the case began (Unix ms): a stamp read back is no older
 }
 
-func newNormaliser() *normaliser { return &normaliser{ids: map[string]map[string]string{}} }
+func newNormaliser() *normaliser {
+	return &normaliser{ids: map[string]map[string]string{}, stamps: map[int64]string{}, start: time.Now().UnixMilli()}
+}
+
+// appendTime names a LogAppendTime answer: -1 (CreateTime) as it is, a stamp within the request's
+// window by its order of appearance, any other value as out of the window.
+func (n *normaliser) appendTime(ms int64) any {
+	if ms == -1 {
+		return float64(-1)
+	}
+	return n.stamp(ms, n.window[0])
+}
+
+// stamp names a reading of the broker's clock no earlier than from (Unix ms) and no later than the
+// answer carrying it: the name it already has, a new one, or, outside that window, the value and
+// the window.
+func (n *normaliser) stamp(ms, from int64) any {
+	if name, ok := n.stamps[ms]; ok {
+		return name
+	}
+	if ms < from || ms > n.window[1] {
+		return fmt.Sprintf("%d, outside the window [%d, %d]", ms, from, n.window[1])
+	}
+	name := fmt.Sprintf("append-time-%d", len(n.stamps)+1)
+	n.stamps[ms] = name
+	return name
+}
+
+// clockInMessage is a Unix ms time of 13 digits in an error message.
+var clockInMessage = regexp.MustCompile(`\b[0-9]{13}\b`)
+
+// message is an error message with the broker's clock readings in it (INVALID_TIMESTAMP's "should
+// be within [now - before, now + after]", its records' timestamps taken from the clock) replaced by
+// "<clock>": a Unix ms time within a day of the case's window. Anything else in a message is
+// compared.
+func (n *normaliser) message(s string) string {
+	const day = 24 * 60 * 60 * 1000
+	return clockInMessage.ReplaceAllStringFunc(s, func(d string) string {
+		if ms, err := strconv.ParseInt(d, 10, 64); err == nil && ms >= n.start-day && ms <= n.window[1]+day {
+			return "<clock>"
+		}
+		return d
+	})
+}
+
+// ts is a timestamp read back: the name of a stamp this case's Produce answered, or the value.
+func (n *normaliser) ts(ms int64) any {
+	if name, ok := n.stamps[ms]; ok {
+		return name
+	}
+	return ms
+}
 
 func (n *normaliser) id(kind, v string) string {
 	if v == "" {
@@ -230,10 +299,8 @@ func (n *normaliser) id(kind, v string) string {
 // Keys whose values are normalised, by the JSON field names of kmsg's response structs.
 var (
 	memberIDKeys = map[string]bool{"MemberID": true, "LeaderID": true}
-	zeroKeys     = map[string]bool{"ThrottleMillis": true, "Port": true, "LeaderEpoch": true,
-		"CurrentLeaderEpoch": true, "Timestamp": true, "LogAppendTime": true, "FirstTimestamp": true,
-		"MaxTimestamp": true, "PartitionLeaderEpoch": true, "CRC": true}
-	dropKeys = map[string]bool{"UnknownTags": true, "Version": true}
+	zeroKeys     = map[string]bool{"ThrottleMillis": true, "Port": true}
+	dropKeys     = map[string]bool{"UnknownTags": true, "Version": true}
 )
 
 func (n *normaliser) normalise(resp any) any {
@@ -290,14 +357,19 @@ func (n *normaliser) walk(key string, v any) any {
 		case key == "ClusterID":
 			return n.id("cluster", x)
 		case key == "ErrorMessage" || key == "Message":
-			return "<message>"
+			return n.message(x)
 		case key == "RecordBatches" || key == "Records":
-			return decodeRecords(x)
+			return n.decodeRecords(x)
 		}
 		return x
 	case float64:
-		if zeroKeys[key] {
+		switch {
+		case zeroKeys[key]:
 			return float64(0)
+		case key == "LogAppendTime":
+			return n.appendTime(int64(x))
+		case key == "Timestamp":
+			return n.ts(int64(x))
 		}
 		return x
 	}
@@ -312,13 +384,21 @@ func field(v any, name string) any {
 }
 
 // decodeRecords decodes a partition's record bytes (base64 in JSON) into its batches or messages:
-// magic 2 record batches (KIP-98) with their records, magic 0/1 messages (message formats 0 and 1)
-// — the fields a client sees, without the CRC, the partition leader epoch and the timestamps.
-func decodeRecords(b64 string) any {
+// magic 2 record batches (KIP-98) with their records, decompressed, magic 0/1 messages (message
+// formats 0 and 1), a compressed wrapper message with its inner messages — the fields a client sees,
+// timestamps included (named when they are this case's stamps), without the CRC.
+func (n *normaliser) decodeRecords(b64 string) any {
 	raw, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil {
 		return "not base64"
 	}
+	return n.decodeSet(raw, 0)
+}
+
+// decompressor is franz-go's, a client's: gzip, snappy (raw or xerial), lz4 (frame), zstd.
+var decompressor = kgo.DefaultDecompressor()
+
+func (n *normaliser) decodeSet(raw []byte, depth int) []any {
 	var out []any
 	for len(raw) >= 17 {
 		size := int(int32(binary.BigEndian.Uint32(raw[8:12])))
@@ -335,26 +415,51 @@ func decodeRecords(b64 string) any {
 				out = append(out, "bad batch: "+err.Error())
 				continue
 			}
-			recs := readRecords(bt)
+			recs := n.readRecords(bt)
 			out = append(out, map[string]any{"magic": 2, "base_offset": bt.FirstOffset, "attributes": bt.Attributes,
-				"last_offset_delta": bt.LastOffsetDelta, "producer_id": bt.ProducerID, "producer_epoch": bt.ProducerEpoch,
+				"partition_leader_epoch": bt.PartitionLeaderEpoch, "last_offset_delta": bt.LastOffsetDelta,
+				"base_timestamp": n.ts(bt.FirstTimestamp), "max_timestamp": n.batchMaxTimestamp(bt),
+				"producer_id": bt.ProducerID, "producer_epoch": bt.ProducerEpoch,
 				"base_sequence": bt.FirstSequence, "num_records": bt.NumRecords, "records": recs})
-		case 0:
-			var m kmsg.MessageV0
-			if err := m.ReadFrom(one); err != nil {
-				out = append(out, "bad message: "+err.Error())
-				continue
+		case 0, 1:
+			m := map[string]any{"magic": int(magic)}
+			var attrs int8
+			var key, value []byte
+			if magic == 0 {
+				var v0 kmsg.MessageV0
+				if err := v0.ReadFrom(one); err != nil {
+					out = append(out, "bad message: "+err.Error())
+					continue
+				}
+				m["offset"], attrs, key, value = v0.Offset, v0.Attributes, v0.Key, v0.Value
+			} else {
+				var v1 kmsg.MessageV1
+				if err := v1.ReadFrom(one); err != nil {
+					out = append(out, "bad message: "+err.Error())
+					continue
+				}
+				m["offset"], attrs, key, value = v1.Offset, v1.Attributes, v1.Key, v1.Value
+				m["timestamp_ms"] = n.ts(v1.Timestamp)
+				if v1.Attributes&0x08 != 0 { // LogAppendTime: the broker's stamp
+					m["timestamp_ms"] = n.stamp(v1.Timestamp, n.start)
+				}
 			}
-			out = append(out, map[string]any{"magic": 0, "offset": m.Offset, "attributes": m.Attributes,
-				"key": string(m.Key), "value": string(m.Value)})
-		case 1:
-			var m kmsg.MessageV1
-			if err := m.ReadFrom(one); err != nil {
-				out = append(out, "bad message: "+err.Error())
-				continue
+			m["attributes"], m["key"] = attrs, string(key)
+			if codec := attrs & 0x07; codec != 0 && depth == 0 {
+				if codec == 3 && magic == 0 {
+					value = fixLegacyLZ4Checksum(value)
+				}
+				inner, err := decompressor.Decompress(value, kgo.CompressionCodecType(codec))
+				if err != nil {
+					m["value"] = "undecompressable: " + err.Error()
+				} else {
+					m["value"] = nil
+					m["messages"] = n.decodeSet(inner, depth+1)
+				}
+			} else {
+				m["value"] = string(value)
 			}
-			out = append(out, map[string]any{"magic": 1, "offset": m.Offset, "attributes": m.Attributes,
-				"timestamp_ms": m.Timestamp, "key": string(m.Key), "value": string(m.Value)})
+			out = append(out, m)
 		default:
 			out = append(out, fmt.Sprintf("magic %d", magic))
 		}
@@ -362,17 +467,70 @@ func decodeRecords(b64 string) any {
 	return out
 }
 
-func readRecords(bt kmsg.RecordBatch) []any {
-	if bt.Attributes&0x07 != 0 { // compressed: the test produces uncompressed batches only
-		return []any{fmt.Sprintf("compressed (codec %d)", bt.Attributes&0x07)}
+// batchMaxTimestamp is a fetched batch's max timestamp: in a LogAppendTime batch the broker's stamp,
+// named (a Produce before v2 has no log_append_time_ms to name it first), within the case's window.
+func (n *normaliser) batchMaxTimestamp(bt kmsg.RecordBatch) any {
+	if bt.Attributes&0x08 != 0 {
+		return n.stamp(bt.MaxTimestamp, n.start)
 	}
+	return n.ts(bt.MaxTimestamp)
+}
+
+// fixLegacyLZ4Checksum returns a copy of an lz4 frame of a message format 0 wrapper with its header
+// checksum recomputed: Kafka writes format 0's with the checksum over the magic number as well
+// (KafkaLZ4BlockOutputStream's useBrokenFlagDescriptorChecksum, KAFKA-3160), which a standard reader
+// refuses. The checksum is the second byte of the xxHash32 of the frame descriptor (FLG, BD and the
+// optional content size).
+func fixLegacyLZ4Checksum(frame []byte) []byte {
+	if len(frame) < 7 {
+		return frame
+	}
+	desc := 2
+	if frame[4]&0x08 != 0 { // content size present
+		desc += 8
+	}
+	if len(frame) < 4+desc+1 {
+		return frame
+	}
+	out := append([]byte(nil), frame...)
+	out[4+desc] = byte(xxh32(out[4:4+desc]) >> 8)
+	return out
+}
+
+// xxh32 is xxHash32 with seed 0 of fewer than 16 bytes.
+func xxh32(b []byte) uint32 {
+	const p1, p2, p3, p4, p5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
+	rotl := func(x uint32, r uint) uint32 { return x<<r | x>>(32-r) }
+	h := uint32(p5) + uint32(len(b))
+	for ; len(b) >= 4; b = b[4:] {
+		h = rotl(h+binary.LittleEndian.Uint32(b)*p3, 17) * p4
+	}
+	for _, c := range b {
+		h = rotl(h+uint32(c)*p5, 11) * p1
+	}
+	h ^= h >> 15
+	h *= p2
+	h ^= h >> 13
+	h *= p3
+	h ^= h >> 16
+	return h
+}
+
+func (n *normaliser) readRecords(bt kmsg.RecordBatch) []any {
 	var out []any
 	raw := bt.Records
+	if codec := bt.Attributes & 0x07; codec != 0 {
+		var err error
+		if raw, err = decompressor.Decompress(raw, kgo.CompressionCodecType(codec)); err != nil {
+			return []any{fmt.Sprintf("codec %d undecompressable: %v", codec, err)}
+		}
+	}
+	logAppendTime := bt.Attributes&0x08 != 0
 	for i := int32(0); i < bt.NumRecords; i++ {
 		var r kmsg.Record
-		n, ok := readVarint(raw)
-		total := varintLen(n) + int(n)
-		if !ok || n < 0 || total > len(raw) {
+		v, ok := readVarint(raw)
+		total := varintLen(v) + int(v)
+		if !ok || v < 0 || total > len(raw) {
 			return append(out, "truncated")
 		}
 		if err := r.ReadFrom(raw[:total]); err != nil {
@@ -383,7 +541,11 @@ func readRecords(bt kmsg.RecordBatch) []any {
 		for _, h := range r.Headers {
 			hs[h.Key] = string(h.Value)
 		}
-		out = append(out, map[string]any{"offset_delta": r.OffsetDelta, "key": string(r.Key), "value": string(r.Value), "headers": hs})
+		var ts any = n.ts(bt.FirstTimestamp + r.TimestampDelta64)
+		if logAppendTime {
+			ts = n.batchMaxTimestamp(bt) // DefaultRecordBatch: every record at the batch's stamp
+		}
+		out = append(out, map[string]any{"offset_delta": r.OffsetDelta, "timestamp": ts, "key": string(r.Key), "value": string(r.Value), "headers": hs})
 	}
 	return out
 }

@@ -32,9 +32,9 @@ func initPIDReq(v int16, txnID *string, pid int64, epoch int16) *kmsg.InitProduc
 	return r
 }
 
-// produceView is what is compared of an idempotent Produce answer. LogAppendTime is normalised away
-// elsewhere (the broker's clock); here it is kept as AppendTime: -1 for CreateTime, and a duplicate
-// answers the original batch's max timestamp there (UnifiedLog.append).
+// produceView is what is compared of an idempotent Produce answer. LogAppendTime is kept as
+// AppendTime, compared as it is: -1 for CreateTime, and a duplicate answers the original batch's max
+// timestamp there (UnifiedLog.append), the script's fixed timestamp.
 func produceView(resp kmsg.Response) any {
 	p := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 	return map[string]any{"ErrorCode": p.ErrorCode, "BaseOffset": p.BaseOffset, "LogStartOffset": p.LogStartOffset,

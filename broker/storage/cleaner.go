@@ -787,38 +787,6 @@ func compress(records []byte, codec int8) ([]byte, error) {
 	return slices.Clone(out), nil
 }
 
-// CheckKeys reports whether every record of records (v2 batches back to back,
-// compressed or not) has a key, as LogValidator.validateKey requires on a
-// compacted topic. Control batches are not checked. Errors: ErrCorruptRecord
-// (wrapped) for batches that do not decode.
-func CheckKeys(records []byte) (bool, error) {
-	for len(records) > 0 {
-		rb, err := recordbatch.Read(records)
-		if err != nil {
-			return false, fmt.Errorf("%w: %v", ErrCorruptRecord, err)
-		}
-		records = records[rb.Size():]
-		if rb.IsControl() {
-			continue
-		}
-		missing := false
-		err = eachRecord(rb, func(r recordbatch.Record) error {
-			if r.Key == nil {
-				missing = true
-				return errStop
-			}
-			return nil
-		})
-		if err != nil && err != errStop {
-			return false, fmt.Errorf("%w: %v", ErrCorruptRecord, err)
-		}
-		if missing {
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
 // readCleanerCheckpoint returns the checkpointed first dirty offset, -1 when
 // there is none or it cannot be read (then the whole log counts as dirty).
 func readCleanerCheckpoint(fs FS, dir string) int64 {

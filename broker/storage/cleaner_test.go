@@ -513,28 +513,6 @@ func TestCleanerKeepsLastBatchOfProducer(t *testing.T) {
 	}
 }
 
-// TestCheckKeys: a batch with a keyless record fails the compacted-topic check,
-// compressed or not.
-func TestCheckKeys(t *testing.T) {
-	ok, err := CheckKeys(keyedBatch(1, kv{[]byte("k"), []byte("v")}))
-	if !ok || err != nil {
-		t.Fatalf("keyed batch: %v, %v", ok, err)
-	}
-	ok, err = CheckKeys(append(keyedBatch(1, kv{[]byte("k"), []byte("v")}), keyedBatch(1, kv{nil, []byte("v")})...))
-	if ok || err != nil {
-		t.Fatalf("keyless record: %v, %v; want false", ok, err)
-	}
-	raw := recordbatch.AppendRecord(nil, recordbatch.Record{Value: []byte("v")})
-	z, err := compress(raw, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zb := recordbatch.AppendBatch(nil, recordbatch.Header{Attributes: 4, PartitionLeaderEpoch: -1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, NumRecords: 1}, z)
-	if ok, err = CheckKeys(zb); ok || err != nil {
-		t.Fatalf("keyless record in a zstd batch: %v, %v; want false", ok, err)
-	}
-}
-
 // TestCleanerRunBackoffAndStop: Run cleans a dirty log unasked, passes again at
 // once after a pass that cleaned, then waits log.cleaner.backoff.ms (an hour
 // here: no third pass) and returns when its context ends, aborting nothing.
