@@ -36,6 +36,9 @@ type Report struct {
 	Eras        []EraReport
 	// Plots are drawn elsewhere (SweepResult.WriteSVG) and embedded in the page inline. May be nil.
 	Plots []Plot
+	// Verdict is a sweep's verdict, one sentence a line (SweepResult.Verdict), shown at the top of the
+	// page beside the plots. May be nil.
+	Verdict []string
 }
 
 // Plot is one SVG document the page embeds inline, under its title, with a link to its file.
@@ -48,6 +51,8 @@ type Plot struct {
 // RenderHTML writes one self-contained HTML page (inline CSS and SVG, no scripts, no external assets
 // besides the links to the timeline and plot files) for a run:
 //
+//   - first, under the title, a sweep's verdict (Report.Verdict, `ul#verdict`) beside its plots
+//     (Report.Plots), in `section#sweep`, when given;
 //   - an opening "What the run showed": sentences generated from the eras' figures (who rebalanced per
 //     change, the coordination load, the stop-the-world pause, the time to stable, duplicates and losses,
 //     Kafka's consumer invariants), then the scenario's relations as checked, held or not;
@@ -55,7 +60,6 @@ type Plot struct {
 //     classic's do not (more rebalance attempts, group requests, a later stable time), a section saying
 //     why: KIP-429's second round;
 //   - the figures of every era side by side;
-//   - the sweep plots (Report.Plots), when given;
 //   - one timeline for all eras under ONE time axis: x is ms since each era's first record, at the same
 //     scale for every era (the axis spans the longest era);
 //   - per era its faults, events and per-event figures.
@@ -102,6 +106,7 @@ func RenderHTML(w io.Writer, rep Report) error {
 	page.Table = figureTable(page.Results)
 	page.Summary, page.Relations = summarize(rep.Eras, page.Results, traces)
 	page.Cooperative = cooperativeCost(page.Results)
+	page.Verdict = rep.Verdict
 	for _, p := range rep.Plots {
 		svg := p.SVG
 		if i := bytes.Index(svg, []byte("<svg")); i > 0 {
@@ -243,6 +248,7 @@ type htmlPage struct {
 	Relations   []relationView
 	Cooperative *coopView
 	PlotViews   []plotView
+	Verdict     []string
 }
 
 type plotView struct {
@@ -551,6 +557,9 @@ tr.rel-no td { color: #b00; }
 .ms.idle { background: #f1f1f1; }
 .swatch { display: inline-block; width: 1em; height: 1em; vertical-align: middle; margin: 0 .3em 0 1em; }
 .plot svg { max-width: 100%; height: auto; }
+.verdict-row { display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-start; }
+.verdict-row .verdict { flex: 1 1 32em; margin: 0; padding-left: 1.2em; }
+.verdict-row .plot { flex: 1 1 1150px; margin: 0; }
 .warn { color: #a60; }
 </style>
 </head>
@@ -558,6 +567,18 @@ tr.rel-no td { color: #b00; }
 <h1>{{.Scenario}}</h1>
 {{if .Description}}<p>{{.Description}}</p>{{end}}
 <p>seed {{.Seed}}{{range .Params}} · {{.}}{{end}}{{range .VersionList}} · {{.}}{{end}}</p>
+
+{{if or .PlotViews .Verdict}}<section id="sweep">
+<h2>The sweep{{if .Verdict}}: its verdict{{end}}</h2>
+<div class="verdict-row">
+{{if .Verdict}}<ul class="verdict" id="verdict">
+{{range .Verdict}}<li>{{.}}</li>
+{{end}}</ul>{{end}}
+{{range .PlotViews}}<figure class="plot"><figcaption>{{.Title}}{{if .File}} (<a href="{{.File}}">{{.File}}</a>){{end}}</figcaption>
+{{.SVG}}
+</figure>
+{{end}}</div>
+</section>{{end}}
 
 <h2 id="showed">What the run showed</h2>
 <ul class="summary" id="summary">
@@ -580,12 +601,6 @@ tr.rel-no td { color: #b00; }
 {{range .Table}}{{$fig := .Name}}<tr><th>{{.Label}}</th>{{range .Cells}}<td class="{{if eq .Value "n/a"}}na{{else}}num{{end}}" data-era="{{.Era}}" data-figure="{{$fig}}" data-value="{{.Value}}">{{.Text}}</td>{{end}}</tr>
 {{end}}</table>
 
-{{if .PlotViews}}<section id="sweep">
-<h2>The sweep</h2>
-{{range .PlotViews}}<figure class="plot"><figcaption>{{.Title}}{{if .File}} (<a href="{{.File}}">{{.File}}</a>){{end}}</figcaption>
-{{.SVG}}
-</figure>
-{{end}}</section>{{end}}
 
 <h2 id="timelines">Every era on one time axis</h2>
 <p>x: ms since the era's first record, the same scale for every era. Per partition: who owned it (member view; colour per member, stacked when several claimed it),
@@ -633,6 +648,11 @@ Per member: <span class="swatch ms consuming" style="position:static"></span>con
 
 // writeReport writes dir/index.html (RenderHTML of the run, with plots) and the timelines next to it.
 func (r *RunResult) writeReport(dir string, plots []Plot) error {
+	return r.writeReportVerdict(dir, plots, nil)
+}
+
+// writeReportVerdict is writeReport with a sweep's verdict at the top of the page (Report.Verdict).
+func (r *RunResult) writeReportVerdict(dir string, plots []Plot, verdict []string) error {
 	if err := r.writeTimelines(dir); err != nil {
 		return err
 	}
@@ -640,7 +660,7 @@ func (r *RunResult) writeReport(dir string, plots []Plot) error {
 		return r.writeStreamsReport(dir)
 	}
 	rep := Report{Scenario: r.Scenario, Description: r.Description, Seed: r.Seed, Params: r.ParamsMap(),
-		Versions: r.Versions, Plots: plots}
+		Versions: r.Versions, Plots: plots, Verdict: verdict}
 	for _, e := range r.Eras {
 		if e.Applies {
 			rep.Eras = append(rep.Eras, EraReport{Era: e.Era, Records: e.Records, Options: e.Options, Timeline: e.Timeline,
@@ -686,5 +706,5 @@ func (s *SweepResult) WriteReport(dir string) error {
 	}
 	title := fmt.Sprintf("The sweep: the %q event's figures against N, every era (medians); the timelines below are the run at N=%d",
 		s.Trigger, last.Params.Consumers)
-	return last.writeReport(dir, []Plot{{Title: title, File: SweepPlotFile, SVG: svg.Bytes()}})
+	return last.writeReportVerdict(dir, []Plot{{Title: title, File: SweepPlotFile, SVG: svg.Bytes()}}, s.Verdict().Lines)
 }
