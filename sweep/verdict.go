@@ -73,9 +73,9 @@ func (c Cell) Min() float64 { v := c.sorted(); return v[0] }
 // Max: see Min.
 func (c Cell) Max() float64 { v := c.sorted(); return v[len(v)-1] }
 
-// String is the cell as printed: the median, its [min–max] over two or more runs, the number of runs
-// when fewer than three, "never" for a `never` cell: "85 [80–90]", "85 (1 run)", "85 [80–90] (2 runs)",
-// "never (2 of 3 runs)", "120 [100–never]".
+// String is the cell as printed: the median, its [min–max] over two or more runs (unless every run
+// gave the same value), the number of runs when fewer than three, "never" for a `never` cell: "85 [80–90]", "85 (1 run)", "85 [80–90] (2 runs)",
+// "never", "never (2 of 3 runs; min 90000)", "120 [100–never]".
 func (c Cell) String() string {
 	if len(c.Values) == 0 {
 		return "no runs"
@@ -84,11 +84,11 @@ func (c Cell) String() string {
 	if c.Never() {
 		s = "never"
 		if n := c.NeverRuns(); n < len(c.Values) {
-			s += fmt.Sprintf(" (%d of %d runs; the others %s)", n, len(c.Values), fmtFinite(c.Min()))
+			s += fmt.Sprintf(" (%d of %d runs; min %s)", n, len(c.Values), fmtFinite(c.Min()))
 		}
 	} else {
 		s = Sig(c.Median())
-		if len(c.Values) > 1 {
+		if len(c.Values) > 1 && c.Min() != c.Max() {
 			s += " [" + fmtFinite(c.Min()) + "–" + fmtFinite(c.Max()) + "]"
 		}
 	}
@@ -244,7 +244,10 @@ func (g Growth) slopes() string {
 		parts = append(parts, "0 at "+sizeList(g.ZeroAt))
 	}
 	if len(g.Slopes) == 0 {
-		return fmt.Sprintf("none (%s)", strings.Join(append(parts, fmt.Sprintf("%d size(s) with a finite median", g.Points)), "; "))
+		if len(g.ZeroAt) > 0 {
+			return "none (" + strings.Join(parts, "; ") + ")"
+		}
+		return fmt.Sprintf("none (%d size(s) with a finite median)", g.Points)
 	}
 	return strings.Join(parts, ", ")
 }
