@@ -72,7 +72,7 @@ const (
 	plotW, plotH   = panelW - 20, panelH - 40
 	left, top      = 70, 80
 	gapX, gapY     = 60, 110
-	neverRow       = 16 // the top of a plot: the "never" row, above the log scale
+	neverRow       = 28 // the top of a plot: the "never" row, above the log scale
 )
 
 var palette = []string{"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"}
@@ -125,6 +125,26 @@ func decades(vals []float64) (lo, hi float64) {
 	return lo, hi
 }
 
+// logSpan returns the log10 range of the positive values of vals with a margin of a tenth of their
+// span on each side (at least half a decade wide); 0..1 without any.
+func logSpan(vals []float64) (lo, hi float64) {
+	mn, mx := math.Inf(1), math.Inf(-1)
+	for _, v := range vals {
+		if v > 0 && !math.IsInf(v, 1) {
+			mn, mx = math.Min(mn, v), math.Max(mx, v)
+		}
+	}
+	if math.IsInf(mn, 1) {
+		return 0, 1
+	}
+	lo, hi = math.Log10(mn), math.Log10(mx)
+	pad := math.Max(hi-lo, 0.5) / 10
+	if hi-lo < 0.5 {
+		pad += (0.5 - (hi - lo)) / 2
+	}
+	return lo - pad, hi + pad
+}
+
 func writePanel(b *strings.Builder, p Panel, ox, oy float64) {
 	var xs, ys []float64
 	never := false
@@ -141,7 +161,7 @@ func writePanel(b *strings.Builder, p Panel, ox, oy float64) {
 	for _, bd := range p.Bands {
 		xs = append(xs, bd.From, bd.To)
 	}
-	xlo, xhi := decades(xs)
+	xlo, xhi := logSpan(xs)
 	ylo, yhi := decades(ys)
 	x0, y0 := ox, oy+plotH // axes origin, bottom left
 	scaleH := float64(plotH - neverRow)
@@ -149,7 +169,7 @@ func writePanel(b *strings.Builder, p Panel, ox, oy float64) {
 	py := func(y float64) float64 {
 		switch {
 		case math.IsInf(y, 1):
-			return oy + neverRow/2 // the "never" row
+			return oy + neverRow/2 - 2 // the "never" row
 		case y <= 0:
 			return y0 + 14 // the "0" line below the axis
 		}
@@ -171,24 +191,34 @@ func writePanel(b *strings.Builder, p Panel, ox, oy float64) {
 		fmt.Fprintf(b, `<text x="%.1f" y="%.0f" text-anchor="middle" font-size="12" fill="#7a6200">%s</text>`+"\n",
 			(x1+x2)/2, oy+neverRow+14+float64(14*i), esc(bd.Label))
 	}
-	for d := xlo; d <= xhi; d++ {
+	// the x axis: the sizes measured labelled (the decades only gridded), or the decades without sizes
+	sizes := map[float64]bool{}
+	for _, x := range xs {
+		if x > 0 {
+			sizes[x] = true
+		}
+	}
+	for d := math.Ceil(xlo); d <= xhi; d++ {
 		x := x0 + (d-xlo)/(xhi-xlo)*plotW
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%.0f" x2="%.1f" y2="%.0f" stroke="#eee"/><text x="%.1f" y="%.0f" text-anchor="middle">%s</text>`+"\n",
-			x, oy, x, y0, x, y0+32, decade(d))
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.0f" x2="%.1f" y2="%.0f" stroke="#eee"/>`, x, oy, x, y0)
+		if len(sizes) == 0 {
+			fmt.Fprintf(b, `<text x="%.1f" y="%.0f" text-anchor="middle">%s</text>`, x, y0+32, decade(d))
+		}
+		b.WriteString("\n")
+	}
+	sorted := make([]float64, 0, len(sizes))
+	for x := range sizes {
+		sorted = append(sorted, x)
+	}
+	sort.Float64s(sorted)
+	for _, x := range sorted {
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.0f" x2="%.1f" y2="%.0f" stroke="#666"/><text class="size" x="%.1f" y="%.0f" text-anchor="middle">%g</text>`+"\n",
+			px(x), y0, px(x), y0+5, px(x), y0+32, x)
 	}
 	for d := ylo; d <= yhi; d++ {
 		y := y0 - (d-ylo)/(yhi-ylo)*scaleH
 		fmt.Fprintf(b, `<line x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#eee"/><text x="%.0f" y="%.1f" text-anchor="end">%s</text>`+"\n",
 			x0, y, x0+plotW, y, x0-4, y+4, decade(d))
-	}
-	// the sizes measured, labelled on the axis
-	seen := map[float64]bool{}
-	for _, x := range xs {
-		if x > 0 && !seen[x] {
-			seen[x] = true
-			fmt.Fprintf(b, `<line x1="%.1f" y1="%.0f" x2="%.1f" y2="%.0f" stroke="#666"/><text x="%.1f" y="%.0f" text-anchor="middle" fill="#444">%g</text>`+"\n",
-				px(x), y0, px(x), y0+5, px(x), y0+17, x)
-		}
 	}
 	xl := p.XLabel
 	if xl == "" {
@@ -196,8 +226,8 @@ func writePanel(b *strings.Builder, p Panel, ox, oy float64) {
 	}
 	fmt.Fprintf(b, `<text x="%.0f" y="%.0f" text-anchor="end" fill="#999">0</text>`+"\n", x0-4, y0+18)
 	if never {
-		fmt.Fprintf(b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="#ddd"/><text x="%.0f" y="%.0f" text-anchor="end" fill="#999">never</text>`+"\n",
-			x0, oy+neverRow, x0+plotW, oy+neverRow, x0-4, oy+neverRow/2+4)
+		fmt.Fprintf(b, `<rect x="%.0f" y="%.0f" width="%d" height="%d" fill="#f4f4f4"/><text x="%.0f" y="%.0f" text-anchor="end" fill="#777">never</text>`+"\n",
+			x0+1, oy+1, plotW-2, neverRow-6, x0-4, oy+neverRow/2)
 	}
 	fmt.Fprintf(b, `<text x="%.0f" y="%.0f" text-anchor="middle">%s</text>`+"\n", x0+plotW/2, y0+46, esc(xl))
 	if p.RefSlopes {
@@ -222,6 +252,11 @@ func writePanel(b *strings.Builder, p Panel, ox, oy float64) {
 				continue
 			}
 			x, y := px(pt.X), py(pt.Y)
+			if math.IsInf(pt.Y, 1) { // never: a cross on the never row, not joined to the line
+				fmt.Fprintf(&dots, `<path class="never" d="M%.1f,%.1fl8,8m0,-8l-8,8" stroke="%s" stroke-width="2.5"><title>%s N=%g: never</title></path>`+"\n",
+					x-4, y-4, colour, esc(s.Label), pt.X)
+				continue
+			}
 			coords = append(coords, fmt.Sprintf("%.1f,%.1f", x, y))
 			if !s.Dashed {
 				fmt.Fprintf(&dots, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"><title>%s N=%g: %s</title></circle>`+"\n",

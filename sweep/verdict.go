@@ -493,8 +493,8 @@ func addN(m map[string]map[string][]int, era, fig string, n int) {
 	m[era][fig] = append(m[era][fig], n)
 }
 
-// sentences writes the verdict as lines: per figure its rankings, who ranks best where, its crossovers
-// (or none) and its growth; then per era what it wins and loses.
+// sentences writes the verdict as lines: per figure its rankings and growth; then per figure who ranks
+// best where and its crossovers (or none); last, per era what it wins and loses.
 func (v Verdict) sentences(figs []FigureCells) []string {
 	if len(v.Figures) == 0 {
 		return nil
@@ -520,22 +520,6 @@ func (v Verdict) sentences(figs []FigureCells) []string {
 			cells = append(cells, b.String())
 		}
 		out = append(out, name+": "+strings.Join(cells, "; "))
-		if len(fv.Eras) < 2 {
-			only := fmt.Sprintf("%s: only %s has this figure", fv.Figure, fv.Eras[0])
-			if fv.NoCrossover != "" {
-				only += "; no crossover in " + fv.NoCrossover
-			}
-			out = append(out, only)
-		} else {
-			out = append(out, fv.Figure+": "+bestRuns(fv.Rankings))
-			for _, x := range fv.Crossovers {
-				out = append(out, fmt.Sprintf("%s: crossover between N=%d and N=%d: %s ranks before %s at N=%d, after it at N=%d",
-					fv.Figure, x.FromN, x.ToN, x.Before, x.After, x.FromN, x.ToN))
-			}
-			if fv.NoCrossover != "" {
-				out = append(out, fmt.Sprintf("%s: no crossover in %s", fv.Figure, fv.NoCrossover))
-			}
-		}
 		var gs []string
 		fitted := false
 		for _, g := range fv.Growth {
@@ -552,6 +536,24 @@ func (v Verdict) sentences(figs []FigureCells) []string {
 			out = append(out, fv.Figure+" growth: "+strings.Join(gs, "; "))
 		} else {
 			out = append(out, fv.Figure+" growth, log–log slope between consecutive N: "+strings.Join(gs, "; "))
+		}
+	}
+	for _, fv := range v.Figures {
+		if len(fv.Eras) < 2 {
+			only := fmt.Sprintf("%s: only %s has this figure", fv.Figure, fv.Eras[0])
+			if fv.NoCrossover != "" {
+				only += "; no crossover in " + fv.NoCrossover
+			}
+			out = append(out, only)
+			continue
+		}
+		out = append(out, fv.Figure+": "+bestRuns(fv.Rankings))
+		for _, x := range fv.Crossovers {
+			out = append(out, fmt.Sprintf("%s: crossover between N=%d and N=%d: %s ranks before %s at N=%d, after it at N=%d",
+				fv.Figure, x.FromN, x.ToN, x.Before, x.After, x.FromN, x.ToN))
+		}
+		if fv.NoCrossover != "" {
+			out = append(out, fmt.Sprintf("%s: no crossover in %s", fv.Figure, fv.NoCrossover))
 		}
 	}
 	for _, e := range v.Eras {
