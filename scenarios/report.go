@@ -704,7 +704,7 @@ func (s *SweepResult) WriteReport(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, SweepPlotFile), svg.Bytes(), 0o644); err != nil {
 		return err
 	}
-	title := fmt.Sprintf("The sweep: the %q event's figures against N, every era (medians); the timelines below are the run at N=%d",
+	title := fmt.Sprintf("The sweep: the %q event's figures against N, every era (medians, min–max bars); the timelines below are the run at N=%d",
 		s.Trigger, last.Params.Consumers)
 	return last.writeReportVerdict(dir, []Plot{{Title: title, File: SweepPlotFile, SVG: svg.Bytes()}}, s.Verdict().Lines)
 }

@@ -173,7 +173,20 @@ func TestReportInChromium(t *testing.T) {
 	}
 	sdoc := dumpDOM(ctx, t, browser, filepath.Join(sdir, "index.html"))
 	panels, memberLanes := map[string]bool{}, 0
+	var order []string // the verdict, the plot and the run's summary, in page order
+	var verdict []string
 	walk(sdoc, func(n *html.Node) {
+		if id, _ := attr(n, "id"); id == "verdict" || id == "showed" {
+			order = append(order, id)
+		}
+		if hasClass(n, "plot") {
+			order = append(order, "plot")
+		}
+		if n.Type == html.ElementNode && n.Data == "li" && n.Parent != nil {
+			if id, _ := attr(n.Parent, "id"); id == "verdict" && n.FirstChild != nil {
+				verdict = append(verdict, n.FirstChild.Data)
+			}
+		}
 		if hasClass(n, "panel") {
 			for p := n.Parent; p != nil; p = p.Parent {
 				if id, _ := attr(p, "id"); id == "sweep" {
@@ -193,6 +206,13 @@ func TestReportInChromium(t *testing.T) {
 	}
 	if memberLanes == 0 {
 		t.Errorf("sweep page: no member lanes")
+	}
+	// The verdict heads the page beside the plot: one line per sentence of SweepResult.Verdict.
+	if want := sw.Verdict().Lines; len(want) == 0 || !slices.Equal(verdict, want) {
+		t.Errorf("sweep page: verdict %q, want %q", verdict, want)
+	}
+	if !slices.Equal(order, []string{"verdict", "plot", "showed"}) {
+		t.Errorf("sweep page: order %v, want the verdict, then the plot, then the run's summary", order)
 	}
 }
 
