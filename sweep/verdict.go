@@ -500,8 +500,7 @@ func (v Verdict) sentences(figs []FigureCells) []string {
 		return nil
 	}
 	var out []string
-	out = append(out, fmt.Sprintf("verdict over %s (lower is better; a cell: the median of its runs [min–max]; ≈: the ranges overlap, a tie; never: did not stabilise, ranks last):",
-		sizeList(v.Sizes)))
+	out = append(out, "verdict over "+sizeList(v.Sizes)+" ("+strings.Join(v.legend(), "; ")+"):")
 	for _, fv := range v.Figures {
 		name := fv.Figure
 		if fv.Unit != "" {
@@ -563,6 +562,39 @@ func (v Verdict) sentences(figs []FigureCells) []string {
 		if len(e.Loses) > 0 {
 			out = append(out, e.Era+" loses "+figSizes(e.Loses, figs))
 		}
+	}
+	return out
+}
+
+// legend explains the notation the verdict's cells use, only what they use.
+func (v Verdict) legend() []string {
+	var multi, ranges, tie, equal, never bool
+	for _, fv := range v.Figures {
+		for _, r := range fv.Rankings {
+			for _, x := range r.Order {
+				multi = multi || x.Runs > 1
+				ranges = ranges || (x.Runs > 1 && x.cell.Min() != x.cell.Max())
+				tie = tie || x.Rel == "≈"
+				equal = equal || x.Rel == "="
+				never = never || x.cell.NeverRuns() > 0
+			}
+		}
+	}
+	out := []string{"lower is better"}
+	switch {
+	case ranges:
+		out = append(out, "a cell: the median of its runs [min–max]")
+	case multi:
+		out = append(out, "a cell: the median of its runs")
+	}
+	if tie {
+		out = append(out, "≈: the min–max ranges overlap, a tie")
+	}
+	if equal {
+		out = append(out, "=: equal medians")
+	}
+	if never {
+		out = append(out, "never: did not stabilise, ranks last")
 	}
 	return out
 }

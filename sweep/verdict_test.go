@@ -111,6 +111,10 @@ func TestVerdictNoCrossover(t *testing.T) {
 	if l := lineWith(v.Lines, "cooperative wins"); l != nil {
 		t.Errorf("the era that loses everything has a wins line: %q", l)
 	}
+	// The legend names only the notation used: no tie, no never here.
+	if want := "verdict over N=4, 16, 64, 256 (lower is better; a cell: the median of its runs [min–max]):"; v.Lines[0] != want {
+		t.Errorf("header %q, want %q", v.Lines[0], want)
+	}
 	if got := v.Figures[0].NoCrossover; got != "N=4..256" {
 		t.Errorf("NoCrossover %q, want N=4..256", got)
 	}
@@ -202,6 +206,7 @@ func TestVerdictNever(t *testing.T) {
 	hasLine(t, v.Lines, "time_to_stable_ms (ms): N=16: zk 110 [100–120] < classic 310 [300–320] < cooperative 510 [500–520]; "+
 		"N=64: classic 410 [400–420] < zk never (2 of 3 runs; min 90000) = cooperative never")
 	hasLine(t, v.Lines, "time_to_stable_ms: crossover between N=16 and N=64: zk ranks before classic at N=16, after it at N=64")
+	hasLine(t, v.Lines, "verdict over N=16, 64 (lower is better; a cell: the median of its runs [min–max]; =: equal medians; never: did not stabilise, ranks last):")
 	r := v.Figures[0].Rankings[1]
 	if r.Order[0].Era != "classic" || r.Order[1].Median != -1 || r.Order[2].Median != -1 || r.Order[2].NeverRuns != 3 {
 		t.Errorf("ranking at 64: %+v", r.Order)
