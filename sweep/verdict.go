@@ -67,11 +67,24 @@ func (c Cell) Median() float64 {
 // Never reports whether the cell's median is `never`.
 func (c Cell) Never() bool { return math.IsInf(c.Median(), 1) }
 
-// Min and Max are the range of the runs (+Inf for a run that never reached the figure).
-func (c Cell) Min() float64 { v := c.sorted(); return v[0] }
+// Min and Max are the range of the runs (+Inf for a run that never reached the figure; NaN for a cell
+// without runs).
+func (c Cell) Min() float64 {
+	v := c.sorted()
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	return v[0]
+}
 
 // Max: see Min.
-func (c Cell) Max() float64 { v := c.sorted(); return v[len(v)-1] }
+func (c Cell) Max() float64 {
+	v := c.sorted()
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	return v[len(v)-1]
+}
 
 // String is the cell as printed: the median, its [min–max] over two or more runs (unless every run
 // gave the same value), the number of runs when fewer than three, "never" for a `never` cell: "85 [80–90]", "85 (1 run)", "85 [80–90] (2 runs)",
@@ -400,7 +413,7 @@ func (f FigureCells) crossovers() []Crossover {
 	return out
 }
 
-// medians returns era's finite, positive-or-zero medians as points, ascending N.
+// medians returns era's medians that are not `never` as points, ascending N.
 func (f FigureCells) medians(era string) []Point {
 	var pts []Point
 	for _, n := range f.Sizes {
@@ -422,7 +435,7 @@ func Judge(figs []FigureCells) Verdict {
 		fv := FigureVerdict{Figure: f.Figure, Unit: f.Unit}
 		var measured []int // sizes where at least one era has the figure
 		for _, era := range f.Eras {
-			if len(f.medians(era)) > 0 || hasCells(f, era) {
+			if hasCells(f, era) {
 				fv.Eras = append(fv.Eras, era)
 				if !eraSeen[era] {
 					eraSeen[era] = true
