@@ -36,9 +36,10 @@ type Report struct {
 	Eras        []EraReport
 	// Plots are drawn elsewhere (SweepResult.WriteSVG) and embedded in the page inline. May be nil.
 	Plots []Plot
-	// Verdict is a sweep's verdict, one sentence a line (SweepResult.Verdict), shown at the top of the
-	// page beside the plots. May be nil.
-	Verdict []string
+	// Verdict is a sweep's verdict, one sentence a line (SweepResult.Verdict: its header and
+	// conclusions), shown at the top of the page beside the plots; VerdictRankings (its rankings and
+	// growth) under them, folded. May be nil.
+	Verdict, VerdictRankings []string
 }
 
 // Plot is one SVG document the page embeds inline, under its title, with a link to its file.
@@ -52,7 +53,7 @@ type Plot struct {
 // besides the links to the timeline and plot files) for a run:
 //
 //   - first, under the title, a sweep's verdict (Report.Verdict, `ul#verdict`) beside its plots
-//     (Report.Plots), in `section#sweep`, when given;
+//     (Report.Plots), then its rankings (`details#verdict-rankings`), in `section#sweep`, when given;
 //   - an opening "What the run showed": sentences generated from the eras' figures (who rebalanced per
 //     change, the coordination load, the stop-the-world pause, the time to stable, duplicates and losses,
 //     Kafka's consumer invariants), then the scenario's relations as checked, held or not;
@@ -106,7 +107,7 @@ func RenderHTML(w io.Writer, rep Report) error {
 	page.Table = figureTable(page.Results)
 	page.Summary, page.Relations = summarize(rep.Eras, page.Results, traces)
 	page.Cooperative = cooperativeCost(page.Results)
-	page.Verdict = rep.Verdict
+	page.Verdict, page.Rankings = rep.Verdict, rep.VerdictRankings
 	for _, p := range rep.Plots {
 		svg := p.SVG
 		if i := bytes.Index(svg, []byte("<svg")); i > 0 {
@@ -249,6 +250,7 @@ type htmlPage struct {
 	Cooperative *coopView
 	PlotViews   []plotView
 	Verdict     []string
+	Rankings    []string
 }
 
 type plotView struct {
@@ -578,6 +580,9 @@ tr.rel-no td { color: #b00; }
 {{.SVG}}
 </figure>
 {{end}}</div>
+{{if .Rankings}}<details id="verdict-rankings"><summary>Every cell ranked, and each figure's growth</summary><ul>
+{{range .Rankings}}<li>{{.}}</li>
+{{end}}</ul></details>{{end}}
 </section>{{end}}
 
 <h2 id="showed">What the run showed</h2>
@@ -648,11 +653,12 @@ Per member: <span class="swatch ms consuming" style="position:static"></span>con
 
 // writeReport writes dir/index.html (RenderHTML of the run, with plots) and the timelines next to it.
 func (r *RunResult) writeReport(dir string, plots []Plot) error {
-	return r.writeReportVerdict(dir, plots, nil)
+	return r.writeReportVerdict(dir, plots, nil, nil)
 }
 
-// writeReportVerdict is writeReport with a sweep's verdict at the top of the page (Report.Verdict).
-func (r *RunResult) writeReportVerdict(dir string, plots []Plot, verdict []string) error {
+// writeReportVerdict is writeReport with a sweep's verdict at the top of the page (Report.Verdict and
+// VerdictRankings).
+func (r *RunResult) writeReportVerdict(dir string, plots []Plot, verdict, rankings []string) error {
 	if err := r.writeTimelines(dir); err != nil {
 		return err
 	}
@@ -660,7 +666,7 @@ func (r *RunResult) writeReportVerdict(dir string, plots []Plot, verdict []strin
 		return r.writeStreamsReport(dir)
 	}
 	rep := Report{Scenario: r.Scenario, Description: r.Description, Seed: r.Seed, Params: r.ParamsMap(),
-		Versions: r.Versions, Plots: plots, Verdict: verdict}
+		Versions: r.Versions, Plots: plots, Verdict: verdict, VerdictRankings: rankings}
 	for _, e := range r.Eras {
 		if e.Applies {
 			rep.Eras = append(rep.Eras, EraReport{Era: e.Era, Records: e.Records, Options: e.Options, Timeline: e.Timeline,
@@ -706,5 +712,10 @@ func (s *SweepResult) WriteReport(dir string) error {
 	}
 	title := fmt.Sprintf("The sweep: the %q event's figures against N, every era (medians, min–max bars); the timelines below are the run at N=%d",
 		s.Trigger, last.Params.Consumers)
-	return last.writeReportVerdict(dir, []Plot{{Title: title, File: SweepPlotFile, SVG: svg.Bytes()}}, s.Verdict().Lines)
+	v := s.Verdict()
+	var head []string
+	if len(v.Lines) > 0 {
+		head = append([]string{v.Lines[0]}, v.Conclusions...)
+	}
+	return last.writeReportVerdict(dir, []Plot{{Title: title, File: SweepPlotFile, SVG: svg.Bytes()}}, head, v.Rankings)
 }

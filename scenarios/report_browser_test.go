@@ -175,9 +175,17 @@ func TestReportInChromium(t *testing.T) {
 	panels, memberLanes := map[string]bool{}, 0
 	var order []string // the verdict, the plot and the run's summary, in page order
 	var verdict []string
+	rankings := 0
 	walk(sdoc, func(n *html.Node) {
-		if id, _ := attr(n, "id"); id == "verdict" || id == "showed" {
+		if id, _ := attr(n, "id"); id == "verdict" || id == "showed" || id == "verdict-rankings" {
 			order = append(order, id)
+		}
+		if n.Type == html.ElementNode && n.Data == "li" {
+			for p := n.Parent; p != nil; p = p.Parent {
+				if id, _ := attr(p, "id"); id == "verdict-rankings" {
+					rankings++
+				}
+			}
 		}
 		if hasClass(n, "plot") {
 			order = append(order, "plot")
@@ -207,12 +215,17 @@ func TestReportInChromium(t *testing.T) {
 	if memberLanes == 0 {
 		t.Errorf("sweep page: no member lanes")
 	}
-	// The verdict heads the page beside the plot: one line per sentence of SweepResult.Verdict.
-	if want := sw.Verdict().Lines; len(want) == 0 || !slices.Equal(verdict, want) {
+	// The verdict heads the page beside the plot: its header and conclusions, one sentence a line; its
+	// rankings folded under the plot.
+	v := sw.Verdict()
+	if want := append([]string{v.Lines[0]}, v.Conclusions...); len(v.Conclusions) == 0 || !slices.Equal(verdict, want) {
 		t.Errorf("sweep page: verdict %q, want %q", verdict, want)
 	}
-	if !slices.Equal(order, []string{"verdict", "plot", "showed"}) {
-		t.Errorf("sweep page: order %v, want the verdict, then the plot, then the run's summary", order)
+	if rankings != len(v.Rankings) || rankings == 0 {
+		t.Errorf("sweep page: %d ranking lines, want %d", rankings, len(v.Rankings))
+	}
+	if !slices.Equal(order, []string{"verdict", "plot", "verdict-rankings", "showed"}) {
+		t.Errorf("sweep page: order %v, want the verdict, the plot, the rankings, then the run's summary", order)
 	}
 }
 

@@ -119,15 +119,21 @@ func TestSweepVerdictRecorded(t *testing.T) {
 		t.Errorf("cooperative never stable at 64 does not lose there:\n%s", strings.Join(lines, "\n"))
 	}
 
+	v = s.Verdict()
+	if !slices.Equal(v.Lines, append(append([]string{v.Lines[0]}, v.Rankings...), v.Conclusions...)) {
+		t.Errorf("Lines are not the header, the rankings and the conclusions")
+	}
 	var page bytes.Buffer
-	if err := RenderHTML(&page, Report{Scenario: s.Scenario, Verdict: lines,
-		Plots: []Plot{{Title: "sweep", File: SweepPlotFile, SVG: []byte(`<svg xmlns="http://www.w3.org/2000/svg"></svg>`)}}}); err != nil {
+	if err := RenderHTML(&page, Report{Scenario: s.Scenario, Verdict: append([]string{v.Lines[0]}, v.Conclusions...),
+		VerdictRankings: v.Rankings,
+		Plots:           []Plot{{Title: "sweep", File: SweepPlotFile, SVG: []byte(`<svg xmlns="http://www.w3.org/2000/svg"></svg>`)}}}); err != nil {
 		t.Fatal(err)
 	}
 	html := page.String()
-	iv, ip, is := strings.Index(html, `<ul class="verdict" id="verdict">`), strings.Index(html, `<figure class="plot">`), strings.Index(html, `id="showed"`)
-	if iv < 0 || ip < 0 || is < 0 || iv > is || ip > is {
-		t.Errorf("the verdict (%d) and the plot (%d) do not come before the run's summary (%d)", iv, ip, is)
+	iv, ip, ir, is := strings.Index(html, `<ul class="verdict" id="verdict">`), strings.Index(html, `<figure class="plot">`),
+		strings.Index(html, `<details id="verdict-rankings">`), strings.Index(html, `id="showed"`)
+	if iv < 0 || iv > ip || ip > ir || ir > is {
+		t.Errorf("page order: verdict %d, plot %d, rankings %d, summary %d; want in that order", iv, ip, ir, is)
 	}
 	if !strings.Contains(html, "<li>cooperative loses group_requests at N=4, 16; time_to_stable_ms at N=4, 16, 64</li>") {
 		t.Errorf("the page lacks the verdict's lines")

@@ -344,7 +344,13 @@ type Verdict struct {
 	Sizes   []int           `json:"sizes"`
 	Figures []FigureVerdict `json:"figures"`
 	Eras    []EraVerdict    `json:"eras"`
-	Lines   []string        `json:"lines"`
+	// Lines are the sentences in print order: a header naming the sizes and the notation, Rankings,
+	// then Conclusions.
+	Lines []string `json:"lines"`
+	// Rankings are per figure its cells in rank order and its growth; Conclusions per figure who ranks
+	// best where and its crossovers (or none), then per era what it wins and loses.
+	Rankings    []string `json:"-"`
+	Conclusions []string `json:"-"`
 }
 
 func ranked(era string, c Cell) Ranked {
@@ -486,7 +492,7 @@ func Judge(figs []FigureCells) Verdict {
 		}
 		v.Eras = append(v.Eras, EraVerdict{Era: era, Wins: wins[era], Loses: loses[era]})
 	}
-	v.Lines = v.sentences(figs)
+	v.sentences(figs)
 	return v
 }
 
@@ -506,14 +512,14 @@ func addN(m map[string]map[string][]int, era, fig string, n int) {
 	m[era][fig] = append(m[era][fig], n)
 }
 
-// sentences writes the verdict as lines: per figure its rankings and growth; then per figure who ranks
-// best where and its crossovers (or none); last, per era what it wins and loses.
-func (v Verdict) sentences(figs []FigureCells) []string {
+// sentences writes the verdict's Rankings (per figure its rankings and growth), Conclusions (per figure
+// who ranks best where and its crossovers or none; last, per era what it wins and loses) and Lines.
+func (v *Verdict) sentences(figs []FigureCells) {
 	if len(v.Figures) == 0 {
-		return nil
+		return
 	}
+	header := "verdict over " + sizeList(v.Sizes) + " (" + strings.Join(v.legend(), "; ") + "):"
 	var out []string
-	out = append(out, "verdict over "+sizeList(v.Sizes)+" ("+strings.Join(v.legend(), "; ")+"):")
 	for _, fv := range v.Figures {
 		name := fv.Figure
 		if fv.Unit != "" {
@@ -550,6 +556,7 @@ func (v Verdict) sentences(figs []FigureCells) []string {
 			out = append(out, fv.Figure+" growth, log–log slope between consecutive N: "+strings.Join(gs, "; "))
 		}
 	}
+	v.Rankings, out = out, nil
 	for _, fv := range v.Figures {
 		if len(fv.Eras) < 2 {
 			only := fmt.Sprintf("%s: only %s has this figure", fv.Figure, fv.Eras[0])
@@ -576,7 +583,8 @@ func (v Verdict) sentences(figs []FigureCells) []string {
 			out = append(out, e.Era+" loses "+figSizes(e.Loses, figs))
 		}
 	}
-	return out
+	v.Conclusions = out
+	v.Lines = append(append([]string{header}, v.Rankings...), v.Conclusions...)
 }
 
 // legend explains the notation the verdict's cells use, only what they use.
