@@ -284,6 +284,12 @@ func FuzzMessageSet(f *testing.F) {
 	zw.Write(message(1, 0, 0, 3, nil, []byte("in")))
 	zw.Close()
 	f.Add(message(1, 0, codecGzip, 3, nil, gz.Bytes()))
+	for magic := int8(0); magic <= 1; magic++ {
+		for _, codec := range []recordbatch.Codec{recordbatch.CodecSnappy, recordbatch.CodecLZ4} {
+			v, _ := recordbatch.Compress(codec, magic, message(magic, 0, 0, 3, []byte("k"), []byte("in")))
+			f.Add(message(magic, 0, byte(codec), 3, nil, v))
+		}
+	}
 	f.Fuzz(func(t *testing.T, set []byte) {
 		batch, code, _ := messageSetToBatch(set)
 		if code != 0 || (len(set) > 16 && set[16] == 2) {

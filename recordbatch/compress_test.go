@@ -144,3 +144,33 @@ func TestCodecsReadClientBytes(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecompress: any bytes, codec and magic never panic Decompress, never give more than the limit,
+// and what compresses decompresses back.
+func FuzzDecompress(f *testing.F) {
+	for _, c := range []Codec{CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
+		for magic := int8(0); magic <= 2; magic++ {
+			if b, err := Compress(c, magic, testPayload(300)); err == nil {
+				f.Add(int8(c), magic, b)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, codec, magic int8, data []byte) {
+		const limit = 1 << 16
+		out, err := Decompress(Codec(codec), magic, data, limit)
+		if err == nil && len(out) > limit && Codec(codec) != CodecNone {
+			t.Fatalf("%d bytes past the limit %d", len(out), limit)
+		}
+		if len(data) > limit {
+			return
+		}
+		comp, err := Compress(Codec(codec), magic, data)
+		if err != nil {
+			return
+		}
+		back, err := Decompress(Codec(codec), magic, comp, limit)
+		if err != nil || !bytes.Equal(back, data) {
+			t.Fatalf("codec %d magic %d: %d bytes back of %d, %v", codec, magic, len(back), len(data), err)
+		}
+	})
+}
