@@ -79,19 +79,15 @@ func (c compressionConfig) target(source recordbatch.Codec) (recordbatch.Codec, 
 // a batch that does not decode.
 func applyCompressionType(c compressionConfig, records []byte, topic string, p int32, maxMessageBytes int32) ([]byte, int16, string) {
 	source, batches := recordbatch.CodecNone, 0
-	var first recordbatch.Batch
-	for rest := records; len(rest) > 0; batches++ {
-		b, err := recordbatch.Read(rest)
+	for rest := records; len(rest) > 0; batches++ { // the headers only: the log checks the CRCs
+		h, err := recordbatch.ReadHeader(rest)
 		if err != nil {
 			return nil, kerr.CorruptMessage.Code, err.Error()
 		}
-		if batches == 0 {
-			first = b
-		}
-		if codec := recordbatch.Codec(b.Compression()); codec != recordbatch.CodecNone {
+		if codec := recordbatch.Codec(h.Compression()); codec != recordbatch.CodecNone {
 			source = codec
 		}
-		rest = rest[b.Size():]
+		rest = rest[h.Size():]
 	}
 	target, level := c.target(source)
 	if batches == 0 || (source == recordbatch.CodecNone && target == recordbatch.CodecNone) {
@@ -99,6 +95,10 @@ func applyCompressionType(c compressionConfig, records []byte, topic string, p i
 	}
 	if batches > 1 {
 		return nil, kerr.InvalidRecord.Code, "Compressed outer record has more than one batch"
+	}
+	first, err := recordbatch.Read(records)
+	if err != nil {
+		return nil, kerr.CorruptMessage.Code, err.Error()
 	}
 	if source == recordbatch.CodecNone && first.IsControl() {
 		return records, 0, ""
