@@ -359,3 +359,67 @@ func firstLegacyMessage(t *testing.T, set []byte) (magic, attrs byte, value []by
 	}
 	return magic, attrs, bytes.Clone(rest[4 : 4+vl])
 }
+
+// TestBrokerCompressionType: the broker's compression.type (gzip) is the default of every topic's: a
+// producer's lz4 batches are stored as gzip, except in a topic whose own compression.type is producer,
+// where they stay lz4; the records are intact either way.
+func TestBrokerCompressionType(t *testing.T) {
+	brokerCompressionType(t, lab.Options{Brokers: 1})
+}
+
+// TestBrokerCompressionTypeKafka39 is the same on a real Kafka 3.9 broker.
+func TestBrokerCompressionTypeKafka39(t *testing.T) {
+	brokerCompressionType(t, lab.Options{Brokers: 1, Broker: lab.BrokerKafka})
+}
+
+func brokerCompressionType(t *testing.T, opts lab.Options) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	opts.Dir = t.TempDir()
+	opts.BrokerConfig = map[string]string{"compression.type": "gzip"}
+	l, err := lab.Start(ctx, opts)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	const n = 20
+	cl, err := kgo.NewClient(kgo.SeedBrokers(l.Bootstrap()), kgo.ProducerBatchCompression(kgo.Lz4Compression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	c := dial(t, l.Bootstrap())
+	for _, s := range []struct {
+		topic     string
+		overrides map[string]*string
+		codec     recordbatch.Codec
+	}{
+		{"default", nil, recordbatch.CodecGzip},
+		{"producer", map[string]*string{"compression.type": kmsg.StringPtr("producer")}, recordbatch.CodecLZ4},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		r, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, s.overrides, s.topic)
+		if err != nil || r.Err != nil {
+			cancel()
+			t.Fatalf("create %s: %v %v", s.topic, err, r.Err)
+		}
+		var recs []*kgo.Record
+		for i := range n {
+			recs = append(recs, &kgo.Record{Topic: s.topic, Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "%s-%d", s.topic, i)})
+		}
+		err = cl.ProduceSync(ctx, recs...).FirstErr()
+		cancel()
+		if err != nil {
+			t.Fatalf("produce %s: %v", s.topic, err)
+		}
+		codecs, got := storedBatches(t, c, s.topic)
+		for i, codec := range codecs {
+			if codec != s.codec {
+				t.Fatalf("%s: stored batch %d of %d has codec %s, want %s", s.topic, i, len(codecs), codec, s.codec)
+			}
+		}
+		if !slices.Equal(got, wantRecords(s.topic, n)) {
+			t.Fatalf("%s: stored records %v\nwant %v", s.topic, got, wantRecords(s.topic, n))
+		}
+	}
+}
