@@ -16,6 +16,7 @@ import (
 	"hash/crc32"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,6 +191,24 @@ func compressionAcrossFormats(t *testing.T, opts lab.Options) {
 		if magic != f.magic || attrs != 3 || fmt.Sprintf("%x", value[:min(7, len(value))]) != f.header {
 			t.Fatalf("Fetch v%d of kgo-lz4: first message magic %d, attributes %d, value starting %x; want magic %d, lz4, header %s",
 				f.version, magic, attrs, value[:min(7, len(value))], f.magic, f.header)
+		}
+	}
+
+	// Down-conversion of every stored compressed batch, message by message, against what the stored
+	// batches say (RecordsUtil.downConvert): one wrapper of the batch's codec at its last offset (format
+	// 1: with the max timestamp), holding every record (format 1: offsets relative to the first).
+	for _, topic := range []string{"kgo-snappy", "kgo-lz4", "py-gzip", "cfg-gzip"} {
+		for _, version := range []int16{0, 2} {
+			magic := int8(version / 2)
+			p := request[*kmsg.FetchResponse](t, c, consumerFetch(topic, 1<<20), version).Topics[0].Partitions[0]
+			if p.ErrorCode != 0 {
+				t.Fatalf("Fetch v%d of %s: error %d", version, topic, p.ErrorCode)
+			}
+			got := legacyMessages(t, p.RecordBatches)
+			want := expectedDownConversion(t, c, topic, magic)
+			if !slices.Equal(got, want) {
+				t.Fatalf("Fetch v%d of %s:\n%s\nwant\n%s", version, topic, strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
 		}
 	}
 
@@ -422,4 +441,95 @@ func brokerCompressionType(t *testing.T, opts lab.Options) {
 			t.Fatalf("%s: stored records %v\nwant %v", s.topic, got, wantRecords(s.topic, n))
 		}
 	}
+}
+
+// legacyMessages decodes a (down-converted) message set to one line per message, a wrapper's inner
+// messages indented after it: "offset magic attributes timestamp key=value" (timestamp only in format 1),
+// up to the first partial or overflow message.
+func legacyMessages(t *testing.T, set []byte) []string {
+	t.Helper()
+	var out []string
+	var walk func(set []byte, indent string)
+	walk = func(set []byte, indent string) {
+		for len(set) >= 12 {
+			off, size := int64(binary.BigEndian.Uint64(set)), int(binary.BigEndian.Uint32(set[8:12]))
+			if off < 0 || 12+size > len(set) {
+				return // overflow or partial
+			}
+			m := set[12 : 12+size]
+			set = set[12+size:]
+			magic, attrs, rest := int8(m[4]), m[5], m[6:]
+			line := fmt.Sprintf("%s%d m%d a%d", indent, off, magic, attrs)
+			if magic == 1 {
+				line += fmt.Sprintf(" t%d", int64(binary.BigEndian.Uint64(rest)))
+				rest = rest[8:]
+			}
+			var kv [2][]byte
+			for i := range kv {
+				l := int32(binary.BigEndian.Uint32(rest))
+				rest = rest[4:]
+				if l >= 0 {
+					kv[i], rest = rest[:l], rest[l:]
+				}
+			}
+			if codec := recordbatch.Codec(attrs & 7); codec != recordbatch.CodecNone {
+				out = append(out, fmt.Sprintf("%s key=%q", line, kv[0]))
+				inner, err := recordbatch.Decompress(codec, magic, kv[1], 1<<20)
+				if err != nil {
+					t.Fatalf("wrapper at %d: %v", off, err)
+				}
+				walk(inner, indent+"  ")
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s %s=%s", line, kv[0], kv[1]))
+		}
+	}
+	walk(set, "")
+	return out
+}
+
+// expectedDownConversion is what legacyMessages must read from a Fetch of topic's partition 0 down-
+// converted to format magic, computed from its stored batches (all compressed here).
+func expectedDownConversion(t *testing.T, c *wire.Conn, topic string, magic int8) []string {
+	t.Helper()
+	req := consumerFetch(topic, 1<<20)
+	p := request[*kmsg.FetchResponse](t, c, req, 11).Topics[0].Partitions[0]
+	var out []string
+	for data := p.RecordBatches; len(data) > 0; {
+		b, err := recordbatch.Read(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = data[b.Size():]
+		raw, err := recordbatch.Decompress(recordbatch.Codec(b.Compression()), 2, b.Records, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var recs []recordbatch.Record
+		if err := recordbatch.ReadRecords(raw, b.NumRecords, func(r recordbatch.Record) error { recs = append(recs, r); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		first, last := b.BaseOffset+int64(recs[0].OffsetDelta), b.BaseOffset+int64(recs[len(recs)-1].OffsetDelta)
+		maxTS := int64(-1)
+		for _, r := range recs {
+			maxTS = max(maxTS, b.BaseTimestamp+r.TimestampDelta)
+		}
+		line := fmt.Sprintf("%d m%d a%d", last, magic, b.Compression())
+		if magic == 1 {
+			line += fmt.Sprintf(" t%d", maxTS)
+		}
+		out = append(out, line+` key=""`)
+		for _, r := range recs {
+			off := b.BaseOffset + int64(r.OffsetDelta)
+			if magic == 1 {
+				off -= first
+			}
+			line := fmt.Sprintf("  %d m%d a0", off, magic)
+			if magic == 1 {
+				line += fmt.Sprintf(" t%d", b.BaseTimestamp+r.TimestampDelta)
+			}
+			out = append(out, fmt.Sprintf("%s %s=%s", line, r.Key, r.Value))
+		}
+	}
+	return out
 }
