@@ -130,7 +130,7 @@ func TestMalformedInput(t *testing.T) {
 		for _, frame := range [][]byte{
 			{0, 0, 0, 10, 0x27, 0x0f, 0, 0, 0, 0, 0, 1, 0xff, 0xff}, // key 9999
 			frameOf(kmsg.NewPtrAddPartitionsToTxnRequest(), 0, 1),   // known to Kafka, not served here
-			frameOf(kmsg.NewPtrOffsetForLeaderEpochRequest(), 0, 2), // replication API: not served
+			frameOf(kmsg.NewPtrAlterReplicaLogDirsRequest(), 0, 2),  // admin API: not served
 			frameOf(kmsg.NewPtrDescribeACLsRequest(), 0, 3),         // not implemented
 		} {
 			c := rawConn(t, tb.addr())
