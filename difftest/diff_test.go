@@ -39,6 +39,7 @@ func TestDifferential(t *testing.T) {
 	}
 	cases = append(cases, dataCases(v)...)
 	cases = append(cases, configCases(v)...)
+	cases = append(cases, leaderEpochCases(v)...)
 	cases = append(cases, kip848Case())
 	cases = append(cases, offsetDeleteCase())
 	cases = append(cases, idempotentCase(v)) // last: it appends to dataTopic, whose offsets the data cases read
@@ -72,6 +73,7 @@ func TestDifferential(t *testing.T) {
 	for vf := v.min[kmsg.OffsetFetch.Int16()]; vf <= v.max[kmsg.OffsetFetch.Int16()]; vf++ {
 		late = append(late, nonCoordinatorCase(vf))
 	}
+	late = append(late, leaderHintCases(v)...)
 	run(late)
 	cases = append(cases, late...)
 	if f := os.Getenv("DIFFTEST_OUT"); f != "" {
