@@ -149,7 +149,7 @@ func TestMalformedInput(t *testing.T) {
 		before := closed("unsupported_version")
 		for _, frame := range [][]byte{
 			frameOf(kmsg.NewPtrMetadataRequest(), 13, 1),
-			frameOf(kmsg.NewPtrProduceRequest(), 10, 2), // v0-v9 served (KIP-951's v10+ not)
+			frameOf(kmsg.NewPtrProduceRequest(), 12, 2), // v0-v11 served (4.0's v12, KIP-890, not)
 			frameOf(kmsg.NewPtrFetchRequest(), 13, 3),   // v0-v12 served (topic ids from v13 not)
 		} {
 			c := rawConn(t, tb.addr())
@@ -177,7 +177,7 @@ func TestMalformedInput(t *testing.T) {
 		if err := resp.ReadFrom(readResponse(t, c, 8)); err != nil {
 			t.Fatal(err)
 		}
-		if resp.ErrorCode != 0 || len(resp.ApiKeys) != 32 { // 21 data/admin/inter-broker APIs (InitProducerId, the config APIs, AlterPartition, ControlledShutdown, LeaderAndIsr, UpdateMetadata and StopReplica among them) + 11 group APIs (OffsetDelete among them)
+		if resp.ErrorCode != 0 || len(resp.ApiKeys) != 33 { // 22 data/admin/inter-broker APIs (InitProducerId, OffsetForLeaderEpoch, the config APIs, AlterPartition, ControlledShutdown, LeaderAndIsr, UpdateMetadata and StopReplica among them) + 11 group APIs (OffsetDelete among them)
 			t.Fatalf("ApiVersions v0 after the retry: error %d, %d keys", resp.ErrorCode, len(resp.ApiKeys))
 		}
 		metadataOK("unsupported version")
