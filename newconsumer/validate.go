@@ -3,6 +3,7 @@ package newconsumer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -117,8 +118,23 @@ func (c *Consumer) validatePositions(ctx context.Context) error {
 	}
 	byLeader, err := c.byLeader(ctx, parts)
 	if err != nil {
-		return err
+		// No leader known: retried after retry.backoff.ms, without holding up the other
+		// partitions' positions (the validation is asynchronous in Kafka's consumer).
+		c.log.WithError(err).Debug("positions not validated: no leader known")
+		c.retryValidation(parts)
+		return nil
 	}
+	var leaderless []TopicPartition
+	for _, tp := range parts {
+		found := false
+		for _, ps := range byLeader {
+			found = found || slices.Contains(ps, tp)
+		}
+		if !found {
+			leaderless = append(leaderless, tp)
+		}
+	}
+	c.retryValidation(leaderless)
 	truncated := &LogTruncationError{FetchOffsets: map[TopicPartition]int64{}, DivergentOffsets: map[TopicPartition]OffsetAndEpoch{}}
 	for addr, ps := range byLeader {
 		if err := c.validateAt(ctx, addr, ps, truncated); err != nil {
