@@ -69,6 +69,7 @@ func leaderEpochCases(v versions) []kcase {
 			q("current-epoch", -1, p(-1, 0)),
 			q("epoch-above-every-cached", -1, p(-1, 7)),
 			q("epoch-undefined", -1, p(-1, -1)),
+			q("epoch-below-every-cached", -1, p(-1, -2)), // no floor entry: the epoch itself, the first entry's start
 			q("unknown-topic", -1, epochPartition{"dt-never", 0, -1, 0}),
 			q("unknown-partition", -1, epochPartition{topic, 9, -1, 0}),
 			q("two-topics", -1, p(-1, 0), epochPartition{topic, 1, -1, 0}, epochPartition{"dt-never", 0, -1, 0}, epochPartition{dataTopic, 1, -1, 0}),

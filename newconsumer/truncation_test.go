@@ -1,10 +1,14 @@
 package newconsumer
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -220,7 +224,9 @@ func shown(ds []delivery) []string {
 // auto.offset.reset=earliest, the member seeks to 3 (epoch 0), logs Kafka's "Truncation detected"
 // line, and delivers "new-3" at offset 3 (epoch e2) — not a reset to the beginning, and not a skip
 // to the log end. The franz-go peer detects the same truncation (ErrDataLoss consumed to 5, reset
-// to 3) and reads the same record.
+// to 3) and reads the same record; so does Kafka 3.9's own consumer (VerifiableConsumer, its log
+// line "Truncation detected ... offset=5 ... first offset known to diverge ... offset=3"), once
+// broker 1, its group's coordinator, is back.
 func TestIntegrationUncleanElectionTruncation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -255,6 +261,7 @@ func TestIntegrationUncleanElectionTruncation(t *testing.T) {
 		t.Fatal(err)
 	}
 	peer := startKgoPeer(t, all)
+	jpeer := startJavaPeer(t, tl.l.Bootstrap())
 	var got []delivery
 	pollUntil(t, c, &got, 60*time.Second, "the member delivers offsets 0-2", func(ds []delivery) bool { return len(ds) >= 3 })
 
@@ -280,6 +287,10 @@ func TestIntegrationUncleanElectionTruncation(t *testing.T) {
 	}
 	testutil.WaitFor(t, 30*time.Second, "the kgo peer consumed offsets 0-4", func() bool {
 		ds, _ := peer.snapshot()
+		return len(ds) >= 5
+	})
+	testutil.WaitFor(t, 60*time.Second, "Kafka's VerifiableConsumer consumed offsets 0-4", func() bool {
+		ds, _ := jpeer.snapshot()
 		return len(ds) >= 5
 	})
 
@@ -340,7 +351,120 @@ func TestIntegrationUncleanElectionTruncation(t *testing.T) {
 	if len(loss) != 1 || loss[0].ConsumedTo != 5 || loss[0].ConsumedToEpoch != e1 || loss[0].ResetTo != 3 || loss[0].ResetToEpoch != 0 {
 		t.Fatalf("kgo peer data loss %+v, want one: consumed to 5 epoch %d, reset to 3 epoch 0", loss, e1)
 	}
-	if err := bs[0].Start(ctx); err != nil { // the old leader returns and follows: a clean Close
+	// Kafka's consumer: its group's coordinator was on broker 1 (__consumer_offsets' ISR shrank to
+	// it), and 3.9's poll validates no position while the coordinator is unknown
+	// (updateAssignmentMetadataIfNeeded stops at coordinator.poll); broker 1 returns, follows 2
+	// (its acks=1 records truncated) and coordinates again.
+	if err := bs[0].Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	testutil.WaitFor(t, 90*time.Second, "Kafka's VerifiableConsumer reads offset 3 again", func() bool {
+		ds, _ := jpeer.snapshot()
+		return len(ds) >= 6
+	})
+	jds, jlines := jpeer.snapshot()
+	wantJava := slices.Clone(want)
+	for i := range wantJava {
+		wantJava[i].epoch = -1
+	}
+	if !slices.Equal(jds, wantJava) {
+		t.Fatalf("Kafka's consumer delivered %v, want %v", shown(jds), shown(wantJava))
+	}
+	if len(jlines) != 1 || !strings.Contains(jlines[0], fmt.Sprintf("Truncation detected for partition t-0 at offset FetchPosition{offset=5, offsetEpoch=Optional[%d]", e1)) ||
+		!strings.Contains(jlines[0], "resetting offset to the first offset known to diverge FetchPosition{offset=3, offsetEpoch=Optional[0]") {
+		t.Fatalf("Kafka's consumer logged %q, want one truncation at offset 5 (epoch %d) reset to 3 (epoch 0)", jlines, e1)
+	}
+	t.Logf("epochs: e1 %d, e2 %d; Kafka's consumer logged: %s", e1, e2, jlines[0])
+}
+
+// javaPeer is Kafka 3.9's own consumer, VerifiableConsumer (classic protocol, its own group
+// g-java, auto-commit, --verbose: one record_data event per record), with SubscriptionState's log
+// lines on stderr: what it delivered and the truncation it logged.
+type javaPeer struct {
+	cmd       *exec.Cmd
+	done      chan struct{}
+	mu        sync.Mutex
+	got       []delivery // epoch -1: record_data carries none
+	truncated []string   // SubscriptionState's "Truncation detected" lines
+}
+
+func startJavaPeer(t *testing.T, bootstrap string) *javaPeer {
+	t.Helper()
+	dir, err := lab.FindKafkaClasspath() // missing: the error names `make deps`, never a skip
+	if err != nil {
+		t.Fatal(err)
+	}
+	l4j := filepath.Join(t.TempDir(), "log4j.properties")
+	if err := os.WriteFile(l4j, []byte(`log4j.rootLogger=OFF
+log4j.logger.org.apache.kafka.clients.consumer.internals.SubscriptionState=INFO, stderr
+log4j.appender.stderr=org.apache.log4j.ConsoleAppender
+log4j.appender.stderr.Target=System.err
+log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
+log4j.appender.stderr.layout.ConversionPattern=%m%n
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &javaPeer{done: make(chan struct{})}
+	p.cmd = exec.Command("java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", filepath.Join(dir, "*"),
+		"-Dlog4j.configuration=file:"+l4j, "org.apache.kafka.tools.VerifiableConsumer",
+		"--bootstrap-server", bootstrap, "--topic", "t", "--group-id", "g-java", "--group-protocol", "classic",
+		"--session-timeout", "30000", "--reset-policy", "earliest", "--enable-autocommit", "--verbose")
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go func() {
+		defer readers.Done()
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var e struct {
+				Name   string `json:"name"`
+				Offset int64  `json:"offset"`
+				Value  string `json:"value"`
+			}
+			if json.Unmarshal(sc.Bytes(), &e) == nil && e.Name == "record_data" {
+				p.mu.Lock()
+				p.got = append(p.got, delivery{e.Offset, e.Value, -1})
+				p.mu.Unlock()
+			}
+		}
+	}()
+	go func() {
+		defer readers.Done()
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if line := sc.Text(); strings.Contains(line, "Truncation detected") {
+				p.mu.Lock()
+				p.truncated = append(p.truncated, line)
+				p.mu.Unlock()
+			}
+		}
+	}()
+	go func() {
+		defer close(p.done)
+		readers.Wait()
+		_ = p.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+func (p *javaPeer) snapshot() ([]delivery, []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.got), slices.Clone(p.truncated)
 }
