@@ -24,6 +24,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/wire"
 )
 
 // truncationReferenceEnv, set to "kafka", runs TestIntegrationUncleanElectionTruncation on real
@@ -158,6 +159,34 @@ func position(c *Consumer) (int64, int32) {
 		return -1, -1
 	}
 	return st.position, st.offsetEpoch
+}
+
+// epochAnswer is one OffsetForLeaderEpoch answer for t-0.
+type epochAnswer struct {
+	code  int16
+	epoch int32
+	end   int64
+}
+
+// askEpoch sends OffsetForLeaderEpoch v4 (replica id -1) for t-0 to the broker at addr.
+func askEpoch(t *testing.T, ctx context.Context, addr string, current, epoch int32) epochAnswer {
+	t.Helper()
+	c, err := wire.Dial(ctx, nil, addr, "epoch-probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.SetVersion(4)
+	req.ReplicaID = -1
+	req.Topics = []kmsg.OffsetForLeaderEpochRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetForLeaderEpochRequestTopicPartition{
+		{Partition: 0, CurrentLeaderEpoch: current, LeaderEpoch: epoch}}}}
+	resp, err := c.Request(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := resp.(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]
+	return epochAnswer{p.ErrorCode, p.LeaderEpoch, p.EndOffset}
 }
 
 // kgoPeer consumes t-0 from the start with franz-go (no group), recording what it delivers and the
@@ -313,6 +342,21 @@ func TestIntegrationUncleanElectionTruncation(t *testing.T) {
 		t.Fatalf("leader epoch %d after the unclean election, want above %d", e2, e1)
 	}
 	produce(t, ctx, []string{addr(2), addr(3)}, kgo.LeaderAck(), 3, "new-3")
+	// What the new leader answers for each epoch (the same on Kafka's brokers: the reference run).
+	for _, q := range []struct {
+		current, epoch int32
+		want           epochAnswer
+	}{
+		{e2, e1, epochAnswer{0, 0, 3}}, // the lost epoch ends where the new leader's log diverged
+		{e2, 0, epochAnswer{0, 0, 3}},
+		{e2, e2, epochAnswer{0, e2, 4}},
+		{e1, e1, epochAnswer{kerr.FencedLeaderEpoch.Code, -1, -1}},
+	} {
+		if got := askEpoch(t, ctx, addr(2), q.current, q.epoch); got != q.want {
+			t.Fatalf("OffsetForLeaderEpoch at broker 2 (current %d, epoch %d): %v epoch %d end %d, want %v epoch %d end %d", q.current, q.epoch,
+				kerr.ErrorForCode(got.code), got.epoch, got.end, kerr.ErrorForCode(q.want.code), q.want.epoch, q.want.end)
+		}
+	}
 	pollUntil(t, c, &got, 60*time.Second, "the member delivers offset 3 again", func(ds []delivery) bool { return len(ds) >= 6 })
 
 	want := []delivery{{0, "v0", 0}, {1, "v1", 0}, {2, "v2", 0}, {3, "lost-3", e1}, {4, "lost-4", e1}, {3, "new-3", e2}}
