@@ -132,6 +132,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 		}
 		return nil, nil
 	}
+	b.addProduceLeaderHints(resp)
 	if hook := b.opts.produceResponse; hook != nil && hook(resp) {
 		return nil, &errClose{closeHookCut, errors.New("the produce response hook cut the connection")}
 	}

@@ -17,6 +17,9 @@ type Record struct {
 	Key       []byte
 	Value     []byte
 	Timestamp time.Time
+	// LeaderEpoch is the partition leader epoch of the record's batch (ConsumerRecord.leaderEpoch),
+	// -1 when the batch carries none.
+	LeaderEpoch int32
 }
 
 // parseBatches decodes a fetched partition's v2 record batches (DefaultRecordBatch, with package
@@ -59,7 +62,7 @@ func parseBatches(tp TopicPartition, data []byte, from int64) ([]Record, int64, 
 				ts = b.MaxTimestamp
 			}
 			out = append(out, Record{Topic: tp.Topic, Partition: tp.Partition, Offset: off, Key: r.Key, Value: r.Value,
-				Timestamp: time.UnixMilli(ts)})
+				Timestamp: time.UnixMilli(ts), LeaderEpoch: b.PartitionLeaderEpoch})
 			return nil
 		})
 		if err != nil {
