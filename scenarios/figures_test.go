@@ -246,7 +246,7 @@ func TestFiguresSplitBrain(t *testing.T) {
 	}
 	want(t, "expire", ev.Figures, map[string]int64{
 		FigTimeToStableMs: 310, FigMaxConcurrentOwners: 2, FigDuplicates: 4, // 3 before stable, 6 after FigStaleCommitsApplied: 1,
-		FigConcurrentOwnerMs: 180, // m2 delivers from 220, m1 until its revoke at 400
+		FigConcurrentOwnerMs:    180, // m2 delivers from 220, m1 until its revoke at 400
 		FigStaleCommitsRejected: 0, FigUnownedPartitionMs: 0, FigRevocations: 1, FigRebalanceParticipants: 2,
 		FigRebalanceAttempts: 2, FigLost: 0,
 	})
