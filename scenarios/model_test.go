@@ -210,11 +210,11 @@ func TestSweepWriteModel(t *testing.T) {
 	}
 	out := b.String()
 	for _, line := range []string{
-		"  zk          N=4    zk_reads         measured 98 (1 runs)  model 99 (1 runs)  residual -1 (bound -10..+0)",
-		"  zk          N=4    zk_watch_events  measured 4 (1 runs)  model 4 (1 runs)  residual +0",
-		"  classic     N=4    group_requests   measured 19 (1 runs)  model 19 (1 runs)  residual +0 [model: JoinGroup 6 + SyncGroup 5 + Heartbeat 4 + OffsetCommit 4 + LeaveGroup 0]",
-		"  cooperative N=4    group_requests   measured 37 (1 runs)  model 37 (1 runs)  residual +0 [model: JoinGroup 11 + SyncGroup 10 + Heartbeat 8 + OffsetCommit 8 + LeaveGroup 0]",
-		"  static      N=4    group_requests   measured 18 (1 runs)  model 18 (1 runs)  residual +0 [model: JoinGroup 5 + SyncGroup 5 + Heartbeat 4 + OffsetCommit 4 + LeaveGroup 0]",
+		"  zk          N=4    zk_reads         measured 98 (1 run)  model 99  residual -1 (bound -10..+0)",
+		"  zk          N=4    zk_watch_events  measured 4 (1 run)  model 4  residual +0",
+		"  classic     N=4    group_requests   measured 19 (1 run)  model 19  residual +0 [model: JoinGroup 6 + SyncGroup 5 + Heartbeat 4 + OffsetCommit 4 + LeaveGroup 0]",
+		"  cooperative N=4    group_requests   measured 37 (1 run)  model 37  residual +0 [model: JoinGroup 11 + SyncGroup 10 + Heartbeat 8 + OffsetCommit 8 + LeaveGroup 0]",
+		"  static      N=4    group_requests   measured 18 (1 run)  model 18  residual +0 [model: JoinGroup 5 + SyncGroup 5 + Heartbeat 4 + OffsetCommit 4 + LeaveGroup 0]",
 	} {
 		if !strings.Contains(out, line+"\n") {
 			t.Errorf("no line %q in:\n%s", line, out)
@@ -269,5 +269,47 @@ func TestSplitBrainZombieRecorded(t *testing.T) {
 	one := []Result{{Era: "zk", Totals: Figures{MaxConcurrentOwners: 1, Duplicates: 3}}, {Era: "classic", Totals: Figures{MaxConcurrentOwners: 1}}}
 	if sb, s := SplitBrains(one...), splitBrainSentence(one); sb != nil || s != "" {
 		t.Errorf("no split brain: %+v, %q", sb, s)
+	}
+}
+
+// A recorded sweep without its timelines (docs/figures/ch4-herd-sweep.json) prints the zk cells with
+// their inputs from the figures, the median with min–max over the 3 runs and each run's residual; the
+// coordinator eras, whose requests by API only the records give, print nothing.
+func TestSweepWriteModelFromFigures(t *testing.T) {
+	var doc struct {
+		Trigger string        `json:"trigger"`
+		Runs    []recordedRun `json:"runs"`
+	}
+	readJSON(t, filepath.Join("..", "docs", "figures", "ch4-herd-sweep.json"), &doc)
+	s := &SweepResult{Scenario: "herd-join", Trigger: doc.Trigger}
+	for _, run := range doc.Runs {
+		r := &RunResult{Scenario: "herd-join", Script: run.Script,
+			Params: Params{Consumers: run.Params.Consumers, Partitions: run.Params.Partitions}}
+		for _, e := range run.Eras {
+			r.Eras = append(r.Eras, &EraRun{Era: e.Era, Applies: e.Applies, EndOwners: e.EndOwners,
+				Result: Result{Era: e.Era, Events: e.Events}})
+		}
+		if n := len(s.Sizes); n == 0 || s.Sizes[n-1].N != run.Params.Consumers {
+			s.Sizes = append(s.Sizes, &SweepSize{N: run.Params.Consumers})
+		}
+		z := s.Sizes[len(s.Sizes)-1]
+		z.Runs = append(z.Runs, r)
+	}
+	var b strings.Builder
+	if err := s.WriteModel(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, line := range []string{
+		"  zk          N=4    zk_reads         measured 153 (153–154, 3 runs)  model 155  residual -1,-2,-2 (bound -10..+0) [inputs from the figures]",
+		"  zk          N=16   zk_watch_events  measured 16 (3 runs)  model 16  residual +0,+0,+0 [inputs from the figures]",
+		"  zk          N=64   zk_reads         measured 5128 (5127–5130, 3 runs)  model 5133  residual -3,-6,-5 (bound -128..+0) [inputs from the figures]",
+	} {
+		if !strings.Contains(out, line+"\n") {
+			t.Errorf("no line %q in:\n%s", line, out)
+		}
+	}
+	if strings.Contains(out, "classic") {
+		t.Errorf("a coordinator era's cell without records:\n%s", out)
 	}
 }

@@ -24,6 +24,10 @@ type ModelCell struct {
 	// Inputs says where the inputs came from: "timeline" (the run's records) or "figures" (a result
 	// without records: ZKChangeFromFigures); Detail is the last run's model by API for group_requests.
 	Inputs, Detail string
+	// Note: the window held several membership changes (a storm): the zk model counts each change
+	// apart, with every attempt listing the final members, while overlapping changes share one-shot
+	// watches and early attempts list fewer members — the model is then no prediction.
+	Note string
 }
 
 // Residuals are measured − model per run.
@@ -85,6 +89,10 @@ func (s *SweepResult) ModelCells() []ModelCell {
 					}
 					cells[0].Inputs, cells[1].Inputs = "figures", "figures"
 				}
+				if c.Joined+c.Left+c.Crashed > 1 {
+					cells[0].Note = "several changes in the window: the model counts one change at a time"
+					cells[1].Note = cells[0].Note
+				}
 				lo, hi := ZKReadsResidualBound(c)
 				if len(cells[0].Measured) == 0 || lo < cells[0].Lo {
 					cells[0].Lo = lo
@@ -115,7 +123,7 @@ func (s *SweepResult) WriteModel(w io.Writer) error {
 	fmt.Fprintf(w, "measured counts per %s beside the model's, evaluated on each run's measured attempts, members and owned partitions (residual = measured − model):\n", s.Trigger)
 	for _, c := range cells {
 		line := fmt.Sprintf("  %-11s N=%-4d %-16s measured %s  model %s  residual %s",
-			c.Era, c.N, c.Figure, spread(c.Measured), spread(c.Model), signedList(c.Residuals()))
+			c.Era, c.N, c.Figure, spread(c.Measured, true), spread(c.Model, false), signedList(c.Residuals()))
 		if c.Figure == FigZKReads {
 			line += fmt.Sprintf(" (bound %+d..%+d)", c.Lo, c.Hi)
 		}
@@ -125,6 +133,9 @@ func (s *SweepResult) WriteModel(w io.Writer) error {
 		if c.Detail != "" {
 			line += " [model: " + c.Detail + "]"
 		}
+		if c.Note != "" {
+			line += " [" + c.Note + "]"
+		}
 		fmt.Fprintln(w, line)
 	}
 	fmt.Fprintln(w, "  zk: 0.8.2's ZookeeperConsumerConnector per attempt (scenarios.ZKReads); its reads' bound is the fetchers' leader lookups that may fall after the window.")
@@ -132,18 +143,30 @@ func (s *SweepResult) WriteModel(w io.Writer) error {
 	return nil
 }
 
-// spread prints the median with min–max and the number of runs.
-func spread(v []int64) string {
+// spread prints the median with min–max, and with runs the number of runs.
+func spread(v []int64, runs bool) string {
 	s := append([]int64(nil), v...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	med := float64(s[len(s)/2])
 	if len(s)%2 == 0 {
 		med = float64(s[len(s)/2-1]+s[len(s)/2]) / 2
 	}
-	if s[0] == s[len(s)-1] {
-		return fmt.Sprintf("%g (%d runs)", med, len(s))
+	out := fmt.Sprintf("%g", med)
+	var in []string
+	if s[0] != s[len(s)-1] {
+		in = append(in, fmt.Sprintf("%d–%d", s[0], s[len(s)-1]))
 	}
-	return fmt.Sprintf("%g (%d–%d, %d runs)", med, s[0], s[len(s)-1], len(s))
+	switch {
+	case !runs:
+	case len(s) == 1:
+		in = append(in, "1 run")
+	default:
+		in = append(in, fmt.Sprintf("%d runs", len(s)))
+	}
+	if len(in) > 0 {
+		out += " (" + strings.Join(in, ", ") + ")"
+	}
+	return out
 }
 
 func signedList(v []int64) string {
