@@ -258,10 +258,10 @@ func TestSplitBrainZombieRecorded(t *testing.T) {
 	}
 	const sentence = "Split brain (concurrent_owner_ms: ms during which two or more members delivered the same partition, " +
 		"summed over partitions; duplicates; stale_commits_applied / _rejected), longest first: " +
-		"zk 7998 ms (2 members at most), 151 delivered twice, stale commits 2 applied / none refusable rejected; " +
-		"static 6592 ms (2 members at most), 134 delivered twice, stale commits 0 applied / 2 rejected; " +
-		"classic 6520 ms (2 members at most), 133 delivered twice, stale commits 0 applied / 2 rejected; " +
-		"cooperative 5478 ms (2 members at most), 133 delivered twice, stale commits 0 applied / 2 rejected."
+		"zk 7998 ms (2 members at most), 151 records delivered again, stale commits 2 applied / none refusable rejected; " +
+		"static 6592 ms (2 members at most), 134 records delivered again, stale commits 0 applied / 2 rejected; " +
+		"classic 6520 ms (2 members at most), 133 records delivered again, stale commits 0 applied / 2 rejected; " +
+		"cooperative 5478 ms (2 members at most), 133 records delivered again, stale commits 0 applied / 2 rejected."
 	if got := splitBrainSentence(results); got != sentence {
 		t.Errorf("sentence:\n got %s\nwant %s", got, sentence)
 	}

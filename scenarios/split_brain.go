@@ -12,7 +12,7 @@ type SplitBrain struct {
 	Era                 string
 	ConcurrentOwnerMs   int64 // concurrent_owner_ms
 	MaxConcurrentOwners int64 // max_concurrent_owners
-	Duplicates          int64 // records delivered twice (duplicates)
+	Duplicates          int64 // deliveries of an already-delivered record (duplicates)
 	// StaleCommitsApplied / StaleCommitsRejected: stale_commits_applied / _rejected; RejectedNA when the
 	// era cannot refuse one (zk: NotApplicable).
 	StaleCommitsApplied, StaleCommitsRejected int64
@@ -57,7 +57,7 @@ func splitBrainSentence(results []Result) string {
 		if s.RejectedNA {
 			rejected = "none refusable"
 		}
-		parts[i] = fmt.Sprintf("%s %d ms (%d members at most), %d delivered twice, stale commits %d applied / %s rejected",
+		parts[i] = fmt.Sprintf("%s %d ms (%d members at most), %d records delivered again, stale commits %d applied / %s rejected",
 			s.Era, s.ConcurrentOwnerMs, s.MaxConcurrentOwners, s.Duplicates, s.StaleCommitsApplied, rejected)
 	}
 	return "Split brain (concurrent_owner_ms: ms during which two or more members delivered the same partition, " +
