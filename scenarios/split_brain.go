@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// SplitBrain is one era's split brain, from its totals: how long, what it delivered twice, and what the
+// SplitBrain is one era's split brain, from its totals: how long, what it delivered again, and what the
 // group did with the zombie's commits.
 type SplitBrain struct {
 	Era                 string
@@ -43,7 +43,7 @@ func SplitBrains(results ...Result) []SplitBrain {
 }
 
 // splitBrainSentence is the report's sentence on split brain: per era, most first, the time two or more
-// members delivered one partition, the records delivered twice and the stale commits applied / refused;
+// members delivered one partition, the records delivered again and the stale commits applied / refused;
 // "" without split brain.
 func splitBrainSentence(results []Result) string {
 	sbs := SplitBrains(results...)
