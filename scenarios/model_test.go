@@ -312,4 +312,12 @@ func TestSweepWriteModelFromFigures(t *testing.T) {
 	if strings.Contains(out, "classic") {
 		t.Errorf("a coordinator era's cell without records:\n%s", out)
 	}
+	c, ok := s.ModelCellFor(16, "zk", FigZKReads)
+	if !ok || !reflect.DeepEqual(c.Measured, []int64{572, 574, 571}) || !reflect.DeepEqual(c.Model, []int64{575, 575, 575}) ||
+		!reflect.DeepEqual(c.Residuals(), []int64{-3, -1, -4}) || c.Lo != -34 || c.Hi != 0 {
+		t.Errorf("N=16 zk reads cell %+v, %v", c, ok)
+	}
+	if _, ok := s.ModelCellFor(16, "classic", FigGroupRequests); ok {
+		t.Error("a classic cell without records")
+	}
 }

@@ -113,6 +113,16 @@ func (s *SweepResult) ModelCells() []ModelCell {
 	return out
 }
 
+// ModelCellFor is ModelCells' cell of era's figure fig at size n; ok=false when there is none.
+func (s *SweepResult) ModelCellFor(n int, era, fig string) (ModelCell, bool) {
+	for _, c := range s.ModelCells() {
+		if c.N == n && c.Era == era && c.Figure == fig {
+			return c, true
+		}
+	}
+	return ModelCell{}, false
+}
+
 // WriteModel prints every ModelCell: the measured median (min–max, runs), the model's, and the
 // residuals, with the zk reads' bound; then what the models leave out.
 func (s *SweepResult) WriteModel(w io.Writer) error {
