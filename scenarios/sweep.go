@@ -319,6 +319,9 @@ func (s *SweepResult) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintln(w)
 	}
+	if err := s.WriteModel(w); err != nil { // the measured counts beside the models' (sweep_model.go)
+		return err
+	}
 	if n, ok := s.Crossover(); ok {
 		fmt.Fprintf(w, "crossover: from N=%d every coordinator era stabilises faster than the zk era (medians above)\n", n)
 	} else if len(s.Sizes) > 0 {
