@@ -164,7 +164,7 @@ func (b *Broker) brokerConfigEntry(name string, value *string, perBroker, synony
 	if len(all) > 0 {
 		e.Source = all[0].Source
 	}
-	e.ReadOnly = !known || !k.dynamic
+	e.ReadOnly = !known || !(k.dynamic || listenerReconfigurable[name])
 	e.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{}
 	if synonyms {
 		e.ConfigSynonyms = all
@@ -279,6 +279,8 @@ func (b *Broker) handleDescribeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Re
 				}
 				rr.Configs = append(rr.Configs, b.brokerConfigEntry(n, v, true, req.IncludeSynonyms, req.IncludeDocumentation))
 			}
+		case kmsg.ConfigResourceTypeBrokerLogger:
+			b.describeBrokerLoggers(r, &rr) // api_brokerconfigs.go
 		default:
 			fail(kerr.InvalidRequest.Code, "Unsupported resource type: "+resourceTypeName(r.ResourceType))
 		}

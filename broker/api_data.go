@@ -132,6 +132,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 		}
 		return nil, nil
 	}
+	b.addProduceLeaderHints(resp)
 	if hook := b.opts.produceResponse; hook != nil && hook(resp) {
 		return nil, &errClose{closeHookCut, errors.New("the produce response hook cut the connection")}
 	}
@@ -284,6 +285,11 @@ func (b *Broker) appendToLeader(part *partition, acks int16, records []byte, rp 
 			rp.LogStartOffset, rp.ErrorRecords = part.log.LogStartOffset(), rve.records
 		}
 		return rve.code, rve.message, nil
+	}
+	// LogValidator: the topic's compression.type (compression.go).
+	records, code, msg := applyCompressionType(lc.compression, records, topic, p, lc.maxMessageBytes)
+	if code != 0 {
+		return code, msg, nil
 	}
 	res, err := part.appendRecords(records)
 	if err != nil {
@@ -474,6 +480,11 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, targets []fetchTarget, maxByt
 		ans.slices = append(ans.slices, storage.Slice{}) // held by ans at once (released even on a panic)
 		slice := &ans.slices[len(ans.slices)-1]
 		rp.ErrorCode = b.fetchPartition(req, t, budget, total == 0, &rp, slice)
+		if b.zstdTopicRefused(req, t.topic, t.req.Partition) {
+			rp.ErrorCode, rp.RecordBatches = kerr.UnsupportedCompressionType.Code, []byte{}
+			slice.Release()
+			*slice = storage.Slice{}
+		}
 		if req.IsolationLevel == 1 {
 			rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 		}
@@ -483,7 +494,7 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, targets []fetchTarget, maxByt
 			// itself refuses (unknown topic or partition: FetchResponse.partitionResponse) carries the
 			// generated default of an empty aborted-transactions list, one ReplicaManager refuses null.
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
-			if rp.ErrorCode == kerr.UnknownTopicOrPartition.Code {
+			if rp.ErrorCode == kerr.UnknownTopicOrPartition.Code || rp.ErrorCode == kerr.UnsupportedCompressionType.Code {
 				rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 			}
 		}

@@ -125,7 +125,7 @@ func TestHandleFrameHeader(t *testing.T) {
 		{"unknown key", []byte{0x27, 0x0f, 0, 0, 0, 0, 0, 1, 0xff, 0xff}, closeUnknownKey},
 		{"add partitions to txn (not served)", body(frame(kmsg.NewPtrAddPartitionsToTxnRequest(), 0, 1)), closeUnknownKey},
 		{"metadata v13", body(frame(kmsg.NewPtrMetadataRequest(), 13, 1)), closeBadVersion},
-		{"produce v10", body(frame(kmsg.NewPtrProduceRequest(), 10, 1)), closeBadVersion},
+		{"produce v12", body(frame(kmsg.NewPtrProduceRequest(), 12, 1)), closeBadVersion},
 		{"truncated metadata", body(frame(&kmsg.MetadataRequest{Topics: []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("abc")}}}, 1, 1))[:15], closeMalformed},
 		{"short header", []byte{0, 3, 0}, closeMalformed},
 	} {

@@ -192,7 +192,7 @@ var topicConfigKeys = []configKey{
 	{name: "cleanup.policy", typ: typeList, def: str("delete"), check: oneOf("compact", "delete"), synonyms: logSyn("log.cleanup.policy"), doc: "delete (retention deletes old segments), compact (the cleaner keeps the latest record per key), or both."},
 	{name: "unclean.leader.election.enable", typ: typeBoolean, def: str("false"), synonyms: logSyn("unclean.leader.election.enable"), doc: "Whether a replica outside the ISR may become leader."},
 	{name: "min.insync.replicas", typ: typeInt, def: str("1"), check: atLeast(1, "1"), synonyms: logSyn("min.insync.replicas"), doc: "Least ISR size for a produce with acks=-1 to succeed, else NOT_ENOUGH_REPLICAS."},
-	{name: "compression.type", typ: typeString, def: str("producer"), check: oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"), synonyms: logSyn("compression.type"), doc: "Compression of stored batches; producer keeps the producer's (the only one this broker applies)."},
+	{name: "compression.type", typ: typeString, def: str("producer"), check: oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"), synonyms: logSyn("compression.type"), doc: "Compression of stored batches: producer keeps the producer's codec, any other value recompresses batches on append into it (uncompressed: none)."},
 	{name: "compression.gzip.level", typ: typeInt, def: str("-1"), check: gzipLevel, synonyms: logSyn("compression.gzip.level"), doc: "gzip level when compression.type is gzip."},
 	{name: "compression.lz4.level", typ: typeInt, def: str("9"), check: between(1, 17, "1", "17"), synonyms: logSyn("compression.lz4.level"), doc: "lz4 level when compression.type is lz4."},
 	{name: "compression.zstd.level", typ: typeInt, def: str("3"), check: between(-131072, 22, "-131072", "22"), synonyms: logSyn("compression.zstd.level"), doc: "zstd level when compression.type is zstd."},
@@ -392,7 +392,8 @@ type logConfig struct {
 	// The cleaner's (compact in cleanup.policy).
 	deleteRetentionMs, minCompactionLagMs, maxCompactionLagMs int64
 	minCleanableDirtyRatio                                    float64
-	timestamps                                                timestampPolicy // message.timestamp.*, applied on append (timestamps.go)
+	timestamps                                                timestampPolicy   // message.timestamp.*, applied on append (timestamps.go)
+	compression                                               compressionConfig // compression.type and its levels (compression.go)
 }
 
 // newLogConfig merges a topic's overrides over the broker's values for the topic keys
@@ -439,6 +440,7 @@ func newLogConfig(brokerVals, overrides map[string]string) (lc *logConfig, bad [
 	lc.minCleanableDirtyRatio = parsed["min.cleanable.dirty.ratio"].(float64)
 	lc.timestamps = newTimestampPolicy(parsed["message.timestamp.type"].(string), parsed["message.timestamp.difference.max.ms"].(int64),
 		parsed["message.timestamp.before.max.ms"].(int64), parsed["message.timestamp.after.max.ms"].(int64))
+	lc.compression = compressionConfigOf(parsed)
 	for _, p := range parsed["cleanup.policy"].([]string) {
 		switch strings.ToLower(p) {
 		case "compact":

@@ -130,7 +130,7 @@ func TestMalformedInput(t *testing.T) {
 		for _, frame := range [][]byte{
 			{0, 0, 0, 10, 0x27, 0x0f, 0, 0, 0, 0, 0, 1, 0xff, 0xff}, // key 9999
 			frameOf(kmsg.NewPtrAddPartitionsToTxnRequest(), 0, 1),   // known to Kafka, not served here
-			frameOf(kmsg.NewPtrOffsetForLeaderEpochRequest(), 0, 2), // replication API: not served
+			frameOf(kmsg.NewPtrAlterReplicaLogDirsRequest(), 0, 2),  // admin API: not served
 			frameOf(kmsg.NewPtrDescribeACLsRequest(), 0, 3),         // not implemented
 		} {
 			c := rawConn(t, tb.addr())
@@ -149,7 +149,7 @@ func TestMalformedInput(t *testing.T) {
 		before := closed("unsupported_version")
 		for _, frame := range [][]byte{
 			frameOf(kmsg.NewPtrMetadataRequest(), 13, 1),
-			frameOf(kmsg.NewPtrProduceRequest(), 10, 2), // v0-v9 served (KIP-951's v10+ not)
+			frameOf(kmsg.NewPtrProduceRequest(), 12, 2), // v0-v11 served (4.0's v12, KIP-890, not)
 			frameOf(kmsg.NewPtrFetchRequest(), 13, 3),   // v0-v12 served (topic ids from v13 not)
 		} {
 			c := rawConn(t, tb.addr())
@@ -177,7 +177,7 @@ func TestMalformedInput(t *testing.T) {
 		if err := resp.ReadFrom(readResponse(t, c, 8)); err != nil {
 			t.Fatal(err)
 		}
-		if resp.ErrorCode != 0 || len(resp.ApiKeys) != 32 { // 21 data/admin/inter-broker APIs (InitProducerId, the config APIs, AlterPartition, ControlledShutdown, LeaderAndIsr, UpdateMetadata and StopReplica among them) + 11 group APIs (OffsetDelete among them)
+		if resp.ErrorCode != 0 || len(resp.ApiKeys) != 33 { // 22 data/admin/inter-broker APIs (InitProducerId, OffsetForLeaderEpoch, the config APIs, AlterPartition, ControlledShutdown, LeaderAndIsr, UpdateMetadata and StopReplica among them) + 11 group APIs (OffsetDelete among them)
 			t.Fatalf("ApiVersions v0 after the retry: error %d, %d keys", resp.ErrorCode, len(resp.ApiKeys))
 		}
 		metadataOK("unsupported version")

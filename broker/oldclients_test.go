@@ -4,6 +4,7 @@ package broker_test
 // (converted on append to v2 batches), Fetch v0 down-converted back, ListOffsets v0 and Metadata v0.
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/recordbatch"
 )
 
 // TestOldClientSarama082: sarama speaking Kafka 0.8.2.0 (Produce v0, Fetch v0, Metadata v0,
@@ -118,8 +120,8 @@ func TestOldClientKafkaPython082(t *testing.T) {
 
 // TestFetchV2OfAHighlyCompressedRecord: a producer's gzip batch of one 100 kB record of zeros is a
 // few hundred bytes in the log; a Fetch v2 (down-converted to message format 1) asks for 1 kB and gets
-// the whole converted message, over 100 kB, as from Kafka (LazyDownConversionRecords: at least the
-// first converted batch), not its first few hundred bytes, which no consumer can get past.
+// one gzip wrapper message at offset 0 holding the whole record, as from Kafka (RecordsUtil.downConvert
+// recompresses with the batch's codec), not a 100 kB uncompressed message cut at 1 kB.
 func TestFetchV2OfAHighlyCompressedRecord(t *testing.T) {
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, nil)
@@ -145,7 +147,16 @@ func TestFetchV2OfAHighlyCompressedRecord(t *testing.T) {
 		t.Fatalf("error %d, %d bytes", p.ErrorCode, len(set))
 	}
 	size := int(binary.BigEndian.Uint32(set[8:12]))
-	if offset := int64(binary.BigEndian.Uint64(set)); offset != 0 || size < 100_000 || 12+size > len(set) {
-		t.Fatalf("first message at offset %d of %d bytes, answer %d bytes: want the whole message of the 100 kB record", offset, size, len(set))
+	if offset := int64(binary.BigEndian.Uint64(set)); offset != 0 || 12+size > len(set) || set[12+4] != 1 || set[12+5] != 1 {
+		t.Fatalf("first message at offset %d of %d bytes, magic %d, attributes %d, answer %d bytes: want a whole format 1 gzip wrapper at 0",
+			offset, size, set[12+4], set[12+5], len(set))
+	}
+	magic, attrs, value := firstLegacyMessage(t, set)
+	inner, err := recordbatch.Decompress(recordbatch.CodecGzip, 1, value, 1<<20)
+	if err != nil || magic != 1 || attrs != 1 {
+		t.Fatalf("the wrapper: magic %d, attributes %d, %v", magic, attrs, err)
+	}
+	if _, _, v := firstLegacyMessage(t, inner); len(v) != 100_000 || !bytes.Equal(v, make([]byte, 100_000)) {
+		t.Fatalf("the wrapper's message has a value of %d bytes, want the 100 kB of zeros", len(v))
 	}
 }

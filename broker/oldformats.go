@@ -4,18 +4,17 @@ package broker
 // Fetch (v0–v3) versions that Kafka 3.9 still serves (removed in 4.0 by KIP-896). The log holds v2
 // record batches only: a Produce message set is converted on append (LogValidator's
 // convertAndAssignOffsetsNonCompressed / validateMessagesAndAssignOffsetsCompressed: one v2 batch,
-// timestamps kept from format 1, -1 from format 0), and a Fetch answer is down-converted to the
-// format its version carries (KafkaApis: v0–v1 format 0, v2–v3 format 1; RecordsUtil.downConvert).
-// Compression: none and gzip; other codecs are refused (see README's fidelity table).
+// timestamps kept from format 1, -1 from format 0, the wrapper's codec kept), and a Fetch answer is
+// down-converted to the format its version carries (KafkaApis: v0–v1 format 0, v2–v3 format 1;
+// LazyDownConversionRecords and RecordsUtil.downConvert: a compressed batch becomes one wrapper
+// message of the same codec). Every codec is recordbatch's (Compress, Decompress); zstd has no place
+// in formats 0 and 1.
 
 import (
-	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -34,38 +33,70 @@ const (
 	codecMask       = 0x07
 	codecGzip       = 1
 	legacyTimestamp = 0x08 // format 1 attribute: the timestamp is LogAppendTime
-	maxLegacyDepth  = 1    // a compressed wrapper holds plain messages only
 	// maxDecompressed bounds what one compressed wrapper or batch may expand to (a small gzip stream
 	// can inflate a thousandfold); larger is refused as corrupt rather than allocated.
 	maxDecompressed = 64 << 20
 )
 
-var errUnsupportedCodec = errors.New("compression codec not supported for message formats 0 and 1")
+var (
+	// errUnsupportedCodec: a zstd batch met by a down-conversion (RecordsUtil.downConvert's
+	// UnsupportedCompressionTypeException), answered UNSUPPORTED_COMPRESSION_TYPE.
+	errUnsupportedCodec = errors.New("down-conversion of zstandard-compressed batches is not supported")
+	// errInvalidLegacyRecord: a message set LogValidator refuses with an InvalidRecordException
+	// (INVALID_RECORD): more than one message beside a compressed wrapper, a compressed message inside
+	// one, a zstd or null-valued wrapper.
+	errInvalidLegacyRecord = errors.New("invalid message set")
+	// errUnknownLegacyCodec: a codec id above 4 (CompressionType.forId's IllegalArgumentException,
+	// which ReplicaManager answers UNKNOWN_SERVER_ERROR).
+	errUnknownLegacyCodec = errors.New("unknown compression type id")
+)
 
-// messageSetToBatch converts the records of a Produce v0–v2 request to one v2 batch. A request that
-// already carries v2 batches (Kafka does not check the magic of old versions) is returned as is.
-// Errors: CORRUPT_MESSAGE for bad framing or a bad CRC, UNSUPPORTED_COMPRESSION_TYPE for a codec
-// other than gzip, with a message for the log.
+// messageSetToBatch converts the records of a Produce v0–v2 request to one v2 batch, as Kafka 3.9's
+// LogValidator does with compression.type producer: uncompressed messages to an uncompressed batch,
+// the messages of a compressed wrapper (gzip, snappy or lz4) to a batch of the wrapper's codec
+// (BrokerCompressionType.targetCompression of the source codec); a topic's other compression.type is
+// applied after, on the v2 batch (applyCompressionType). A request that already carries v2 batches
+// (Kafka does not check the magic of old versions) is returned as is. Errors: CORRUPT_MESSAGE for bad
+// framing, a bad CRC or data that does not decompress, INVALID_RECORD for what LogValidator refuses
+// (errInvalidLegacyRecord), UNKNOWN_SERVER_ERROR for a codec id above 4, each with a message for the
+// log.
 func messageSetToBatch(set []byte) ([]byte, int16, string) {
 	if len(set) > 16 && set[16] == 2 {
 		return set, 0, ""
 	}
-	recs, err := parseMessageSet(set, 0)
+	recs, codec, err := parseMessageSet(set)
 	switch {
-	case errors.Is(err, errUnsupportedCodec):
-		return nil, kerr.UnsupportedCompressionType.Code, err.Error()
+	case errors.Is(err, errInvalidLegacyRecord):
+		return nil, kerr.InvalidRecord.Code, err.Error()
+	case errors.Is(err, errUnknownLegacyCodec):
+		return nil, kerr.UnknownServerError.Code, err.Error()
 	case err != nil:
 		return nil, kerr.CorruptMessage.Code, err.Error()
 	case len(recs) == 0:
 		return nil, kerr.CorruptMessage.Code, "empty message set"
 	}
-	return encodeV2Batch(recs, false), 0, ""
+	batch, err := encodeV2Batch(recs, false, codec)
+	if err != nil {
+		return nil, kerr.CorruptMessage.Code, err.Error()
+	}
+	return batch, 0, ""
 }
 
-// parseMessageSet reads messages (offset, size, crc, magic, attributes, [timestamp], key, value)
-// back to back, unwrapping gzip-compressed wrappers one level deep.
-func parseMessageSet(set []byte, depth int) ([]legacyRecord, error) {
-	var out []legacyRecord
+// legacyMessage is one message of a message set as framed: its offset, magic, attributes, timestamp
+// (-1 for format 0), key and value.
+type legacyMessage struct {
+	offset    int64
+	magic     int8
+	attrs     byte
+	timestamp int64
+	key       []byte
+	value     []byte
+}
+
+// readMessages reads messages (offset, size, crc, magic, attributes, [timestamp], key, value) back to
+// back, checking each one's framing and CRC.
+func readMessages(set []byte) ([]legacyMessage, error) {
+	var out []legacyMessage
 	for len(set) > 0 {
 		if len(set) < 12 {
 			return nil, fmt.Errorf("%d trailing bytes in a message set", len(set))
@@ -75,59 +106,98 @@ func parseMessageSet(set []byte, depth int) ([]legacyRecord, error) {
 			return nil, fmt.Errorf("message of %d bytes with %d left", size, len(set)-12)
 		}
 		m := set[12 : 12+size]
-		offset := int64(binary.BigEndian.Uint64(set[:8]))
+		msg := legacyMessage{offset: int64(binary.BigEndian.Uint64(set[:8])), timestamp: -1}
 		set = set[12+size:]
 		if binary.BigEndian.Uint32(m[:4]) != crc32.ChecksumIEEE(m[4:]) {
-			return nil, fmt.Errorf("message at offset %d: CRC mismatch", offset)
+			return nil, fmt.Errorf("message at offset %d: CRC mismatch", msg.offset)
 		}
-		magic, attrs, rest := m[4], m[5], m[6:]
-		ts := int64(-1)
-		switch magic {
+		msg.magic, msg.attrs = int8(m[4]), m[5]
+		rest := m[6:]
+		switch msg.magic {
 		case 0:
 		case 1:
 			if len(rest) < 8 {
 				return nil, fmt.Errorf("format 1 message without a timestamp")
 			}
-			ts, rest = int64(binary.BigEndian.Uint64(rest[:8])), rest[8:]
+			msg.timestamp, rest = int64(binary.BigEndian.Uint64(rest[:8])), rest[8:]
 		default:
-			return nil, fmt.Errorf("message magic %d in a message set", magic)
+			return nil, fmt.Errorf("message magic %d in a message set", msg.magic)
 		}
-		key, rest, ok := legacyBytes(rest)
-		if !ok {
-			return nil, fmt.Errorf("message at offset %d: bad key", offset)
+		var ok bool
+		if msg.key, rest, ok = legacyBytes(rest); !ok {
+			return nil, fmt.Errorf("message at offset %d: bad key", msg.offset)
 		}
-		value, rest, ok := legacyBytes(rest)
-		if !ok || len(rest) != 0 {
-			return nil, fmt.Errorf("message at offset %d: bad value", offset)
+		if msg.value, rest, ok = legacyBytes(rest); !ok || len(rest) != 0 {
+			return nil, fmt.Errorf("message at offset %d: bad value", msg.offset)
 		}
-		switch attrs & codecMask {
-		case 0:
-			out = append(out, legacyRecord{offset: offset, timestamp: ts, key: key, value: value})
-		case codecGzip:
-			if depth >= maxLegacyDepth {
-				return nil, fmt.Errorf("nested compressed message")
-			}
-			zr, err := gzip.NewReader(bytes.NewReader(value))
-			if err != nil {
-				return nil, fmt.Errorf("gzip wrapper: %w", err)
-			}
-			inner, err := io.ReadAll(io.LimitReader(zr, maxDecompressed+1))
-			if err != nil {
-				return nil, fmt.Errorf("gzip wrapper: %w", err)
-			}
-			if len(inner) > maxDecompressed {
-				return nil, fmt.Errorf("gzip wrapper decompresses past %d bytes", maxDecompressed)
-			}
-			recs, err := parseMessageSet(inner, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, recs...)
-		default:
-			return nil, fmt.Errorf("%w (codec %d)", errUnsupportedCodec, attrs&codecMask)
-		}
+		out = append(out, msg)
 	}
 	return out, nil
+}
+
+// parseMessageSet reads a message set as LogValidator reads a Produce's: uncompressed messages, or one
+// compressed wrapper (gzip, snappy or lz4) whose value is a message set of uncompressed messages
+// (AbstractLegacyRecordBatch's deep iterator). It returns the records with the offsets a consumer sees
+// (a format 1 wrapper's inner offsets are relative to its own, the last one's) and the timestamps
+// (a format 1 wrapper with LogAppendTime gives its own to every inner message), and the source codec
+// (UnifiedLog.analyzeAndValidateRecords: the last compressed message's). Errors wrap
+// errInvalidLegacyRecord or errUnknownLegacyCodec for what Kafka refuses as such (see
+// messageSetToBatch); anything else is corrupt.
+func parseMessageSet(set []byte) ([]legacyRecord, recordbatch.Codec, error) {
+	msgs, err := readMessages(set)
+	if err != nil {
+		return nil, 0, err
+	}
+	source := recordbatch.CodecNone
+	for _, m := range msgs {
+		c := recordbatch.Codec(m.attrs & codecMask)
+		if c > recordbatch.CodecZstd {
+			return nil, 0, fmt.Errorf("%w: %d", errUnknownLegacyCodec, c)
+		}
+		if c != recordbatch.CodecNone {
+			source = c
+		}
+	}
+	if source != recordbatch.CodecNone && len(msgs) > 1 {
+		return nil, 0, fmt.Errorf("%w: Compressed outer record has more than one batch", errInvalidLegacyRecord)
+	}
+	var out []legacyRecord
+	for _, m := range msgs {
+		codec := recordbatch.Codec(m.attrs & codecMask)
+		if codec == recordbatch.CodecNone {
+			out = append(out, legacyRecord{offset: m.offset, timestamp: m.timestamp, key: m.key, value: m.value})
+			continue
+		}
+		if codec == recordbatch.CodecZstd {
+			return nil, 0, fmt.Errorf("%w: Invalid wrapper compressionType found in legacy deep record iterator %d", errInvalidLegacyRecord, m.magic)
+		}
+		if m.value == nil {
+			return nil, 0, fmt.Errorf("%w: Found invalid compressed record set with null value (magic = %d)", errInvalidLegacyRecord, m.magic)
+		}
+		raw, err := recordbatch.Decompress(codec, m.magic, m.value, maxDecompressed)
+		if err != nil {
+			return nil, 0, fmt.Errorf("wrapper at offset %d: %w", m.offset, err)
+		}
+		inner, err := readMessages(raw)
+		if err != nil {
+			return nil, 0, fmt.Errorf("wrapper at offset %d: %w", m.offset, err)
+		}
+		base := int64(0) // format 1: the wrapper's offset is its last inner message's, inner offsets relative
+		if m.magic > 0 && len(inner) > 0 {
+			base = m.offset - inner[len(inner)-1].offset
+		}
+		for _, im := range inner {
+			if im.attrs&codecMask != 0 {
+				return nil, 0, fmt.Errorf("%w: Compressed outer record should not have an inner record with a compression attribute set", errInvalidLegacyRecord)
+			}
+			ts := im.timestamp
+			if m.magic > 0 && m.attrs&legacyTimestamp != 0 {
+				ts = m.timestamp
+			}
+			out = append(out, legacyRecord{offset: base + im.offset, timestamp: ts, key: im.key, value: im.value})
+		}
+	}
+	return out, source, nil
 }
 
 // legacyBytes reads an int32-length-prefixed byte string (-1: null).
@@ -146,33 +216,45 @@ func legacyBytes(b []byte) (v, rest []byte, ok bool) {
 	return b[:n], b[n:], true
 }
 
-// encodeV2Batch is one uncompressed v2 batch (CreateTime, or LogAppendTime when logAppend) of recs,
-// offsets 0..n-1 (the log assigns the real ones), base timestamp that of the first record.
-func encodeV2Batch(recs []legacyRecord, logAppend bool) []byte {
+// encodeV2Batch is one v2 batch (CreateTime, or LogAppendTime when logAppend) of recs compressed with
+// codec, offsets 0..n-1 (the log assigns the real ones), base timestamp that of the first record.
+func encodeV2Batch(recs []legacyRecord, logAppend bool, codec recordbatch.Codec) ([]byte, error) {
 	base, maxTS := recs[0].timestamp, int64(-1)
 	var records []byte
 	for i, r := range recs {
 		maxTS = max(maxTS, r.timestamp)
 		records = recordbatch.AppendRecord(records, recordbatch.Record{TimestampDelta: r.timestamp - base, OffsetDelta: int32(i), Key: r.key, Value: r.value})
 	}
-	var attrs int16
+	records, err := recordbatch.Compress(codec, recordbatch.Magic, records)
+	if err != nil {
+		return nil, err
+	}
+	attrs := int16(codec)
 	if logAppend {
-		attrs = recordbatch.LogAppendTimeBit
+		attrs |= recordbatch.LogAppendTimeBit
 	}
 	return recordbatch.AppendBatch(nil, recordbatch.Header{PartitionLeaderEpoch: -1, Attributes: attrs,
 		LastOffsetDelta: int32(len(recs) - 1), BaseTimestamp: base, MaxTimestamp: maxTS,
-		ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, NumRecords: int32(len(recs))}, records)
+		ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, NumRecords: int32(len(recs))}, records), nil
 }
 
-// downConvert rewrites v2 batches read from the log as messages of format toMagic (0 or 1), the
-// records before fetchOffset left out (a v2 batch is read whole), control batches dropped, each
-// message uncompressed with its absolute offset; format 1 keeps the timestamp (a LogAppendTime batch's
-// max timestamp for all its records, with the attribute set). A compressed batch other than gzip is
-// errUnsupportedCodec. A partial batch at the end of the read (a fetch's size limit cut it) ends the
-// conversion. first is the length of the first batch's messages in out (LazyDownConversionRecords'
-// first converted batch).
+// downConvert rewrites v2 batches read from the log as messages of format toMagic (0 or 1), as
+// LazyDownConversionRecords and RecordsUtil.downConvert do: control batches dropped; an uncompressed
+// batch becomes one message per record from fetchOffset on, with its absolute offset; a compressed
+// batch becomes one wrapper message of the same codec holding all its records (the ones before
+// fetchOffset too: the consumer skips them), inner offsets absolute in format 0 and relative to the
+// first record's in format 1, the wrapper at the last record's offset with the batch's max timestamp.
+// Format 1 keeps the timestamps (a LogAppendTime batch's max timestamp for all its records, with the
+// attribute set). A zstd batch cannot be converted: as the first batch it is errUnsupportedCodec (the
+// fetch is answered UNSUPPORTED_COMPRESSION_TYPE); later, the conversion ends before the chunk that
+// holds it (LazyDownConversionRecordsSend converts chunks of up to maxOverflowChunk bytes of batches
+// after the first, and fills the rest of the answer with overflow). A partial batch at the end of the
+// read (a fetch's size limit cut it) ends the conversion. first is the length of the first batch's
+// messages in out (LazyDownConversionRecords' first converted batch).
 func downConvert(data []byte, toMagic int8, fetchOffset int64) (out []byte, first int, err error) {
-	converted := 0 // batches converted
+	converted := 0                // batches converted to at least one message
+	chunkStart, chunkSize := 0, 0 // where in out the current chunk's messages start, its batches' size
+	newChunk := false             // the next batch starts a chunk
 	for len(data) > 0 {
 		b, err := recordbatch.Read(data)
 		if errors.Is(err, recordbatch.ErrTruncated) {
@@ -182,58 +264,105 @@ func downConvert(data []byte, toMagic int8, fetchOffset int64) (out []byte, firs
 			return nil, 0, fmt.Errorf("batch at %d: %w", b.BaseOffset, err)
 		}
 		data = data[b.Size():]
+		if converted > 0 && (newChunk || chunkSize+b.Size() > maxOverflowChunk) {
+			chunkStart, chunkSize, newChunk = len(out), 0, false
+		}
+		chunkSize += b.Size()
 		if b.IsControl() { // transaction markers
 			continue
 		}
-		raw := b.Records
-		switch b.Compression() {
-		case 0:
-		case codecGzip:
-			zr, err := gzip.NewReader(bytes.NewReader(raw))
-			if err != nil {
-				return nil, 0, err
+		codec := recordbatch.Codec(b.Compression())
+		if codec == recordbatch.CodecZstd {
+			if converted == 0 {
+				return nil, 0, fmt.Errorf("batch at %d: %w", b.BaseOffset, errUnsupportedCodec)
 			}
-			if raw, err = io.ReadAll(io.LimitReader(zr, maxDecompressed+1)); err != nil {
-				return nil, 0, err
-			}
-			if len(raw) > maxDecompressed {
-				return nil, 0, fmt.Errorf("batch at %d decompresses past %d bytes", b.BaseOffset, maxDecompressed)
-			}
-		default:
-			return nil, 0, fmt.Errorf("%w (codec %d)", errUnsupportedCodec, b.Compression())
+			return out[:chunkStart], first, nil
+		}
+		raw, err := recordbatch.Decompress(codec, recordbatch.Magic, b.Records, maxDecompressed)
+		if err != nil {
+			return nil, 0, fmt.Errorf("batch at %d: %w", b.BaseOffset, err)
 		}
 		logAppend := b.LogAppendTime()
+		var recs []legacyRecord
 		err = recordbatch.ReadRecords(raw, b.NumRecords, func(r recordbatch.Record) error {
 			off := b.BaseOffset + int64(r.OffsetDelta)
-			if off < fetchOffset {
+			if off < fetchOffset && codec == recordbatch.CodecNone {
 				return nil
 			}
 			ts := b.BaseTimestamp + r.TimestampDelta
 			if logAppend {
 				ts = b.MaxTimestamp
 			}
-			out = appendLegacyMessage(out, toMagic, logAppend, legacyRecord{offset: off, timestamp: ts, key: r.Key, value: r.Value})
+			recs = append(recs, legacyRecord{offset: off, timestamp: ts, key: r.Key, value: r.Value})
 			return nil
 		})
 		if err != nil {
 			return nil, 0, fmt.Errorf("batch at %d: %w", b.BaseOffset, err)
 		}
+		if len(recs) == 0 {
+			continue
+		}
+		if out, err = appendConverted(out, toMagic, logAppend, codec, recs); err != nil {
+			return nil, 0, fmt.Errorf("batch at %d: %w", b.BaseOffset, err)
+		}
 		if converted++; converted == 1 {
-			first = len(out)
+			first, newChunk = len(out), true // the first converted batch is a chunk of its own
 		}
 	}
 	return out, first, nil
 }
 
+// appendConverted appends recs (one batch's, in order) as messages of format magic: one message each
+// when codec is none, else one wrapper message of codec (MemoryRecordsBuilder with a legacy magic:
+// writeLegacyCompressedWrapperHeader).
+func appendConverted(dst []byte, magic int8, logAppend bool, codec recordbatch.Codec, recs []legacyRecord) ([]byte, error) {
+	if codec == recordbatch.CodecNone {
+		for _, r := range recs {
+			dst = appendLegacyMessage(dst, magic, logAppend, r)
+		}
+		return dst, nil
+	}
+	var inner []byte
+	maxTS := int64(-1)
+	for _, r := range recs {
+		if magic > 0 {
+			r.offset -= recs[0].offset // MemoryRecordsBuilder.toInnerOffset
+		}
+		maxTS = max(maxTS, r.timestamp)
+		inner = appendLegacyMessage(inner, magic, logAppend, r)
+	}
+	value, err := recordbatch.Compress(codec, magic, inner)
+	if err != nil {
+		return nil, err
+	}
+	return appendLegacyWrapper(dst, magic, logAppend, codec, recs[len(recs)-1].offset, maxTS, value), nil
+}
+
 // appendLegacyMessage appends one uncompressed message of format magic (0 or 1).
 func appendLegacyMessage(dst []byte, magic int8, logAppend bool, r legacyRecord) []byte {
-	var m []byte
-	m = append(m, 0, 0, 0, 0, byte(magic)) // CRC, filled below
 	var attrs byte
 	if magic == 1 && logAppend {
 		attrs = legacyTimestamp
 	}
-	m = append(m, attrs)
+	return appendLegacy(dst, magic, attrs, r)
+}
+
+// appendLegacyWrapper appends a compressed wrapper message of format magic (0 or 1) at offset (its
+// last inner message's) with timestamp ts (format 1), a null key and value, the compressed inner
+// message set.
+func appendLegacyWrapper(dst []byte, magic int8, logAppend bool, codec recordbatch.Codec, offset, ts int64, value []byte) []byte {
+	attrs := byte(codec)
+	if magic == 1 && logAppend {
+		attrs |= legacyTimestamp
+	}
+	return appendLegacy(dst, magic, attrs, legacyRecord{offset: offset, timestamp: ts, value: value})
+}
+
+// appendLegacy appends one message (LegacyRecord.write: offset, size, crc, magic, attributes,
+// [timestamp], key, value).
+func appendLegacy(dst []byte, magic int8, attrs byte, r legacyRecord) []byte {
+	var m []byte
+	m = append(m, 0, 0, 0, 0, byte(magic), attrs) // CRC, filled below
 	if magic == 1 {
 		m = binary.BigEndian.AppendUint64(m, uint64(r.timestamp))
 	}

@@ -27,7 +27,7 @@ type apiRange struct{ min, max int16 }
 // Fetch v0–v3 down-converted (oldformats.go), as Kafka 3.9 does; topic ids are not kept (0.8.2's znode
 // layout has none), so Fetch stops at v12 and Metadata answers the null topic id from v10 on.
 var brokerAPIs = map[int16]apiRange{
-	int16(kmsg.Produce):          {0, 9},
+	int16(kmsg.Produce):          {0, 11}, // v10: KIP-951 leader hints (api_leaderhints.go); v11: v10 (TRANSACTION_ABORTABLE needs transactions)
 	int16(kmsg.Fetch):            {0, 12},
 	int16(kmsg.ListOffsets):      {0, 9},
 	int16(kmsg.Metadata):         {0, 12},
@@ -42,6 +42,8 @@ var brokerAPIs = map[int16]apiRange{
 	int16(kmsg.IncrementalAlterConfigs): {0, 1},
 	int16(kmsg.DescribeCluster):         {0, 1},
 	int16(kmsg.DeleteRecords):           {0, 2},
+	// KIP-320's truncation check for consumers, and followers' (api_leaderepoch.go).
+	int16(kmsg.OffsetForLeaderEpoch): {0, 4},
 	// Inter-broker (replication.go, alterpartition.go): followers fetch with Fetch v12; leaders send
 	// their ISR changes to the controller (KIP-497) by topic name, v0-v1 (v2+ name topics by id).
 	int16(kmsg.AlterPartition): {0, 1},
@@ -410,6 +412,8 @@ func (b *Broker) dispatch(ctx context.Context, req kmsg.Request) (resp kmsg.Resp
 		return b.handleDescribeCluster(ctx, r), nil
 	case *kmsg.DeleteRecordsRequest:
 		return b.handleDeleteRecords(r), nil
+	case *kmsg.OffsetForLeaderEpochRequest:
+		return b.handleOffsetForLeaderEpoch(r), nil
 	case *kmsg.ControlledShutdownRequest:
 		return b.handleControlledShutdown(ctx, r), nil
 	case *kmsg.LeaderAndISRRequest:

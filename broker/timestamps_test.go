@@ -3,8 +3,6 @@ package broker_test
 import (
 	"bytes"
 	"compress/gzip"
-	"encoding/binary"
-	"hash/crc32"
 	"testing"
 	"time"
 
@@ -94,22 +92,6 @@ func listAt(t *testing.T, c *wire.Conn, topic string, ts int64) kmsg.ListOffsets
 	return request[*kmsg.ListOffsetsResponse](t, c, req, 9).Topics[0].Partitions[0]
 }
 
-// legacyMessage is one uncompressed message of format magic (0: Produce v0-v1, 1: v2), with
-// timestamp ts in format 1.
-func legacyMessage(magic byte, ts int64, value string) []byte {
-	m := []byte{0, 0, 0, 0, magic, 0}
-	if magic == 1 {
-		m = binary.BigEndian.AppendUint64(m, uint64(ts))
-	}
-	m = binary.BigEndian.AppendUint32(m, ^uint32(0)) // null key
-	m = binary.BigEndian.AppendUint32(m, uint32(len(value)))
-	m = append(m, value...)
-	binary.BigEndian.PutUint32(m, crc32.ChecksumIEEE(m[4:]))
-	out := binary.BigEndian.AppendUint64(nil, 0)
-	out = binary.BigEndian.AppendUint32(out, uint32(len(m)))
-	return append(out, m...)
-}
-
 // TestLogAppendTimeTopic: on a topic with message.timestamp.type=LogAppendTime every batch — v2
 // uncompressed and gzip, and a format 1 message set converted on append — is stored with the LogAppendTime
 // attribute and the broker's append time as its max timestamp (CRC still valid), the Produce answer
@@ -148,7 +130,7 @@ func TestLogAppendTimeTopic(t *testing.T) {
 	}
 	// Produce v2: a format 1 message set, converted to one v2 batch and stamped.
 	before := time.Now().UnixMilli()
-	r := produceAt(t, c, 2, "lat", append(legacyMessage(1, 3000, "a"), legacyMessage(1, 3001, "b")...))
+	r := produceAt(t, c, 2, "lat", append(legacyMessage(1, 0, 0, 3000, nil, []byte("a")), legacyMessage(1, 0, 0, 3001, nil, []byte("b"))...))
 	after := time.Now().UnixMilli()
 	if r.ErrorCode != 0 || r.BaseOffset != 5 || r.LogAppendTime < before || r.LogAppendTime > after {
 		t.Fatalf("produce v2: error %d base offset %d log append time %d; want 0, 5 and a time in [%d, %d]", r.ErrorCode, r.BaseOffset, r.LogAppendTime, before, after)
@@ -270,7 +252,7 @@ func TestTimestampBounds(t *testing.T) {
 		if r := produceAt(t, c, 9, topic, tsBatch(t, true, false, now-hour/2, now+hour/2)); r.ErrorCode != 0 || r.BaseOffset != 0 {
 			t.Errorf("%s: records within the bounds: error %d base offset %d; want 0, 0", topic, r.ErrorCode, r.BaseOffset)
 		}
-		if r := produceAt(t, c, 0, topic, legacyMessage(0, 0, "no timestamp")); r.ErrorCode != 0 || r.BaseOffset != 2 {
+		if r := produceAt(t, c, 0, topic, legacyMessage(0, 0, 0, 0, nil, []byte("no timestamp"))); r.ErrorCode != 0 || r.BaseOffset != 2 {
 			t.Errorf("%s: a format 0 message: error %d base offset %d; want 0, 2", topic, r.ErrorCode, r.BaseOffset)
 		}
 	}

@@ -130,6 +130,14 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 				if p := request[*kmsg.DeleteRecordsResponse](t, c, r, v).Topics[0].Partitions[0]; p.ErrorCode != 0 || p.LowWatermark != int64(v) {
 					t.Fatalf("%s: %v low watermark %d, want %d", name, kerr.ErrorForCode(p.ErrorCode), p.LowWatermark, v)
 				}
+			case kmsg.OffsetForLeaderEpoch: // epoch 0, the current one: it ends at the log end offset
+				r := kmsg.NewPtrOffsetForLeaderEpochRequest()
+				r.ReplicaID = -1
+				r.Topics = []kmsg.OffsetForLeaderEpochRequestTopic{{Topic: "sweep", Partitions: []kmsg.OffsetForLeaderEpochRequestTopicPartition{{Partition: 0, CurrentLeaderEpoch: 0, LeaderEpoch: 0}}}}
+				p := request[*kmsg.OffsetForLeaderEpochResponse](t, c, r, v).Topics[0].Partitions[0]
+				if p.ErrorCode != 0 || p.EndOffset != next || (v >= 1 && p.LeaderEpoch != 0) {
+					t.Fatalf("%s: %v epoch %d end %d, want epoch 0 end %d", name, kerr.ErrorForCode(p.ErrorCode), p.LeaderEpoch, p.EndOffset, next)
+				}
 			case kmsg.DescribeConfigs: // the topic's 36 configs
 				r := kmsg.NewPtrDescribeConfigsRequest()
 				r.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "sweep"}}

@@ -8,8 +8,8 @@ import (
 
 // The config and admin scripts: DescribeConfigs, IncrementalAlterConfigs, AlterConfigs, DescribeCluster
 // and DeleteRecords at every version both brokers advertise, with their error paths. Documentation
-// strings are not asked for (this broker's are its own); a broker's own configs are not compared
-// (this broker lists only the keys it knows: README's fidelity table).
+// strings are not asked for (this broker's are its own); a broker's own configs are compared by name
+// in brokerconfigs_test.go (this broker lists only the keys it knows: README's fidelity table).
 
 func createWithConfigs(topic string, configs map[string]string) *kmsg.CreateTopicsRequest {
 	r := createTopicsReq(7, false, newTopic{topic, 1, 1})

@@ -69,12 +69,16 @@ type OldConsumerEvent struct {
 	Topic      string `json:"topic,omitempty"`
 	Partition  int32  `json:"partition,omitempty"`
 	Offset     int64  `json:"offset,omitempty"`
-	Attempt    int    `json:"attempt,omitempty"`
-	Thread     string `json:"thread,omitempty"` // owned: the consumer thread id that claimed Partition
-	Partitions string `json:"partitions,omitempty"`
-	Level      string `json:"level,omitempty"` // log: WARN, ERROR, FATAL
-	Message    string `json:"message,omitempty"`
-	Java       string `json:"java,omitempty"`
+	// delivered: the message's key and value as UTF-8 text, nil when null or when the message is over
+	// 256 bytes (the harness leaves large ones out)
+	Key        *string `json:"key,omitempty"`
+	Value      *string `json:"value,omitempty"`
+	Attempt    int     `json:"attempt,omitempty"`
+	Thread     string  `json:"thread,omitempty"` // owned: the consumer thread id that claimed Partition
+	Partitions string  `json:"partitions,omitempty"`
+	Level      string  `json:"level,omitempty"` // log: WARN, ERROR, FATAL
+	Message    string  `json:"message,omitempty"`
+	Java       string  `json:"java,omitempty"`
 }
 
 // OldConsumer is one running 0.8.2.2 connector JVM.

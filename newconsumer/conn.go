@@ -15,17 +15,18 @@ import (
 // v13+ name topics by id and this client keeps topic names only. A request goes out at the highest
 // version both this table and the broker's ApiVersions answer allow.
 var maxVersions = map[int16]int16{
-	kmsg.ApiVersions.Int16():     3,
-	kmsg.Metadata.Int16():        12,
-	kmsg.FindCoordinator.Int16(): 6,
-	kmsg.JoinGroup.Int16():       9,
-	kmsg.SyncGroup.Int16():       5,
-	kmsg.Heartbeat.Int16():       4,
-	kmsg.LeaveGroup.Int16():      5,
-	kmsg.OffsetCommit.Int16():    9,
-	kmsg.OffsetFetch.Int16():     9,
-	kmsg.ListOffsets.Int16():     9,
-	kmsg.Fetch.Int16():           12,
+	kmsg.ApiVersions.Int16():          3,
+	kmsg.Metadata.Int16():             12,
+	kmsg.FindCoordinator.Int16():      6,
+	kmsg.JoinGroup.Int16():            9,
+	kmsg.SyncGroup.Int16():            5,
+	kmsg.Heartbeat.Int16():            4,
+	kmsg.LeaveGroup.Int16():           5,
+	kmsg.OffsetCommit.Int16():         9,
+	kmsg.OffsetFetch.Int16():          9,
+	kmsg.ListOffsets.Int16():          9,
+	kmsg.Fetch.Int16():                12,
+	kmsg.OffsetForLeaderEpoch.Int16(): 4,
 }
 
 // minVersions: Fetch v4 is the first with v2 record batches' isolation level; OffsetFetch v1 the
@@ -34,6 +35,9 @@ var minVersions = map[int16]int16{
 	kmsg.Fetch.Int16():        4,
 	kmsg.OffsetFetch.Int16():  1,
 	kmsg.OffsetCommit.Int16(): 2,
+	// OffsetsForLeaderEpochRequest.Builder.forConsumer: v3 is the first with replica_id; a broker
+	// without it is not asked (SubscriptionState.hasUsableOffsetForLeaderEpochVersion).
+	kmsg.OffsetForLeaderEpoch.Int16(): 3,
 }
 
 // brokerConn is one connection with the versions its broker advertised.

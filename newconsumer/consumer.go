@@ -48,6 +48,22 @@ type partitionState struct {
 	position int64
 	hwm      int64 // high watermark of the last fetch that answered for it; -1 before one
 	reset    bool  // the position was out of range: reset it by auto.offset.reset, not from the commit
+
+	// KIP-320 (SubscriptionState.FetchPosition, validate.go): offsetEpoch is the leader epoch of the
+	// record before the position (the last consumed record's batch, or the committed offset's), -1
+	// when unknown; leaderID and leaderEpoch are the partition's leader as metadata told it when
+	// the position was set or last validated (FetchPosition.currentLeader; -1 when unknown).
+	offsetEpoch           int32
+	leaderID, leaderEpoch int32
+	// awaitValidation: the position waits for an OffsetForLeaderEpoch answer from the current
+	// leader before it is fetched (FetchStates.AWAIT_VALIDATION), not sent again before validateAt.
+	awaitValidation bool
+	validateAt      time.Time
+}
+
+// newPartitionState is an assigned partition without a position yet (FetchStates.INITIALIZING).
+func newPartitionState() *partitionState {
+	return &partitionState{position: -1, hwm: -1, offsetEpoch: -1, leaderID: -1, leaderEpoch: -1}
 }
 
 // Consumer is a group member. Poll, CommitSync and Close are meant for one goroutine, as Java's
@@ -286,7 +302,8 @@ func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 			return recs, nil
 		}
 		posErr := c.updatePositions(ctx)
-		if posErr != nil && isFatal(posErr) {
+		var truncated *LogTruncationError
+		if posErr != nil && (isFatal(posErr) || errors.As(posErr, &truncated)) {
 			return nil, posErr
 		}
 		// The partitions that have a position are fetched even when another's could not be
@@ -362,6 +379,9 @@ func (c *Consumer) drain() []Record {
 // updatePositions initialises the positions of newly assigned partitions: the committed offset,
 // else auto.offset.reset (updateFetchPositions).
 func (c *Consumer) updatePositions(ctx context.Context) error {
+	if err := c.validatePositions(ctx); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	var need, reset []TopicPartition
 	for tp, st := range c.owned {
@@ -388,7 +408,7 @@ func (c *Consumer) updatePositions(ctx context.Context) error {
 				continue
 			}
 			if off, ok := committed[tp]; ok {
-				st.position = off
+				c.seekUnvalidatedLocked(tp, st, off.offset, off.leaderEpoch)
 			} else {
 				reset = append(reset, tp)
 			}
@@ -650,7 +670,7 @@ func (c *Consumer) onJoinComplete(res joinResult, attempt int) {
 		if st := c.owned[tp]; st != nil {
 			next[tp] = st
 		} else {
-			next[tp] = &partitionState{position: -1, hwm: -1}
+			next[tp] = newPartitionState()
 		}
 	}
 	c.owned = next
@@ -684,7 +704,7 @@ func (c *Consumer) maybeAutoCommit() {
 		c.autoCommitting = true
 		c.wg.Add(1) // under mu, with closed checked: shutdown's wg.Wait cannot have started
 	}
-	offsets := c.consumedLocked()
+	offsets, epochs := c.consumedLocked(), c.consumedEpochsLocked()
 	c.mu.Unlock()
 	if !due {
 		return
@@ -696,7 +716,7 @@ func (c *Consumer) maybeAutoCommit() {
 		defer c.wg.Done()
 		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.RequestTimeout)
 		defer cancel()
-		err := c.commitOnce(ctx, offsets)
+		err := c.commitOnce(ctx, offsets, epochs)
 		c.mu.Lock()
 		c.autoCommitting = false
 		if err != nil && isRetriable(err) {
@@ -715,6 +735,18 @@ func (c *Consumer) consumedLocked() map[TopicPartition]int64 {
 	for tp, st := range c.owned {
 		if st.position >= 0 {
 			out[tp] = st.position
+		}
+	}
+	return out
+}
+
+// consumedEpochsLocked is the leader epoch allConsumed commits with each position (the
+// FetchPosition's offsetEpoch; -1 when unknown).
+func (c *Consumer) consumedEpochsLocked() map[TopicPartition]int32 {
+	out := map[TopicPartition]int32{}
+	for tp, st := range c.owned {
+		if st.position >= 0 {
+			out[tp] = st.offsetEpoch
 		}
 	}
 	return out
@@ -742,13 +774,14 @@ func (c *Consumer) CommitSync(ctx context.Context, offsets map[TopicPartition]in
 }
 
 func (c *Consumer) commitSync(ctx context.Context, offsets map[TopicPartition]int64) error {
+	var epochs map[TopicPartition]int32 // explicit offsets commit no leader epoch (-1)
 	if offsets == nil {
 		c.mu.Lock()
-		offsets = c.consumedLocked()
+		offsets, epochs = c.consumedLocked(), c.consumedEpochsLocked()
 		c.mu.Unlock()
 	}
 	for attempt := 0; ; attempt++ {
-		err := c.commitOnce(ctx, offsets)
+		err := c.commitOnce(ctx, offsets, epochs)
 		if err == nil || !isRetriable(err) {
 			return err
 		}

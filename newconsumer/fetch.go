@@ -27,6 +27,19 @@ type metadata struct {
 
 type partitionMD struct {
 	leader int32 // -1: none
+	epoch  int32 // the leader epoch (Metadata v7+); -1: unknown
+}
+
+// leader returns tp's leader and leader epoch (-1, -1 when unknown).
+func (m *metadata) leader(tp TopicPartition) (id, epoch int32) {
+	if m == nil {
+		return -1, -1
+	}
+	ps := m.topics[tp.Topic]
+	if tp.Partition < 0 || int(tp.Partition) >= len(ps) {
+		return -1, -1
+	}
+	return ps[tp.Partition].leader, ps[tp.Partition].epoch
 }
 
 // partitionCounts maps each of topics that exists to its partition count (topics absent or in
@@ -180,11 +193,14 @@ func (c *Consumer) refreshMetadata(ctx context.Context, topics []string) (*metad
 			}
 			ps := make([]partitionMD, len(t.Partitions))
 			for i := range ps {
-				ps[i].leader = -1
+				ps[i].leader, ps[i].epoch = -1, -1
 			}
 			for _, p := range t.Partitions {
 				if p.Partition >= 0 && int(p.Partition) < len(ps) {
 					ps[p.Partition].leader = p.Leader
+					if resp.Version >= 7 {
+						ps[p.Partition].epoch = p.LeaderEpoch
+					}
 					if p.ErrorCode != 0 {
 						ps[p.Partition].leader = -1
 					}
@@ -207,6 +223,7 @@ func (c *Consumer) refreshMetadata(ctx context.Context, topics []string) (*metad
 		}
 		c.metaAt = time.Now()
 		c.metaStale = false
+		c.validateOnMetadataChangeLocked()
 		c.mu.Unlock()
 		return m, nil
 	}
@@ -249,8 +266,11 @@ func (c *Consumer) resetOffsets(ctx context.Context, parts []TopicPartition) err
 				idx[tp.Topic] = i
 				req.Topics = append(req.Topics, kmsg.ListOffsetsRequestTopic{Topic: tp.Topic})
 			}
+			c.mu.Lock()
+			_, epoch := c.meta.leader(tp)
+			c.mu.Unlock()
 			req.Topics[i].Partitions = append(req.Topics[i].Partitions, kmsg.ListOffsetsRequestTopicPartition{
-				Partition: tp.Partition, CurrentLeaderEpoch: -1, Timestamp: ts, MaxNumOffsets: 1,
+				Partition: tp.Partition, CurrentLeaderEpoch: epoch, Timestamp: ts, MaxNumOffsets: 1,
 			})
 		}
 		r, err := c.brokerRequest(ctx, addr, req, c.cfg.RequestTimeout)
@@ -273,7 +293,9 @@ func (c *Consumer) resetOffsets(ctx context.Context, parts []TopicPartition) err
 					off = p.OldStyleOffsets[0]
 				}
 				if st := c.owned[tp]; st != nil && st.position < 0 {
-					st.position, st.reset = off, false
+					// OffsetFetcherUtils.resetPositionIfNeeded: no offset epoch, so no validation.
+					c.seekUnvalidatedLocked(tp, st, off, -1)
+					st.reset = false
 					c.logLocked().WithField("partition", tp.String()).Infof("resetting offset to %d (auto.offset.reset=%s)", off, c.cfg.AutoOffsetReset)
 				}
 			}
@@ -356,7 +378,7 @@ func (c *Consumer) sendFetches(ctx context.Context) (bool, error) {
 	}
 	var parts []TopicPartition
 	for tp, st := range c.owned {
-		if st.position >= 0 && !busy[tp] && !c.inFlight[tp] {
+		if st.position >= 0 && !st.awaitValidation && !busy[tp] && !c.inFlight[tp] {
 			parts = append(parts, tp)
 		}
 	}
@@ -421,7 +443,7 @@ func (c *Consumer) fetchFrom(ctx context.Context, addr string, ps []TopicPartiti
 	idx := map[string]int{}
 	for _, tp := range ps {
 		st := c.owned[tp]
-		if st == nil || st.position < 0 {
+		if st == nil || st.position < 0 || st.awaitValidation {
 			continue
 		}
 		positions[tp] = st.position
@@ -432,7 +454,7 @@ func (c *Consumer) fetchFrom(ctx context.Context, addr string, ps []TopicPartiti
 			req.Topics = append(req.Topics, kmsg.FetchRequestTopic{Topic: tp.Topic})
 		}
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, kmsg.FetchRequestTopicPartition{
-			Partition: tp.Partition, CurrentLeaderEpoch: -1, FetchOffset: st.position, LogStartOffset: -1,
+			Partition: tp.Partition, CurrentLeaderEpoch: st.leaderEpoch, FetchOffset: st.position, LogStartOffset: -1,
 			LastFetchedEpoch: -1, PartitionMaxBytes: c.cfg.MaxPartitionFetchBytes,
 		})
 	}
@@ -465,6 +487,11 @@ func (c *Consumer) fetchFrom(ctx context.Context, addr string, ps []TopicPartiti
 			case 0:
 			case kerr.OffsetOutOfRange.Code:
 				reset = append(reset, tp)
+				continue
+			case kerr.UnknownLeaderEpoch.Code:
+				// FetchCollector.handleInitializeErrors: this client's leader epoch is newer than the
+				// broker's; it is only logged, the next fetch asks again.
+				c.log.WithField("partition", tp.String()).Debug("received unknown leader epoch error in fetch")
 				continue
 			default:
 				// NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, ...: refresh metadata.
@@ -513,7 +540,9 @@ func (c *Consumer) drainLocked(max int) []Record {
 	for len(c.fetched) > 0 && len(out) < max {
 		f := c.fetched[0]
 		st := c.owned[f.tp]
-		if st == nil || st.position != f.pos {
+		if st == nil || st.position != f.pos || st.awaitValidation {
+			// Unassigned, moved, or no longer fetchable while its position is validated
+			// (FetchCollector: "not returning fetched records ... no longer fetchable"): dropped.
 			c.fetched = c.fetched[1:]
 			continue
 		}
@@ -524,7 +553,7 @@ func (c *Consumer) drainLocked(max int) []Record {
 				continue
 			}
 			out = append(out, r)
-			st.position = r.Offset + 1
+			st.position, st.offsetEpoch = r.Offset+1, r.LeaderEpoch
 		}
 		f.pos = st.position
 		if len(f.records) == 0 {

@@ -503,9 +503,10 @@ func (c *Consumer) sendLeave(ctx context.Context, memberID, reason string) {
 }
 
 // commitOnce sends one OffsetCommit of offsets (next offsets to consume) with the stable
-// generation (ConsumerCoordinator.sendOffsetCommitRequest and its response handler). Retriable
-// errors come back wrapped in errRetriable.
-func (c *Consumer) commitOnce(ctx context.Context, offsets map[TopicPartition]int64) error {
+// generation (ConsumerCoordinator.sendOffsetCommitRequest and its response handler), each with its
+// leader epoch from epochs (-1 when absent: OffsetAndMetadata.leaderEpoch). Retriable errors come
+// back wrapped in errRetriable.
+func (c *Consumer) commitOnce(ctx context.Context, offsets map[TopicPartition]int64, epochs map[TopicPartition]int32) error {
 	if len(offsets) == 0 {
 		return nil
 	}
@@ -549,8 +550,12 @@ func (c *Consumer) commitOnce(ctx context.Context, offsets map[TopicPartition]in
 			byTopic[tp.Topic] = i
 			req.Topics = append(req.Topics, kmsg.OffsetCommitRequestTopic{Topic: tp.Topic})
 		}
+		epoch, ok := epochs[tp]
+		if !ok {
+			epoch = -1
+		}
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, kmsg.OffsetCommitRequestTopicPartition{
-			Partition: tp.Partition, Offset: offsets[tp], LeaderEpoch: -1,
+			Partition: tp.Partition, Offset: offsets[tp], LeaderEpoch: epoch,
 		})
 	}
 	var result error
@@ -607,10 +612,16 @@ func isRetriable(err error) bool {
 	return errors.As(err, &r)
 }
 
+// committedOffset is a committed offset and its leader epoch (-1: none; OffsetFetch v5+).
+type committedOffset struct {
+	offset      int64
+	leaderEpoch int32
+}
+
 // fetchCommitted returns the committed offsets of parts (OffsetFetch with require_stable; absent:
 // no committed offset), as ConsumerCoordinator.fetchCommittedOffsets. Retriable errors are errRetriable,
 // among them an unknown coordinator: it does not wait for the lookup (Poll calls it).
-func (c *Consumer) fetchCommitted(ctx context.Context, parts []TopicPartition) (map[TopicPartition]int64, error) {
+func (c *Consumer) fetchCommitted(ctx context.Context, parts []TopicPartition) (map[TopicPartition]committedOffset, error) {
 	conn, err := c.coordinatorReady() // from Poll: not waited for
 	switch {
 	case err != nil && isFatal(err):
@@ -655,6 +666,7 @@ func (c *Consumer) fetchCommitted(ctx context.Context, parts []TopicPartition) (
 		topic     string
 		partition int32
 		offset    int64
+		epoch     int32
 		code      int16
 	}
 	var got []part
@@ -666,13 +678,17 @@ func (c *Consumer) fetchCommitted(ctx context.Context, parts []TopicPartition) (
 		code = resp.Groups[0].ErrorCode
 		for _, t := range resp.Groups[0].Topics {
 			for _, p := range t.Partitions {
-				got = append(got, part{t.Topic, p.Partition, p.Offset, p.ErrorCode})
+				got = append(got, part{t.Topic, p.Partition, p.Offset, p.LeaderEpoch, p.ErrorCode})
 			}
 		}
 	} else {
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
-				got = append(got, part{t.Topic, p.Partition, p.Offset, p.ErrorCode})
+				epoch := p.LeaderEpoch
+				if resp.Version < 5 {
+					epoch = -1
+				}
+				got = append(got, part{t.Topic, p.Partition, p.Offset, epoch, p.ErrorCode})
 			}
 		}
 	}
@@ -688,7 +704,7 @@ func (c *Consumer) fetchCommitted(ctx context.Context, parts []TopicPartition) (
 	case code != 0:
 		return nil, errFatal{fmt.Errorf("newconsumer: unexpected error in fetch offset response: %w", kerr.ErrorForCode(code))}
 	}
-	out := map[TopicPartition]int64{}
+	out := map[TopicPartition]committedOffset{}
 	for _, p := range got {
 		switch {
 		case p.code == kerr.UnstableOffsetCommit.Code:
@@ -696,7 +712,7 @@ func (c *Consumer) fetchCommitted(ctx context.Context, parts []TopicPartition) (
 		case p.code != 0:
 			return nil, errRetriable{fmt.Errorf("newconsumer: committed offset of %s-%d: %w", p.topic, p.partition, kerr.ErrorForCode(p.code))}
 		case p.offset >= 0:
-			out[TopicPartition{Topic: p.topic, Partition: p.partition}] = p.offset
+			out[TopicPartition{Topic: p.topic, Partition: p.partition}] = committedOffset{p.offset, p.epoch}
 		}
 	}
 	return out, nil

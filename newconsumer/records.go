@@ -1,17 +1,10 @@
 package newconsumer
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
+	"math"
 	"time"
-
-	"github.com/klauspost/compress/snappy"
-	"github.com/klauspost/compress/zstd"
-	"github.com/pierrec/lz4/v4"
 
 	"github.com/rebalancelab/rebalancelab/recordbatch"
 )
@@ -24,10 +17,13 @@ type Record struct {
 	Key       []byte
 	Value     []byte
 	Timestamp time.Time
+	// LeaderEpoch is the partition leader epoch of the record's batch (ConsumerRecord.leaderEpoch),
+	// -1 when the batch carries none.
+	LeaderEpoch int32
 }
 
 // parseBatches decodes a fetched partition's v2 record batches (DefaultRecordBatch, with package
-// recordbatch): checks each batch's CRC-32C (check.crcs), decompresses (gzip, snappy, lz4, zstd),
+// recordbatch): checks each batch's CRC-32C (check.crcs), decompresses (recordbatch.Decompress: gzip, snappy, lz4, zstd),
 // skips control batches and records before from. It returns the records and the offset after the
 // last complete batch (where the next fetch starts; at least from). A truncated last batch (the
 // fetch's size limit) is not an error; a corrupt one stops the parse with an error, keeping what
@@ -51,7 +47,8 @@ func parseBatches(tp TopicPartition, data []byte, from int64) ([]Record, int64, 
 			}
 			continue
 		}
-		recs, err := decompress(int16(b.Compression()), b.Records)
+		// Kafka's client reads a batch into a Java buffer: at most 2 GiB.
+		recs, err := recordbatch.Decompress(recordbatch.Codec(b.Compression()), recordbatch.Magic, b.Records, math.MaxInt32)
 		if err != nil {
 			return out, next, fmt.Errorf("record batch at offset %d: %w", b.BaseOffset, err)
 		}
@@ -65,7 +62,7 @@ func parseBatches(tp TopicPartition, data []byte, from int64) ([]Record, int64, 
 				ts = b.MaxTimestamp
 			}
 			out = append(out, Record{Topic: tp.Topic, Partition: tp.Partition, Offset: off, Key: r.Key, Value: r.Value,
-				Timestamp: time.UnixMilli(ts)})
+				Timestamp: time.UnixMilli(ts), LeaderEpoch: b.PartitionLeaderEpoch})
 			return nil
 		})
 		if err != nil {
@@ -76,53 +73,4 @@ func parseBatches(tp TopicPartition, data []byte, from int64) ([]Record, int64, 
 		}
 	}
 	return out, next, nil
-}
-
-// xerialHeader starts snappy data framed by xerial's SnappyOutputStream, as Kafka's Java producer writes it.
-var xerialHeader = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
-
-// decompress undoes a batch's compression codec: 0 none, 1 gzip, 2 snappy, 3 lz4 (frame), 4 zstd.
-func decompress(codec int16, data []byte) ([]byte, error) {
-	switch codec {
-	case 0:
-		return data, nil
-	case 1:
-		r, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			return nil, fmt.Errorf("gzip: %w", err)
-		}
-		return io.ReadAll(r)
-	case 2:
-		if !bytes.HasPrefix(data, xerialHeader) {
-			return snappy.Decode(nil, data)
-		}
-		var out []byte
-		data = data[16:] // header, version, compatible version
-		for len(data) > 0 {
-			if len(data) < 4 {
-				return nil, errors.New("snappy: truncated xerial chunk")
-			}
-			n := int(binary.BigEndian.Uint32(data))
-			if n > len(data)-4 {
-				return nil, errors.New("snappy: truncated xerial chunk")
-			}
-			chunk, err := snappy.Decode(nil, data[4:4+n])
-			if err != nil {
-				return nil, fmt.Errorf("snappy: %w", err)
-			}
-			out = append(out, chunk...)
-			data = data[4+n:]
-		}
-		return out, nil
-	case 3:
-		return io.ReadAll(lz4.NewReader(bytes.NewReader(data)))
-	case 4:
-		d, err := zstd.NewReader(nil)
-		if err != nil {
-			return nil, err
-		}
-		defer d.Close()
-		return d.DecodeAll(data, nil)
-	}
-	return nil, fmt.Errorf("unknown compression codec %d", codec)
 }

@@ -39,7 +39,7 @@ func compress(t *testing.T, codec int16, data []byte) []byte {
 		w.Write(data)
 		w.Close()
 	case 2: // xerial framing, as the Java producer writes snappy
-		b.Write(xerialHeader)
+		b.Write([]byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0})
 		b.Write([]byte{0, 0, 0, 1, 0, 0, 0, 1})
 		chunk := snappy.Encode(nil, data)
 		b.Write(binary.BigEndian.AppendUint32(nil, uint32(len(chunk))))

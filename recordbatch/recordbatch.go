@@ -1,8 +1,10 @@
 // Package recordbatch encodes and decodes Kafka's v2 record batches (magic 2, Kafka 0.11+:
 // org.apache.kafka.common.record.DefaultRecordBatch and DefaultRecord), the one codec the broker's
 // storage, the group coordinator's __consumer_offsets records, the broker's data APIs and the
-// consumer share. It covers the batch header, the CRC-32C and the varint-framed records;
-// compression and the older message formats (magic 0 and 1) are left to the callers.
+// consumer share. It covers the batch header, the CRC-32C and the varint-framed records, and
+// (compress.go) the one compression path of the project: the codecs of batches and of the older
+// message formats' wrapper messages, framed as Kafka frames them. The older message formats (magic 0
+// and 1) themselves are the broker's (broker/oldformats.go).
 //
 // Layout of a batch (big-endian):
 //

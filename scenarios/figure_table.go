@@ -59,6 +59,8 @@ var FigureTable = []FigureDef{
 		}),
 	{Name: FigMaxConcurrentOwners, Unit: "members", field: func(f *Figures) *int64 { return &f.MaxConcurrentOwners },
 		Definition: "most members delivering the same partition at once (a member delivers a partition from its first `deliver` after `assigned` until `revoked` / `member_stop`); a maximum, not a total"},
+	{Name: FigConcurrentOwnerMs, Unit: "ms", field: func(f *Figures) *int64 { return &f.ConcurrentOwnerMs },
+		Definition: "split brain as time: Σ over partitions of the time during which two or more members deliver the partition at once (delivering as for `max_concurrent_owners`); a partition delivered by three members counts once"},
 	{Name: FigUnownedPartitionMs, Unit: "ms", field: func(f *Figures) *int64 { return &f.UnownedPartitionMs },
 		Definition: "Σ over partitions of time with produced-but-undelivered records and no live owner"},
 	{Name: FigPausedMemberMs, Unit: "ms", field: func(f *Figures) *int64 { return &f.PausedMemberMs },

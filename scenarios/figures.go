@@ -22,6 +22,7 @@ const (
 	FigRevocations           = "revocations"
 	FigOwnershipConflicts    = "ownership_conflicts"
 	FigMaxConcurrentOwners   = "max_concurrent_owners"
+	FigConcurrentOwnerMs     = "concurrent_owner_ms"
 	FigUnownedPartitionMs    = "unowned_partition_ms"
 	FigPausedMemberMs        = "paused_member_ms"
 	FigDuplicates            = "duplicates"
@@ -58,6 +59,7 @@ type Figures struct {
 	Revocations           int64 `json:"revocations"`
 	OwnershipConflicts    int64 `json:"ownership_conflicts"`
 	MaxConcurrentOwners   int64 `json:"max_concurrent_owners"`
+	ConcurrentOwnerMs     int64 `json:"concurrent_owner_ms"`
 	UnownedPartitionMs    int64 `json:"unowned_partition_ms"`
 	PausedMemberMs        int64 `json:"paused_member_ms"`
 	Duplicates            int64 `json:"duplicates"`

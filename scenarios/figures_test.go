@@ -246,11 +246,12 @@ func TestFiguresSplitBrain(t *testing.T) {
 	}
 	want(t, "expire", ev.Figures, map[string]int64{
 		FigTimeToStableMs: 310, FigMaxConcurrentOwners: 2, FigDuplicates: 4, // 3 before stable, 6 after FigStaleCommitsApplied: 1,
+		FigConcurrentOwnerMs:    180, // m2 delivers from 220, m1 until its revoke at 400
 		FigStaleCommitsRejected: 0, FigUnownedPartitionMs: 0, FigRevocations: 1, FigRebalanceParticipants: 2,
 		FigRebalanceAttempts: 2, FigLost: 0,
 	})
 	want(t, "totals", res.Totals, map[string]int64{
-		FigDuplicates: 4, FigLost: 0, FigMaxConcurrentOwners: 2, FigStaleCommitsApplied: 1,
+		FigDuplicates: 4, FigLost: 0, FigMaxConcurrentOwners: 2, FigStaleCommitsApplied: 1, FigConcurrentOwnerMs: 180,
 	})
 	if res.FinalOwners["t-0"] != "m2" {
 		t.Errorf("final owner = %q", res.FinalOwners["t-0"])
@@ -434,12 +435,45 @@ func TestFiguresConcurrentOwnersResolution(t *testing.T) {
 	for _, tc := range []struct {
 		revokeAt int64
 		want     int64
-	}{{100, 1}, {101, 2}} {
+		wantMs   int64 // concurrent_owner_ms: the overlap's whole milliseconds
+	}{{100, 1, 0}, {101, 2, 1}, {140, 2, 40}} {
 		b := newTL("classic").joined(0, "m1", 0).produce(1, 0, 0, 1).deliver(10, "m1", 0, 0).
 			assign(100, "m2", 0).deliver(100, "m2", 0, 1).revoke(tc.revokeAt, "m1", 0)
 		res := b.compute(t, FigureOptions{})
-		want(t, "handover", res.Totals, map[string]int64{FigMaxConcurrentOwners: tc.want})
+		want(t, "handover", res.Totals, map[string]int64{FigMaxConcurrentOwners: tc.want, FigConcurrentOwnerMs: tc.wantMs})
 	}
+}
+
+// concurrent_owner_ms sums, over partitions, the time two or more members deliver one partition: p0 is
+// delivered twice from 250 (m1, m2), three times from 300 (m3 too: still counted once), twice after m1's
+// crash at 500 and once after m3's revoke at 600: 350 ms; p1 twice from 400 until the crash: 100 ms.
+// The first event ends stable at 500 (the crash leaves one claim each): 250 + 100 ms in it; the second,
+// from 550 to the end, holds p0's last 50 ms; the totals hold all 450 ms, the 50 ms between the windows
+// too. The formation ends stable at 0, before any delivery.
+func TestFiguresConcurrentOwnerMs(t *testing.T) {
+	b := newTL("zk").joined(0, "m1", 0, 1).joined(0, "m2")
+	for o := int64(0); o < 10; o++ {
+		b.produce(1, 0, o).produce(1, 1, o)
+	}
+	b.deliver(10, "m1", 0, 0, 1).deliver(10, "m1", 1, 0, 1).
+		trigger(100, "expire-m1").
+		begin(200, "m2").assign(200, "m2", 0, 1).end(200, "m2", true, 1).
+		deliver(250, "m2", 0, 1, 2).deliver(300, "m3", 0, 2).deliver(400, "m2", 1, 1, 2).
+		stop(500, "m1", "crash").
+		trigger(550, "noop").
+		revoke(600, "m3", 0).deliver(700, "m2", 0, 3)
+	res := b.compute(t, FigureOptions{})
+	oneEvent(t, res, 2)
+	if ev := res.Events[0]; ev.End != EndStable || ev.EndMs != 500 {
+		t.Fatalf("first event = %+v", ev)
+	}
+	want(t, "expire-m1", res.Events[0].Figures, map[string]int64{FigConcurrentOwnerMs: 350, FigMaxConcurrentOwners: 3})
+	want(t, "noop", res.Events[1].Figures, map[string]int64{FigConcurrentOwnerMs: 50, FigMaxConcurrentOwners: 2})
+	want(t, "totals", res.Totals, map[string]int64{FigConcurrentOwnerMs: 450, FigMaxConcurrentOwners: 3})
+	if res.Start == nil {
+		t.Fatal("no formation window")
+	}
+	want(t, "start", res.Start.Figures, map[string]int64{FigConcurrentOwnerMs: 0, FigMaxConcurrentOwners: 0})
 }
 
 // A started member without an assignment is joining; known partitions must all be owned.

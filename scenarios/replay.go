@@ -64,6 +64,7 @@ type replay struct {
 	produced map[tpo]int   // first produce index of each offset
 	delivs   map[tpo]int   // deliveries per offset
 	deliv    map[tp]int    // members delivering the partition
+	twice    int           // partitions with deliv >= 2 (concurrent_owner_ms)
 	touched  map[tp]bool   // deliv increased in the current ms
 	bad      int           // known partitions with claim != 1
 	busy     int           // live members busy
@@ -154,6 +155,10 @@ func (r *replay) integrate(from, to int64) {
 	if r.paused > 0 {
 		d := int64(r.paused) * (to - from)
 		r.each(func(f *Figures) { f.PausedMemberMs += d })
+	}
+	if r.twice > 0 {
+		d := int64(r.twice) * (to - from)
+		r.each(func(f *Figures) { f.ConcurrentOwnerMs += d })
 	}
 }
 
@@ -293,8 +298,16 @@ func (r *replay) lose(name string, m *memberState, t tp, ts int64) {
 func (r *replay) stopDelivering(m *memberState, t tp) {
 	if m.delivering[t] {
 		delete(m.delivering, t)
-		r.deliv[t]--
+		r.addDeliv(t, -1)
 	}
+}
+
+// addDeliv changes the number of members delivering t by d, keeping twice (the partitions two or more
+// members deliver) exact.
+func (r *replay) addDeliv(t tp, d int) {
+	was := r.deliv[t] >= 2
+	r.deliv[t] += d
+	r.twice += b2i(r.deliv[t] >= 2) - b2i(was)
 }
 
 // ownerOfRecord is the group's owner of record of t now: the member whose latest assigned listed t,

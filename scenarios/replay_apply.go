@@ -225,7 +225,7 @@ func (r *replay) applyRevoked(_ int, rec timeline.Record) {
 }
 
 // applyDeliver: a duplicate, or the delivery of a produced offset; a live member delivers the partition
-// from now on (max_concurrent_owners).
+// from now on (max_concurrent_owners, concurrent_owner_ms).
 func (r *replay) applyDeliver(i int, rec timeline.Record) {
 	k, ok := r.recordTPO(i, rec)
 	if !ok {
@@ -245,7 +245,7 @@ func (r *replay) applyDeliver(i int, rec timeline.Record) {
 	r.tr.delivers[rec.Member] = append(r.tr.delivers[rec.Member], rec.TsMs)
 	if m := r.member(rec.Member); m.live && !m.delivering[t] {
 		m.delivering[t] = true
-		r.deliv[t]++
+		r.addDeliv(t, 1)
 		r.touched[t] = true
 	}
 }

@@ -24,6 +24,7 @@ func summarize(eras []EraReport, results []Result, traces []*trace) ([]string, [
 	add(eraList("Partitions with records waiting and no owner (unowned_partition_ms), least first: ", results, FigUnownedPartitionMs, true))
 	add(eraList("The longest time from a change to a stable group (time_to_stable_ms): ", results, FigTimeToStableMs, false))
 	add(eraList("Records delivered again (duplicates): ", results, FigDuplicates, false))
+	add(splitBrainSentence(results)) // split_brain.go
 	add(eraList("Records produced and never delivered (lost): ", results, FigLost, false))
 	add(invariantSentence(results))
 

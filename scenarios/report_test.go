@@ -228,6 +228,7 @@ func TestRenderTable(t *testing.T) {
 		"revocations                            1        0",
 		"ownership_conflicts                    0      n/a",
 		"max_concurrent_owners                  2        0",
+		"concurrent_owner_ms                  180        0",
 		"unowned_partition_ms                   0        0",
 		"paused_member_ms                      10        0",
 		"duplicates                             4        0",

@@ -317,6 +317,9 @@ func (s *SweepResult) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintln(w)
 	}
+	if err := s.WriteModel(w); err != nil { // the measured counts beside the models' (sweep_model.go)
+		return err
+	}
 	for _, l := range s.Verdict().Lines {
 		fmt.Fprintln(w, l)
 	}

@@ -2,8 +2,6 @@ package scenarios
 
 import (
 	"bytes"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,36 +9,22 @@ import (
 )
 
 // recordedSweep reads a sweep's JSON (SweepResult.WriteJSON) back into a SweepResult holding what the
-// verdict reads: per run its size, and per era whether it applied, its not-applicable figures and its
-// events' figures.
+// verdict and the models read: per run its size, partitions and script, and per era whether it
+// applied, its not-applicable figures, its events' figures and its end owners.
 func recordedSweep(t *testing.T, path string) *SweepResult {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var doc struct {
-		Scenario, Trigger string
-		Runs              []struct {
-			Params struct {
-				Consumers int `json:"consumers"`
-			} `json:"params"`
-			Eras []struct {
-				Era           string   `json:"era"`
-				Applies       bool     `json:"applies"`
-				NotApplicable []string `json:"not_applicable"`
-				Events        []Event  `json:"events"`
-			} `json:"eras"`
-		} `json:"runs"`
+		Scenario string        `json:"scenario"`
+		Trigger  string        `json:"trigger"`
+		Runs     []recordedRun `json:"runs"`
 	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	readJSON(t, path, &doc)
 	s := &SweepResult{Scenario: doc.Scenario, Trigger: doc.Trigger}
 	for _, run := range doc.Runs {
-		r := &RunResult{Scenario: doc.Scenario, Params: Params{Consumers: run.Params.Consumers}}
+		r := &RunResult{Scenario: doc.Scenario, Script: run.Script,
+			Params: Params{Consumers: run.Params.Consumers, Partitions: run.Params.Partitions}}
 		for _, e := range run.Eras {
-			r.Eras = append(r.Eras, &EraRun{Era: e.Era, Applies: e.Applies,
+			r.Eras = append(r.Eras, &EraRun{Era: e.Era, Applies: e.Applies, EndOwners: e.EndOwners,
 				Result: Result{Era: e.Era, NotApplicable: e.NotApplicable, Events: e.Events}})
 		}
 		if n := len(s.Sizes); n == 0 || s.Sizes[n-1].N != run.Params.Consumers {

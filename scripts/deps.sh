@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the lab and the tests need when it is missing: a ZooKeeper server (Debian's
 # `zookeeper` package, 3.8), a JDK 17 (ZooKeeper's and Kafka's JVMs, the interop build) and Maven,
-# kcat (librdkafka), kafka-python, a C compiler (the race detector that `make test` uses needs cgo),
+# kcat (librdkafka), kafka-python with its snappy and lz4 codecs, a C compiler (the race detector that `make test` uses needs cgo),
 # Chromium (a test loads the scenario report in it), and Prometheus and Burrow (a test has each watch
 # a running lab), and iproute2 (test hosts as network namespaces). As root it uses apt-get; otherwise it says
 # what to install. Then the interop build (interop/, Maven): the pinned Kafka 3.9 broker's classpath, resolved
@@ -22,6 +22,10 @@ have_zk || need+=(zookeeper)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
 python3 -c 'import kafka' >/dev/null 2>&1 || /usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || need+=(python3-kafka)
+# kafka-python's snappy and lz4 codecs (lz4 in message format 0 needs xxhash for its header checksum).
+/usr/bin/python3 -c 'import snappy' >/dev/null 2>&1 || need+=(python3-snappy)
+/usr/bin/python3 -c 'import lz4.frame' >/dev/null 2>&1 || need+=(python3-lz4)
+/usr/bin/python3 -c 'import xxhash' >/dev/null 2>&1 || need+=(python3-xxhash)
 command -v "${CC:-gcc}" >/dev/null 2>&1 || command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v chromium >/dev/null 2>&1 || need+=(chromium) # the scenario report's browser test
 # The operator's tools a test points at a running lab: Debian's Prometheus (2.42) and Burrow (1.2.1).
@@ -40,7 +44,7 @@ if [ ${#need[@]} -gt 0 ]; then
 		cat >&2 <<MSG
 deps: missing: ${need[*]}
   rebalancelab runs a REAL ZooKeeper server and tests against real Kafka clients. Get them by one of:
-  - Debian/Ubuntu:  sudo apt-get install zookeeper openjdk-17-jdk-headless maven kcat python3-kafka gcc chromium prometheus burrow iproute2
+  - Debian/Ubuntu:  sudo apt-get install zookeeper openjdk-17-jdk-headless maven kcat python3-kafka python3-snappy python3-lz4 python3-xxhash gcc chromium prometheus burrow iproute2
   - a ZooKeeper 3.8 tarball: export ZOOKEEPER_HOME=/path/to/apache-zookeeper-3.8.x-bin (needs java on PATH)
   - an external ensemble:    rebalancelab ... --zk HOST:PORT
 MSG

@@ -3,6 +3,7 @@ package zkconsumer
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"sort"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/recordbatch"
 	"github.com/rebalancelab/rebalancelab/timeline"
 	"github.com/rebalancelab/rebalancelab/wire"
 )
@@ -503,7 +505,7 @@ func (f *brokerFetcher) fetchOnce(ctx context.Context, conn *wire.Conn, v apiVer
 				s.pi.hw.Store(rp.HighWatermark)
 				fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
 					Offset: reqOffset, Topic: tp.Topic, Partition: tp.Partition, IsolationLevel: kgo.ReadUncommitted(),
-				}, rp, kgo.DefaultDecompressor(), nil)
+				}, rp, batchDecompressor{}, nil)
 				if fp.Err != nil && len(fp.Records) == 0 {
 					// InvalidMessageException: logged, the partition stays (Kafka retries it next round)
 					f.log.WithError(fp.Err).WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}).Error("invalid records in fetch response")
@@ -541,6 +543,16 @@ func (f *brokerFetcher) fetchOnce(ctx context.Context, conn *wire.Conn, v apiVer
 	}
 	f.fail(failed, fmt.Errorf("fetch from broker %d: %w", f.id, failure))
 	return nil
+}
+
+// batchDecompressor hands kgo.ProcessFetchPartition (franz-go's parsing of a fetched partition:
+// batches, control records, the offsets to skip) the project's one compression path,
+// recordbatch.Decompress. Fetch v4+ carries v2 record batches only (magic 2).
+type batchDecompressor struct{}
+
+// Decompress is kgo.Decompressor's; the output is bounded as a Java buffer is (2 GiB).
+func (batchDecompressor) Decompress(src []byte, codec kgo.CompressionCodecType) ([]byte, error) {
+	return recordbatch.Decompress(recordbatch.Codec(codec), recordbatch.Magic, src, math.MaxInt32)
 }
 
 func (f *brokerFetcher) setOffset(s *fetchState, off int64) {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/recordbatch"
 )
 
 // TestPersistenceReplay: everything a coordinator wrote to __consumer_offsets is replayed into a
@@ -170,8 +172,9 @@ func TestRecordFormats(t *testing.T) {
 	}
 }
 
-// TestDecodeBatchesRejectsCorruption: bad CRC, truncation, compression, garbage: an error wrapping
-// ErrCorruptBatch, never a panic.
+// TestDecodeBatchesRejectsCorruption: bad CRC, truncation, a compression attribute over records that
+// are not compressed, garbage: an error wrapping ErrCorruptBatch, never a panic. A batch compressed
+// with every codec (offsets.topic.compression.codec) decodes.
 func TestDecodeBatchesRejectsCorruption(t *testing.T) {
 	good := EncodeBatch(5, []KV{{Key: []byte("k"), Value: []byte("v")}, {Key: []byte("k2")}})
 	var got []KV
@@ -185,6 +188,21 @@ func TestDecodeBatchesRejectsCorruption(t *testing.T) {
 	flip[len(flip)-1] ^= 1
 	compressed := append([]byte(nil), good...)
 	compressed[22] |= 1 // gzip
+	binary.BigEndian.PutUint32(compressed[17:], recordbatch.Checksum(compressed))
+	for codec := recordbatch.CodecGzip; codec <= recordbatch.CodecZstd; codec++ {
+		b, _ := recordbatch.Read(good)
+		body, err := recordbatch.Compress(codec, 2, b.Records)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := b.Header
+		h.Attributes |= int16(codec)
+		var kvs []KV
+		err = DecodeBatches(recordbatch.AppendBatch(nil, h, body), func(k, v []byte) error { kvs = append(kvs, KV{k, v}); return nil })
+		if err != nil || len(kvs) != 2 || string(kvs[0].Key) != "k" || string(kvs[0].Value) != "v" || string(kvs[1].Key) != "k2" {
+			t.Fatalf("%s batch: %v, %d records", codec, err, len(kvs))
+		}
+	}
 	lying := append([]byte(nil), good...)
 	binary.BigEndian.PutUint32(lying[8:], 1<<30)
 	for name, b := range map[string][]byte{

@@ -175,16 +175,17 @@ func DecodeBatches(data []byte, fn func(key, value []byte) error) error {
 	return nil
 }
 
-// decodeBatch calls fn for every record of b, unless b is a control batch (transaction markers:
-// no offsets or groups).
+// decodeBatch calls fn for every record of b, decompressed if it is (offsets.topic.compression.codec),
+// unless b is a control batch (transaction markers: no offsets or groups).
 func decodeBatch(b recordbatch.Batch, fn func(key, value []byte) error) error {
-	if b.Compression() != 0 {
-		return fmt.Errorf("%w: compressed batches are not supported (attributes %#x)", ErrCorruptBatch, b.Attributes)
-	}
 	if b.IsControl() {
 		return nil
 	}
-	return recordbatch.ReadRecords(b.Records, b.NumRecords, func(r recordbatch.Record) error {
+	recs, err := recordbatch.Decompress(recordbatch.Codec(b.Compression()), recordbatch.Magic, b.Records, math.MaxInt32)
+	if err != nil {
+		return fmt.Errorf("%w: batch at %d: %v", ErrCorruptBatch, b.BaseOffset, err)
+	}
+	return recordbatch.ReadRecords(recs, b.NumRecords, func(r recordbatch.Record) error {
 		return fn(r.Key, r.Value)
 	})
 }

@@ -7,12 +7,12 @@ package storage
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,8 +20,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rebalancelab/rebalancelab/recordbatch"
 )
@@ -736,55 +734,17 @@ func eachStoredBatch(ctx context.Context, s *segment, fn func(pos int64, raw []b
 
 // eachRecord calls fn with every record of rb, decompressing it first.
 func eachRecord(rb recordbatch.Batch, fn func(recordbatch.Record) error) error {
-	recs := rb.Records
-	if codec := rb.Compression(); codec != 0 {
-		var err error
-		if recs, err = decompressor.Decompress(recs, kgo.CompressionCodecType(codec)); err != nil {
-			return fmt.Errorf("%w: batch %d: %v", ErrCorruptRecord, rb.BaseOffset, err)
-		}
+	recs, err := recordbatch.Decompress(recordbatch.Codec(rb.Compression()), recordbatch.Magic, rb.Records, math.MaxInt32)
+	if err != nil {
+		return fmt.Errorf("%w: batch %d: %v", ErrCorruptRecord, rb.BaseOffset, err)
 	}
 	return recordbatch.ReadRecords(recs, rb.NumRecords, fn)
 }
 
-var (
-	decompressor  = kgo.DefaultDecompressor()
-	compressorsMu sync.Mutex
-	compressors   = map[int8]kgo.Compressor{}
-)
-
-// compress compresses records with codec (1 gzip, 2 snappy, 3 lz4, 4 zstd),
-// franz-go's codecs as the clients use them.
+// compress compresses records with codec (1 gzip, 2 snappy, 3 lz4, 4 zstd) at its default level, as
+// MemoryRecords.filterTo rebuilds a batch with its original codec.
 func compress(records []byte, codec int8) ([]byte, error) {
-	compressorsMu.Lock()
-	c, ok := compressors[codec]
-	if !ok {
-		var cc kgo.CompressionCodec
-		switch codec {
-		case 1:
-			cc = kgo.GzipCompression()
-		case 2:
-			cc = kgo.SnappyCompression()
-		case 3:
-			cc = kgo.Lz4Compression()
-		case 4:
-			cc = kgo.ZstdCompression()
-		default:
-			compressorsMu.Unlock()
-			return nil, fmt.Errorf("unknown compression codec %d", codec)
-		}
-		var err error
-		if c, err = kgo.DefaultCompressor(cc); err != nil {
-			compressorsMu.Unlock()
-			return nil, err
-		}
-		compressors[codec] = c
-	}
-	compressorsMu.Unlock()
-	out, used := c.Compress(new(bytes.Buffer), records)
-	if int8(used) != codec {
-		return nil, fmt.Errorf("compression codec %d failed", codec)
-	}
-	return slices.Clone(out), nil
+	return recordbatch.Compress(recordbatch.Codec(codec), recordbatch.Magic, records)
 }
 
 // readCleanerCheckpoint returns the checkpointed first dirty offset, -1 when

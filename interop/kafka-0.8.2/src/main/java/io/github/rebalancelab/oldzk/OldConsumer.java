@@ -36,7 +36,8 @@ import org.apache.log4j.spi.LoggingEvent;
  * </pre>
  *
  * Output, one JSON object per line, each with "event" and "ts" (ms since the epoch):
- * started {consumer_id, streams}; delivered {stream, topic, partition, offset}; the connector's rebalance
+ * started {consumer_id, streams}; delivered {stream, topic, partition, offset, key, value (UTF-8 text, null
+ * when the message is over 256 bytes)}; the connector's rebalance
  * as its own log lines tell it (0.8.2.2 has no ConsumerRebalanceListener; it came in 0.9):
  * rebalance_begin {attempt}, rebalance_end {attempt}, rebalance_failed {attempt}, owned {thread, topic,
  * partition}, claim_conflict {attempt, partition} (an owner znode held by another thread: the attempt fails),
@@ -198,8 +199,14 @@ public final class OldConsumer {
                     ConsumerIterator<byte[], byte[]> it = ks.iterator();
                     while (it.hasNext()) {
                         MessageAndMetadata<byte[], byte[]> mm = it.next();
+                        // key and value (as UTF-8 text) only for a message of at most 256 bytes, to keep
+                        // the event small in runs of large messages
+                        byte[] key = mm.key(), value = mm.message();
+                        boolean small = value == null || value.length + (key == null ? 0 : key.length) <= 256;
                         emit("delivered", "stream", "#" + stream, "topic", mm.topic(), "partition", "#" + mm.partition(),
-                                "offset", "#" + mm.offset());
+                                "offset", "#" + mm.offset(),
+                                "key", small ? "#" + quote(key == null ? null : new String(key, StandardCharsets.UTF_8)) : "#null",
+                                "value", small ? "#" + quote(value == null ? null : new String(value, StandardCharsets.UTF_8)) : "#null");
                     }
                 } catch (Throwable e) {
                     emit("error", "stream", "#" + stream, "message", String.valueOf(e));

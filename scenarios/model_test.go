@@ -1,0 +1,115 @@
+package scenarios
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/rebalancelab/rebalancelab/timeline"
+)
+
+// recordedRun is the part of a recorded result JSON (RunResult.WriteJSON) the model tests read.
+type recordedRun struct {
+	Params struct {
+		Consumers  int `json:"consumers"`
+		Partitions int `json:"partitions"`
+	} `json:"params"`
+	Script []Step `json:"script"`
+	Eras   []struct {
+		Era           string            `json:"era"`
+		Applies       bool              `json:"applies"`
+		Events        []Event           `json:"events"`
+		EndOwners     map[string]string `json:"end_owners"`
+		NotApplicable []string          `json:"not_applicable"`
+	} `json:"eras"`
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+func readTimeline(t *testing.T, path string) []timeline.Record {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := timeline.Read(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return recs
+}
+
+// The model's arithmetic on a change worked by hand: 4 members, one joins, one broker, one topic of 8
+// partitions, 5 attempts, 8 offsets read, 5 fetchers: 5·(2+1+5+6) + 8 + 2·4 + 1·3 + 5·2 = 99 reads and 4
+// watch events; a graceful leave from 5: 4·(2+1+4+6) + 8 + 2·(5−1) + 4·2 = 76 reads, 5 watch events.
+func TestZKModelArithmetic(t *testing.T) {
+	join := ZKChange{Brokers: 1, Topics: 1, Partitions: 8, Registered: 4, Joined: 1, Attempts: 5, Owned: 8, Fetching: 5}
+	if got := ZKReads(join); got != 99 {
+		t.Errorf("join reads = %d, want 99", got)
+	}
+	if got := ZKWatchEvents(join); got != 4 {
+		t.Errorf("join watch events = %d, want 4", got)
+	}
+	if lo, hi := ZKReadsResidualBound(join); lo != -10 || hi != 0 {
+		t.Errorf("join bound = %d..%d, want -10..0", lo, hi)
+	}
+	leave := ZKChange{Brokers: 1, Topics: 1, Partitions: 8, Registered: 5, Left: 1, Attempts: 4, Owned: 8, Fetching: 4}
+	if got := ZKReads(leave); got != 76 {
+		t.Errorf("leave reads = %d, want 76", got)
+	}
+	if got := ZKWatchEvents(leave); got != 5 {
+		t.Errorf("leave watch events = %d, want 5", got)
+	}
+	retry := join
+	retry.Attempts, retry.FailedAttempts = 6, 1
+	if lo, hi := ZKReadsResidualBound(retry); lo != -10 || hi != 2 { // ⌈8/5⌉
+		t.Errorf("retry bound = %d..%d, want -10..2", lo, hi)
+	}
+}
+
+// The model test on the recorded sweep (docs/figures/ch4-herd-sweep.json: herd-join at N = 4, 16, 64,
+// 3 runs each, on the real ZooKeeper): for every zk cell, the model evaluated on that cell's measured
+// attempts and owners gives its watch events exactly and its reads within ZKReadsResidualBound
+// (−(1+B)·F ≤ measured − model ≤ 0 here, no attempt having failed): the only reads of the change the
+// window may miss are the fetchers' leader lookups, which run on their own thread after the rebalance.
+func TestZKModelRecordedSweep(t *testing.T) {
+	s := recordedSweep(t, filepath.Join("..", "docs", "figures", "ch4-herd-sweep.json"))
+	var b strings.Builder
+	if err := s.WriteModel(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, line := range []string{
+		"  zk          N=4    zk_reads         measured 153 (153–154, 3 runs)  model 155  residual -1,-2,-2 (bound -10..+0) [inputs from the figures]",
+		"  zk          N=16   zk_watch_events  measured 16 (3 runs)  model 16  residual +0,+0,+0 [inputs from the figures]",
+		"  zk          N=64   zk_reads         measured 5128 (5127–5130, 3 runs)  model 5133  residual -3,-6,-5 (bound -128..+0) [inputs from the figures]",
+	} {
+		if !strings.Contains(out, line+"\n") {
+			t.Errorf("no line %q in:\n%s", line, out)
+		}
+	}
+	if strings.Contains(out, "classic") {
+		t.Errorf("a coordinator era's cell without records:\n%s", out)
+	}
+	c, ok := s.ModelCellFor(16, "zk", FigZKReads)
+	if !ok || !reflect.DeepEqual(c.Measured, []int64{572, 574, 571}) || !reflect.DeepEqual(c.Model, []int64{575, 575, 575}) ||
+		!reflect.DeepEqual(c.Residuals(), []int64{-3, -1, -4}) || c.Lo != -34 || c.Hi != 0 {
+		t.Errorf("N=16 zk reads cell %+v, %v", c, ok)
+	}
+	if _, ok := s.ModelCellFor(16, "classic", FigGroupRequests); ok {
+		t.Error("a classic cell without records")
+	}
+}

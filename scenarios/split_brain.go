@@ -1,0 +1,65 @@
+package scenarios
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// SplitBrain is one era's split brain, from its totals: how long, what it delivered again, and what the
+// group did with the zombie's commits.
+type SplitBrain struct {
+	Era                 string
+	ConcurrentOwnerMs   int64 // concurrent_owner_ms
+	MaxConcurrentOwners int64 // max_concurrent_owners
+	Duplicates          int64 // deliveries of an already-delivered record (duplicates)
+	// StaleCommitsApplied / StaleCommitsRejected: stale_commits_applied / _rejected; RejectedNA when the
+	// era cannot refuse one (zk: NotApplicable).
+	StaleCommitsApplied, StaleCommitsRejected int64
+	RejectedNA                                bool
+}
+
+// SplitBrains returns each result's SplitBrain, in the results' order; nil when no era had two members
+// delivering one partition at once (max_concurrent_owners < 2 everywhere): no split brain to show.
+func SplitBrains(results ...Result) []SplitBrain {
+	var out []SplitBrain
+	split := false
+	for _, r := range results {
+		t := r.Totals
+		sb := SplitBrain{Era: r.Era, ConcurrentOwnerMs: t.ConcurrentOwnerMs, MaxConcurrentOwners: t.MaxConcurrentOwners,
+			Duplicates: t.Duplicates, StaleCommitsApplied: t.StaleCommitsApplied, StaleCommitsRejected: t.StaleCommitsRejected}
+		for _, na := range r.NotApplicable {
+			if na == FigStaleCommitsRejected {
+				sb.RejectedNA = true
+			}
+		}
+		split = split || t.MaxConcurrentOwners >= 2
+		out = append(out, sb)
+	}
+	if !split {
+		return nil
+	}
+	return out
+}
+
+// splitBrainSentence is the report's sentence on split brain: per era, most first, the time two or more
+// members delivered one partition, the records delivered again and the stale commits applied / refused;
+// "" without split brain.
+func splitBrainSentence(results []Result) string {
+	sbs := SplitBrains(results...)
+	if sbs == nil {
+		return ""
+	}
+	sort.SliceStable(sbs, func(i, j int) bool { return sbs[i].ConcurrentOwnerMs > sbs[j].ConcurrentOwnerMs })
+	parts := make([]string, len(sbs))
+	for i, s := range sbs {
+		rejected := fmt.Sprint(s.StaleCommitsRejected)
+		if s.RejectedNA {
+			rejected = "none refusable"
+		}
+		parts[i] = fmt.Sprintf("%s %d ms (%d members at most), %d records delivered again, stale commits %d applied / %s rejected",
+			s.Era, s.ConcurrentOwnerMs, s.MaxConcurrentOwners, s.Duplicates, s.StaleCommitsApplied, rejected)
+	}
+	return "Split brain (concurrent_owner_ms: ms during which two or more members delivered the same partition, " +
+		"summed over partitions; duplicates; stale_commits_applied / _rejected), longest first: " + strings.Join(parts, "; ") + "."
+}
