@@ -92,8 +92,8 @@ five sizes or more, else the log-log slopes between consecutive sizes), and last
 which era ranks best at each N, ties (overlapping min–max ranges), crossovers as intervals of N or "no
 crossover in N=a..b", what each era wins and loses. --plot FILE.svg the log-log plots, --json FILE the
 single-size results as a list under "runs" and the verdict under "verdict", --report DIR the HTML page
-of the largest size's run with the verdict and the plots (DIR/sweep.svg) at its top. A size that does not finish within --deadline stops the
-sweep and says why (one broker at a time).
+of the largest size's run with the verdict and the plots (DIR/sweep.svg) at its top. A size that does
+not finish within --deadline stops the sweep and says why (one broker at a time).
 
 connect-workers runs real Kafka Connect 3.9 workers (interop/connect-3.9, from make deps) on a lab with the
 rebalancelab broker, once per --connect-protocol (sessioned, eager): the four layouts, then a worker
