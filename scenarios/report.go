@@ -36,6 +36,10 @@ type Report struct {
 	Eras        []EraReport
 	// Plots are drawn elsewhere (SweepResult.WriteSVG) and embedded in the page inline. May be nil.
 	Plots []Plot
+	// Verdict is a sweep's verdict, one sentence a line (SweepResult.Verdict: its header and
+	// conclusions), shown at the top of the page beside the plots; VerdictRankings (its rankings and
+	// growth) under them, folded. May be nil.
+	Verdict, VerdictRankings []string
 }
 
 // Plot is one SVG document the page embeds inline, under its title, with a link to its file.
@@ -48,6 +52,8 @@ type Plot struct {
 // RenderHTML writes one self-contained HTML page (inline CSS and SVG, no scripts, no external assets
 // besides the links to the timeline and plot files) for a run:
 //
+//   - first, under the title, a sweep's verdict (Report.Verdict, `ul#verdict`) beside its plots
+//     (Report.Plots), then its rankings (`details#verdict-rankings`), in `section#sweep`, when given;
 //   - an opening "What the run showed": sentences generated from the eras' figures (who rebalanced per
 //     change, the coordination load, the stop-the-world pause, the time to stable, duplicates and losses,
 //     Kafka's consumer invariants), then the scenario's relations as checked, held or not;
@@ -55,7 +61,6 @@ type Plot struct {
 //     classic's do not (more rebalance attempts, group requests, a later stable time), a section saying
 //     why: KIP-429's second round;
 //   - the figures of every era side by side;
-//   - the sweep plots (Report.Plots), when given;
 //   - one timeline for all eras under ONE time axis: x is ms since each era's first record, at the same
 //     scale for every era (the axis spans the longest era);
 //   - per era its faults, events and per-event figures.
@@ -102,6 +107,7 @@ func RenderHTML(w io.Writer, rep Report) error {
 	page.Table = figureTable(page.Results)
 	page.Summary, page.Relations = summarize(rep.Eras, page.Results, traces)
 	page.Cooperative = cooperativeCost(page.Results)
+	page.Verdict, page.Rankings = rep.Verdict, rep.VerdictRankings
 	for _, p := range rep.Plots {
 		svg := p.SVG
 		if i := bytes.Index(svg, []byte("<svg")); i > 0 {
@@ -243,6 +249,8 @@ type htmlPage struct {
 	Relations   []relationView
 	Cooperative *coopView
 	PlotViews   []plotView
+	Verdict     []string
+	Rankings    []string
 }
 
 type plotView struct {
@@ -551,6 +559,9 @@ tr.rel-no td { color: #b00; }
 .ms.idle { background: #f1f1f1; }
 .swatch { display: inline-block; width: 1em; height: 1em; vertical-align: middle; margin: 0 .3em 0 1em; }
 .plot svg { max-width: 100%; height: auto; }
+.verdict-row { display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-start; }
+.verdict-row .verdict { flex: 1 1 32em; margin: 0; padding-left: 1.2em; }
+.verdict-row .plot { flex: 1 1 1150px; margin: 0; }
 .warn { color: #a60; }
 </style>
 </head>
@@ -558,6 +569,21 @@ tr.rel-no td { color: #b00; }
 <h1>{{.Scenario}}</h1>
 {{if .Description}}<p>{{.Description}}</p>{{end}}
 <p>seed {{.Seed}}{{range .Params}} · {{.}}{{end}}{{range .VersionList}} · {{.}}{{end}}</p>
+
+{{if or .PlotViews .Verdict}}<section id="sweep">
+<h2>The sweep{{if .Verdict}}: its verdict{{end}}</h2>
+<div class="verdict-row">
+{{if .Verdict}}<ul class="verdict" id="verdict">
+{{range .Verdict}}<li>{{.}}</li>
+{{end}}</ul>{{end}}
+{{range .PlotViews}}<figure class="plot"><figcaption>{{.Title}}{{if .File}} (<a href="{{.File}}">{{.File}}</a>){{end}}</figcaption>
+{{.SVG}}
+</figure>
+{{end}}</div>
+{{if .Rankings}}<details id="verdict-rankings"><summary>Every cell ranked, and each figure's growth</summary><ul>
+{{range .Rankings}}<li>{{.}}</li>
+{{end}}</ul></details>{{end}}
+</section>{{end}}
 
 <h2 id="showed">What the run showed</h2>
 <ul class="summary" id="summary">
@@ -580,12 +606,6 @@ tr.rel-no td { color: #b00; }
 {{range .Table}}{{$fig := .Name}}<tr><th>{{.Label}}</th>{{range .Cells}}<td class="{{if eq .Value "n/a"}}na{{else}}num{{end}}" data-era="{{.Era}}" data-figure="{{$fig}}" data-value="{{.Value}}">{{.Text}}</td>{{end}}</tr>
 {{end}}</table>
 
-{{if .PlotViews}}<section id="sweep">
-<h2>The sweep</h2>
-{{range .PlotViews}}<figure class="plot"><figcaption>{{.Title}}{{if .File}} (<a href="{{.File}}">{{.File}}</a>){{end}}</figcaption>
-{{.SVG}}
-</figure>
-{{end}}</section>{{end}}
 
 <h2 id="timelines">Every era on one time axis</h2>
 <p>x: ms since the era's first record, the same scale for every era. Per partition: who owned it (member view; colour per member, stacked when several claimed it),
@@ -633,6 +653,12 @@ Per member: <span class="swatch ms consuming" style="position:static"></span>con
 
 // writeReport writes dir/index.html (RenderHTML of the run, with plots) and the timelines next to it.
 func (r *RunResult) writeReport(dir string, plots []Plot) error {
+	return r.writeReportVerdict(dir, plots, nil, nil)
+}
+
+// writeReportVerdict is writeReport with a sweep's verdict at the top of the page (Report.Verdict and
+// VerdictRankings).
+func (r *RunResult) writeReportVerdict(dir string, plots []Plot, verdict, rankings []string) error {
 	if err := r.writeTimelines(dir); err != nil {
 		return err
 	}
@@ -640,7 +666,7 @@ func (r *RunResult) writeReport(dir string, plots []Plot) error {
 		return r.writeStreamsReport(dir)
 	}
 	rep := Report{Scenario: r.Scenario, Description: r.Description, Seed: r.Seed, Params: r.ParamsMap(),
-		Versions: r.Versions, Plots: plots}
+		Versions: r.Versions, Plots: plots, Verdict: verdict, VerdictRankings: rankings}
 	for _, e := range r.Eras {
 		if e.Applies {
 			rep.Eras = append(rep.Eras, EraReport{Era: e.Era, Records: e.Records, Options: e.Options, Timeline: e.Timeline,
@@ -684,7 +710,12 @@ func (s *SweepResult) WriteReport(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, SweepPlotFile), svg.Bytes(), 0o644); err != nil {
 		return err
 	}
-	title := fmt.Sprintf("The sweep: the %q event's figures against N, every era (medians); the timelines below are the run at N=%d",
+	title := fmt.Sprintf("The sweep: the %q event's figures against N, every era (medians, min–max bars); the timelines below are the run at N=%d",
 		s.Trigger, last.Params.Consumers)
-	return last.writeReport(dir, []Plot{{Title: title, File: SweepPlotFile, SVG: svg.Bytes()}})
+	v := s.Verdict()
+	var head []string
+	if len(v.Lines) > 0 {
+		head = append([]string{v.Lines[0]}, v.Conclusions...)
+	}
+	return last.writeReportVerdict(dir, []Plot{{Title: title, File: SweepPlotFile, SVG: svg.Bytes()}}, head, v.Rankings)
 }

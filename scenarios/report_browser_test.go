@@ -173,7 +173,28 @@ func TestReportInChromium(t *testing.T) {
 	}
 	sdoc := dumpDOM(ctx, t, browser, filepath.Join(sdir, "index.html"))
 	panels, memberLanes := map[string]bool{}, 0
+	var order []string // the verdict, the plot and the run's summary, in page order
+	var verdict []string
+	rankings := 0
 	walk(sdoc, func(n *html.Node) {
+		if id, _ := attr(n, "id"); id == "verdict" || id == "showed" || id == "verdict-rankings" {
+			order = append(order, id)
+		}
+		if n.Type == html.ElementNode && n.Data == "li" {
+			for p := n.Parent; p != nil; p = p.Parent {
+				if id, _ := attr(p, "id"); id == "verdict-rankings" {
+					rankings++
+				}
+			}
+		}
+		if hasClass(n, "plot") {
+			order = append(order, "plot")
+		}
+		if n.Type == html.ElementNode && n.Data == "li" && n.Parent != nil {
+			if id, _ := attr(n.Parent, "id"); id == "verdict" && n.FirstChild != nil {
+				verdict = append(verdict, n.FirstChild.Data)
+			}
+		}
 		if hasClass(n, "panel") {
 			for p := n.Parent; p != nil; p = p.Parent {
 				if id, _ := attr(p, "id"); id == "sweep" {
@@ -193,6 +214,18 @@ func TestReportInChromium(t *testing.T) {
 	}
 	if memberLanes == 0 {
 		t.Errorf("sweep page: no member lanes")
+	}
+	// The verdict heads the page beside the plot: its header and conclusions, one sentence a line; its
+	// rankings folded under the plot.
+	v := sw.Verdict()
+	if want := append([]string{v.Lines[0]}, v.Conclusions...); len(v.Conclusions) == 0 || !slices.Equal(verdict, want) {
+		t.Errorf("sweep page: verdict %q, want %q", verdict, want)
+	}
+	if rankings != len(v.Rankings) || rankings == 0 {
+		t.Errorf("sweep page: %d ranking lines, want %d", rankings, len(v.Rankings))
+	}
+	if !slices.Equal(order, []string{"verdict", "plot", "verdict-rankings", "showed"}) {
+		t.Errorf("sweep page: order %v, want the verdict, the plot, the rankings, then the run's summary", order)
 	}
 }
 

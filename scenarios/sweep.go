@@ -153,71 +153,66 @@ func (s *SweepResult) eras() []string {
 	return out
 }
 
-// Median returns the median over size z's runs of era's figure fig in the measured event; ok=false when
-// no run has it, or when the figure does not apply to the era.
+// Median returns the median over size z's runs of era's figure fig in the measured event (its Cell's;
+// NeverStable when the median run never reached it); ok=false when no run has it, or when the figure
+// does not apply to the era.
 func (s *SweepResult) Median(z *SweepSize, era, fig string) (float64, bool) {
-	var vals []float64
-	for _, r := range z.Runs {
-		e := r.era(era)
-		if e == nil || !e.Applies {
-			continue
-		}
-		for _, na := range e.Result.NotApplicable {
-			if na == fig {
-				return 0, false
-			}
-		}
-		ev, ok := e.eventNamed(s.Trigger)
-		if !ok {
-			continue
-		}
-		v, ok := ev.Figures.Get(fig)
-		if !ok {
-			continue
-		}
-		vals = append(vals, float64(v))
-	}
-	if len(vals) == 0 {
+	c, ok := s.Cell(z, era, fig)
+	if !ok {
 		return 0, false
 	}
-	sort.Float64s(vals)
-	m := len(vals) / 2
-	if len(vals)%2 == 1 {
-		return vals[m], true
+	if c.Never() {
+		return float64(NeverStable), true
 	}
-	return (vals[m-1] + vals[m]) / 2, true
+	return c.Median(), true
 }
 
-// points returns era's (N, median) points of fig over the completed sizes.
-func (s *SweepResult) points(era, fig string) []sweep.Point {
+// points returns era's (N, median) points of fig over the completed sizes, a `never` median as +Inf,
+// and the min–max range of each (Hi +Inf where a run never reached the figure).
+func (s *SweepResult) points(era, fig string) ([]sweep.Point, []sweep.Range) {
 	var out []sweep.Point
+	var rs []sweep.Range
 	for _, z := range s.Sizes {
-		if z.Stopped != "" && len(z.Runs) == 0 {
-			continue
+		if c, ok := s.Cell(z, era, fig); ok {
+			out = append(out, sweep.Point{X: float64(z.N), Y: c.Median()})
+			if c.Runs() > 1 {
+				rs = append(rs, sweep.Range{X: float64(z.N), Lo: c.Min(), Hi: c.Max()})
+			}
 		}
-		if v, ok := s.Median(z, era, fig); ok {
-			out = append(out, sweep.Point{X: float64(z.N), Y: v})
+	}
+	return out, rs
+}
+
+// finitePoints are points' finite medians.
+func (s *SweepResult) finitePoints(era, fig string) []sweep.Point {
+	pts, _ := s.points(era, fig)
+	var out []sweep.Point
+	for _, p := range pts {
+		if !math.IsInf(p.Y, 1) {
+			out = append(out, p)
 		}
 	}
 	return out
 }
 
-// ZKReadsFit is the zk era's ZooKeeper reads of the measured event fitted over N.
+// ZKReadsFit is the zk era's ZooKeeper reads of the measured event over N, under the fit rule
+// (sweep.FitAllowed): a quadratic fitted only over five sizes or more, else the log–log slopes.
 type ZKReadsFit struct {
-	A, B, C float64 // zk_reads ≈ A·N² + B·N + C (0, 0, 0 with fewer than three sizes)
-	// Exponent is the growth exponent where the sweep ends: the log-log slope d ln(reads)/d ln(N) of
-	// the fitted curve at the largest size (2: quadratic, 1: linear); with two sizes, the slope between
-	// them. A power law fitted over the whole range understates it, since each member's own reads (a
-	// linear term) weigh most at small N, and a slope between two measured points rides on their noise
-	// (a rebalance retry at one size); the fit through every size does not.
+	Fitted  bool    // the quadratic was fitted (five sizes or more)
+	A, B, C float64 // zk_reads ≈ A·N² + B·N + C when Fitted (else 0, 0, 0)
+	// Exponent is the growth exponent where the sweep ends: with a fit, its curve's log-log slope
+	// d ln(reads)/d ln(N) at the largest size (2: quadratic, 1: linear); without, the slope between
+	// the last two sizes.
 	Exponent float64
+	Growth   sweep.Growth // the fit or the slopes between consecutive sizes
 	Points   []sweep.Point
 }
 
-// FitZKReads fits the zk era's zk_reads (medians) over N; ok=false with fewer than two sizes.
+// FitZKReads applies the fit rule to the zk era's zk_reads (medians) over N; ok=false with fewer
+// than two sizes.
 func (s *SweepResult) FitZKReads() (ZKReadsFit, bool) {
-	pts := s.points("zk", FigZKReads)
-	f := ZKReadsFit{Points: pts}
+	pts := s.finitePoints("zk", FigZKReads)
+	f := ZKReadsFit{Points: pts, Growth: sweep.GrowthOf("zk", pts, 2)}
 	if len(pts) < 2 {
 		return f, false
 	}
@@ -226,7 +221,8 @@ func (s *SweepResult) FitZKReads() (ZKReadsFit, bool) {
 		return f, false
 	}
 	f.Exponent = e
-	if c, err := sweep.FitPolynomial(pts, 2); err == nil {
+	if c := f.Growth.Fit; c != nil {
+		f.Fitted = true
 		f.C, f.B, f.A = c[0], c[1], c[2]
 		n := pts[len(pts)-1].X
 		if y := sweep.Eval(c, n); y > 0 {
@@ -271,8 +267,9 @@ func (s *SweepResult) Crossover() (n int, ok bool) {
 	return 0, false
 }
 
-// WriteTable prints, per figure of the measured event, one row per era with its median at each size,
-// then the zk reads fit and the crossover.
+// WriteTable prints, per figure of the measured event, one row per era with its cell at each size
+// (the median, [min–max] over two runs or more, the number of runs when fewer than three), then the
+// zk reads' growth (the fit rule) beside the algorithm's own count, and last the verdict (Verdict).
 func (s *SweepResult) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	head := []string{"figure (" + s.Trigger + ")", "era"}
@@ -285,10 +282,10 @@ func (s *SweepResult) WriteTable(w io.Writer) error {
 			row := []string{fig, era}
 			na := false
 			for _, z := range s.Sizes {
-				v, ok := s.Median(z, era, fig)
+				c, ok := s.Cell(z, era, fig)
 				switch {
 				case ok:
-					row = append(row, fmt.Sprintf("%.0f", v))
+					row = append(row, c.String())
 				case len(z.Runs) == 0:
 					row = append(row, "stopped")
 				default:
@@ -310,33 +307,21 @@ func (s *SweepResult) WriteTable(w io.Writer) error {
 			fmt.Fprintf(w, "stopped: %s\n", z.Stopped)
 		}
 	}
+	if s.BudgetSpent {
+		fmt.Fprintf(w, "stopped: the time budget ended the sweep after N=%d\n", s.Sizes[len(s.Sizes)-1].N)
+	}
 	if f, ok := s.FitZKReads(); ok {
-		last := f.Points[len(f.Points)-2:]
-		fmt.Fprintf(w, "zk reads per %s ≈ %.2f·N² + %.1f·N + %.0f; growth exponent %.2f at N=%g (the fit's log-log slope; 2: quadratic); the algorithm's own count, (N+1)(N+2):",
-			s.Trigger, f.A, f.B, f.C, f.Exponent, last[1].X)
+		fmt.Fprintf(w, "zk reads per %s: %s; the algorithm's own count, (N+1)(N+2):", s.Trigger, f.Growth)
 		for _, p := range f.Points {
-			fmt.Fprintf(w, " N=%g: %d (measured %.0f)", p.X, AlgorithmZKReads(int(p.X)), p.Y)
+			fmt.Fprintf(w, " N=%g: %d (measured %s)", p.X, AlgorithmZKReads(int(p.X)), sweep.Sig(p.Y))
 		}
 		fmt.Fprintln(w)
 	}
 	if err := s.WriteModel(w); err != nil { // the measured counts beside the models' (sweep_model.go)
 		return err
 	}
-	if n, ok := s.Crossover(); ok {
-		fmt.Fprintf(w, "crossover: from N=%d every coordinator era stabilises faster than the zk era (medians above)\n", n)
-	} else if len(s.Sizes) > 0 {
-		last := s.Sizes[len(s.Sizes)-1].N
-		for i := len(s.Sizes) - 1; i >= 0; i-- {
-			if len(s.Sizes[i].Runs) > 0 {
-				last = s.Sizes[i].N
-				break
-			}
-		}
-		why := ""
-		if s.BudgetSpent {
-			why = " (the time budget ended the sweep)"
-		}
-		fmt.Fprintf(w, "no crossover up to N=%d%s: at no size did every coordinator era stabilise faster than the zk era\n", last, why)
+	for _, l := range s.Verdict().Lines {
+		fmt.Fprintln(w, l)
 	}
 	return nil
 }
@@ -350,53 +335,79 @@ func allNA(cells []string) bool {
 	return true
 }
 
-// WriteSVG draws the sweep: one log-log panel per plotted figure with every era on the same axes; the
-// coordination panel puts the zk era's ZooKeeper reads and watch events beside the coordinator eras'
-// group requests, with the fitted curve of the zk reads dashed.
+// WriteSVG draws the sweep with its verdict (Verdict): one log-log panel per plotted figure with every
+// era on the same axes, medians joined, min–max bars, the N¹ and N² reference slopes, each crossover's
+// interval of N shaded and the figure's verdict under it; the coordination panel puts the zk era's
+// ZooKeeper reads and watch events beside the coordinator eras' group requests, the zk reads' fitted
+// curve dashed where the fit rule allows one.
 func (s *SweepResult) WriteSVG(w io.Writer) error {
 	eras := s.eras()
-	ch := sweep.Chart{Title: fmt.Sprintf("rebalancelab %s: the %q event's figures against N (log-log, medians)", s.Scenario, s.Trigger),
+	v := s.Verdict()
+	ch := sweep.Chart{Title: fmt.Sprintf("rebalancelab %s: the %q event's figures against N (log-log; medians, min–max bars)", s.Scenario, s.Trigger),
 		Columns: 2}
 	for i, era := range eras {
 		ch.Legend = append(ch.Legend, sweep.Series{Label: era, Colour: EraColour(era, i)})
 	}
+	verdictOf := func(p *sweep.Panel, fig string) {
+		for _, fv := range v.Figures {
+			if fv.Figure != fig {
+				continue
+			}
+			for _, x := range fv.Crossovers {
+				p.Bands = append(p.Bands, sweep.Band{From: float64(x.FromN), To: float64(x.ToN),
+					Label: fmt.Sprintf("%s overtakes %s", x.After, x.Before)})
+				p.Notes = append(p.Notes, fmt.Sprintf("%s: crossover between N=%d and N=%d (%s before %s, then after)",
+					fig, x.FromN, x.ToN, x.Before, x.After))
+			}
+			if len(fv.Eras) > 1 && fv.NoCrossover != "" {
+				p.Notes = append(p.Notes, fmt.Sprintf("%s: no crossover in %s", fig, fv.NoCrossover))
+			}
+		}
+	}
 	coord := sweep.Panel{Title: "zk reads, zk watch events (dotted) / group requests per " + s.Trigger,
-		Attrs: map[string]string{"figure": "coordination"}}
+		Attrs: map[string]string{"figure": "coordination"}, RefSlopes: true}
 	for i, era := range eras {
-		if pts := s.points(era, FigZKReads); len(pts) > 0 {
-			coord.Series = append(coord.Series, sweep.Series{Label: era + " zk_reads", Colour: EraColour(era, i), Points: pts,
+		if pts, rs := s.points(era, FigZKReads); len(pts) > 0 {
+			coord.Series = append(coord.Series, sweep.Series{Label: era + " zk_reads", Colour: EraColour(era, i), Points: pts, Ranges: rs,
 				Attrs: map[string]string{"era": era, "figure": FigZKReads}})
 		}
-		if pts := s.points(era, FigZKWatchEvents); len(pts) > 0 {
-			coord.Series = append(coord.Series, sweep.Series{Label: era + " zk_watch_events", Colour: EraColour(era, i), Points: pts,
+		if pts, rs := s.points(era, FigZKWatchEvents); len(pts) > 0 {
+			coord.Series = append(coord.Series, sweep.Series{Label: era + " zk_watch_events", Colour: EraColour(era, i), Points: pts, Ranges: rs,
 				Dotted: true, Attrs: map[string]string{"era": era, "figure": FigZKWatchEvents}})
 		}
-		if pts := s.points(era, FigGroupRequests); len(pts) > 0 {
-			coord.Series = append(coord.Series, sweep.Series{Label: era + " group_requests", Colour: EraColour(era, i), Points: pts,
+		if pts, rs := s.points(era, FigGroupRequests); len(pts) > 0 {
+			coord.Series = append(coord.Series, sweep.Series{Label: era + " group_requests", Colour: EraColour(era, i), Points: pts, Ranges: rs,
 				Attrs: map[string]string{"era": era, "figure": FigGroupRequests}})
 		}
 	}
-	if f, ok := s.FitZKReads(); ok && f.A != 0 && len(f.Points) > 0 {
-		lo, hi := f.Points[0].X, f.Points[len(f.Points)-1].X
-		coord.Series = append(coord.Series, sweep.Series{Label: "zk_reads fit", Colour: EraColour("zk", 0), Dashed: true,
-			Points: sweep.Curve([]float64{f.C, f.B, f.A}, lo, hi, 24), Attrs: map[string]string{"era": "zk", "fit": "quadratic"}})
-		coord.Notes = append(coord.Notes, fmt.Sprintf("dashed: zk reads ≈ %.2f·N² + %.1f·N + %.0f", f.A, f.B, f.C),
-			fmt.Sprintf("growth exponent %.2f at the largest N (2: quadratic)", f.Exponent))
+	if f, ok := s.FitZKReads(); ok {
+		if f.Fitted {
+			lo, hi := f.Points[0].X, f.Points[len(f.Points)-1].X
+			coord.Series = append(coord.Series, sweep.Series{Label: "zk_reads fit", Colour: EraColour("zk", 0), Dashed: true,
+				Points: sweep.Curve([]float64{f.C, f.B, f.A}, lo, hi, 24), Attrs: map[string]string{"era": "zk", "fit": "quadratic"}})
+			coord.Notes = append(coord.Notes, "dashed: zk reads "+f.Growth.String())
+		} else {
+			coord.Notes = append(coord.Notes, "zk reads: "+f.Growth.String())
+		}
 	}
+	verdictOf(&coord, FigGroupRequests)
 	ch.Panels = append(ch.Panels, coord)
 	for _, fig := range []string{FigTimeToStableMs, FigRebalanceParticipants, FigPausedMemberMs, FigUnownedPartitionMs} {
-		p := sweep.Panel{Title: fig + " per " + s.Trigger, Attrs: map[string]string{"figure": fig}}
+		p := sweep.Panel{Title: fig + " per " + s.Trigger, Attrs: map[string]string{"figure": fig}, RefSlopes: true}
 		for i, era := range eras {
-			p.Series = append(p.Series, sweep.Series{Label: era, Colour: EraColour(era, i), Points: s.points(era, fig),
+			pts, rs := s.points(era, fig)
+			p.Series = append(p.Series, sweep.Series{Label: era, Colour: EraColour(era, i), Points: pts, Ranges: rs,
 				Attrs: map[string]string{"era": era, "figure": fig}})
 		}
+		verdictOf(&p, fig)
 		ch.Panels = append(ch.Panels, p)
 	}
 	return ch.WriteSVG(w)
 }
 
-// WriteJSON writes {"runs": [<the result JSON of every run, as a single-size run writes it>, ...]},
-// each run carrying its params.consumers, with "stopped" naming the sizes that did not complete.
+// WriteJSON writes {"scenario", "trigger", "runs": [<the result JSON of every run, as a single-size run
+// writes it>, ...], "stopped", "verdict"}: each run carrying its params.consumers, "stopped" naming the
+// sizes that did not complete, "verdict" the sweep's verdict (sweep.Verdict).
 func (s *SweepResult) WriteJSON(w io.Writer) error {
 	var runs []json.RawMessage
 	var stopped []string
@@ -417,7 +428,8 @@ func (s *SweepResult) WriteJSON(w io.Writer) error {
 		Trigger  string            `json:"trigger"`
 		Runs     []json.RawMessage `json:"runs"`
 		Stopped  []string          `json:"stopped,omitempty"`
-	}{s.Scenario, s.Trigger, runs, stopped}
+		Verdict  sweep.Verdict     `json:"verdict"`
+	}{s.Scenario, s.Trigger, runs, stopped, s.Verdict()}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)

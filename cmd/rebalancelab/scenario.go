@@ -86,12 +86,14 @@ nodes or brokers are refused.
 Exit status 1 on errors and when a relation does not hold (the table and JSON are written first).
 
 With a list of sizes (--consumers 4,16,64,256) the scenario runs at each size (--repeat times, medians
-reported), every era on the same axes: a table of the measured event's figures against N, the zk era's
-ZooKeeper reads fitted to a·N² + b·N + c beside the algorithm's own count, the size from which every
-coordinator era stabilises faster (the crossover), --plot FILE.svg the log-log plots, --json FILE the
-single-size results as a list under "runs", --report DIR the HTML page of the largest size's run with the
-plots embedded (DIR/sweep.svg). A size that does not finish within --deadline stops the
-sweep and says why (one broker at a time).
+reported with their min–max), every era on the same axes: a table of the measured event's figures
+against N, the zk era's ZooKeeper reads beside the algorithm's own count (fitted to a·N² + b·N + c over
+five sizes or more, else the log-log slopes between consecutive sizes), and last the verdict: per figure
+which era ranks best at each N, ties (overlapping min–max ranges), crossovers as intervals of N or "no
+crossover in N=a..b", what each era wins and loses. --plot FILE.svg the log-log plots, --json FILE the
+single-size results as a list under "runs" and the verdict under "verdict", --report DIR the HTML page
+of the largest size's run with the verdict and the plots (DIR/sweep.svg) at its top. A size that does
+not finish within --deadline stops the sweep and says why (one broker at a time).
 
 connect-workers runs real Kafka Connect 3.9 workers (interop/connect-3.9, from make deps) on a lab with the
 rebalancelab broker, once per --connect-protocol (sessioned, eager): the four layouts, then a worker

@@ -567,7 +567,8 @@ func TestSweepBlocks(t *testing.T) {
 	if len(pts) != 3 || pts[2] != (growthPoint{65, 4930}) {
 		t.Errorf("growth points %v", pts)
 	}
-	if s := sweepFitSentence(sw); !strings.Contains(s, "≈ 1.00·N² + 13.0·N + 2") || !strings.Contains(s, "N=64: 4290 of 4930.") {
+	if s := sweepFitSentence(sw); !strings.Contains(s, "With 3 sizes a quadratic fit would have too few points") ||
+		!strings.Contains(s, "log–log slope 1.37 (N=4→16), 1.7 (N=16→64)") || strings.Contains(s, "·N²") || !strings.Contains(s, "N=64: 4290 of 4930.") {
 		t.Errorf("fit sentence %q", s)
 	}
 	if s := crossoverSentence(sw); !strings.Contains(s, "from N=64") || !strings.Contains(s, "At N=16 the zk era had not lost yet") {

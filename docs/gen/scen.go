@@ -311,20 +311,22 @@ func sweepPartitions(sw *scenarios.SweepResult) int {
 	return 0
 }
 
-// sweepFitSentence gives the sweep's fit of the zk era's reads, a·N² + b·N + c over the medians, its
-// growth exponent at the largest size, and the algorithm's own count beside the measured reads.
+// sweepFitSentence gives the sweep's fit of the zk era's reads, a·N² + b·N + c over the medians, and its
+// growth exponent at the largest size where the fit rule allows one (five sizes), else the log–log
+// slopes between consecutive sizes; and the algorithm's own count beside the measured reads.
 func sweepFitSentence(sw *scenarios.SweepResult) string {
 	f, ok := sw.FitZKReads()
 	if !ok {
 		return "The sweep has too few sizes with a zk run to fit the reads."
 	}
 	var b strings.Builder
-	if len(f.Points) >= 3 {
+	if f.Fitted {
 		fmt.Fprintf(&b, "Fitted over the sizes as a whole, the reads for one join are ≈ %.2f·N² + %.1f·N + %.0f for N members "+
 			"before it, growing as N^%.2f at N=%.0f (the fitted curve's log–log slope: 1 is linear, 2 quadratic).",
 			f.A, f.B, f.C, f.Exponent, f.Points[len(f.Points)-1].X)
 	} else {
-		fmt.Fprintf(&b, "With two sizes there is no quadratic to fit; between them the reads grew as N^%.2f.", f.Exponent)
+		fmt.Fprintf(&b, "With %d sizes a quadratic fit would have too few points (it needs two more than its three coefficients); "+
+			"the reads' %s (1 is linear, 2 quadratic).", len(f.Points), f.Growth)
 	}
 	b.WriteString(" The algorithm's own count, each of the N+1 woken members listing the group's ids and reading every registration, (N+1)(N+2), against the reads measured:")
 	for i, p := range f.Points {

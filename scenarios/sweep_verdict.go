@@ -1,0 +1,72 @@
+package scenarios
+
+// A sweep's verdict (sweep.Judge) over its figures: the cells are every era's values of a figure in
+// each run of a size, as the measured event gave them.
+
+import (
+	"strings"
+
+	"github.com/rebalancelab/rebalancelab/sweep"
+)
+
+// Cell returns era's values of fig in the measured event over size z's runs (a run's -1, NeverStable,
+// kept: the cell's `never`); ok=false when no run has it or the figure does not apply to the era.
+func (s *SweepResult) Cell(z *SweepSize, era, fig string) (sweep.Cell, bool) {
+	var c sweep.Cell
+	for _, r := range z.Runs {
+		e := r.era(era)
+		if e == nil || !e.Applies {
+			continue
+		}
+		for _, na := range e.Result.NotApplicable {
+			if na == fig {
+				return sweep.Cell{}, false
+			}
+		}
+		ev, ok := e.eventNamed(s.Trigger)
+		if !ok {
+			continue
+		}
+		v, ok := ev.Figures.Get(fig)
+		if !ok {
+			continue
+		}
+		c.Values = append(c.Values, float64(v))
+	}
+	return c, len(c.Values) > 0
+}
+
+// FigureCells returns the sweep's figures (sweepFigures) as the verdict reads them: every era's cell
+// at every size with runs; the zk era's zk_reads have a quadratic growth (FitZKReads).
+func (s *SweepResult) FigureCells() []sweep.FigureCells {
+	eras := s.eras()
+	var out []sweep.FigureCells
+	for _, fig := range sweepFigures {
+		f := sweep.FigureCells{Figure: fig, Eras: eras, Cells: map[string]map[int]sweep.Cell{}}
+		if strings.HasSuffix(fig, "_ms") {
+			f.Unit = "ms"
+		}
+		if fig == FigZKReads {
+			f.FitDegree = map[string]int{"zk": 2}
+		}
+		for _, z := range s.Sizes {
+			if len(z.Runs) == 0 {
+				continue
+			}
+			f.Sizes = append(f.Sizes, z.N)
+			for _, era := range eras {
+				if c, ok := s.Cell(z, era, fig); ok {
+					if f.Cells[era] == nil {
+						f.Cells[era] = map[int]sweep.Cell{}
+					}
+					f.Cells[era][z.N] = c
+				}
+			}
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// Verdict is the sweep's verdict (sweep.Judge over FigureCells).
+func (s *SweepResult) Verdict() sweep.Verdict { return sweep.Judge(s.FigureCells()) }
