@@ -75,7 +75,7 @@ connect-workers runs it).`,
 		scriptFile    string
 	)
 	run := &cobra.Command{
-		Use:   "run NAME [--era all] [--broker rebalancelab|kafka|rebalancelab,kafka] [--consumers N|N1,N2,...] [--partitions P] [--json FILE] [--report DIR] [--plot FILE.svg] [--seed S] [--zk ADDRS] [--zk-config k=v ...] [--members-as goroutines|processes] [--hosts N] [--bootstrap ADDRS [--keep]]",
+		Use:   "run NAME [--script FILE] [--era all] [--broker rebalancelab|kafka|rebalancelab,kafka] [--consumers N|N1,N2,...] [--partitions P] [--json FILE] [--report DIR] [--plot FILE.svg] [--seed S] [--zk ADDRS] [--zk-config k=v ...] [--members-as goroutines|processes] [--hosts N] [--bootstrap ADDRS [--keep]]",
 		Short: "Run a scenario on one or more eras and print the figures side by side",
 		Long: `Starts a lab (a real ZooKeeper — three nodes for zk-quorum-loss — and one broker), then for each era a
 topic, a producer (one record every 20 ms, acks=all) and the scenario's members, running as goroutines of
