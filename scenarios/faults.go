@@ -110,7 +110,7 @@ func faultWants(script []Step, era string) []faultWant {
 }
 
 // checkFaults matches each wanted record, in script order, with the first fault record of recs not
-// matched yet; it returns the steps that left none, and how many fault steps there were.
+// matched yet, and returns the steps (Step.String) that left none.
 func checkFaults(wants []faultWant, recs []timeline.Record) (missing []string) {
 	used := make([]bool, len(recs))
 	for _, w := range wants {
