@@ -20,9 +20,20 @@ vet:
 	$(GO) vet ./...
 
 # Tests need a real ZooKeeper, a JRE, kcat and kafka-python: `deps` installs them when missing.
+# Then every `go test` benchmark once (`bench-check`), for the checks built into them (assignment
+# validity, the peers' answers), then the bounded fuzzing.
 test: deps build vet
 	REBALANCELAB_BIN=$(CURDIR)/$(BIN) $(GO) test $(TESTFLAGS) ./...
+	$(MAKE) bench-check
 	$(MAKE) fuzz
+
+# Every `go test` benchmark of every package run once (-benchtime 1x), under the race detector like the
+# tests: not to measure (see bench-report) but so that the checks they make before timing anything
+# (each assignor's assignment valid, the peers' answers equal, the lab's ZooKeeper and Kafka 3.9 brokers
+# started as in the tests) run in CI.
+.PHONY: bench-check
+bench-check: deps
+	$(GO) test $(TESTFLAGS) -run '^$$' -bench . -benchtime 1x ./...
 
 # Bounded fuzzing of the parsers that face the network and the disk.
 fuzz:
@@ -43,9 +54,11 @@ soak: deps
 difftest: deps
 	DIFFTEST_OUT=$(CURDIR)/difftest-out.txt $(GO) test -count=1 -v -run TestDifferential ./difftest/
 
-# Every scenario on every era against real Kafka 3.9 brokers (`--era all --broker kafka`, the scenario
-# tests' small sizes), outside `make test` (tens of minutes here); fails when a relation does not hold.
-# Results in kafka-scenarios-out/ (summary.txt: a line per scenario). KAFKA_SCENARIOS_ONLY=a,b runs those.
+# Every scenario of the catalogue (`scenario list --json`) on every era against real Kafka 3.9 brokers
+# (`--era all --broker kafka`, each at its small size, the one its test runs; test hosts where it needs
+# them: root), outside `make test` (tens of minutes here); fails when a run does not pass (an error
+# recorded, a relation failed). Results in kafka-scenarios-out/ (summary.txt: a line per scenario with
+# its relations held, failed and skipped). KAFKA_SCENARIOS_ONLY=a,b runs those.
 kafka-scenarios: deps build
 	@scripts/kafka-scenarios.sh $(BIN)
 

@@ -8,6 +8,7 @@ package broker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"syscall"
@@ -81,20 +82,59 @@ func (m *wireMember) join(t *testing.T) *kmsg.JoinGroupResponse {
 }
 
 // sync sends SyncGroup v5 for the member's generation with assignment (the leader's; nil for a
-// follower) and returns the member's own assignment.
+// follower) and returns the member's own assignment. On the test goroutine only: another goroutine
+// calls trySync and hands its error to the test goroutine.
 func (m *wireMember) sync(t *testing.T, assignment map[string][]byte) []byte {
 	t.Helper()
+	a, err := m.trySync(assignment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// synced is a trySync's outcome, sent from a goroutine to the test's.
+type synced struct {
+	assignment []byte
+	err        error
+}
+
+// trySync is sync returning its failure (the request's error, or the answer's error code).
+func (m *wireMember) trySync(assignment map[string][]byte) ([]byte, error) {
 	req := kmsg.NewPtrSyncGroupRequest()
 	req.Group, req.MemberID, req.Generation = m.group, m.id, m.generation
 	req.ProtocolType, req.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
 	for id, a := range assignment {
 		req.GroupAssignment = append(req.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: id, MemberAssignment: a})
 	}
-	resp := request[*kmsg.SyncGroupResponse](t, m.c, req, 5)
-	if resp.ErrorCode != 0 {
-		t.Fatalf("SyncGroup of %s: %v", m.id, kerr.ErrorForCode(resp.ErrorCode))
+	resp, err := tryRequest[*kmsg.SyncGroupResponse](m.c, req, 5)
+	if err != nil {
+		return nil, err
 	}
-	return resp.MemberAssignment
+	if resp.ErrorCode != 0 {
+		return nil, fmt.Errorf("SyncGroup of %s: %v", m.id, kerr.ErrorForCode(resp.ErrorCode))
+	}
+	return resp.MemberAssignment, nil
+}
+
+// syncIn runs m.trySync(assignment) in a goroutine; its outcome comes on the channel.
+func (m *wireMember) syncIn(assignment map[string][]byte) <-chan synced {
+	ch := make(chan synced, 1)
+	go func() {
+		a, err := m.trySync(assignment)
+		ch <- synced{a, err}
+	}()
+	return ch
+}
+
+// awaitSync is the outcome of a syncIn, on the test goroutine: its error fails the test.
+func awaitSync(t *testing.T, ch <-chan synced) []byte {
+	t.Helper()
+	s := <-ch
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	return s.assignment
 }
 
 func (m *wireMember) heartbeat(t *testing.T, v int16, generation int32) int16 {
@@ -261,10 +301,9 @@ func TestCO_COMMIT_DURING_REBALANCE_Wire(t *testing.T) {
 	if a.generation != b.generation || a.leader != a.id {
 		t.Fatalf("A gen %d (leader %s), B gen %d", a.generation, a.leader, b.generation)
 	}
-	bs := make(chan []byte, 1)
-	go func() { bs <- b.sync(t, nil) }()
+	bs := b.syncIn(nil)
 	a.sync(t, map[string][]byte{a.id: []byte("A"), b.id: []byte("B")})
-	if got := <-bs; string(got) != "B" {
+	if got := awaitSync(t, bs); string(got) != "B" {
 		t.Fatalf("B's assignment %q", got)
 	}
 	waitState("Stable")
@@ -316,13 +355,10 @@ func TestCO_COMMIT_DURING_REBALANCE_Wire(t *testing.T) {
 		t.Fatalf("after the join phase: %s, want CompletingRebalance", d.State)
 	}
 	staleCommits("CompletingRebalance")
-	syncs := make(chan []byte, 2)
-	for _, m := range []*wireMember{b, cm} {
-		go func(m *wireMember) { syncs <- m.sync(t, nil) }(m)
-	}
+	bSync, cSync := b.syncIn(nil), cm.syncIn(nil)
 	a.sync(t, map[string][]byte{a.id: []byte("A"), b.id: []byte("B"), cm.id: []byte("C")})
-	<-syncs
-	<-syncs
+	awaitSync(t, bSync)
+	awaitSync(t, cSync)
 	waitState("Stable")
 	staleCommits("Stable")
 	if e := a.heartbeat(t, 4, n); e != kerr.IllegalGeneration.Code {

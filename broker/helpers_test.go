@@ -172,14 +172,25 @@ func dial(t *testing.T, addr string) *wire.Conn {
 
 func request[R kmsg.Response](t *testing.T, c *wire.Conn, req kmsg.Request, version int16) R {
 	t.Helper()
+	resp, err := tryRequest[R](c, req, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// tryRequest is request for a goroutine other than the test's: the error is returned (named by the
+// request and version), for the test goroutine to report.
+func tryRequest[R kmsg.Response](c *wire.Conn, req kmsg.Request, version int16) (R, error) {
 	req.SetVersion(version)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	resp, err := c.Request(ctx, req)
 	if err != nil {
-		t.Fatalf("%s v%d: %v", kmsg.NameForKey(req.Key()), version, err)
+		var zero R
+		return zero, fmt.Errorf("%s v%d: %w", kmsg.NameForKey(req.Key()), version, err)
 	}
-	return resp.(R)
+	return resp.(R), nil
 }
 
 // metadata asks for topics (nil: all) at Metadata v12 without auto-creation.

@@ -41,6 +41,12 @@ func (r *eraRunner) brokerStep(ctx context.Context, st Step) {
 		return
 	}
 	n := bs[idx]
+	// The lab's Stop and Kill of a stopped broker and Start of a running one do nothing: here that is a
+	// fault that did not take effect, recorded as the run's error.
+	if n.Running() == (st.Action == ActBrokerStart) {
+		r.errorf("%s: broker %d is %s", st, n.ID(), map[bool]string{true: "already running", false: "not running (already stopped or killed)"}[n.Running()])
+		return
+	}
 	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	if st.Action != ActBrokerStart {

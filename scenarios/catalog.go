@@ -34,7 +34,11 @@ type Scenario struct {
 	Description string // one line
 	// Defaults are the params a run takes when the caller gives zeros; MinConsumers and MaxConsumers
 	// (0: 200, what the scenarios are sized for) bound --consumers.
-	Defaults     Params
+	Defaults Params
+	// Small is the small size the scenario's test runs it at (scenarios/*_test.go) and `make
+	// kafka-scenarios` too (`scenario list --json`): consumers, partitions and test hosts (the seed is
+	// the run's).
+	Small        Params
 	MinConsumers int
 	MaxConsumers int
 	// ZKNodes is the ZooKeeper ensemble the scenario needs (1 or 3). A scenario that stops ZooKeeper
@@ -64,6 +68,10 @@ type Scenario struct {
 	// era's architecture does (the zk split brain, the coordinator era's zombie window): there the count
 	// is the measurement, not a failure.
 	ByDesign map[string][]string
+	// GivesUp are the members whose giving up (the application closes its consumer after a fatal
+	// error, e.g. a fenced static member) is what the scenario measures: the era records it in GaveUp,
+	// not as an error that fails the run. Any other member that gives up is the run's error.
+	GivesUp []string
 	// Extra computes scenario-specific counters from the era's timeline (reported in the JSON).
 	Extra func(e *EraRun) map[string]int64
 	// Streams, when set, makes this a Streams scenario (streams.go): its members are Kafka Streams
@@ -352,6 +360,7 @@ func herd(leave bool) *Scenario {
 		Name:         "herd-effect",
 		Description:  "N stable members, one joins, then one leaves: who wakes up, and what each change costs",
 		Defaults:     Params{Consumers: 4, Partitions: 8},
+		Small:        Params{Consumers: 2, Partitions: 4},
 		MinConsumers: 1,
 		ZKNodes:      1,
 		Script: func(p Params, t Timing, r *scriptRand) []Step {
@@ -383,6 +392,7 @@ func consumerCrash() *Scenario {
 		Name:         "consumer-crash",
 		Description:  "a member crashes (links cut, no goodbye): the others notice only when its session expires",
 		Defaults:     Params{Consumers: 2, Partitions: 4},
+		Small:        Params{Consumers: 2, Partitions: 2},
 		MinConsumers: 2,
 		ZKNodes:      1,
 		Script: func(p Params, t Timing, r *scriptRand) []Step {
@@ -433,6 +443,7 @@ func splitBrainZombie() *Scenario {
 		Description: "one member's coordination link (ZooKeeper / coordinator) stalls past its session timeout " +
 			"while it keeps fetching, then heals: does the zombie deliver and commit for partitions others took?",
 		Defaults:     Params{Consumers: 2, Partitions: 4},
+		Small:        Params{Consumers: 2, Partitions: 2},
 		MinConsumers: 2,
 		ZKNodes:      1,
 		MemberProps: func(era string, t Timing) map[string]string {
@@ -483,6 +494,7 @@ func splitBrainDivergentViews() *Scenario {
 		Description: "joins and leaves in quick succession while some members' coordination links are delayed: " +
 			"members decide from different views",
 		Defaults:     Params{Consumers: 4, Partitions: 8},
+		Small:        Params{Consumers: 3, Partitions: 6},
 		MinConsumers: 2,
 		ZKNodes:      1,
 		Script: func(p Params, t Timing, r *scriptRand) []Step {
@@ -548,6 +560,7 @@ func rollingRestart() *Scenario {
 		Name:         "rolling-restart",
 		Description:  "each member is stopped, kept down (--down-ms, default half the session timeout) and started again in turn, as in a deployment",
 		Defaults:     Params{Consumers: 4, Partitions: 8},
+		Small:        Params{Consumers: 2, Partitions: 4},
 		MinConsumers: 2,
 		ZKNodes:      1,
 		Script: func(p Params, t Timing, r *scriptRand) []Step {
@@ -660,6 +673,7 @@ func zkQuorumLoss() *Scenario {
 		Description: "2 of a 3-node ZooKeeper ensemble stop for longer than the session timeout, then restart: " +
 			"zk-era commits wait for the quorum; sessions survive the outage; the coordinator eras do not notice",
 		Defaults:     Params{Consumers: 3, Partitions: 6},
+		Small:        Params{Consumers: 2, Partitions: 2},
 		MinConsumers: 1,
 		ZKNodes:      3,
 		StopsZKNode:  true,
@@ -721,6 +735,7 @@ func storm() *Scenario {
 		Name:         "storm",
 		Description:  "N members start at once: how long until the group converges, at what cost",
 		Defaults:     Params{Consumers: 6, Partitions: 12},
+		Small:        Params{Consumers: 4, Partitions: 8},
 		MinConsumers: 1,
 		ZKNodes:      1,
 		Script: func(p Params, t Timing, r *scriptRand) []Step {

@@ -35,3 +35,17 @@ func TestRelationOnUnknownFigureFails(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallSizes: every scenario carries the small size its test and `make kafka-scenarios` run it at,
+// and that size is one its params accept.
+func TestSmallSizes(t *testing.T) {
+	for _, sc := range Catalog() {
+		if sc.Small.Consumers == 0 || sc.Small.Partitions == 0 {
+			t.Errorf("%s: no small size (Small %+v)", sc.Name, sc.Small)
+			continue
+		}
+		if _, err := sc.params(sc.Small); err != nil {
+			t.Errorf("%s: small size %+v: %v", sc.Name, sc.Small, err)
+		}
+	}
+}

@@ -42,6 +42,7 @@ const offsetsCommitTimeoutMs = 5000
 // (clusterMemberProps). Each scenario adds its script and relations.
 func clusterScenario(name, description string) *Scenario {
 	return &Scenario{Name: name, Description: description, Defaults: Params{Consumers: 3, Partitions: 6},
+		Small:        Params{Consumers: 3, Partitions: 6},
 		MinConsumers: 1, ZKNodes: 1, Brokers: clusterBrokers, MemberProps: clusterMemberProps}
 }
 

@@ -38,7 +38,7 @@ func killedBroker(recs []timeline.Record) string {
 }
 
 func TestBrokerFailure(t *testing.T) {
-	res := runScenarioWith(t, "broker-failure", Params{Consumers: 3, Partitions: 6, Seed: 1}, withBrokerBinary(t, nil))
+	res := runScenarioWith(t, "broker-failure", small(t, "broker-failure"), withBrokerBinary(t, nil))
 	for _, e := range res.Eras {
 		if !e.Applies {
 			t.Errorf("%s: not run: %s", e.Era, e.Reason)
@@ -145,7 +145,7 @@ func TestCoordinatorFailover(t *testing.T) {
 		checks = append(checks, c)
 		mu.Unlock()
 	}
-	res := runScenarioWith(t, "coordinator-failover", Params{Consumers: 3, Partitions: 6, Seed: 1},
+	res := runScenarioWith(t, "coordinator-failover", small(t, "coordinator-failover"),
 		withBrokerBinary(t, func(o *Options) { o.OnStep = onStep }))
 	ran := 0
 	for _, e := range res.Eras {
@@ -177,7 +177,7 @@ func TestCoordinatorFailover(t *testing.T) {
 }
 
 func TestBrokerRollingBounce(t *testing.T) {
-	res := runScenario(t, "broker-rolling-bounce", Params{Consumers: 3, Partitions: 6, Seed: 1})
+	res := runScenario(t, "broker-rolling-bounce", small(t, "broker-rolling-bounce"))
 	for _, e := range res.Eras {
 		// Every broker was stopped and restarted once: three fault begin/end pairs, broker/1..3.
 		begun, ended := map[string]int{}, map[string]int{}
@@ -203,7 +203,7 @@ func TestBrokerRollingBounce(t *testing.T) {
 // producer's losses, if any, are on the partitions the killed broker led. Two eras: the producers'
 // side of the scenario does not depend on the group's.
 func TestDurability(t *testing.T) {
-	res := runScenarioWith(t, "durability", Params{Consumers: 3, Partitions: 6, Seed: 1}, withBrokerBinary(t, func(o *Options) {
+	res := runScenarioWith(t, "durability", small(t, "durability"), withBrokerBinary(t, func(o *Options) {
 		o.Eras = []string{"zk", "classic"}
 	}))
 	for _, e := range res.Eras {

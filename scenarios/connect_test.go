@@ -68,4 +68,7 @@ func TestConnectWorkers(t *testing.T) {
 			t.Errorf("relation %q does not hold: %s", r.Relation, r.Got)
 		}
 	}
+	if len(res.Errors) > 0 || !res.Passed() {
+		t.Errorf("the run did not pass: errors %v", res.Errors)
+	}
 }

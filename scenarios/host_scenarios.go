@@ -19,6 +19,7 @@ func hostLinkDown() *Scenario {
 		Description: "members spread over test hosts (network namespaces); the last host's link goes down past the " +
 			"session timeout, then comes back: its members' sessions expire and the other hosts' members take every partition over",
 		Defaults:     Params{Consumers: 6, Partitions: 6, Hosts: 3},
+		Small:        Params{Consumers: 6, Partitions: 6, Hosts: 3},
 		MinConsumers: 2,
 		MinHosts:     2,
 		ZKNodes:      1,
@@ -304,6 +305,7 @@ func hostSlowLink() *Scenario {
 		Description: "members spread over test hosts (network namespaces); the last host's network gets 200 ms of delay and 5% loss " +
 			"for a while (tc netem, or without netem the host's members' proxies), then recovers: the group stays whole",
 		Defaults:     Params{Consumers: 6, Partitions: 6, Hosts: 3},
+		Small:        Params{Consumers: 6, Partitions: 6, Hosts: 3},
 		MinConsumers: 2,
 		MinHosts:     2,
 		ZKNodes:      1,

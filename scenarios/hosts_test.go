@@ -32,7 +32,7 @@ func hostEras() []string {
 // (one kernel clock); the link-down is a fault window on h3.
 func TestHostLinkDown(t *testing.T) {
 	bin := testutil.Binary(t)
-	res := runScenarioWith(t, "host-link-down", Params{Consumers: 6, Partitions: 6, Hosts: 3, Seed: 1}, func(o *Options) {
+	res := runScenarioWith(t, "host-link-down", small(t, "host-link-down"), func(o *Options) {
 		o.Eras, o.MembersAs, o.MemberBinary = hostEras(), MembersAsProcesses, bin
 	})
 	if len(res.Hosts) != 3 {
@@ -98,7 +98,7 @@ func TestHostLinkDown(t *testing.T) {
 // through its proxies; the group stays whole (every partition owned once at the end, nothing lost).
 func TestHostSlowLink(t *testing.T) {
 	bin := testutil.Binary(t)
-	res := runScenarioWith(t, "host-slow-link", Params{Consumers: 6, Partitions: 6, Hosts: 3, Seed: 1}, func(o *Options) {
+	res := runScenarioWith(t, "host-slow-link", small(t, "host-slow-link"), func(o *Options) {
 		o.Eras, o.MembersAs, o.MemberBinary = hostEras(), MembersAsProcesses, bin
 	})
 	if res.HostCapabilities == nil {

@@ -24,6 +24,9 @@ type EraReport struct {
 	// Relations are the scenario's relations as checked on this era (RunResult's); the page's opening
 	// lists them. May be nil.
 	Relations []RelationResult
+	// Errors are what the era's run recorded as failed (EraRun.Errors): any fails the run, and the
+	// page's opening says so. May be nil.
+	Errors []string
 }
 
 // Report is one scenario run, as RenderHTML draws it.
@@ -670,7 +673,7 @@ func (r *RunResult) writeReportVerdict(dir string, plots []Plot, verdict, rankin
 	for _, e := range r.Eras {
 		if e.Applies {
 			rep.Eras = append(rep.Eras, EraReport{Era: e.Era, Records: e.Records, Options: e.Options, Timeline: e.Timeline,
-				Relations: e.Relations})
+				Relations: e.Relations, Errors: e.Errors})
 		}
 	}
 	f, err := os.Create(filepath.Join(dir, "index.html"))

@@ -29,14 +29,18 @@ func summarize(eras []EraReport, results []Result, traces []*trace) ([]string, [
 	add(invariantSentence(results))
 
 	var rels []relationView
-	held, checked := 0, 0
-	var failed []string
+	held, checked, skipped := 0, 0, 0
+	var failed, errs []string
 	for _, er := range eras {
+		for _, msg := range er.Errors {
+			errs = append(errs, er.Era+": "+msg)
+		}
 		for _, r := range er.Relations {
 			v := relationView{Era: r.Era, Text: r.Relation, Got: r.Got, Status: "held"}
 			switch {
 			case r.Skipped:
-				v.Status = "not checked"
+				v.Status = "skipped (not measured)"
+				skipped++
 			case r.OK:
 				held++
 				checked++
@@ -54,6 +58,13 @@ func summarize(eras []EraReport, results []Result, traces []*trace) ([]string, [
 		add(fmt.Sprintf("All %d relations the scenario expects held (listed below with the values seen).", checked))
 	default:
 		add(fmt.Sprintf("%d of the %d relations the scenario expects held; these did not: %s.", held, checked, strings.Join(failed, "; ")))
+	}
+	if skipped > 0 {
+		add(fmt.Sprintf("%d relations were skipped, not measured in this run (neither held nor failed).", skipped))
+	}
+	if len(errs) > 0 {
+		add(fmt.Sprintf("The run FAILED: it recorded %d errors (a fault that could not be injected, a member that could not start...): %s.",
+			len(errs), strings.Join(errs, "; ")))
 	}
 	return out, rels
 }

@@ -432,3 +432,31 @@ func TestCooperativeCost(t *testing.T) {
 		t.Errorf("no classic era: section %+v", v)
 	}
 }
+
+// TestRenderHTMLSaysSkippedAndErrors: the page's opening counts a skipped relation apart (neither held
+// nor failed, its row "skipped (not measured)") and says the run failed on the errors it recorded, even
+// with every checked relation held.
+func TestRenderHTMLSaysSkippedAndErrors(t *testing.T) {
+	eager := eagerTL()
+	var buf bytes.Buffer
+	err := RenderHTML(&buf, Report{Scenario: "join", Eras: []EraReport{{Era: "classic", Records: eager.recs,
+		Relations: []RelationResult{
+			{Era: "classic", Relation: "join: paused_member_ms > 0", OK: true, Got: "98"},
+			{Era: "classic", Relation: "join: rebalance_attempts == 2", Skipped: true, Got: "n/a (not measured with these members)"},
+		},
+		Errors: []string{"crash m2: not running"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, s := range []string{
+		"All 1 relations the scenario expects held (listed below with the values seen).",
+		"1 relations were skipped, not measured in this run (neither held nor failed).",
+		"The run FAILED: it recorded 1 errors (a fault that could not be injected, a member that could not start...): classic: crash m2: not running.",
+		`data-status="skipped (not measured)"`,
+	} {
+		if !strings.Contains(page, s) {
+			t.Errorf("page lacks %q", s)
+		}
+	}
+}

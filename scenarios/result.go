@@ -66,21 +66,84 @@ type EraRun struct {
 	Durability   []ProducerCheck
 	ZKCrosscheck *ZKCrosscheck
 	Relations    []RelationResult
-	Errors       []string // runner problems (a member that could not start, a fault that failed)
+	// Errors: what the run could not do (a member that could not start, a fault that could not be
+	// injected, a broker step that failed, a member that gave up unexpectedly); any fails the run.
+	Errors []string
+	// GaveUp: the members that gave up as the scenario expects (Scenario.GivesUp), with why.
+	GaveUp []string
 	// Processes: with members as processes, how each member process ended, in the order they did.
 	Processes []MemberProcess
 }
 
-// Passed reports whether every checked relation of every era held (skipped ones do not count).
-func (r *RunResult) Passed() bool {
+// Passed reports whether the run earned its result: no era recorded an error (a fault that could not
+// be injected, a member that could not start, a broker step that failed...) and every relation that
+// was checked held. Skipped relations (not measured) count neither way; Failures says why a run failed.
+func (r *RunResult) Passed() bool { return len(r.Failures()) == 0 }
+
+// Failures lists why the run failed, era by era: each error it recorded ("<era>: error: <msg>") and
+// each relation that does not hold ("<era>: FAIL <relation>: <got>"); none when it passed.
+func (r *RunResult) Failures() []string {
+	var out []string
 	for _, e := range r.Eras {
+		for _, msg := range e.Errors {
+			out = append(out, fmt.Sprintf("%s: error: %s", e.Era, msg))
+		}
 		for _, rel := range e.Relations {
 			if !rel.OK && !rel.Skipped {
-				return false
+				out = append(out, fmt.Sprintf("%s: FAIL %s: %s", e.Era, rel.Relation, rel.Got))
 			}
 		}
 	}
-	return true
+	return out
+}
+
+// RelationCounts are a run's relations as checked: held, failed (did not hold) and skipped (could not
+// be checked: not measured with these members or this broker, or the other era did not run).
+type RelationCounts struct {
+	Held    int `json:"held"`
+	Failed  int `json:"failed"`
+	Skipped int `json:"skipped"`
+}
+
+// Counts tallies every era's relations (RelationCounts).
+func (r *RunResult) Counts() RelationCounts {
+	var c RelationCounts
+	for _, e := range r.Eras {
+		c.add(e.Relations)
+	}
+	return c
+}
+
+func (c *RelationCounts) add(rels []RelationResult) {
+	for _, rel := range rels {
+		switch {
+		case rel.Skipped:
+			c.Skipped++
+		case rel.OK:
+			c.Held++
+		default:
+			c.Failed++
+		}
+	}
+}
+
+// Verdict is the line a run's table ends with: "PASS" or "FAIL", the relation counts, and for a
+// failure how many errors and failed relations.
+func (r *RunResult) Verdict() string {
+	c := r.Counts()
+	errs := 0
+	for _, e := range r.Eras {
+		errs += len(e.Errors)
+	}
+	return verdict(c, errs)
+}
+
+func verdict(c RelationCounts, errs int) string {
+	counts := fmt.Sprintf("relations: %d held, %d failed, %d skipped (not measured); errors: %d", c.Held, c.Failed, c.Skipped, errs)
+	if c.Failed > 0 || errs > 0 {
+		return "result: FAIL (" + counts + ")"
+	}
+	return "result: PASS (" + counts + ")"
 }
 
 func (r *RunResult) era(name string) *EraRun {
@@ -113,6 +176,9 @@ func (r *RunResult) checkRelations(sc *Scenario) {
 		rels := append([]Relation(nil), sc.Relations...)
 		if sc.Streams == nil { // Kafka's consumer invariants read the consumer eras' timelines
 			rels = append(rels, invariantRelations(sc)...)
+			rels = append(rels, faultRelation())
+		} else {
+			rels = append(rels, streamsFaultRelation())
 		}
 		for _, rel := range rels {
 			if !rel.appliesTo(e.Era) {
@@ -332,9 +398,14 @@ type jsonRun struct {
 	RunID       string            `json:"run_id,omitempty"`
 	Params      map[string]any    `json:"params"`
 	Versions    map[string]string `json:"versions"`
-	Passed      bool              `json:"relations_hold"`
-	Script      []Step            `json:"script"`
-	Eras        []jsonEra         `json:"eras"`
+	// Passed: no error and no failed relation (RunResult.Passed); Failures why not; RelationsHold:
+	// no checked relation failed; Relations the counts (skipped ones apart).
+	Passed        bool           `json:"passed"`
+	Failures      []string       `json:"failures,omitempty"`
+	RelationsHold bool           `json:"relations_hold"`
+	Relations     RelationCounts `json:"relation_counts"`
+	Script        []Step         `json:"script"`
+	Eras          []jsonEra      `json:"eras"`
 	// Hosts: the test hosts, each with its measured clock offset (RunResult.Hosts).
 	Hosts            []HostInfo        `json:"hosts,omitempty"`
 	HostCapabilities *lab.Capabilities `json:"host_capabilities,omitempty"`
@@ -361,6 +432,7 @@ type jsonEra struct {
 	ZKCrosscheck  *ZKCrosscheck     `json:"zk_crosscheck,omitempty"`
 	Relations     []RelationResult  `json:"relations"`
 	Errors        []string          `json:"errors,omitempty"`
+	GaveUp        []string          `json:"gave_up,omitempty"`
 	Warnings      []string          `json:"warnings,omitempty"`
 	Processes     []MemberProcess   `json:"processes,omitempty"`
 }
@@ -393,7 +465,7 @@ func (r *RunResult) ParamsMap() map[string]any {
 // extra counters and the ZooKeeper cross-check).
 func (r *RunResult) WriteJSON(w io.Writer) error {
 	out := jsonRun{Scenario: r.Scenario, Description: r.Description, Seed: r.Seed, Params: r.ParamsMap(),
-		Versions: r.Versions, Passed: r.Passed(), Script: r.Script, RunID: r.RunID,
+		Versions: r.Versions, Passed: r.Passed(), Failures: r.Failures(), RelationsHold: r.Counts().Failed == 0, Relations: r.Counts(), Script: r.Script, RunID: r.RunID,
 		Hosts: r.Hosts, HostCapabilities: r.HostCapabilities, Notes: r.Notes, Streams: r.Streams}
 	if r.Streams != nil {
 		out.Params["threads_per_instance"] = r.Streams.Threads
@@ -404,7 +476,7 @@ func (r *RunResult) WriteJSON(w io.Writer) error {
 		je := jsonEra{Era: e.Era, Applies: e.Applies, Reason: e.Reason, Group: e.Group, Topic: e.Topic,
 			Events: e.Result.Events, Faults: e.Result.Faults, NotApplicable: e.Result.NotApplicable, Timeline: e.Timeline,
 			EndOwners: e.EndOwners, Drained: e.Drained, Extra: e.Extra, Durability: e.Durability, ZKCrosscheck: e.ZKCrosscheck,
-			Relations: e.Relations, Errors: e.Errors, Warnings: e.Result.Warnings, Processes: e.Processes}
+			Relations: e.Relations, Errors: e.Errors, GaveUp: e.GaveUp, Warnings: e.Result.Warnings, Processes: e.Processes}
 		if e.Applies {
 			je.FiguresCover = "the timeline up to the " + scriptEndTrigger + " trigger; the members' final stop follows it in the timeline file"
 			t := e.Result.Totals
@@ -484,10 +556,14 @@ func (r *RunResult) WriteTable(w io.Writer) error {
 			}
 			fmt.Fprintf(w, "%s %-12s %s: %s\n", mark, e.Era, rel.Relation, rel.Got)
 		}
+		for _, msg := range e.GaveUp {
+			fmt.Fprintf(w, "%s: as the scenario expects: %s\n", e.Era, msg)
+		}
 		for _, msg := range e.Errors {
 			fmt.Fprintf(w, "%s: error: %s\n", e.Era, msg)
 		}
 	}
+	fmt.Fprintln(w, r.Verdict())
 	return nil
 }
 

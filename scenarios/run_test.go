@@ -38,8 +38,22 @@ func quietLog() *logrus.Entry {
 	return logrus.NewEntry(l)
 }
 
-// runScenario runs name on this project's broker and fails the test unless every era ran and every
-// relation held.
+// small is the scenario's small size (Scenario.Small: what its test and `make kafka-scenarios` run),
+// seed 1.
+func small(t *testing.T, name string) Params {
+	t.Helper()
+	sc, err := Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sc.Small
+	p.Seed = 1
+	return p
+}
+
+// runScenario runs name on this project's broker and fails the test unless every era ran, recorded no
+// error (a fault that could not be injected, a member that could not start...), and every relation
+// held, the fault-record relation (every scripted fault took effect) among them.
 func runScenario(t *testing.T, name string, p Params) *RunResult {
 	t.Helper()
 	return runScenarioOn(t, "", name, p)
@@ -98,6 +112,12 @@ func runScenarioWith(t *testing.T, name string, p Params, opt func(o *Options)) 
 				t.Errorf("%s/%s: relation %q does not hold: %s", name, e.Era, rel.Relation, rel.Got)
 			}
 		}
+		for _, msg := range e.Errors {
+			t.Errorf("%s/%s: the run recorded an error: %s", name, e.Era, msg)
+		}
+	}
+	if !res.Passed() && !t.Failed() {
+		t.Errorf("%s: the run did not pass: %v", name, res.Failures())
 	}
 	if t.Failed() {
 		t.Logf("progress:\n%s", progress.String())
@@ -106,7 +126,7 @@ func runScenarioWith(t *testing.T, name string, p Params, opt func(o *Options)) 
 }
 
 func TestHerdEffect(t *testing.T) {
-	res := runScenario(t, "herd-effect", Params{Consumers: 2, Partitions: 4, Seed: 1})
+	res := runScenario(t, "herd-effect", small(t, "herd-effect"))
 	// The JSON has docs/design.md's shape and the run's script.
 	var buf bytes.Buffer
 	if err := res.WriteJSON(&buf); err != nil {
@@ -181,49 +201,49 @@ func TestHerdEffect(t *testing.T) {
 }
 
 func TestHerdJoin(t *testing.T) {
-	runScenario(t, "herd-join", Params{Consumers: 2, Partitions: 4, Seed: 1})
+	runScenario(t, "herd-join", small(t, "herd-join"))
 }
 
 func TestConsumerCrash(t *testing.T) {
-	runScenario(t, "consumer-crash", Params{Consumers: 2, Partitions: 2, Seed: 1})
+	runScenario(t, "consumer-crash", small(t, "consumer-crash"))
 }
 
 func TestSplitBrainZombie(t *testing.T) {
-	runScenario(t, "split-brain-zombie", Params{Consumers: 2, Partitions: 2, Seed: 1})
+	runScenario(t, "split-brain-zombie", small(t, "split-brain-zombie"))
 }
 
 func TestSplitBrainDivergentViews(t *testing.T) {
-	runScenario(t, "split-brain-divergent-views", Params{Consumers: 3, Partitions: 6, Seed: 1})
+	runScenario(t, "split-brain-divergent-views", small(t, "split-brain-divergent-views"))
 }
 
 func TestRollingRestart(t *testing.T) {
-	runScenario(t, "rolling-restart", Params{Consumers: 2, Partitions: 4, Seed: 1})
+	runScenario(t, "rolling-restart", small(t, "rolling-restart"))
 }
 
 func TestZKQuorumLoss(t *testing.T) {
-	runScenario(t, "zk-quorum-loss", Params{Consumers: 2, Partitions: 2, Seed: 1})
+	runScenario(t, "zk-quorum-loss", small(t, "zk-quorum-loss"))
 }
 
 func TestStorm(t *testing.T) {
-	runScenario(t, "storm", Params{Consumers: 4, Partitions: 8, Seed: 1})
+	runScenario(t, "storm", small(t, "storm"))
 }
 
 // The scenarios of Kafka's consumer system tests (systemtests.go), each with its test's relation.
 
 func TestConsumerBounceCleanRolling(t *testing.T) {
-	runScenario(t, "consumer-bounce-clean-rolling", Params{Consumers: 2, Partitions: 1, Seed: 1})
+	runScenario(t, "consumer-bounce-clean-rolling", small(t, "consumer-bounce-clean-rolling"))
 }
 
 func TestConsumerBounceCleanAll(t *testing.T) {
-	runScenario(t, "consumer-bounce-clean-all", Params{Consumers: 2, Partitions: 1, Seed: 1})
+	runScenario(t, "consumer-bounce-clean-all", small(t, "consumer-bounce-clean-all"))
 }
 
 func TestConsumerBounceHardRolling(t *testing.T) {
-	runScenario(t, "consumer-bounce-hard-rolling", Params{Consumers: 2, Partitions: 1, Seed: 1})
+	runScenario(t, "consumer-bounce-hard-rolling", small(t, "consumer-bounce-hard-rolling"))
 }
 
 func TestConsumerBounceHardAll(t *testing.T) {
-	res := runScenario(t, "consumer-bounce-hard-all", Params{Consumers: 2, Partitions: 1, Seed: 1})
+	res := runScenario(t, "consumer-bounce-hard-all", small(t, "consumer-bounce-hard-all"))
 	// A crash commits nothing: every era re-delivers what the crashed members had not committed.
 	for _, e := range res.Eras {
 		if pos, consumed := e.Extra["consumed_position"], e.Extra["records_consumed"]; consumed <= pos {
@@ -233,25 +253,25 @@ func TestConsumerBounceHardAll(t *testing.T) {
 }
 
 func TestStaticMemberBounce(t *testing.T) {
-	res := runScenario(t, "static-member-bounce", Params{Consumers: 3, Partitions: 3, Seed: 1})
+	res := runScenario(t, "static-member-bounce", small(t, "static-member-bounce"))
 	if e := res.era("cooperative"); e == nil || e.Applies {
 		t.Errorf("cooperative ran: Kafka's static bounce test is eager-only")
 	}
 }
 
 func TestStaticFencing(t *testing.T) {
-	res := runScenario(t, "static-fencing", Params{Consumers: 2, Partitions: 2, Seed: 1})
+	res := runScenario(t, "static-fencing", small(t, "static-fencing"))
 	if e := res.era("static"); e == nil || !e.Applies {
 		t.Fatalf("the static era did not run")
 	}
 }
 
 func TestConsumerFailure(t *testing.T) {
-	runScenario(t, "consumer-failure", Params{Consumers: 2, Partitions: 2, Seed: 1})
+	runScenario(t, "consumer-failure", small(t, "consumer-failure"))
 }
 
 func TestConsumerFailureManualCommit(t *testing.T) {
-	runScenario(t, "consumer-failure-manual-commit", Params{Consumers: 2, Partitions: 2, Seed: 1})
+	runScenario(t, "consumer-failure-manual-commit", small(t, "consumer-failure-manual-commit"))
 }
 
 // TestReportDir: --report writes index.html and a timeline per era that reads back to the records.

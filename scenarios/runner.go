@@ -527,6 +527,16 @@ func (r *eraRunner) errorf(format string, a ...any) {
 	r.rec.Emit(timeline.Record{Kind: timeline.Error, Text: msg})
 }
 
+// gaveUp records a member's giving up that the scenario expects (Scenario.GivesUp): in the era's
+// GaveUp and, as an error would be, on the timeline; it does not fail the run.
+func (r *eraRunner) gaveUp(format string, a ...any) {
+	msg := fmt.Sprintf(format, a...)
+	r.mu.Lock()
+	r.e.GaveUp = append(r.e.GaveUp, msg)
+	r.mu.Unlock()
+	r.rec.Emit(timeline.Record{Kind: timeline.Error, Text: msg})
+}
+
 func (r *eraRunner) stepf(format string, a ...any) {
 	r.progress("[%s %s %5.1fs] %s", r.sc.Name, r.e.Era, time.Since(r.start).Seconds(), fmt.Sprintf(format, a...))
 }
@@ -951,6 +961,19 @@ func (r *eraRunner) resolveLink(l string) lab.Link {
 	return lab.Link(l)
 }
 
+// checkLink refuses a link the era's members do not have: a name that is no lab link, or the
+// ZooKeeper link in a coordinator era (its members talk to brokers only). A fault on it would take
+// effect on nothing.
+func (r *eraRunner) checkLink(l lab.Link) error {
+	if !slices.Contains(crashLinks, l) {
+		return fmt.Errorf("no such link %q (want %s, %s, %s or %s)", l, CoordinationLink, lab.LinkZooKeeper, lab.LinkCoordinator, lab.LinkFetch)
+	}
+	if l == lab.LinkZooKeeper && r.e.Era != "zk" {
+		return fmt.Errorf("the %s era's members have no %s link (they talk to brokers only)", r.e.Era, l)
+	}
+	return nil
+}
+
 func (r *eraRunner) fault(action, target string) {
 	r.rec.Emit(timeline.Record{Kind: timeline.Fault, Action: action, Target: target})
 }
@@ -994,6 +1017,15 @@ func (r *eraRunner) do(ctx context.Context, st Step) bool {
 		r.crashMember(st.Member)
 	case ActStall, ActLatency, ActCut, ActHeal:
 		link := r.resolveLink(st.Link)
+		if err := r.checkLink(link); err != nil {
+			r.errorf("%s: %v", st, err)
+			return true
+		}
+		if m := r.current(st.Member); m == nil || m.isEnded() {
+			// a fault on the links of a member that is not running reaches nobody
+			r.errorf("%s: %s is not running", st, st.Member)
+			return true
+		}
 		links := r.linksOf(st.Member)
 		var err error
 		switch st.Action {
@@ -1016,8 +1048,14 @@ func (r *eraRunner) do(ctx context.Context, st Step) bool {
 			return true
 		}
 		z := r.lab.ZooKeeper()
-		if z == nil || st.Node >= len(z.Nodes()) {
+		if z == nil || st.Node < 0 || st.Node >= len(z.Nodes()) {
 			r.errorf("%s: no such lab ZooKeeper node", st)
+			return true
+		}
+		// Stopping a stopped node or starting a running one is a no-op in the lab: here it is a fault
+		// that did not take effect (the node was not up to be stopped), so the run records it and fails.
+		if node := z.Nodes()[st.Node]; node.Running() == (st.Action == ActZKStart) {
+			r.errorf("%s: zookeeper/%d is %s", st, st.Node, map[bool]string{true: "already running", false: "not running (already stopped)"}[node.Running()])
 			return true
 		}
 		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -1113,8 +1151,12 @@ func (r *eraRunner) startMember(name, as string) {
 			return
 		}
 		// The application gives up (Kafka 0.8: createMessageStreams threw; a fatal poll error) and
-		// closes its consumer.
-		r.errorf("%s gives up: %v", name, err)
+		// closes its consumer: the run's error, unless the scenario measures it (Scenario.GivesUp).
+		if slices.Contains(r.sc.GivesUp, name) {
+			r.gaveUp("%s gives up: %v", name, err)
+		} else {
+			r.errorf("%s gives up: %v", name, err)
+		}
 		impl.stop(true)
 		m.end("graceful")
 	}()

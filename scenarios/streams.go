@@ -68,9 +68,13 @@ type StreamsRun struct {
 	Totals      StreamsTotals          `json:"totals"`
 	Instances   []MemberProcess        `json:"instances"`
 	// App is every line the instances printed (in order of arrival); written as streams-app.jsonl.
-	App         []StreamsAppEvent `json:"-"`
-	AppFile     string            `json:"app_events,omitempty"`
-	ObserverLog string            `json:"group_log,omitempty"`
+	App []StreamsAppEvent `json:"-"`
+	// Observed: the group's transitions were seen by the broker's group observer (the rebalancelab
+	// broker). On Kafka's broker they were not: Generations, Lanes and the events' group figures are
+	// not measured (the group is settled on DescribeGroups instead), and the relations on them skip.
+	Observed    bool   `json:"observed"`
+	AppFile     string `json:"app_events,omitempty"`
+	ObserverLog string `json:"group_log,omitempty"`
 }
 
 // StreamsLane is one Stable generation of the group as the coordinator saw it.
@@ -142,6 +146,11 @@ type streamsRunner struct {
 	threads   map[string]int // live stream threads per instance, as the script made them
 	triggers  []StreamsEvent
 	errs      []string
+	// describer, described and describedAt: the group seen on DescribeGroups when nothing observes it
+	// (Kafka's broker): the last view (state and member ids) and since when (Unix ms).
+	describer   *kadm.Client
+	described   string
+	describedAt int64
 }
 
 func (r *streamsRunner) errorf(format string, a ...any) {
@@ -161,9 +170,9 @@ func runStreams(ctx context.Context, o Options, sc *Scenario, p Params, t Timing
 	}
 	switch {
 	case o.Bootstrap != "":
-		return nil, errors.New("runs on the lab's own broker only (its group observer), not on an existing cluster (--bootstrap)")
-	case o.Broker != lab.BrokerRebalancelab:
-		return nil, fmt.Errorf("--broker %s: runs on the rebalancelab broker only (the group observer is this broker's coordinator)", o.Broker)
+		return nil, errors.New("runs on the lab's own brokers only, not on an existing cluster (--bootstrap)")
+	case o.Broker != lab.BrokerRebalancelab && o.Broker != lab.BrokerKafka:
+		return nil, fmt.Errorf("--broker %s: want %s or %s", o.Broker, lab.BrokerRebalancelab, lab.BrokerKafka)
 	}
 	java, err := lab.FindJava()
 	if err != nil {
@@ -187,6 +196,9 @@ func runStreams(ctx context.Context, o Options, sc *Scenario, p Params, t Timing
 			"session.timeout.ms": strconv.FormatInt(t.SessionTimeoutMs, 10), "heartbeat.interval.ms": strconv.FormatInt(t.HeartbeatIntervalMs, 10),
 			"commit.interval.ms": strconv.FormatInt(spec.CommitIntervalMs, 10),
 		}}
+	// The group's transitions come from the rebalancelab broker's coordinator (its group observer);
+	// Kafka's broker has none, and the relations that read them are skipped there (not measured).
+	run.Observed = o.Broker == lab.BrokerRebalancelab
 	res.Streams = run
 	dir, err := os.MkdirTemp("", "rebalancelab-streams-")
 	if err != nil {
@@ -242,14 +254,31 @@ func (r *streamsRunner) observe(ev coordinator.GroupChanged) {
 }
 
 func (r *streamsRunner) runLab(ctx context.Context) error {
-	r.progress("%s: starting the lab (ZooKeeper, 1 rebalancelab broker with its group observer)", r.sc.Name)
-	l, err := lab.Start(ctx, lab.Options{ZK: lab.ZKOptions{Nodes: 1, Log: r.o.LabLog}, ExternalZK: r.o.ExternalZK, Brokers: 1,
-		KafkaDefaults: r.o.KafkaDefaults, Log: r.o.LabLog, BrokerOptions: []broker.Option{broker.WithGroupObserver(r.observe)}})
+	lo := lab.Options{ZK: lab.ZKOptions{Nodes: 1, Log: r.o.LabLog}, ExternalZK: r.o.ExternalZK, Brokers: 1,
+		KafkaDefaults: r.o.KafkaDefaults, Log: r.o.LabLog, Broker: r.o.Broker}
+	if r.run.Observed {
+		lo.BrokerOptions = []broker.Option{broker.WithGroupObserver(r.observe)}
+		r.progress("%s: starting the lab (ZooKeeper, 1 rebalancelab broker with its group observer)", r.sc.Name)
+	} else {
+		r.progress("%s: starting the lab (ZooKeeper, 1 %s broker: no group observer, the group's generations not measured)", r.sc.Name, r.o.Broker)
+	}
+	l, err := lab.Start(ctx, lo)
 	if err != nil {
 		return fmt.Errorf("lab: %w", err)
 	}
 	defer l.Close()
+	if v := l.KafkaVersion(); v != "" {
+		r.res.Versions["kafka"] = v
+	}
 	r.bootstrap = l.Bootstrap()
+	if !r.run.Observed {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(r.bootstrap, ",")...))
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		r.describer = kadm.NewClient(cl)
+	}
 	if err := r.createTopics(ctx); err != nil {
 		return err
 	}
@@ -341,7 +370,7 @@ func (r *streamsRunner) do(ctx context.Context, st Step) error {
 		r.mu.Unlock()
 	case ActSettle:
 		deadline := time.Now().Add(time.Duration(st.TimeoutMs) * time.Millisecond)
-		for !r.stable(st.QuietMs) {
+		for !r.stable(ctx, st.QuietMs) {
 			if time.Now().After(deadline) {
 				r.errorf("%s: the group was not stable within %d ms", st, st.TimeoutMs)
 				break
@@ -372,8 +401,13 @@ func (r *streamsRunner) onApp(ev StreamsAppEvent) {
 }
 
 // stable: the group's last transition is a Stable generation with one member per live stream thread
-// and every task assigned to exactly one of them, and nothing changed for quietMs since.
-func (r *streamsRunner) stable(quietMs int64) bool {
+// and every task assigned to exactly one of them, and nothing changed for quietMs since. Without the
+// observer (Kafka's broker): DescribeGroups shows the group Stable with one member per live stream
+// thread, each member with an assignment, and the same members for quietMs.
+func (r *streamsRunner) stable(ctx context.Context, quietMs int64) bool {
+	if !r.run.Observed {
+		return r.describedStable(ctx, quietMs)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	want := 0
@@ -385,6 +419,52 @@ func (r *streamsRunner) stable(quietMs int64) bool {
 	}
 	g := r.gens[len(r.gens)-1]
 	return fullyAssigned(g, want, r.p.Partitions) && time.Now().UnixMilli()-g.TsMs >= quietMs
+}
+
+// describedStable is stable on DescribeGroups (Kafka's broker, no group observer).
+func (r *streamsRunner) describedStable(ctx context.Context, quietMs int64) bool {
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	gs, err := r.describer.DescribeGroups(dctx, r.run.Application)
+	if err != nil {
+		return false
+	}
+	g, ok := gs[r.run.Application]
+	if !ok || g.Err != nil {
+		return false
+	}
+	var ids []string
+	owners := map[string]int{} // "<input>/<p>" → members assigned it
+	for _, m := range g.Members {
+		ids = append(ids, m.MemberID)
+		if a, ok := m.Assigned.AsConsumer(); ok { // Streams' members speak the consumer protocol
+			for _, tp := range a.Topics {
+				if !slices.Contains(r.run.Inputs, tp.Topic) {
+					continue
+				}
+				for _, p := range tp.Partitions {
+					owners[fmt.Sprintf("%s/%d", tp.Topic, p)]++
+				}
+			}
+		}
+	}
+	assigned := len(owners) == len(r.run.Inputs)*r.p.Partitions
+	for _, n := range owners {
+		assigned = assigned && n == 1
+	}
+	slices.Sort(ids)
+	view := g.State + " " + strings.Join(ids, ",")
+	now := time.Now().UnixMilli()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if view != r.described {
+		r.described, r.describedAt = view, now
+	}
+	want := 0
+	for _, n := range r.threads {
+		want += n
+	}
+	return g.State == "Stable" && len(g.Members) == want && assigned && now-r.describedAt >= quietMs
 }
 
 // fullyAssigned: g is Stable with members members and tasks 0_0..0_<partitions-1> each active on one.

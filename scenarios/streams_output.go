@@ -26,6 +26,9 @@ func (r *RunResult) writeStreamsTable(w io.Writer) error {
 	s := r.Streams
 	fmt.Fprintf(w, "%s (seed %d, %d instances x %d stream threads, %d partitions per input, broker %s, Kafka Streams %s as processes)\n",
 		r.Scenario, r.Seed, r.Params.Consumers, s.Threads, r.Params.Partitions, r.brokerName(), r.Versions["kafka-streams"])
+	if !s.Observed {
+		fmt.Fprintf(w, "broker %s: no group observer; the events' group figures (time_to_stable_ms, rebalances, generations, tasks_moved) and the stable generations are not measured (0 and none below)\n", r.Broker)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "event\ttime_to_stable_ms\trebalances\tgenerations\ttasks_moved\trecords_reprocessed\t")
 	for _, ev := range s.Events {
@@ -65,6 +68,7 @@ func (r *RunResult) writeStreamsTable(w io.Writer) error {
 			fmt.Fprintf(w, "%s: error: %s\n", e.Era, msg)
 		}
 	}
+	fmt.Fprintln(w, r.Verdict())
 	return nil
 }
 
@@ -118,13 +122,20 @@ func (r *RunResult) writeStreamsReport(dir string) error {
 	for _, era := range r.Eras {
 		for _, rel := range era.Relations {
 			cls, mark := "ok", "ok"
-			if !rel.OK {
+			switch {
+			case rel.Skipped:
+				cls, mark = "skip", "skipped (not measured)"
+			case !rel.OK:
 				cls, mark = "fail", "FAIL"
 			}
 			fmt.Fprintf(&b, "<li class=\"%s\">%s %s: %s</li>\n", cls, mark, e(rel.Relation), e(rel.Got))
 		}
+		for _, msg := range era.Errors {
+			fmt.Fprintf(&b, "<li class=\"fail\">error: %s</li>\n", e(msg))
+		}
 	}
-	b.WriteString("</ul>\n<h2>Events</h2><pre>" + e(tbl.String()) + "</pre>\n")
+	fmt.Fprintf(&b, "</ul><p class=\"%s\">%s</p>\n", map[bool]string{true: "ok", false: "fail"}[r.Passed()], e(r.Verdict()))
+	b.WriteString("\n<h2>Events</h2><pre>" + e(tbl.String()) + "</pre>\n")
 	// Lanes: one column per thread that ever held a task.
 	var threads []string
 	seen := map[string]bool{}

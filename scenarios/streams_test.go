@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rebalancelab/rebalancelab/groupview"
+	"github.com/rebalancelab/rebalancelab/lab"
 )
 
 // TestStreamsThreads is issue 17's Streams must-show, `scenario run streams-threads` as a test: Kafka
@@ -148,14 +149,14 @@ func TestStreamsFiguresFromGenerations(t *testing.T) {
 	}
 }
 
-// TestStreamsRefusals: a Streams scenario is refused, before anything starts, on Kafka's broker (the
-// observer is this broker's coordinator), on an existing cluster, and for a consumer era.
+// TestStreamsRefusals: a Streams scenario is refused, before anything starts, on a broker the lab does
+// not have, on an existing cluster, and for a consumer era.
 func TestStreamsRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		o    Options
 		want string
 	}{
-		{Options{Broker: "kafka"}, "--broker kafka: runs on the rebalancelab broker only"},
+		{Options{Broker: "redpanda"}, "--broker redpanda: want rebalancelab or kafka"},
 		{Options{Bootstrap: "127.0.0.1:1"}, "not on an existing cluster (--bootstrap)"},
 		{Options{Eras: []string{"classic"}}, "--era classic: its members are Kafka Streams instances"},
 	} {
@@ -164,5 +165,44 @@ func TestStreamsRefusals(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || res != nil {
 			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
 		}
+	}
+}
+
+// TestStreamsThreadsOnKafka39: streams-threads on a real Kafka 3.9 broker, which has no group
+// observer: the run settles on DescribeGroups, every input comes out (the records relation holds), each
+// scripted fault left its record (s2 ended by SIGKILL, the thread removed and added), and the seven
+// relations on the observer's generations are skipped as not measured — neither held nor failed; the
+// run passes.
+func TestStreamsThreadsOnKafka39(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var progress bytes.Buffer
+	res, err := Run(ctx, Options{Scenario: "streams-threads", Broker: lab.BrokerKafka, Version: "test", Log: quietLog(), LabLog: quietLog(),
+		Progress: &progress})
+	if err != nil {
+		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
+	}
+	var table bytes.Buffer
+	if err := res.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", table.String())
+	if !strings.HasPrefix(res.Versions["kafka"], "3.9.") || res.Streams.Observed {
+		t.Errorf("versions %v, observed %v: want Kafka 3.9.x and no observer", res.Versions, res.Streams.Observed)
+	}
+	if !res.Passed() {
+		t.Fatalf("the run failed: %v", res.Failures())
+	}
+	if c := res.Counts(); c != (RelationCounts{Held: 2, Skipped: 7}) {
+		t.Errorf("relation counts %+v, want 2 held (records, faults) and 7 skipped", c)
+	}
+	for _, rel := range res.Eras[0].Relations {
+		measured := strings.HasPrefix(rel.Relation, "records:") || rel.Relation == FaultRelationText
+		if measured != !rel.Skipped || rel.Skipped && !strings.HasPrefix(rel.Got, "not measured: ") {
+			t.Errorf("%s: skipped %v (%s)", rel.Relation, rel.Skipped, rel.Got)
+		}
+	}
+	if tot := res.Streams.Totals; tot.RecordsIn != 10000 || tot.DistinctOut != 10000 || tot.Lost != 0 {
+		t.Errorf("records %+v, want 10000 in, 10000 distinct out, 0 lost", tot)
 	}
 }

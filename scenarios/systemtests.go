@@ -51,6 +51,7 @@ func consumerBounce(clean bool, mode string) *Scenario {
 			map[bool]string{true: "gracefully", false: "by a crash"}[clean],
 			map[string]string{"all": "all at once", "rolling": "one after the other"}[mode], systemTestBounces),
 		Defaults:     Params{Consumers: 3, Partitions: 1},
+		Small:        Params{Consumers: 2, Partitions: 1},
 		MinConsumers: 1,
 		ZKNodes:      1,
 		Script: func(p Params, t Timing, r *scriptRand) []Step {
@@ -98,6 +99,7 @@ func staticMemberBounce() *Scenario {
 		Description: fmt.Sprintf("Kafka's test_static_consumer_bounce: members other than %s stopped, kept down "+
 			"(--down-ms, default half the session timeout) and started again, one after the other, %d times; eager range assignment", kept, systemTestBounces),
 		Defaults:     Params{Consumers: 3, Partitions: 3},
+		Small:        Params{Consumers: 3, Partitions: 3},
 		MinConsumers: 2,
 		ZKNodes:      1,
 		NotApplicable: map[string]string{
@@ -140,6 +142,7 @@ func staticFencing() *Scenario {
 		Description: "Kafka's test_fencing_static_consumer: a newcomer with m1's group.instance.id joins the stable " +
 			"group: m1 is fenced (FENCED_INSTANCE_ID) and the group does not rebalance",
 		Defaults:     Params{Consumers: 3, Partitions: 3},
+		Small:        Params{Consumers: 2, Partitions: 2},
 		MinConsumers: 2,
 		ZKNodes:      1,
 		NotApplicable: map[string]string{
@@ -150,6 +153,7 @@ func staticFencing() *Scenario {
 		// m1 delivers its partitions until its next request is fenced, after the newcomer got them: the
 		// classic protocol fences commits, not fetches.
 		ByDesign: map[string][]string{"static": {FigInvConsumedUnowned}},
+		GivesUp:  []string{victim}, // its poll fails with FENCED_INSTANCE_ID: the measurement
 		Script: func(p Params, t Timing, r *scriptRand) []Step {
 			s := &script{t: t}
 			s.startAll(p.Consumers)
@@ -219,6 +223,7 @@ func consumerFailure(autoCommit bool) *Scenario {
 		Description: "Kafka's test_consumer_failure: a member crashes; its partitions get a new owner within " +
 			"2 x session timeout + 5 s" + map[bool]string{true: "", false: "; members commit after every poll (no auto-commit)"}[autoCommit],
 		Defaults:     Params{Consumers: 3, Partitions: 3},
+		Small:        Params{Consumers: 2, Partitions: 2},
 		MinConsumers: 2,
 		ZKNodes:      1,
 		MemberProps: func(era string, t Timing) map[string]string {

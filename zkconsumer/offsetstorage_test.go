@@ -298,8 +298,19 @@ func TestFIDOffsetsStorageCommitInRebalanceRecordedAfterAssigned(t *testing.T) {
 	props := map[string]string{"auto.offset.reset": "smallest", "auto.commit.enable": "false",
 		"offsets.storage": "kafka", "dual.commit.enabled": "false", "offsets.channel.backoff.ms": "100"}
 	m := newMemberWith(t, z.Connect(), "g", "c1", props, func(c *Config) { c.Listener = l })
-	streams := make(chan map[string][]<-chan Message, 1)
-	go func() { streams <- createStreams(t, m, map[string]int{"t": 1}) }()
+	// CreateMessageStreams blocks in the gated rebalance: it runs on its own goroutine, which hands
+	// its outcome to the test goroutine (t.Fatal only there).
+	type created struct {
+		streams map[string][]<-chan Message
+		err     error
+	}
+	streams := make(chan created, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s, err := m.CreateMessageStreams(ctx, map[string]int{"t": 1})
+		streams <- created{s, err}
+	}()
 	select {
 	case <-l.entered:
 	case <-time.After(30 * time.Second):
@@ -307,7 +318,11 @@ func TestFIDOffsetsStorageCommitInRebalanceRecordedAfterAssigned(t *testing.T) {
 	}
 	commitErr := m.CommitOffsets() // in the window: owner znodes claimed, fetchers not started
 	close(l.release)
-	s := drain(allStreams(<-streams)...)
+	cr := <-streams
+	if cr.err != nil {
+		t.Fatalf("%s: CreateMessageStreams: %v", m.ConsumerID(), cr.err)
+	}
+	s := drain(allStreams(cr.streams)...)
 	testutil.WaitFor(t, 20*time.Second, "a0", func() bool { return s.len() >= 1 })
 	if commitErr != nil {
 		t.Fatal(commitErr)

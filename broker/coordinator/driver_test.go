@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,13 +34,50 @@ func testLogger(t testing.TB) *logrus.Entry {
 // handle calls Handle with a deadline and fails the test on an error return.
 func handle(t *testing.T, c *Coordinator, clientID string, req kmsg.Request) kmsg.Response {
 	t.Helper()
+	resp, err := tryHandle(c, clientID, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// tryHandle is handle returning Handle's error (named by the request's type) instead of failing the
+// test: for goroutines other than the test's, which hand it over (handleIn).
+func tryHandle(c *Coordinator, clientID string, req kmsg.Request) (kmsg.Response, error) {
 	ctx, cancel := context.WithTimeout(ContextWithClient(context.Background(), clientID, "/127.0.0.1"), 5*time.Second)
 	defer cancel()
 	resp, err := c.Handle(ctx, req)
 	if err != nil {
-		t.Fatalf("%T: %v", req, err)
+		return nil, fmt.Errorf("%T: %w", req, err)
 	}
-	return resp
+	return resp, nil
+}
+
+// handled is a tryHandle's outcome, sent from its goroutine to the test's.
+type handled struct {
+	resp kmsg.Response
+	err  error
+}
+
+// handleIn runs tryHandle in a goroutine (a request that parks until something else happens); its
+// outcome comes on the channel, for awaitHandled on the test goroutine.
+func handleIn(c *Coordinator, clientID string, req kmsg.Request) <-chan handled {
+	ch := make(chan handled, 1)
+	go func() {
+		resp, err := tryHandle(c, clientID, req)
+		ch <- handled{resp, err}
+	}()
+	return ch
+}
+
+// awaitHandled receives a handleIn's outcome on the test goroutine: its error fails the test.
+func awaitHandled(t *testing.T, ch <-chan handled) kmsg.Response {
+	t.Helper()
+	h := <-ch
+	if h.err != nil {
+		t.Fatal(h.err)
+	}
+	return h.resp
 }
 
 // TestDriverHandle runs the coordinator with real timers through Handle: two v5 members join
@@ -55,27 +93,39 @@ func TestDriverHandle(t *testing.T) {
 	defer c.Close()
 
 	o := joinOpts{version: 5, session: 300, rebalance: 2000}
-	joinMember := func(client string) *kmsg.JoinGroupResponse {
-		first := handle(t, c, client, joinReq("g", o)).(*kmsg.JoinGroupResponse)
+	// joinMember runs on its own goroutine: it returns its failure for the test goroutine to report.
+	joinMember := func(client string) (*kmsg.JoinGroupResponse, error) {
+		resp, err := tryHandle(c, client, joinReq("g", o))
+		if err != nil {
+			return nil, err
+		}
+		first := resp.(*kmsg.JoinGroupResponse)
 		if first.ErrorCode != codeMemberIDRequired {
-			t.Errorf("%s first join: %d", client, first.ErrorCode)
-			return first
+			return first, fmt.Errorf("%s first join: %d, want MEMBER_ID_REQUIRED", client, first.ErrorCode)
 		}
 		oo := o
 		oo.memberID = first.MemberID
-		return handle(t, c, client, joinReq("g", oo)).(*kmsg.JoinGroupResponse)
+		resp, err = tryHandle(c, client, joinReq("g", oo))
+		if err != nil {
+			return nil, err
+		}
+		return resp.(*kmsg.JoinGroupResponse), nil
 	}
 	var wg sync.WaitGroup
 	resps := make([]*kmsg.JoinGroupResponse, 2)
+	errs := make([]error, 2)
 	start := time.Now()
 	for i, client := range []string{"client-a", "client-b"} {
 		wg.Add(1)
 		go func(i int, client string) {
 			defer wg.Done()
-			resps[i] = joinMember(client)
+			resps[i], errs[i] = joinMember(client)
 		}(i, client)
 	}
 	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
 	if took := time.Since(start); took < 50*time.Millisecond {
 		t.Fatalf("joins completed after %v, before group.initial.rebalance.delay.ms", took)
 	}
@@ -87,10 +137,7 @@ func TestDriverHandle(t *testing.T) {
 	if b.LeaderID == b.MemberID {
 		leader, follower, followerClient = b, a, "client-a"
 	}
-	fsync := make(chan *kmsg.SyncGroupResponse, 1)
-	go func() {
-		fsync <- handle(t, c, "f", syncReq(3, "g", follower.MemberID, 1, nil, nil)).(*kmsg.SyncGroupResponse)
-	}()
+	fsync := handleIn(c, "f", syncReq(3, "g", follower.MemberID, 1, nil, nil))
 	testutil.WaitFor(t, 2*time.Second, "the follower's SyncGroup to park", func() bool {
 		g, _ := c.Group("g")
 		for _, m := range g.Members {
@@ -102,7 +149,7 @@ func TestDriverHandle(t *testing.T) {
 	})
 	ls := handle(t, c, "l", syncReq(3, "g", leader.MemberID, 1, nil,
 		map[string]string{leader.MemberID: "L", follower.MemberID: "F"})).(*kmsg.SyncGroupResponse)
-	if fs := <-fsync; ls.ErrorCode != 0 || fs.ErrorCode != 0 || string(ls.MemberAssignment) != "L" || string(fs.MemberAssignment) != "F" {
+	if fs := awaitHandled(t, fsync).(*kmsg.SyncGroupResponse); ls.ErrorCode != 0 || fs.ErrorCode != 0 || string(ls.MemberAssignment) != "L" || string(fs.MemberAssignment) != "F" {
 		t.Fatalf("syncs: %+v / %+v", ls, fs)
 	}
 

@@ -187,10 +187,7 @@ func TestDriverSlowAppendHoldsOnlyItsGroup(t *testing.T) {
 		}
 	}
 	defer release()
-	syncA := make(chan kmsg.Response, 1)
-	go func() {
-		syncA <- handle(t, c, "a", syncReq(3, groupA, ja.MemberID, 1, nil, map[string]string{ja.MemberID: "A"}))
-	}()
+	syncA := handleIn(c, "a", syncReq(3, groupA, ja.MemberID, 1, nil, map[string]string{ja.MemberID: "A"}))
 	<-gate.entered
 
 	hb := answerWithin(t, c, 5*time.Second, heartbeatReq(3, groupB, jb.MemberID, 1, nil)).(*kmsg.HeartbeatResponse)
@@ -199,14 +196,14 @@ func TestDriverSlowAppendHoldsOnlyItsGroup(t *testing.T) {
 	}
 	select {
 	case r := <-syncA:
-		t.Fatalf("A's SyncGroup answered while its group record was not yet appended: %+v", r)
+		t.Fatalf("A's SyncGroup answered while its group record was not yet appended: %+v (%v)", r.resp, r.err)
 	default:
 	}
 	if g, _ := c.Group(groupA); g.State != CompletingRebalance {
 		t.Fatalf("A during its stalled append: %s, want CompletingRebalance", g.State)
 	}
 	release()
-	if r := (<-syncA).(*kmsg.SyncGroupResponse); r.ErrorCode != 0 || string(r.MemberAssignment) != "A" {
+	if r := awaitHandled(t, syncA).(*kmsg.SyncGroupResponse); r.ErrorCode != 0 || string(r.MemberAssignment) != "A" {
 		t.Fatalf("A sync after the append: %+v", r)
 	}
 	if g, _ := c.Group(groupA); g.State != Stable {
@@ -216,13 +213,10 @@ func TestDriverSlowAppendHoldsOnlyItsGroup(t *testing.T) {
 	// two commits of A: the first stalls, the second waits behind it
 	gate = olog.arm(pA)
 	released = false
-	commits := make([]chan kmsg.Response, 2)
-	for i := range commits {
-		commits[i] = make(chan kmsg.Response, 1)
-	}
-	go func() { commits[0] <- handle(t, c, "a", commitReq(2, groupA, ja.MemberID, 1, nil, "t", 0, 1)) }()
+	commits := make([]<-chan handled, 2)
+	commits[0] = handleIn(c, "a", commitReq(2, groupA, ja.MemberID, 1, nil, "t", 0, 1))
 	<-gate.entered
-	go func() { commits[1] <- handle(t, c, "a", commitReq(2, groupA, ja.MemberID, 1, nil, "t", 0, 2)) }()
+	commits[1] = handleIn(c, "a", commitReq(2, groupA, ja.MemberID, 1, nil, "t", 0, 2))
 	testutil.WaitFor(t, 5*time.Second, "the second commit to queue behind the stalled one", func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -235,7 +229,7 @@ func TestDriverSlowAppendHoldsOnlyItsGroup(t *testing.T) {
 	for i, ch := range commits {
 		select {
 		case r := <-ch:
-			t.Fatalf("commit %d answered before the stalled append finished: %+v", i+1, r)
+			t.Fatalf("commit %d answered before the stalled append finished: %+v (%v)", i+1, r.resp, r.err)
 		default:
 		}
 	}
@@ -244,7 +238,7 @@ func TestDriverSlowAppendHoldsOnlyItsGroup(t *testing.T) {
 	}
 	release()
 	for i, ch := range commits {
-		if e := commitErr(t, <-ch); e != 0 {
+		if e := commitErr(t, awaitHandled(t, ch)); e != 0 {
 			t.Fatalf("commit %d: error %d", i+1, e)
 		}
 	}
@@ -270,18 +264,16 @@ func TestDriverCommitsArrivingTogetherShareOneAppend(t *testing.T) {
 		}
 	}
 	gate := olog.arm(p)
-	first := make(chan kmsg.Response, 1)
-	go func() { first <- handle(t, c, "a", commitReq(2, "g", "", -1, nil, "t", 0, 100)) }()
+	first := handleIn(c, "a", commitReq(2, "g", "", -1, nil, "t", 0, 100))
 	<-gate.entered
-	answers := make([]chan kmsg.Response, len(others))
+	answers := make([]<-chan handled, len(others))
 	for i, g := range others {
-		answers[i] = make(chan kmsg.Response, 1)
 		testutil.WaitFor(t, 5*time.Second, "commit of "+g+" queued", func() bool {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			return len(c.appends[p].pending) == i
 		})
-		go func() { answers[i] <- handle(t, c, "a", commitReq(2, g, "", -1, nil, "t", 0, int64(i))) }()
+		answers[i] = handleIn(c, "a", commitReq(2, g, "", -1, nil, "t", 0, int64(i)))
 	}
 	testutil.WaitFor(t, 5*time.Second, "ten commits queued behind the stalled one", func() bool {
 		c.mu.Lock()
@@ -289,11 +281,11 @@ func TestDriverCommitsArrivingTogetherShareOneAppend(t *testing.T) {
 		return len(c.appends[p].pending) == len(others)
 	})
 	close(gate.release)
-	if e := commitErr(t, <-first); e != 0 {
+	if e := commitErr(t, awaitHandled(t, first)); e != 0 {
 		t.Fatalf("the stalled commit: error %d", e)
 	}
 	for i, ch := range answers {
-		if e := commitErr(t, <-ch); e != 0 {
+		if e := commitErr(t, awaitHandled(t, ch)); e != 0 {
 			t.Fatalf("commit of %s: error %d", others[i], e)
 		}
 	}
@@ -357,8 +349,7 @@ func TestDriverLoadWaitsForAppends(t *testing.T) {
 			close(gate.release)
 		}
 	}()
-	commit := make(chan kmsg.Response, 1)
-	go func() { commit <- handle(t, c, "c", commitReq(2, "g", "", -1, nil, "t", 0, 7)) }()
+	commit := handleIn(c, "c", commitReq(2, "g", "", -1, nil, "t", 0, 7))
 	<-gate.entered
 
 	c.OnResignation(p)
@@ -374,7 +365,7 @@ func TestDriverLoadWaitsForAppends(t *testing.T) {
 		t.Fatalf("partitions read during an append to them: %v", o)
 	}
 	close(gate.release)
-	if e := commitErr(t, <-commit); e != 0 {
+	if e := commitErr(t, awaitHandled(t, commit)); e != 0 {
 		t.Fatalf("commit: error %d", e)
 	}
 

@@ -12,7 +12,8 @@ import (
 )
 
 // runConnect is `scenario run connect-workers`: scenarios.RunConnect once per protocol, each run's
-// table on stdout, the runs as a JSON list in jsonFile; an error when a relation does not hold.
+// table on stdout, the runs as a JSON list in jsonFile; an error when a run did not pass (a relation
+// did not hold, or it recorded an error: ConnectResult.Passed).
 func runConnect(cmd *cobra.Command, protocols []string, jsonFile string) error {
 	var runs []*scenarios.ConnectResult
 	passed := true
@@ -43,7 +44,7 @@ func runConnect(cmd *cobra.Command, protocols []string, jsonFile string) error {
 		}
 	}
 	if !passed {
-		return fmt.Errorf("scenario %s: some expected relations do not hold (FAIL lines above)", scenarios.ConnectScenario)
+		return fmt.Errorf("scenario %s failed: a relation did not hold or the run recorded an error (FAIL and error lines above)", scenarios.ConnectScenario)
 	}
 	return nil
 }

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"bufio"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,11 +23,21 @@ import (
 func init() {
 	scenarioCmd := &cobra.Command{Use: "scenario", Short: "Scripted comparisons of the eras: herd effect, crashes, split brain, restarts, storms"}
 
+	var listJSON bool
 	list := &cobra.Command{
-		Use:   "list",
-		Short: "List the scenarios, one line each",
-		Args:  cobra.NoArgs,
+		Use:   "list [--json]",
+		Short: "List the scenarios, one line each (--json: with each one's small size and what it needs)",
+		Long: `Lists the scenarios of the catalogue, one line each, then connect-workers. --json writes a JSON list
+instead, one object per catalogue scenario: name, description, its default size, its small size (the
+one its test runs and make kafka-scenarios runs: consumers, partitions, test hosts), its ZooKeeper nodes
+and brokers, the test hosts it needs (network namespaces: root and iproute2), whether its members are
+Kafka Streams instances, and the eras it does not apply to. connect-workers is not in it (make
+connect-workers runs it).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if listJSON {
+				return writeCatalogJSON(cmd.OutOrStdout())
+			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			for _, s := range scenarios.Catalog() {
 				fmt.Fprintf(w, "%s\t%s\n", s.Name, s.Description)
@@ -57,9 +72,10 @@ func init() {
 		keep          bool
 		hosts         int
 		connectProtos []string
+		scriptFile    string
 	)
 	run := &cobra.Command{
-		Use:   "run NAME [--era all] [--broker rebalancelab|kafka|rebalancelab,kafka] [--consumers N|N1,N2,...] [--partitions P] [--json FILE] [--report DIR] [--plot FILE.svg] [--seed S] [--zk ADDRS] [--zk-config k=v ...] [--members-as goroutines|processes] [--hosts N] [--bootstrap ADDRS [--keep]]",
+		Use:   "run NAME [--script FILE] [--era all] [--broker rebalancelab|kafka|rebalancelab,kafka] [--consumers N|N1,N2,...] [--partitions P] [--json FILE] [--report DIR] [--plot FILE.svg] [--seed S] [--zk ADDRS] [--zk-config k=v ...] [--members-as goroutines|processes] [--hosts N] [--bootstrap ADDRS [--keep]]",
 		Short: "Run a scenario on one or more eras and print the figures side by side",
 		Long: `Starts a lab (a real ZooKeeper — three nodes for zk-quorum-loss — and one broker), then for each era a
 topic, a producer (one record every 20 ms, acks=all) and the scenario's members, running as goroutines of
@@ -83,7 +99,16 @@ hosts (3 by default).
 needs; the cluster must be in ZooKeeper mode): topics and groups rebalancelab.<run id>.<scenario>.<era>,
 removed after each era (group, topic, /consumers/<group>) unless --keep; scenarios that stop ZooKeeper
 nodes or brokers are refused.
-Exit status 1 on errors and when a relation does not hold (the table and JSON are written first).
+A run passes only when it earned its result: exit status 1 when it recorded an error (a fault that could
+not be injected: a ZooKeeper node or broker already down, a link that does not exist, a crash of a member
+that is not running; a member that could not start; a broker step that failed), when a relation does not
+hold, or when a scripted fault left no fault record showing it took effect (the relation "faults: every
+scripted fault took effect", checked on every era). The table and JSON are written first; the table ends
+with "result: PASS" or "result: FAIL" and the counts of relations held, failed and skipped, and the JSON
+says "passed", why not ("failures") and the same counts ("relation_counts"). A skipped relation (a figure
+not measured with these members or this broker) is neither held nor failed.
+--script FILE runs the scenario's members and relations on the steps of FILE instead of its script: JSON
+lines, one step each, as FormatScript writes them and the result JSON's "script" holds.
 
 With a list of sizes (--consumers 4,16,64,256) the scenario runs at each size (--repeat times, medians
 reported with their min–max), every era on the same axes: a table of the measured event's figures
@@ -149,12 +174,18 @@ Of the flags above only --json applies (a list of the runs).`,
 			if err != nil {
 				return err
 			}
+			var definition *scenarios.Scenario
+			if scriptFile != "" {
+				if definition, err = scriptDefinition(args[0], scriptFile); err != nil {
+					return err
+				}
+			}
 			options := func(brokerImpl, members, jsonFile, reportDir string) scenarios.Options {
 				o := scenarios.Options{Members: members,
 					Scenario: args[0], Eras: eras, KafkaDefaults: kafkaDefaults, ExternalZK: zkAddrs, ZKConfig: zkConfig,
 					Broker: brokerImpl, MembersAs: membersAs, MembersPerProcess: perProcess, MemberHosts: memberHosts, MemberBinary: memberBin, Bootstrap: bootstrap, Keep: keep,
 					Params:    scenarios.Params{Consumers: sizes[0], Partitions: partitions, Seed: seed, DownMs: downMs, Hosts: hosts},
-					ReportDir: reportDir, Version: version, Progress: cmd.ErrOrStderr(),
+					ReportDir: reportDir, Version: version, Progress: cmd.ErrOrStderr(), Definition: definition,
 					Log: logrus.NewEntry(logrus.StandardLogger()),
 				}
 				if jsonFile != "" && reportDir == "" {
@@ -215,13 +246,9 @@ Of the flags above only --json applies (a list of the runs).`,
 				if err != nil {
 					return err
 				}
-				if !res.Passed() {
-					return fmt.Errorf("scenario %s: some expected relations do not hold (FAIL lines above)", args[0])
-				}
-				return nil
+				return failed(args[0], res)
 			}
 			var runs []*scenarios.RunResult
-			passed := true
 			type spec struct{ broker, members, dir string }
 			var specs []spec
 			for _, b := range brokers {
@@ -250,21 +277,24 @@ Of the flags above only --json applies (a list of the runs).`,
 					return err
 				}
 				runs = append(runs, res)
-				passed = passed && res.Passed()
 				fmt.Fprintln(cmd.OutOrStdout())
 			}
 			if err := scenarios.RenderBrokerComparison(cmd.OutOrStdout(), runs...); err != nil {
 				return err
 			}
-			if !passed {
-				return fmt.Errorf("scenario %s: some expected relations do not hold (FAIL lines above)", args[0])
+			var errs []error
+			for _, res := range runs {
+				if err := failed(args[0]+" on "+res.Broker+" (members "+res.Members+")", res); err != nil {
+					errs = append(errs, err)
+				}
 			}
-			return nil
+			return errors.Join(errs...)
 		},
 	}
 	f := run.Flags()
 	f.StringSliceVar(&connectProtos, "connect-protocol", []string{scenarios.ConnectSessioned, scenarios.ConnectEager},
 		"connect-workers: the Connect protocols to run (connect.protocol: sessioned, eager)")
+	f.StringVar(&scriptFile, "script", "", "run these steps (JSON lines, a step each, as the result JSON's script) instead of the scenario's script")
 	f.StringSliceVar(&eras, "era", []string{"all"}, "eras to run: zk, classic, cooperative, static, or all (comma-separated or repeated)")
 	f.StringVar(&consumers, "consumers", "", "members N, or a comma-separated list of sizes to sweep (default: the scenario's)")
 	f.IntVar(&partitions, "partitions", 0, "partitions P of the topic (0: the scenario's default)")
@@ -288,6 +318,7 @@ Of the flags above only --json applies (a list of the runs).`,
 	f.BoolVar(&untilCross, "until-crossover", false, "sweep: stop after the first size where every coordinator era stabilises faster than the zk era")
 	f.Int64Var(&downMs, "down-ms", 0, "how long a restarted member stays down, in ms (rolling-restart, static-member-bounce; 0: half the session timeout)")
 
+	list.Flags().BoolVar(&listJSON, "json", false, "a JSON list: each scenario's name, description, default and small sizes, ZooKeeper nodes, brokers, test hosts needed, kind")
 	scenarioCmd.AddCommand(list, run)
 	rootCmd.AddCommand(scenarioCmd)
 }
@@ -338,5 +369,117 @@ func runSweep(cmd *cobra.Command, o scenarios.SweepOptions, jsonFile, plotFile, 
 	if err != nil {
 		return fmt.Errorf("scenario %s: %w", o.Scenario, err)
 	}
-	return nil
+	// A size's run that recorded an error (a fault that could not be injected, a member that could not
+	// start) fails the sweep, after its figures were written: its figures are in the medians. (A sweep
+	// measures figures against N; its relations, sized for the scenario's small runs, do not fail it.)
+	var errs []error
+	for _, z := range res.Sizes {
+		for i, r := range z.Runs {
+			for _, e := range r.Eras {
+				for _, msg := range e.Errors {
+					fmt.Fprintf(cmd.OutOrStdout(), "FAIL N=%d run %d: %s: error: %s\n", z.N, i+1, e.Era, msg)
+					errs = append(errs, fmt.Errorf("scenario %s N=%d run %d failed: %s: error: %s", o.Scenario, z.N, i+1, e.Era, msg))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// failed is nil when res passed (scenarios.RunResult.Passed), else an error naming what failed: the
+// errors the run recorded and the relations that did not hold (the CLI's exit status 1).
+func failed(what string, res *scenarios.RunResult) error {
+	if res.Passed() {
+		return nil
+	}
+	f := res.Failures()
+	const show = 5
+	more := ""
+	if len(f) > show {
+		f, more = f[:show], fmt.Sprintf("; and %d more", len(f)-show)
+	}
+	return fmt.Errorf("scenario %s failed: %s%s", what, strings.Join(f, "; "), more)
+}
+
+// scriptDefinition is the scenario name with its script replaced by the steps in file (JSON lines, as
+// scenarios.FormatScript writes them). Errors: an unknown scenario, an unreadable file, a line that is
+// no step or names no action, no step at all.
+func scriptDefinition(name, file string) (*scenarios.Scenario, error) {
+	sc, err := scenarios.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if sc.Streams != nil {
+		return nil, fmt.Errorf("--script: %s's members are Kafka Streams instances; its script is its own", name)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("--script: %w", err)
+	}
+	defer f.Close()
+	steps, err := readSteps(f)
+	if err != nil {
+		return nil, fmt.Errorf("--script %s: %w", file, err)
+	}
+	def := *sc
+	def.Script = func(scenarios.Params, scenarios.Timing, *rand.Rand) []scenarios.Step {
+		return append([]scenarios.Step(nil), steps...)
+	}
+	return &def, nil
+}
+
+// readSteps reads JSON lines of scenarios.Step (blank lines skipped).
+func readSteps(r io.Reader) ([]scenarios.Step, error) {
+	var steps []scenarios.Step
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		var st scenarios.Step
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&st); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		if st.Action == "" {
+			return nil, fmt.Errorf("line %d: no action", n)
+		}
+		steps = append(steps, st)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(steps) == 0 {
+		return nil, errors.New("no step")
+	}
+	return steps, nil
+}
+
+// catalogEntry is one scenario of `scenario list --json`.
+type catalogEntry struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// Defaults: the size a run takes without --consumers/--partitions; Small: the one its test and
+	// make kafka-scenarios run (scenarios.Scenario.Small).
+	Defaults      scenarios.Params  `json:"defaults"`
+	Small         scenarios.Params  `json:"small"`
+	ZKNodes       int               `json:"zookeeper_nodes"`
+	Brokers       int               `json:"brokers"`
+	Hosts         int               `json:"hosts"`   // test hosts it needs (network namespaces: root, iproute2); 0: none
+	Streams       bool              `json:"streams"` // its members are Kafka Streams instances (one "streams" era)
+	NotApplicable map[string]string `json:"not_applicable,omitempty"`
+}
+
+func writeCatalogJSON(w io.Writer) error {
+	var out []catalogEntry
+	for _, s := range scenarios.Catalog() {
+		out = append(out, catalogEntry{Name: s.Name, Description: s.Description, Defaults: s.Defaults, Small: s.Small,
+			ZKNodes: s.ZKNodes, Brokers: max(1, s.Brokers), Hosts: max(s.MinHosts, s.Defaults.Hosts), Streams: s.Streams != nil,
+			NotApplicable: s.NotApplicable})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }

@@ -383,7 +383,7 @@ func (g *generator) runScenario(ctx context.Context, r scenarioRun) error {
 	g.mu.Lock()
 	g.results[r.key] = res
 	g.mu.Unlock()
-	g.logf("scenario %s done in %s (relations hold: %v)", r.name, time.Since(start).Round(100*time.Millisecond), res.Passed())
+	g.logf("scenario %s done in %s (passed: %v%s)", r.name, time.Since(start).Round(100*time.Millisecond), res.Passed(), failuresNote(res.Failures()))
 	return nil
 }
 
@@ -407,7 +407,7 @@ func (g *generator) runConnect(ctx context.Context, r scenarioRun) error {
 	g.mu.Lock()
 	g.connects[r.key] = res
 	g.mu.Unlock()
-	g.logf("scenario %s (%s) done in %s (relations hold: %v)", r.name, r.connectProtocol, time.Since(start).Round(100*time.Millisecond), res.Passed())
+	g.logf("scenario %s (%s) done in %s (passed: %v%s)", r.name, r.connectProtocol, time.Since(start).Round(100*time.Millisecond), res.Passed(), failuresNote(res.Errors))
 	return nil
 }
 
@@ -481,4 +481,12 @@ func erasRun(res *scenarios.RunResult) []string {
 	}
 	slices.SortStableFunc(out, func(a, b string) int { return slices.Index(allEras, a) - slices.Index(allEras, b) })
 	return out
+}
+
+// failuresNote is "; failed: <what>" for a run that did not pass (its errors and failed relations).
+func failuresNote(f []string) string {
+	if len(f) == 0 {
+		return ""
+	}
+	return "; failed: " + strings.Join(f, "; ")
 }

@@ -127,11 +127,15 @@ func tableText(res *scenarios.RunResult) (string, error) {
 	return b.String(), nil
 }
 
-// relationsSentence says whether the scenario's expected relations held, naming those that did not.
+// relationsSentence says whether the run passed: the scenario's expected relations held (naming
+// those that did not), how many were skipped (not measured), and the errors the run recorded.
 func relationsSentence(res *scenarios.RunResult) string {
 	n := 0
-	var failed []string
+	var failed, errs []string
 	for _, e := range res.Eras {
+		for _, msg := range e.Errors {
+			errs = append(errs, e.Era+": "+msg)
+		}
 		for _, rel := range e.Relations {
 			if rel.Skipped {
 				continue
@@ -142,10 +146,17 @@ func relationsSentence(res *scenarios.RunResult) string {
 			}
 		}
 	}
+	out := fmt.Sprintf("%d of the %d relations the scenario expects held in this run; these did not: %s.", n-len(failed), n, strings.Join(failed, "; "))
 	if len(failed) == 0 {
-		return fmt.Sprintf("All %d relations the scenario expects held in this run (the `ok` lines under the table).", n)
+		out = fmt.Sprintf("All %d relations the scenario expects held in this run (the `ok` lines under the table).", n)
 	}
-	return fmt.Sprintf("%d of the %d relations the scenario expects held in this run; these did not: %s.", n-len(failed), n, strings.Join(failed, "; "))
+	if c := res.Counts(); c.Skipped > 0 {
+		out += fmt.Sprintf(" %d were skipped, not measured here (the `skip` lines).", c.Skipped)
+	}
+	if len(errs) > 0 {
+		out += fmt.Sprintf(" The run FAILED all the same: it recorded %d errors (%s).", len(errs), strings.Join(errs, "; "))
+	}
+	return out
 }
 
 // fig returns ev's figure name; a name that is no figure is a bug in the generator, not a 0.
