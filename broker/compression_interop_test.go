@@ -13,7 +13,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"slices"
 	"strconv"
 	"strings"
@@ -327,22 +326,7 @@ func kgoConsume(t *testing.T, bootstrap, topic string, n int) []string {
 // legacyMessage is one message of format magic (0 or 1) at offset with attributes attrs: offset, size,
 // CRC-32, magic, attributes, timestamp (format 1), key, value.
 func legacyMessage(magic int8, offset int64, attrs byte, ts int64, key, value []byte) []byte {
-	m := []byte{0, 0, 0, 0, byte(magic), attrs}
-	if magic == 1 {
-		m = binary.BigEndian.AppendUint64(m, uint64(ts))
-	}
-	for _, b := range [][]byte{key, value} {
-		if b == nil {
-			m = binary.BigEndian.AppendUint32(m, ^uint32(0))
-			continue
-		}
-		m = binary.BigEndian.AppendUint32(m, uint32(len(b)))
-		m = append(m, b...)
-	}
-	binary.BigEndian.PutUint32(m, crc32.ChecksumIEEE(m[4:]))
-	out := binary.BigEndian.AppendUint64(nil, uint64(offset))
-	out = binary.BigEndian.AppendUint32(out, uint32(len(m)))
-	return append(out, m...)
+	return recordbatch.AppendLegacyMessage(nil, int8(magic), attrs, offset, ts, key, value)
 }
 
 // legacyWrapper is a wrapper message of format magic, compressed with codec, holding inner.

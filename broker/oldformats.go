@@ -358,26 +358,9 @@ func appendLegacyWrapper(dst []byte, magic int8, logAppend bool, codec recordbat
 	return appendLegacy(dst, magic, attrs, legacyRecord{offset: offset, timestamp: ts, value: value})
 }
 
-// appendLegacy appends one message (LegacyRecord.write: offset, size, crc, magic, attributes,
-// [timestamp], key, value).
+// appendLegacy appends one message of r (recordbatch.AppendLegacyMessage).
 func appendLegacy(dst []byte, magic int8, attrs byte, r legacyRecord) []byte {
-	var m []byte
-	m = append(m, 0, 0, 0, 0, byte(magic), attrs) // CRC, filled below
-	if magic == 1 {
-		m = binary.BigEndian.AppendUint64(m, uint64(r.timestamp))
-	}
-	for _, b := range [][]byte{r.key, r.value} {
-		if b == nil {
-			m = binary.BigEndian.AppendUint32(m, ^uint32(0))
-			continue
-		}
-		m = binary.BigEndian.AppendUint32(m, uint32(len(b)))
-		m = append(m, b...)
-	}
-	binary.BigEndian.PutUint32(m[:4], crc32.ChecksumIEEE(m[4:]))
-	dst = binary.BigEndian.AppendUint64(dst, uint64(r.offset))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(m)))
-	return append(dst, m...)
+	return recordbatch.AppendLegacyMessage(dst, magic, attrs, r.offset, r.timestamp, r.key, r.value)
 }
 
 // maxOverflowChunk is LazyDownConversionRecordsSend's MAX_READ_SIZE: the largest overflow message

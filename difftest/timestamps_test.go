@@ -2,9 +2,7 @@ package difftest
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -55,22 +53,7 @@ func stampedBatch(codec int8, attrs int16, values ...string) []byte {
 // legacyMessage is one message of format magic (0 or 1) at offset off: attributes attrs (a codec
 // for a wrapper), timestamp ts (format 1), key (nil: null) and value.
 func legacyMessage(magic byte, off int64, attrs byte, ts int64, key, value []byte) []byte {
-	m := []byte{0, 0, 0, 0, magic, attrs}
-	if magic == 1 {
-		m = binary.BigEndian.AppendUint64(m, uint64(ts))
-	}
-	for _, b := range [][]byte{key, value} {
-		if b == nil {
-			m = binary.BigEndian.AppendUint32(m, ^uint32(0))
-			continue
-		}
-		m = binary.BigEndian.AppendUint32(m, uint32(len(b)))
-		m = append(m, b...)
-	}
-	binary.BigEndian.PutUint32(m, crc32.ChecksumIEEE(m[4:]))
-	out := binary.BigEndian.AppendUint64(nil, uint64(off))
-	out = binary.BigEndian.AppendUint32(out, uint32(len(m)))
-	return append(out, m...)
+	return recordbatch.AppendLegacyMessage(nil, int8(magic), attrs, off, ts, key, value)
 }
 
 // compressedMessageSet is a message set of format magic holding one wrapper message compressed with
