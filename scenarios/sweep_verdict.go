@@ -68,5 +68,30 @@ func (s *SweepResult) FigureCells() []sweep.FigureCells {
 	return out
 }
 
-// Verdict is the sweep's verdict (sweep.Judge over FigureCells).
-func (s *SweepResult) Verdict() sweep.Verdict { return sweep.Judge(s.FigureCells()) }
+// Verdict is the sweep's verdict (sweep.Judge over FigureCells), every timing in it naming the
+// timings the runs ran with (SweepResult.Timings): the header, and each sentence on an _ms figure.
+func (s *SweepResult) Verdict() sweep.Verdict {
+	v := sweep.Judge(s.FigureCells())
+	if s.Timings == "" || len(v.Lines) == 0 {
+		return v
+	}
+	named := func(lines []string) []string {
+		out := make([]string, len(lines))
+		for i, l := range lines {
+			out[i] = l
+			fig, rest, _ := strings.Cut(l, " ")
+			name := strings.TrimSuffix(fig, ":")
+			switch {
+			case strings.HasSuffix(name, "_ms"): // "time_to_stable_ms [timings]: ..."
+				out[i] = name + " [" + s.Timings + "]" + fig[len(name):] + " " + rest
+			case strings.Contains(l, "_ms "): // an era's wins or losses on an _ms figure
+				out[i] = l + " [" + s.Timings + "]"
+			}
+		}
+		return out
+	}
+	v.Rankings, v.Conclusions = named(v.Rankings), named(v.Conclusions)
+	header := strings.TrimSuffix(v.Lines[0], ":") + ", timings: " + s.Timings + ":"
+	v.Lines = append(append([]string{header}, v.Rankings...), v.Conclusions...)
+	return v
+}
