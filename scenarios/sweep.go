@@ -31,8 +31,8 @@ type SweepOptions struct {
 	Deadline time.Duration
 	// UntilCrossover stops the sweep after the first size at which the crossover is reached.
 	UntilCrossover bool
-	// Budget bounds the whole sweep: no size starts after it is spent (SweepResult.BudgetSpent). 0:
-	// no bound.
+	// Budget bounds the whole sweep: no size, and no run of a size after its first, starts after it
+	// is spent (SweepResult.BudgetSpent; a size cut so keeps fewer runs). 0: no bound.
 	Budget time.Duration
 	// PartitionsPerMember, above 0, gives each size N a topic of PartitionsPerMember·N partitions
 	// (at least Params.Partitions), so that a join moves partitions at every N (P ≥ 2·N with 2).
@@ -166,6 +166,10 @@ func RunSweep(ctx context.Context, o SweepOptions) (*SweepResult, error) {
 		size := &SweepSize{N: n}
 		res.Sizes = append(res.Sizes, size)
 		for i := 0; i < repeat; i++ {
+			if i > 0 && o.Budget > 0 && time.Since(start) >= o.Budget {
+				res.BudgetSpent = true // the size keeps the runs that finished: its cells say how many
+				return res, nil
+			}
 			ro := o.Options
 			ro.Progress = nil // the sweep's own line per run below is the progress
 			ro.Eras = SweepPlan(eras, o.EraMaxN, n, i)
@@ -379,7 +383,8 @@ func (s *SweepResult) WriteTable(w io.Writer) error {
 		}
 	}
 	if s.BudgetSpent {
-		fmt.Fprintf(w, "stopped: the time budget ended the sweep after N=%d\n", s.Sizes[len(s.Sizes)-1].N)
+		last := s.Sizes[len(s.Sizes)-1]
+		fmt.Fprintf(w, "stopped: the time budget ended the sweep after N=%d (%d run(s) of it)\n", last.N, len(last.Runs))
 	}
 	for _, era := range s.eras() {
 		if m, ok := s.EraMaxN[era]; ok && len(s.Sizes) > 0 && s.Sizes[len(s.Sizes)-1].N > m {

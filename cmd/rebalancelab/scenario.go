@@ -323,7 +323,7 @@ Of the flags above only --json applies (a list of the runs).`,
 	f.StringVar(&plotFile, "plot", "", "sweep: write the log-log plots of the figures against N to FILE.svg")
 	f.IntVar(&repeat, "repeat", 1, "sweep: runs per size (medians are reported)")
 	f.DurationVar(&deadline, "deadline", 10*time.Minute, "sweep: bound on each run; a size that does not finish stops the sweep")
-	f.DurationVar(&budget, "budget", 0, "sweep: no size starts after this much time (0: no bound)")
+	f.DurationVar(&budget, "budget", 0, "sweep: no size, and no repeat of a size, starts after this much time (0: no bound; a size cut so reports its runs)")
 	f.IntVar(&perMember, "partitions-per-member", 0, "sweep: a topic of K·N partitions at each size N (at least --partitions), so that a join moves partitions at every N (2: P = 2·N)")
 	f.StringToIntVar(&eraMaxN, "era-max-consumers", nil, "sweep: era=N,...: the largest N an era runs at (sizes above it run without it, its cells \"cut\")")
 	f.BoolVar(&untilCross, "until-crossover", false, "sweep: stop after the first size where every coordinator era stabilises faster than the zk era")
