@@ -44,13 +44,13 @@ func SplitBrains(results ...Result) []SplitBrain {
 
 // Line is the era's split brain on one line, as the run's table prints it: "split brain <era>:
 // concurrent_owner_ms 1234 (2 members at most; <timings>), 17 records delivered again, zombie commits 3
-// applied / 0 rejected"; timings names the timings the run ran with (RunResult.timingName).
+// applied / 0 rejected" (zk: "n/a rejected", NotApplicable); timings names the timings the run ran with (RunResult.timingName).
 func (s SplitBrain) Line(timings string) string {
-	rejected := fmt.Sprint(s.StaleCommitsRejected)
+	rejected := fmt.Sprintf("%d rejected", s.StaleCommitsRejected)
 	if s.RejectedNA {
-		rejected = "none refusable"
+		rejected = "n/a rejected (nothing in the era can refuse one)"
 	}
-	return fmt.Sprintf("split brain %s: concurrent_owner_ms %d (%d members at most; %s), %d records delivered again, zombie commits %d applied / %s rejected",
+	return fmt.Sprintf("split brain %s: concurrent_owner_ms %d (%d members at most; %s), %d records delivered again, zombie commits %d applied / %s",
 		s.Era, s.ConcurrentOwnerMs, s.MaxConcurrentOwners, timings, s.Duplicates, s.StaleCommitsApplied, rejected)
 }
 

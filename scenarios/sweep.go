@@ -130,6 +130,9 @@ func RunSweep(ctx context.Context, o SweepOptions) (*SweepResult, error) {
 			return nil, fmt.Errorf("sweep: era max N %s=%d: want an era of %s and N ≥ 1", era, m, strings.Join(Eras, ", "))
 		}
 	}
+	if _, _, err := PoolMembers(Params{Consumers: sizes[len(sizes)-1]}, o.Options); err != nil {
+		return nil, err // before the smaller sizes run
+	}
 	for _, n := range []int{sizes[0], sizes[len(sizes)-1]} {
 		if _, err := sc.ScriptFor(Params{Consumers: n, Partitions: SweepPartitions(o.Params.Partitions, o.PartitionsPerMember, n), Seed: o.Params.Seed}, LabTiming()); err != nil {
 			return nil, err

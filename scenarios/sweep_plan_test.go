@@ -121,3 +121,38 @@ func TestSweepPlan(t *testing.T) {
 		t.Errorf("cooperative's time_to_stable_ms row %q: want its N=256 cell cut", row)
 	}
 }
+
+// TestSplitBrainLines: a run's table has a line per era with its split brain, naming the timings, the
+// zk era's zombie commits "n/a rejected"; none without a split brain.
+func TestSplitBrainLines(t *testing.T) {
+	r := &RunResult{Scenario: "split-brain-zombie", Params: Params{Consumers: 2, Partitions: 4}, Timing: LabTiming()}
+	for _, era := range []string{"zk", "classic"} {
+		tot := Figures{ConcurrentOwnerMs: 8166, MaxConcurrentOwners: 2, Duplicates: 154, StaleCommitsApplied: 2}
+		if era == "classic" {
+			tot = Figures{ConcurrentOwnerMs: 6600, MaxConcurrentOwners: 2, Duplicates: 134, StaleCommitsRejected: 2}
+		}
+		r.Eras = append(r.Eras, &EraRun{Era: era, Applies: true, Result: Result{Era: era, NotApplicable: NotApplicable(era), Totals: tot}})
+	}
+	var b strings.Builder
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"split brain zk: concurrent_owner_ms 8166 (2 members at most; the lab's short sessions: zookeeper.session.timeout.ms 2000, session.timeout.ms 2000), 154 records delivered again, zombie commits 2 applied / n/a rejected (nothing in the era can refuse one)\n",
+		"split brain classic: concurrent_owner_ms 6600 (2 members at most; the lab's short sessions: zookeeper.session.timeout.ms 2000, session.timeout.ms 2000), 134 records delivered again, zombie commits 0 applied / 2 rejected\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	for _, e := range r.Eras {
+		e.Result.Totals.MaxConcurrentOwners = 1
+	}
+	b.Reset()
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "split brain") {
+		t.Errorf("no split brain, yet a split-brain line:\n%s", b.String())
+	}
+}
