@@ -391,7 +391,7 @@ func (s *SweepResult) WriteTable(w io.Writer) error {
 	}
 	for _, era := range s.eras() {
 		if m, ok := s.EraMaxN[era]; ok && len(s.Sizes) > 0 && s.Sizes[len(s.Sizes)-1].N > m {
-			fmt.Fprintf(w, "stopped: %s at N=%d, cut above it (the era's largest N given to the sweep)\n", era, m)
+			fmt.Fprintf(w, "stopped: %s at N=%d, cut above it (--era-max-consumers)\n", era, m)
 		}
 	}
 	if f, ok := s.FitZKReads(); ok {

@@ -101,7 +101,7 @@ func TestSweepPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"stopped: cooperative at N=64, cut above it",
+	for _, want := range []string{"stopped: cooperative at N=64, cut above it (--era-max-consumers)",
 		"time_to_stable_ms [the lab's short sessions] (ms): N=64:", "time_to_stable_ms [the lab's short sessions]: ",
 		", timings: the lab's short sessions: zookeeper.session.timeout.ms 2000, session.timeout.ms 2000:"} {
 		if !strings.Contains(out, want) {

@@ -58,7 +58,9 @@ wall=$(($(date +%s) - start))
 echo
 echo "== make demo: wall time ${wall} s (budget ${budget} s, installs excluded)"
 for f in herd-sweep storm-sweep; do
-	grep '^stopped: ' "$out/$f.txt" | sed "s/^stopped: /  ${f%-sweep}: /" || echo "  ${f%-sweep}: nothing cut"
+	grep '^stopped: ' "$out/$f.txt" |
+		sed -e "s/^stopped: /  ${f%-sweep}: /" -e "s/(--era-max-consumers)/(the demo's plan, to fit its ${budget} s budget)/" ||
+		echo "  ${f%-sweep}: nothing cut"
 done
 echo
 echo "== verdict of herd-join (a single join into a stable group, P = 2·N)"
