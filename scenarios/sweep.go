@@ -184,7 +184,11 @@ func RunSweep(ctx context.Context, o SweepOptions) (*SweepResult, error) {
 				rctx, cancel = context.WithTimeout(ctx, o.Deadline)
 			}
 			if o.Progress != nil {
-				fmt.Fprintf(o.Progress, "sweep %s: N=%d, P=%d, run %d of %d, eras in order %s\n", sc.Name, n, ro.Params.Partitions, i+1, repeat, strings.Join(ro.Eras, ","))
+				pools := ""
+				if k, _, _ := PoolMembers(ro.Params, ro); k > 1 {
+					pools = fmt.Sprintf(", members in pools of %d", k)
+				}
+				fmt.Fprintf(o.Progress, "sweep %s: N=%d, P=%d, run %d of %d, eras in order %s%s\n", sc.Name, n, ro.Params.Partitions, i+1, repeat, strings.Join(ro.Eras, ","), pools)
 			}
 			r, err := Run(rctx, ro)
 			deadline := rctx.Err() != nil && ctx.Err() == nil
