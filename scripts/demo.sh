@@ -35,8 +35,8 @@ echo "== rebalancelab scenario run split-brain-zombie --era all   (report: $out/
 "$bin" scenario run split-brain-zombie --era all --json "$out/split-brain-zombie.json" --report "$out/split-brain-zombie" |
 	tee "$out/split-brain-zombie.txt" || rc=1
 
-# herd-join gets 60% of what is left, storm the rest but what the last runs need.
-herd_budget=$(($(left) * 60 / 100))
+# herd-join (the N=256 cells) gets 70% of what is left, storm the rest but 20 s for the last lines.
+herd_budget=$(($(left) * 70 / 100))
 if [ "$herd_budget" -lt 1 ]; then herd_budget=1; fi
 echo
 echo "== rebalancelab scenario run herd-join --era all --consumers $herd_sizes --partitions-per-member 2 --era-max-consumers $herd_cut --repeat $repeat --budget ${herd_budget}s"
