@@ -55,11 +55,13 @@ const AutoMembersPerProcess = 64
 
 // PoolMembers returns how a run of p.Consumers members runs them, o.MembersPerProcess and o.MembersAs
 // as Run uses them: as given, except that with o.MembersAs "" (the caller chose nothing) and more than
-// MaxInProcessMembers members it chooses member pools of AutoMembersPerProcess. Errors: more than
+// MaxInProcessMembers of this repository's members (o.Members) it chooses member pools of
+// AutoMembersPerProcess. Errors: more than
 // MaxInProcessMembers members asked to run as goroutines of this process.
 func PoolMembers(p Params, o Options) (perProcess int, membersAs string, err error) {
 	perProcess, membersAs = o.MembersPerProcess, o.MembersAs
-	if p.Consumers <= MaxInProcessMembers || perProcess > 1 || len(o.MemberHosts) > 0 || p.Hosts > 0 {
+	ours := o.Members == "" || o.Members == MembersRebalancelab // Kafka's members are JVMs, never pooled
+	if p.Consumers <= MaxInProcessMembers || perProcess > 1 || len(o.MemberHosts) > 0 || p.Hosts > 0 || !ours {
 		return perProcess, membersAs, nil
 	}
 	switch membersAs {

@@ -26,6 +26,7 @@ func TestPoolMembersChoice(t *testing.T) {
 		{name: "test hosts keep a process per member", n: 256, hosts: 2, o: Options{MembersAs: MembersAsProcesses}, wantK: 0, wantAs: MembersAsProcesses},
 		{name: "goroutines refused above the bound", n: 201, o: Options{MembersAs: MembersAsGoroutines},
 			wantErrSub: "--consumers 201: at most 200 members run as goroutines of one process"},
+		{name: "Kafka's members are not pooled", n: 256, o: Options{Members: MembersKafka}, wantK: 0, wantAs: ""},
 		{name: "goroutines at the bound", n: 200, o: Options{MembersAs: MembersAsGoroutines}, wantK: 0, wantAs: MembersAsGoroutines},
 	}
 	for _, c := range cases {
