@@ -41,7 +41,7 @@ if [ "$herd_budget" -lt 1 ]; then herd_budget=1; fi
 echo
 echo "== rebalancelab scenario run herd-join --era all --consumers $herd_sizes --partitions-per-member 2 --era-max-consumers $herd_cut --repeat $repeat --budget ${herd_budget}s"
 echo "   (plots: $out/herd-sweep.svg; report with the verdict, the plots and the largest run's timelines: $out/herd-join/index.html)"
-"$bin" scenario run herd-join --era all --consumers "$herd_sizes" --partitions 1 --partitions-per-member 2 \
+"$bin" scenario run herd-join --era all --consumers "$herd_sizes" --partitions-per-member 2 \
 	--era-max-consumers "$herd_cut" --repeat "$repeat" --budget "${herd_budget}s" --deadline "$deadline" \
 	--json "$out/herd-sweep.json" --plot "$out/herd-sweep.svg" --report "$out/herd-join" | tee "$out/herd-sweep.txt" || rc=1
 
@@ -50,7 +50,7 @@ if [ "$storm_budget" -lt 1 ]; then storm_budget=1; fi
 echo
 echo "== rebalancelab scenario run storm --era all --consumers $storm_sizes --partitions-per-member 2 --era-max-consumers $storm_cut --repeat $repeat --budget ${storm_budget}s"
 echo "   (plots: $out/storm-sweep.svg; report: $out/storm/index.html)"
-"$bin" scenario run storm --era all --consumers "$storm_sizes" --partitions 1 --partitions-per-member 2 \
+"$bin" scenario run storm --era all --consumers "$storm_sizes" --partitions-per-member 2 \
 	--era-max-consumers "$storm_cut" --repeat "$repeat" --budget "${storm_budget}s" --deadline "$deadline" \
 	--json "$out/storm-sweep.json" --plot "$out/storm-sweep.svg" --report "$out/storm" | tee "$out/storm-sweep.txt" || rc=1
 
