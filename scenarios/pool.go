@@ -57,7 +57,9 @@ const AutoMembersPerProcess = 64
 // as Run uses them: as given, except that with o.MembersAs "" (the caller chose nothing) and more than
 // MaxInProcessMembers of this repository's members (o.Members) it chooses member pools of
 // AutoMembersPerProcess. Errors: more than
-// MaxInProcessMembers members asked to run as goroutines of this process.
+// MaxInProcessMembers members asked to run as goroutines of this process. Run applies it to the
+// catalogue's scenarios (Scenario.MaxConsumers 0); a Definition with its own bound (bench storm's)
+// runs its members as its caller says.
 func PoolMembers(p Params, o Options) (perProcess int, membersAs string, err error) {
 	perProcess, membersAs = o.MembersPerProcess, o.MembersAs
 	ours := o.Members == "" || o.Members == MembersRebalancelab // Kafka's members are JVMs, never pooled

@@ -195,8 +195,10 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.MembersPerProcess, o.MembersAs, err = PoolMembers(p, o); err != nil {
-		return nil, err
+	if sc.MaxConsumers == 0 { // the catalogue's bound; a definition with its own (bench storm) chooses itself
+		if o.MembersPerProcess, o.MembersAs, err = PoolMembers(p, o); err != nil {
+			return nil, err
+		}
 	}
 	if sc.Streams != nil {
 		t := LabTiming()

@@ -130,7 +130,7 @@ func RunSweep(ctx context.Context, o SweepOptions) (*SweepResult, error) {
 			return nil, fmt.Errorf("sweep: era max N %s=%d: want an era of %s and N ≥ 1", era, m, strings.Join(Eras, ", "))
 		}
 	}
-	if _, _, err := PoolMembers(Params{Consumers: sizes[len(sizes)-1]}, o.Options); err != nil {
+	if _, _, err := PoolMembers(Params{Consumers: sizes[len(sizes)-1]}, o.Options); err != nil && sc.MaxConsumers == 0 {
 		return nil, err // before the smaller sizes run
 	}
 	for _, n := range []int{sizes[0], sizes[len(sizes)-1]} {
@@ -185,7 +185,7 @@ func RunSweep(ctx context.Context, o SweepOptions) (*SweepResult, error) {
 			}
 			if o.Progress != nil {
 				pools := ""
-				if k, _, _ := PoolMembers(ro.Params, ro); k > 1 {
+				if k, _, _ := PoolMembers(ro.Params, ro); k > 1 && sc.MaxConsumers == 0 {
 					pools = fmt.Sprintf(", members in pools of %d", k)
 				}
 				fmt.Fprintf(o.Progress, "sweep %s: N=%d, P=%d, run %d of %d, eras in order %s%s\n", sc.Name, n, ro.Params.Partitions, i+1, repeat, strings.Join(ro.Eras, ","), pools)
