@@ -393,6 +393,18 @@ func (s *SweepResult) WriteTable(w io.Writer) error {
 		last := s.Sizes[len(s.Sizes)-1]
 		fmt.Fprintf(w, "stopped: the time budget ended the sweep after N=%d (%d run(s) of it)\n", last.N, len(last.Runs))
 	}
+	var reached []string
+	for _, era := range s.eras() {
+		for i := len(s.Sizes) - 1; i >= 0; i-- {
+			if c, ok := s.Cell(s.Sizes[i], era, FigTimeToStableMs); ok {
+				reached = append(reached, fmt.Sprintf("%s N=%d (%d run(s))", era, s.Sizes[i].N, c.Runs()))
+				break
+			}
+		}
+	}
+	if len(reached) > 0 {
+		fmt.Fprintf(w, "reached: %s\n", strings.Join(reached, ", "))
+	}
 	for _, era := range s.eras() {
 		if m, ok := s.EraMaxN[era]; ok && len(s.Sizes) > 0 && s.Sizes[len(s.Sizes)-1].N > m {
 			fmt.Fprintf(w, "stopped: %s at N=%d, cut above it (--era-max-consumers)\n", era, m)

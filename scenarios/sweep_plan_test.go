@@ -103,6 +103,7 @@ func TestSweepPlan(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{"stopped: cooperative at N=64, cut above it (--era-max-consumers)",
+		"reached: zk N=256 (1 run(s)), classic N=256 (1 run(s)), cooperative N=64 (1 run(s))\n",
 		"time_to_stable_ms [the lab's short sessions] (ms): N=64:", "time_to_stable_ms [the lab's short sessions]: ",
 		", timings: the lab's short sessions: zookeeper.session.timeout.ms 2000, session.timeout.ms 2000:"} {
 		if !strings.Contains(out, want) {

@@ -58,6 +58,7 @@ wall=$(($(date +%s) - start))
 echo
 echo "== make demo: wall time ${wall} s (budget ${budget} s, installs excluded)"
 for f in herd-sweep storm-sweep; do
+	grep '^reached: ' "$out/$f.txt" | sed "s/^reached: /  ${f%-sweep} reached: /" || true
 	grep '^stopped: ' "$out/$f.txt" |
 		sed -e "s/^stopped: /  ${f%-sweep}: /" -e "s/(--era-max-consumers)/(the demo's plan, to fit its ${budget} s budget)/" ||
 		echo "  ${f%-sweep}: nothing cut"
