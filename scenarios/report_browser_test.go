@@ -203,6 +203,9 @@ func TestReportInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !bytes.Contains(svg, []byte("; timings: the lab&#39;s short sessions</text>")) {
+		t.Errorf("sweep plot: its title does not name the timings")
+	}
 	notes := 0
 	for _, fv := range sv.Figures {
 		if len(fv.Eras) < 2 || fv.Figure == FigZKReads || fv.Figure == FigZKWatchEvents {

@@ -445,6 +445,10 @@ func (s *SweepResult) WriteSVG(w io.Writer) error {
 	v := s.Verdict()
 	ch := sweep.Chart{Title: fmt.Sprintf("rebalancelab %s: the %q event's figures against N (log-log; medians, min–max bars)", s.Scenario, s.Trigger),
 		Columns: 2}
+	if s.Timings != "" { // every timing drawn names the timings it ran with (their values: the verdict's header)
+		short, _, _ := strings.Cut(s.Timings, ":")
+		ch.Title += "; timings: " + short
+	}
 	for i, era := range eras {
 		ch.Legend = append(ch.Legend, sweep.Series{Label: era, Colour: EraColour(era, i)})
 	}
