@@ -62,7 +62,9 @@ for f in herd-sweep storm-sweep; do
 	grep '^stopped: ' "$out/$f.txt" |
 		sed -e "s/^stopped: /  ${f%-sweep}: /" -e "s/(--era-max-consumers)/(the demo's plan, to fit its ${budget} s budget)/" ||
 		echo "  ${f%-sweep}: nothing cut"
+	grep '^FAIL ' "$out/$f.txt" | sed "s/^/  ${f%-sweep}: /" || true
 done
+grep -q '^result: PASS' "$out/split-brain-zombie.txt" || echo "  split-brain-zombie: did not pass (its table above says why)"
 echo
 echo "== verdict of herd-join (a single join into a stable group, P = 2·N)"
 sed -n '/^verdict over /,$p' "$out/herd-sweep.txt"
