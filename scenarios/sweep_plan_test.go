@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -40,6 +41,16 @@ func TestPoolMembersChoice(t *testing.T) {
 		if err != nil || k != c.wantK || as != c.wantAs {
 			t.Errorf("%s: PoolMembers = %d, %q, %v; want %d, %q", c.name, k, as, err, c.wantK, c.wantAs)
 		}
+	}
+	// Run and RunSweep refuse goroutine members above the bound before anything starts (a sweep before
+	// its smaller sizes run).
+	o := Options{Scenario: "herd-join", MembersAs: MembersAsGoroutines, Params: Params{Consumers: 256}, Log: quietLog(), LabLog: quietLog()}
+	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "at most 200 members run as goroutines") {
+		t.Errorf("Run, 256 goroutine members: error %v, want the bound", err)
+	}
+	if _, err := RunSweep(context.Background(), SweepOptions{Options: o, Sizes: []int{4, 256}}); err == nil ||
+		!strings.Contains(err.Error(), "at most 200 members run as goroutines") {
+		t.Errorf("RunSweep to 256 goroutine members: error %v, want the bound", err)
 	}
 	// The catalogue's scenarios take N=256 now (in pools), up to MaxMembers.
 	for _, name := range []string{"herd-join", "storm"} {
