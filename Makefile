@@ -75,7 +75,14 @@ connect-workers: deps build
 mixed-groups: deps
 	$(GO) test -count=1 -v -run '^TestMixedGroupRealOldConnector' ./zkconsumer/
 
-demo: deps build
+# The main job (scripts/demo.sh): split-brain-zombie, then herd-join and storm swept over N up to 256
+# within a 5-minute budget (DEMO_BUDGET seconds). It needs only ZooKeeper and a JRE (demo-deps), not
+# what the tests need, and no root when both are present.
+.PHONY: demo-deps
+demo-deps:
+	@scripts/deps.sh demo
+
+demo: demo-deps build
 	@scripts/demo.sh $(BIN)
 
 # README's hot-path figures, by one command: the `go test` benchmarks that run their peers in the same

@@ -33,7 +33,8 @@ type Scenario struct {
 	Name        string
 	Description string // one line
 	// Defaults are the params a run takes when the caller gives zeros; MinConsumers and MaxConsumers
-	// (0: 200, what the scenarios are sized for) bound --consumers.
+	// (0: MaxMembers; above MaxInProcessMembers the members run in member pools, PoolMembers) bound
+	// --consumers.
 	Defaults Params
 	// Small is the small size the scenario's test runs it at (scenarios/*_test.go) and `make
 	// kafka-scenarios` too (`scenario list --json`): consumers, partitions and test hosts (the seed is
@@ -178,13 +179,13 @@ func (s *Scenario) params(p Params) (Params, error) {
 	}
 	maxN := s.MaxConsumers
 	if maxN == 0 {
-		maxN = 200
+		maxN = MaxMembers
 	}
 	switch {
 	case p.Consumers < s.MinConsumers:
 		return p, fmt.Errorf("--consumers %d: %s needs at least %d", p.Consumers, s.Name, s.MinConsumers)
 	case p.Consumers > maxN:
-		return p, fmt.Errorf("--consumers %d: at most %d members run in one process", p.Consumers, maxN)
+		return p, fmt.Errorf("--consumers %d: %s runs at most %d members", p.Consumers, s.Name, maxN)
 	case p.Partitions < 1 || p.Partitions > MaxPartitions:
 		return p, fmt.Errorf("--partitions %d: want 1..%d", p.Partitions, MaxPartitions)
 	case p.Hosts < 0 || p.Hosts > lab.MaxHosts:
@@ -199,6 +200,10 @@ func (s *Scenario) params(p Params) (Params, error) {
 
 // MaxPartitions bounds a run's topic (bench storm's P=10,000).
 const MaxPartitions = 10000
+
+// MaxMembers bounds a run's members (bench storm's N=10,000), in member pools above
+// MaxInProcessMembers (PoolMembers).
+const MaxMembers = 10000
 
 // allEras maps every era to figs (Scenario.ByDesign).
 func allEras(figs ...string) map[string][]string {

@@ -45,6 +45,38 @@ import (
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
+// MaxInProcessMembers is the most members a run starts in the runner's process (goroutine members):
+// above it, unless told otherwise, they run in member pools (PoolMembers), as bench storm's do.
+const MaxInProcessMembers = 200
+
+// AutoMembersPerProcess is K of the pools PoolMembers chooses: N=256 runs in 4 pool processes, and
+// each pool's descriptors (two connections a member) stay far below RLIMIT_NOFILE.
+const AutoMembersPerProcess = 64
+
+// PoolMembers returns how a run of p.Consumers members runs them, o.MembersPerProcess and o.MembersAs
+// as Run uses them: as given, except that with o.MembersAs "" (the caller chose nothing) and more than
+// MaxInProcessMembers of this repository's members (o.Members) it chooses member pools of
+// AutoMembersPerProcess. Errors: more than
+// MaxInProcessMembers members asked to run as goroutines of this process. Run applies it to the
+// catalogue's scenarios (Scenario.MaxConsumers 0); a Definition with its own bound (bench storm's)
+// runs its members as its caller says.
+func PoolMembers(p Params, o Options) (perProcess int, membersAs string, err error) {
+	perProcess, membersAs = o.MembersPerProcess, o.MembersAs
+	ours := o.Members == "" || o.Members == MembersRebalancelab // Kafka's members are JVMs, never pooled
+	if p.Consumers <= MaxInProcessMembers || perProcess > 1 || len(o.MemberHosts) > 0 || p.Hosts > 0 || !ours {
+		return perProcess, membersAs, nil
+	}
+	switch membersAs {
+	case MembersAsGoroutines:
+		return 0, "", fmt.Errorf("--consumers %d: at most %d members run as goroutines of one process; "+
+			"more run in member pools (--members-per-process K, chosen as %d when --members-as is not given)",
+			p.Consumers, MaxInProcessMembers, AutoMembersPerProcess)
+	case "":
+		return AutoMembersPerProcess, MembersAsProcesses, nil
+	}
+	return perProcess, membersAs, nil // one process per member, as asked
+}
+
 // poolStatsEvery is how often a pool reports its goroutine count.
 const poolStatsEvery = 250 * time.Millisecond
 

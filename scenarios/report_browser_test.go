@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -22,15 +23,16 @@ import (
 // TestReportInChromium: the HTML report of a real run, loaded in headless Chromium (Debian's
 // `chromium`, which make test installs), has one lane per partition per era, each lane's final owner
 // the owner the result JSON gives for that partition; one time axis for both eras, on which every
-// trigger sits at its event's ms; a lane per member with its deliveries; and, written as a sweep's
-// report, the sweep plot's panels embedded.
+// trigger sits at its event's ms; a lane per member with its deliveries; and a reduced sweep (N=2, 4,
+// one run each) through the whole path, figures → verdict → table, SVG and HTML: the verdict's lines
+// in the table and on the page, its crossovers or "no crossover" on the plot, the plot's panels embedded.
 func TestReportInChromium(t *testing.T) {
 	browser, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Fatalf("chromium not found (scripts/deps.sh installs Debian's chromium): %v", err)
 	}
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	const partitions = 3
 	res, err := Run(ctx, Options{Scenario: "storm", Eras: []string{"zk", "classic"}, Params: Params{Consumers: 2, Partitions: partitions},
@@ -164,12 +166,67 @@ func TestReportInChromium(t *testing.T) {
 		}
 	}
 
-	// The same run as a sweep of one size: the page embeds the sweep plot, and still has its lanes.
+	// A reduced sweep of the same scenario, the whole path a sweep takes (make demo's, at N=2 and 4,
+	// one run each, P = 2·N): figures → verdict → table, SVG and HTML. The table ends with every
+	// verdict line, the SVG carries each plotted figure's crossover or "no crossover", the page embeds
+	// the plot beside the verdict, and still has the largest run's lanes.
 	sdir := t.TempDir()
-	sw := &SweepResult{Scenario: res.Scenario, Trigger: res.Eras[0].Result.Events[0].Trigger,
-		Sizes: []*SweepSize{{N: res.Params.Consumers, Runs: []*RunResult{res}}}}
+	sw, err := RunSweep(ctx, SweepOptions{Options: Options{Scenario: "storm", Eras: []string{"zk", "classic"},
+		Params: Params{Partitions: 1}, Log: quietLog(), LabLog: quietLog()}, Sizes: []int{2, 4}, PartitionsPerMember: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, z := range sw.Sizes {
+		if z.Stopped != "" || len(z.Runs) != 1 {
+			t.Fatalf("sweep N=%d: stopped %q, %d runs (want 1)", z.N, z.Stopped, len(z.Runs))
+		}
+		if p := z.Runs[0].Params.Partitions; p != 2*z.N {
+			t.Errorf("sweep N=%d: %d partitions, want P = 2·N = %d", z.N, p, 2*z.N)
+		}
+	}
+	if len(sw.Sizes) != 2 {
+		t.Fatalf("sweep: %d sizes, want 2", len(sw.Sizes))
+	}
 	if err := sw.WriteReport(sdir); err != nil {
 		t.Fatal(err)
+	}
+	var tbl bytes.Buffer
+	if err := sw.WriteTable(&tbl); err != nil {
+		t.Fatal(err)
+	}
+	sv := sw.Verdict()
+	if !strings.HasPrefix(sv.Lines[0], "verdict over N=2, 4 (") || !strings.Contains(sv.Lines[0], "timings: the lab's short sessions") ||
+		!strings.HasSuffix(strings.TrimSpace(tbl.String()), strings.Join(sv.Lines, "\n")) {
+		t.Errorf("sweep table: want it to end with the verdict's %d lines, its header naming N=2, 4 and the timings:\n%s", len(sv.Lines), tbl.String())
+	}
+	svg, err := os.ReadFile(filepath.Join(sdir, SweepPlotFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(svg, []byte("; timings: the lab&#39;s short sessions</text>")) {
+		t.Errorf("sweep plot: its title does not name the timings")
+	}
+	notes := 0
+	for _, fv := range sv.Figures {
+		if len(fv.Eras) < 2 || fv.Figure == FigZKReads || fv.Figure == FigZKWatchEvents {
+			continue
+		}
+		var want []string
+		for _, x := range fv.Crossovers {
+			want = append(want, fmt.Sprintf("%s: crossover between N=%d and N=%d", fv.Figure, x.FromN, x.ToN))
+		}
+		if fv.NoCrossover != "" {
+			want = append(want, fv.Figure+": no crossover in "+fv.NoCrossover)
+		}
+		for _, w := range want {
+			notes++
+			if !bytes.Contains(svg, []byte(w)) {
+				t.Errorf("sweep plot: no note %q of the verdict", w)
+			}
+		}
+	}
+	if notes < 4 {
+		t.Errorf("sweep plot: %d verdict notes checked, want one per plotted figure (at least 4)", notes)
 	}
 	sdoc := dumpDOM(ctx, t, browser, filepath.Join(sdir, "index.html"))
 	panels, memberLanes := map[string]bool{}, 0

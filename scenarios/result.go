@@ -521,6 +521,9 @@ func (r *RunResult) WriteTable(w io.Writer) error {
 		}
 	}
 	r.writeHosts(w)
+	for _, sb := range SplitBrains(results...) { // split_brain.go: none without a split brain
+		fmt.Fprintln(w, sb.Line(r.timingName()))
+	}
 	for _, e := range r.Eras {
 		if !e.Applies {
 			fmt.Fprintf(w, "%s: not applicable: %s\n", e.Era, e.Reason)

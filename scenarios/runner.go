@@ -62,7 +62,8 @@ type Options struct {
 	// Definition, when set, is run instead of the catalog's scenario named Scenario (benchmarks build
 	// their own scripts; its Relations are checked as usual).
 	Definition *Scenario
-	// MembersAs is how members run: MembersAsGoroutines ("" too) or MembersAsProcesses, one
+	// MembersAs is how members run: MembersAsGoroutines, MembersAsProcesses, or "": goroutines up to
+	// MaxInProcessMembers, member pools above (PoolMembers). MembersAsProcesses runs one
 	// `MemberBinary member ...` process per member incarnation (process.go): a crash is a kill -9, a
 	// restart a new process.
 	MembersAs    string
@@ -193,6 +194,11 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 	p, err := sc.params(o.Params)
 	if err != nil {
 		return nil, err
+	}
+	if sc.MaxConsumers == 0 { // the catalogue's bound; a definition with its own (bench storm) chooses itself
+		if o.MembersPerProcess, o.MembersAs, err = PoolMembers(p, o); err != nil {
+			return nil, err
+		}
 	}
 	if sc.Streams != nil {
 		t := LabTiming()

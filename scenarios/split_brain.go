@@ -42,6 +42,18 @@ func SplitBrains(results ...Result) []SplitBrain {
 	return out
 }
 
+// Line is the era's split brain on one line, as the run's table prints it: "split brain <era>:
+// concurrent_owner_ms 1234 (2 members at most; <timings>), 17 records delivered again, zombie commits 3
+// applied / 0 rejected" (zk: "n/a rejected", NotApplicable); timings names the timings the run ran with (RunResult.timingName).
+func (s SplitBrain) Line(timings string) string {
+	rejected := fmt.Sprintf("%d rejected", s.StaleCommitsRejected)
+	if s.RejectedNA {
+		rejected = "n/a rejected (nothing in the era can refuse one)"
+	}
+	return fmt.Sprintf("split brain %s: concurrent_owner_ms %d (%d members at most; %s), %d records delivered again, zombie commits %d applied / %s",
+		s.Era, s.ConcurrentOwnerMs, s.MaxConcurrentOwners, timings, s.Duplicates, s.StaleCommitsApplied, rejected)
+}
+
 // splitBrainSentence is the report's sentence on split brain: per era, most first, the time two or more
 // members delivered one partition, the records delivered again and the stale commits applied / refused;
 // "" without split brain.
@@ -62,4 +74,19 @@ func splitBrainSentence(results []Result) string {
 	}
 	return "Split brain (concurrent_owner_ms: ms during which two or more members delivered the same partition, " +
 		"summed over partitions; duplicates; stale_commits_applied / _rejected), longest first: " + strings.Join(parts, "; ") + "."
+}
+
+// timingName names the timings the run ran with, for every timing it prints: "the lab's short
+// sessions (zookeeper.session.timeout.ms 2000, session.timeout.ms 2000)" or "Kafka's defaults (...)"
+// (--kafka-defaults: 0.8.2's and 3.9's).
+func (r *RunResult) timingName() string { return TimingName(r.KafkaDefaults, r.Timing) }
+
+// TimingName names timings t: "the lab's short sessions (...)" or, with kafkaDefaults, "Kafka's
+// defaults (...)", with the session timeouts in ms that the eras ran with.
+func TimingName(kafkaDefaults bool, t Timing) string {
+	name := "the lab's short sessions"
+	if kafkaDefaults {
+		name = "Kafka's defaults"
+	}
+	return fmt.Sprintf("%s: zookeeper.session.timeout.ms %d, session.timeout.ms %d", name, t.ZKSessionTimeoutMs, t.SessionTimeoutMs)
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -30,9 +31,15 @@ type SweepOptions struct {
 	Deadline time.Duration
 	// UntilCrossover stops the sweep after the first size at which the crossover is reached.
 	UntilCrossover bool
-	// Budget bounds the whole sweep: no size starts after it is spent (SweepResult.BudgetSpent). 0:
-	// no bound.
+	// Budget bounds the whole sweep: no size, and no run of a size after its first, starts after it
+	// is spent (SweepResult.BudgetSpent; a size cut so keeps fewer runs). 0: no bound.
 	Budget time.Duration
+	// PartitionsPerMember, above 0, gives each size N a topic of PartitionsPerMember·N partitions
+	// (at least Params.Partitions), so that a join moves partitions at every N (P ≥ 2·N with 2).
+	PartitionsPerMember int
+	// EraMaxN: era → the largest N it runs at (a size above it runs without that era, its cells
+	// "cut"); an era not listed runs at every size. The demo's budget cuts the slower eras this way.
+	EraMaxN map[string]int
 }
 
 // SweepSize is one size of a sweep.
@@ -47,8 +54,45 @@ type SweepResult struct {
 	Scenario string
 	Trigger  string // the measured event: the scenario's first trigger
 	Sizes    []*SweepSize
-	// BudgetSpent: the sweep ended because SweepOptions.Budget was spent before the next size.
+	// BudgetSpent: the sweep ended because SweepOptions.Budget was spent before the next size or
+	// the next run of its last size.
 	BudgetSpent bool
+	// EraMaxN is SweepOptions.EraMaxN: the eras cut above a size.
+	EraMaxN map[string]int
+	// Timings names the timings the runs ran with (TimingName), for every timing the sweep prints.
+	Timings string
+}
+
+// cut reports whether era was left out at size n (SweepOptions.EraMaxN).
+func (s *SweepResult) cut(era string, n int) bool {
+	m, ok := s.EraMaxN[era]
+	return ok && n > m
+}
+
+// SweepPlan returns the eras a sweep's run i at size n runs, in run order: eras (ResolveEras of
+// o.Eras) without those cut at n (EraMaxN), rotated by i so that each era runs first, second, ... in
+// turn over the repeats (what runs first meets a colder machine: the JIT of ZooKeeper, the caches).
+func SweepPlan(eras []string, eraMaxN map[string]int, n, i int) []string {
+	var in []string
+	for _, e := range eras {
+		if m, ok := eraMaxN[e]; ok && n > m {
+			continue
+		}
+		in = append(in, e)
+	}
+	if len(in) == 0 {
+		return nil
+	}
+	k := i % len(in)
+	return append(append([]string(nil), in[k:]...), in[:k]...)
+}
+
+// SweepPartitions is the topic's partitions at size n: max(p, k·n) with k > 0, else p.
+func SweepPartitions(p, k, n int) int {
+	if k > 0 {
+		return max(p, k*n)
+	}
+	return p
 }
 
 // sweepFigures are the figures a sweep plots and tabulates, of the measured event.
@@ -75,11 +119,34 @@ func RunSweep(ctx context.Context, o SweepOptions) (*SweepResult, error) {
 			return nil, err
 		}
 	}
-	steps, err := sc.ScriptFor(Params{Consumers: sizes[0], Partitions: o.Params.Partitions, Seed: o.Params.Seed}, LabTiming())
+	if o.PartitionsPerMember < 0 {
+		return nil, fmt.Errorf("sweep: partitions per member %d: want 0 (the topic's --partitions at every N) or more", o.PartitionsPerMember)
+	}
+	eras, err := ResolveEras(o.Eras)
 	if err != nil {
 		return nil, err
 	}
-	res := &SweepResult{Scenario: sc.Name}
+	for era, m := range o.EraMaxN {
+		if !slices.Contains(Eras, era) || m < 1 {
+			return nil, fmt.Errorf("sweep: era max N %s=%d: want an era of %s and N ≥ 1", era, m, strings.Join(Eras, ", "))
+		}
+	}
+	if _, _, err := PoolMembers(Params{Consumers: sizes[len(sizes)-1]}, o.Options); err != nil && sc.MaxConsumers == 0 {
+		return nil, err // before the smaller sizes run
+	}
+	largest := sizes[len(sizes)-1] // its params checked before the smaller sizes run
+	if _, err := sc.ScriptFor(Params{Consumers: largest, Partitions: SweepPartitions(o.Params.Partitions, o.PartitionsPerMember, largest), Seed: o.Params.Seed}, LabTiming()); err != nil {
+		return nil, err
+	}
+	steps, err := sc.ScriptFor(Params{Consumers: sizes[0], Partitions: SweepPartitions(o.Params.Partitions, o.PartitionsPerMember, sizes[0]), Seed: o.Params.Seed}, LabTiming())
+	if err != nil {
+		return nil, err
+	}
+	t := LabTiming()
+	if o.KafkaDefaults {
+		t = KafkaTiming()
+	}
+	res := &SweepResult{Scenario: sc.Name, EraMaxN: o.EraMaxN, Timings: TimingName(o.KafkaDefaults, t)}
 	for _, st := range steps {
 		if st.Action == ActTrigger {
 			res.Trigger = st.Name
@@ -96,19 +163,32 @@ func RunSweep(ctx context.Context, o SweepOptions) (*SweepResult, error) {
 			res.BudgetSpent = true
 			break
 		}
+		if len(SweepPlan(eras, o.EraMaxN, n, 0)) == 0 {
+			break // every era cut
+		}
 		size := &SweepSize{N: n}
 		res.Sizes = append(res.Sizes, size)
 		for i := 0; i < repeat; i++ {
+			if i > 0 && o.Budget > 0 && time.Since(start) >= o.Budget {
+				res.BudgetSpent = true // the size keeps the runs that finished: its cells say how many
+				return res, nil
+			}
 			ro := o.Options
 			ro.Progress = nil // the sweep's own line per run below is the progress
+			ro.Eras = SweepPlan(eras, o.EraMaxN, n, i)
 			ro.Params.Consumers = n
+			ro.Params.Partitions = SweepPartitions(o.Params.Partitions, o.PartitionsPerMember, n)
 			ro.Params.Seed = o.Params.Seed + int64(i)
 			rctx, cancel := ctx, context.CancelFunc(func() {})
 			if o.Deadline > 0 {
 				rctx, cancel = context.WithTimeout(ctx, o.Deadline)
 			}
 			if o.Progress != nil {
-				fmt.Fprintf(o.Progress, "sweep %s: N=%d, run %d of %d\n", sc.Name, n, i+1, repeat)
+				pools := ""
+				if k, _, _ := PoolMembers(ro.Params, ro); k > 1 && sc.MaxConsumers == 0 {
+					pools = fmt.Sprintf(", members in pools of %d", k)
+				}
+				fmt.Fprintf(o.Progress, "sweep %s: N=%d, P=%d, run %d of %d, eras in order %s%s\n", sc.Name, n, ro.Params.Partitions, i+1, repeat, strings.Join(ro.Eras, ","), pools)
 			}
 			r, err := Run(rctx, ro)
 			deadline := rctx.Err() != nil && ctx.Err() == nil
@@ -288,6 +368,8 @@ func (s *SweepResult) WriteTable(w io.Writer) error {
 					row = append(row, c.String())
 				case len(z.Runs) == 0:
 					row = append(row, "stopped")
+				case s.cut(era, z.N):
+					row = append(row, "cut")
 				default:
 					row = append(row, "n/a")
 					na = true
@@ -308,7 +390,25 @@ func (s *SweepResult) WriteTable(w io.Writer) error {
 		}
 	}
 	if s.BudgetSpent {
-		fmt.Fprintf(w, "stopped: the time budget ended the sweep after N=%d\n", s.Sizes[len(s.Sizes)-1].N)
+		last := s.Sizes[len(s.Sizes)-1]
+		fmt.Fprintf(w, "stopped: the time budget ended the sweep after N=%d (%d run(s) of it)\n", last.N, len(last.Runs))
+	}
+	var reached []string
+	for _, era := range s.eras() {
+		for i := len(s.Sizes) - 1; i >= 0; i-- {
+			if c, ok := s.Cell(s.Sizes[i], era, FigTimeToStableMs); ok {
+				reached = append(reached, fmt.Sprintf("%s N=%d (%d run(s))", era, s.Sizes[i].N, c.Runs()))
+				break
+			}
+		}
+	}
+	if len(reached) > 0 {
+		fmt.Fprintf(w, "reached: %s\n", strings.Join(reached, ", "))
+	}
+	for _, era := range s.eras() {
+		if m, ok := s.EraMaxN[era]; ok && len(s.Sizes) > 0 && s.Sizes[len(s.Sizes)-1].N > m {
+			fmt.Fprintf(w, "stopped: %s at N=%d, cut above it (--era-max-consumers)\n", era, m)
+		}
 	}
 	if f, ok := s.FitZKReads(); ok {
 		fmt.Fprintf(w, "zk reads per %s: %s; the algorithm's own count, (N+1)(N+2):", s.Trigger, f.Growth)
@@ -328,7 +428,7 @@ func (s *SweepResult) WriteTable(w io.Writer) error {
 
 func allNA(cells []string) bool {
 	for _, c := range cells {
-		if c != "n/a" {
+		if c != "n/a" && c != "cut" {
 			return false
 		}
 	}
@@ -345,6 +445,10 @@ func (s *SweepResult) WriteSVG(w io.Writer) error {
 	v := s.Verdict()
 	ch := sweep.Chart{Title: fmt.Sprintf("rebalancelab %s: the %q event's figures against N (log-log; medians, min–max bars)", s.Scenario, s.Trigger),
 		Columns: 2}
+	if s.Timings != "" { // every timing drawn names the timings it ran with (their values: the verdict's header)
+		short, _, _ := strings.Cut(s.Timings, ":")
+		ch.Title += "; timings: " + short
+	}
 	for i, era := range eras {
 		ch.Legend = append(ch.Legend, sweep.Series{Label: era, Colour: EraColour(era, i)})
 	}

@@ -68,5 +68,32 @@ func (s *SweepResult) FigureCells() []sweep.FigureCells {
 	return out
 }
 
-// Verdict is the sweep's verdict (sweep.Judge over FigureCells).
-func (s *SweepResult) Verdict() sweep.Verdict { return sweep.Judge(s.FigureCells()) }
+// Verdict is the sweep's verdict (sweep.Judge over FigureCells), every timing in it naming the
+// timings the runs ran with (SweepResult.Timings): the header with their values, each sentence on an
+// _ms figure with their name ("time_to_stable_ms [the lab's short sessions] (ms): ...").
+func (s *SweepResult) Verdict() sweep.Verdict {
+	v := sweep.Judge(s.FigureCells())
+	if s.Timings == "" || len(v.Lines) == 0 {
+		return v
+	}
+	short, _, _ := strings.Cut(s.Timings, ":") // "the lab's short sessions"; the header gives the values
+	named := func(lines []string) []string {
+		out := make([]string, len(lines))
+		for i, l := range lines {
+			out[i] = l
+			fig, rest, _ := strings.Cut(l, " ")
+			name := strings.TrimSuffix(fig, ":")
+			switch {
+			case strings.HasSuffix(name, "_ms"): // "time_to_stable_ms [timings]: ..."
+				out[i] = name + " [" + short + "]" + fig[len(name):] + " " + rest
+			case strings.Contains(l, "_ms "): // an era's wins or losses on an _ms figure
+				out[i] = l + " [" + short + "]"
+			}
+		}
+		return out
+	}
+	v.Rankings, v.Conclusions = named(v.Rankings), named(v.Conclusions)
+	header := strings.TrimSuffix(v.Lines[0], ":") + ", timings: " + s.Timings + ":"
+	v.Lines = append(append([]string{header}, v.Rankings...), v.Conclusions...)
+	return v
+}

@@ -9,7 +9,20 @@
 # lab's peers: Streams' MergeApp, Connect's connectors, the old connector's harness), rebuilt when
 # missing or older than a POM or a module's source.
 # Idempotent and quiet when all is present.
+#
+# `scripts/deps.sh demo` (make demo-deps) installs only what `make demo` runs: a ZooKeeper server and a
+# JRE (the demo's brokers and members are this repository's Go code; no Kafka jars, no interop build).
+# A non-root user who has both needs neither root nor apt-get.
 set -euo pipefail
+
+mode=${1:-all}
+case "$mode" in
+all | demo) ;;
+*)
+	echo "deps: mode $mode: want all (what make test needs; the default) or demo (ZooKeeper and a JRE)" >&2
+	exit 2
+	;;
+esac
 
 need=()
 have_zk() {
@@ -17,6 +30,26 @@ have_zk() {
 	[ -f /usr/share/java/zookeeper.jar ]
 }
 have_zk || need+=(zookeeper)
+if [ "$mode" = demo ]; then
+	command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
+	if [ ${#need[@]} -gt 0 ]; then
+		if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+			echo "deps: installing ${need[*]} with apt-get (what make demo runs)" >&2
+			export DEBIAN_FRONTEND=noninteractive
+			apt-get update -qq
+			apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+		else
+			cat >&2 <<MSG
+deps: missing: ${need[*]}
+  make demo runs a REAL ZooKeeper server (a JVM). Get it by one of:
+  - Debian/Ubuntu:  sudo apt-get install zookeeper openjdk-17-jre-headless
+  - a ZooKeeper 3.8 tarball: export ZOOKEEPER_HOME=/path/to/apache-zookeeper-3.8.x-bin (needs java on PATH)
+MSG
+			exit 1
+		fi
+	fi
+	exit 0
+fi
 # The interop build and the Kafka 3.9 broker: a JDK 17 (javac marks the JDK) and Maven.
 { command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; } || need+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || need+=(maven)

@@ -73,6 +73,8 @@ connect-workers runs it).`,
 		hosts         int
 		connectProtos []string
 		scriptFile    string
+		perMember     int
+		eraMaxN       map[string]int
 	)
 	run := &cobra.Command{
 		Use:   "run NAME [--script FILE] [--era all] [--broker rebalancelab|kafka|rebalancelab,kafka] [--consumers N|N1,N2,...] [--partitions P] [--json FILE] [--report DIR] [--plot FILE.svg] [--seed S] [--zk ADDRS] [--zk-config k=v ...] [--members-as goroutines|processes] [--hosts N] [--bootstrap ADDRS [--keep]]",
@@ -118,7 +120,11 @@ which era ranks best at each N, ties (overlapping min–max ranges), crossovers 
 crossover in N=a..b", what each era wins and loses. --plot FILE.svg the log-log plots, --json FILE the
 single-size results as a list under "runs" and the verdict under "verdict", --report DIR the HTML page
 of the largest size's run with the verdict and the plots (DIR/sweep.svg) at its top. A size that does
-not finish within --deadline stops the sweep and says why (one broker at a time).
+not finish within --deadline stops the sweep and says why (one broker at a time). The eras' order
+rotates between the runs of a size (each era first in turn); --partitions-per-member K gives each size
+N a topic of K·N partitions; --era-max-consumers era=N cuts an era above N. Every timing in the verdict
+names the timings it ran with (the lab's short sessions, or Kafka's defaults with --kafka-defaults).
+Above 200 members (--members-as not given) the members run in member pools of 64, as --members-per-process 64.
 
 connect-workers runs real Kafka Connect 3.9 workers (interop/connect-3.9, from make deps) on a lab with the
 rebalancelab broker, once per --connect-protocol (sessioned, eager): the four layouts, then a worker
@@ -137,6 +143,8 @@ Of the flags above only --json applies (a list of the runs).`,
 				}
 				if needs { // members run inside their test hosts, as processes
 					membersAs = scenarios.MembersAsProcesses
+				} else { // goroutines, or member pools above scenarios.MaxInProcessMembers (PoolMembers)
+					membersAs = ""
 				}
 			}
 			if perProcess < 0 {
@@ -152,7 +160,7 @@ Of the flags above only --json applies (a list of the runs).`,
 			// scenarios that kill brokers with SIGKILL.
 			memberBin, binErr := os.Executable()
 			switch membersAs {
-			case scenarios.MembersAsGoroutines:
+			case scenarios.MembersAsGoroutines, "": // "": pools above 200 members use memberBin
 			case scenarios.MembersAsProcesses:
 				if binErr != nil {
 					return fmt.Errorf("--members-as processes: this binary's path: %w", binErr)
@@ -206,12 +214,13 @@ Of the flags above only --json applies (a list of the runs).`,
 			if len(brokers) > 1 && len(members) > 1 {
 				return fmt.Errorf("--broker %s --members %s: compare brokers or members, one list at a time", brokerImpl, membersImpl)
 			}
-			if len(sizes) > 1 || plotFile != "" || repeat > 1 {
+			if len(sizes) > 1 || plotFile != "" || repeat > 1 || perMember > 0 || len(eraMaxN) > 0 {
 				if len(brokers) > 1 || len(members) > 1 {
 					return fmt.Errorf("--broker %s --members %s: a sweep runs on one broker and one kind of member at a time", brokerImpl, membersImpl)
 				}
 				return runSweep(cmd, scenarios.SweepOptions{Options: options(brokerImpl, membersImpl, "", ""), Sizes: sizes,
-					Repeat: repeat, Deadline: deadline, Budget: budget, UntilCrossover: untilCross}, jsonFile, plotFile, reportDir)
+					Repeat: repeat, Deadline: deadline, Budget: budget, UntilCrossover: untilCross,
+					PartitionsPerMember: perMember, EraMaxN: eraMaxN}, jsonFile, plotFile, reportDir)
 			}
 			runOn := func(brokerImpl, members, jsonFile, reportDir string) (*scenarios.RunResult, error) {
 				res, err := scenarios.Run(cmd.Context(), options(brokerImpl, members, jsonFile, reportDir))
@@ -309,12 +318,14 @@ Of the flags above only --json applies (a list of the runs).`,
 	f.StringVar(&membersImpl, "members", scenarios.MembersRebalancelab, "the members: rebalancelab (ours: newconsumer, zkconsumer), kafka (Kafka 3.9's VerifiableConsumer JVMs in the coordinator eras, the real 0.8.2.2 ZookeeperConsumerConnector in the zk era), mixed (one group of both: m1, m3... ours, m2, m4... Kafka's), or a comma-separated list to run each and compare")
 	f.IntVar(&perProcess, "members-per-process", 0, "with --members-as processes: members per process (0 or 1: one; with --member-hosts 0 spreads the consumers evenly over them; K above 1: K members share a `rebalancelab member-pool` process, its file descriptors and runtime; a crash then cuts the member's links at this process's proxies and stops its consumer, as for goroutine members, not a kill -9)")
 	f.StringSliceVar(&memberHosts, "member-hosts", nil, "HOST:PORT,... of `rebalancelab member-pool --listen` on other machines: the members run there in pools (--members-per-process, default the consumers spread evenly), each host's clock offset measured at the start; the brokers and ZooKeeper must be reachable from them (e.g. --bootstrap and --zk of a cluster both reach); no crash or link-fault scripts")
-	f.StringVar(&membersAs, "members-as", scenarios.MembersAsGoroutines, `how members run: "goroutines" of this process, or "processes": one rebalancelab process per member (a crash is a kill -9, a restart a new process)`)
+	f.StringVar(&membersAs, "members-as", scenarios.MembersAsGoroutines, `how members run: "goroutines" of this process, or "processes": one rebalancelab process per member (a crash is a kill -9, a restart a new process); not given, above 200 members they run in member pools of 64 (--members-per-process)`)
 	f.IntVar(&hosts, "hosts", 0, "run on N test hosts (network namespaces): ZooKeeper and the broker on h1, members as processes round-robin over h1..hN (0: the scenario's default, none for most)")
 	f.StringVar(&plotFile, "plot", "", "sweep: write the log-log plots of the figures against N to FILE.svg")
 	f.IntVar(&repeat, "repeat", 1, "sweep: runs per size (medians are reported)")
 	f.DurationVar(&deadline, "deadline", 10*time.Minute, "sweep: bound on each run; a size that does not finish stops the sweep")
-	f.DurationVar(&budget, "budget", 0, "sweep: no size starts after this much time (0: no bound)")
+	f.DurationVar(&budget, "budget", 0, "sweep: no size, and no repeat of a size, starts after this much time (0: no bound; a size cut so reports its runs)")
+	f.IntVar(&perMember, "partitions-per-member", 0, "sweep: a topic of K·N partitions at each size N (at least --partitions), so that a join moves partitions at every N (2: P = 2·N)")
+	f.StringToIntVar(&eraMaxN, "era-max-consumers", nil, "sweep: era=N,...: the largest N an era runs at (sizes above it run without it, its cells \"cut\")")
 	f.BoolVar(&untilCross, "until-crossover", false, "sweep: stop after the first size where every coordinator era stabilises faster than the zk era")
 	f.Int64Var(&downMs, "down-ms", 0, "how long a restarted member stays down, in ms (rolling-restart, static-member-bounce; 0: half the session timeout)")
 

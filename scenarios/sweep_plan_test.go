@@ -1,0 +1,171 @@
+package scenarios
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestPoolMembersChoice: above MaxInProcessMembers members, a run whose caller chose nothing runs them
+// in pools of AutoMembersPerProcess; an explicit choice stands; goroutines above the bound are refused.
+func TestPoolMembersChoice(t *testing.T) {
+	cases := []struct {
+		name       string
+		n          int
+		o          Options
+		hosts      int
+		wantK      int
+		wantAs     string
+		wantErrSub string
+	}{
+		{name: "in process at the bound", n: MaxInProcessMembers, wantK: 0, wantAs: ""},
+		{name: "pools above the bound", n: MaxInProcessMembers + 1, wantK: AutoMembersPerProcess, wantAs: MembersAsProcesses},
+		{name: "N=256", n: 256, wantK: 64, wantAs: MembersAsProcesses},
+		{name: "explicit K stands", n: 256, o: Options{MembersPerProcess: 10, MembersAs: MembersAsProcesses}, wantK: 10, wantAs: MembersAsProcesses},
+		{name: "one process per member as asked", n: 256, o: Options{MembersAs: MembersAsProcesses}, wantK: 0, wantAs: MembersAsProcesses},
+		{name: "test hosts keep a process per member", n: 256, hosts: 2, o: Options{MembersAs: MembersAsProcesses}, wantK: 0, wantAs: MembersAsProcesses},
+		{name: "goroutines refused above the bound", n: 201, o: Options{MembersAs: MembersAsGoroutines},
+			wantErrSub: "--consumers 201: at most 200 members run as goroutines of one process"},
+		{name: "Kafka's members are not pooled", n: 256, o: Options{Members: MembersKafka}, wantK: 0, wantAs: ""},
+		{name: "goroutines at the bound", n: 200, o: Options{MembersAs: MembersAsGoroutines}, wantK: 0, wantAs: MembersAsGoroutines},
+	}
+	for _, c := range cases {
+		k, as, err := PoolMembers(Params{Consumers: c.n, Hosts: c.hosts}, c.o)
+		if c.wantErrSub != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErrSub) {
+				t.Errorf("%s: error %v, want one containing %q", c.name, err, c.wantErrSub)
+			}
+			continue
+		}
+		if err != nil || k != c.wantK || as != c.wantAs {
+			t.Errorf("%s: PoolMembers = %d, %q, %v; want %d, %q", c.name, k, as, err, c.wantK, c.wantAs)
+		}
+	}
+	// Run and RunSweep refuse goroutine members above the bound before anything starts (a sweep before
+	// its smaller sizes run).
+	o := Options{Scenario: "herd-join", MembersAs: MembersAsGoroutines, Params: Params{Consumers: 256}, Log: quietLog(), LabLog: quietLog()}
+	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "at most 200 members run as goroutines") {
+		t.Errorf("Run, 256 goroutine members: error %v, want the bound", err)
+	}
+	if _, err := RunSweep(context.Background(), SweepOptions{Options: o, Sizes: []int{4, 256}}); err == nil ||
+		!strings.Contains(err.Error(), "at most 200 members run as goroutines") {
+		t.Errorf("RunSweep to 256 goroutine members: error %v, want the bound", err)
+	}
+	// The catalogue's scenarios take N=256 now (in pools), up to MaxMembers.
+	for _, name := range []string{"herd-join", "storm"} {
+		sc, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sc.ScriptFor(Params{Consumers: 256, Partitions: 512}, LabTiming()); err != nil {
+			t.Errorf("%s at N=256: %v", name, err)
+		}
+		if _, err := sc.ScriptFor(Params{Consumers: MaxMembers + 1, Partitions: 8}, LabTiming()); err == nil ||
+			!strings.Contains(err.Error(), "runs at most 10000 members") {
+			t.Errorf("%s at N=%d: error %v, want the bound", name, MaxMembers+1, err)
+		}
+	}
+}
+
+// TestSweepPlan: the eras of each run of a size rotate (each first in turn over the repeats), an era
+// cut above its largest N is left out, and P = K·N at each size.
+func TestSweepPlan(t *testing.T) {
+	eras := []string{"zk", "classic", "cooperative", "static"}
+	cut := map[string]int{"cooperative": 64, "static": 64}
+	want := [][]string{
+		{"zk", "classic", "cooperative", "static"},
+		{"classic", "cooperative", "static", "zk"},
+		{"cooperative", "static", "zk", "classic"},
+		{"static", "zk", "classic", "cooperative"},
+		{"zk", "classic", "cooperative", "static"},
+	}
+	for i, w := range want {
+		if got := SweepPlan(eras, cut, 64, i); !slices.Equal(got, w) {
+			t.Errorf("N=64 run %d: eras %v, want %v", i, got, w)
+		}
+	}
+	for i, w := range [][]string{{"zk", "classic"}, {"classic", "zk"}, {"zk", "classic"}} {
+		if got := SweepPlan(eras, cut, 256, i); !slices.Equal(got, w) {
+			t.Errorf("N=256 run %d: eras %v, want %v", i, got, w)
+		}
+	}
+	if got := SweepPlan([]string{"cooperative"}, cut, 256, 0); got != nil {
+		t.Errorf("every era cut: %v, want none", got)
+	}
+	for _, c := range []struct{ p, k, n, want int }{{64, 0, 256, 64}, {64, 2, 16, 64}, {64, 2, 256, 512}, {1, 3, 5, 15}} {
+		if got := SweepPartitions(c.p, c.k, c.n); got != c.want {
+			t.Errorf("SweepPartitions(%d, %d, %d) = %d, want %d", c.p, c.k, c.n, got, c.want)
+		}
+	}
+	s := &SweepResult{Scenario: "herd-join", Trigger: "join", EraMaxN: cut, Timings: TimingName(false, LabTiming())}
+	for _, n := range []int{64, 256} {
+		z := &SweepSize{N: n}
+		figs := map[string]Figures{"zk": {TimeToStableMs: int64(n)}, "classic": {TimeToStableMs: 300}}
+		if n <= 64 {
+			figs["cooperative"] = Figures{TimeToStableMs: 900}
+		}
+		z.Runs = append(z.Runs, fakeRun(n, figs))
+		s.Sizes = append(s.Sizes, z)
+	}
+	var b strings.Builder
+	if err := s.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"stopped: cooperative at N=64, cut above it (--era-max-consumers)",
+		"reached: zk N=256 (1 run(s)), classic N=256 (1 run(s)), cooperative N=64 (1 run(s))\n",
+		"time_to_stable_ms [the lab's short sessions] (ms): N=64:", "time_to_stable_ms [the lab's short sessions]: ",
+		", timings: the lab's short sessions: zookeeper.session.timeout.ms 2000, session.timeout.ms 2000:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	var row string
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 2 && f[0] == FigTimeToStableMs && f[1] == "cooperative" {
+			row = l
+		}
+		if f := strings.Fields(l); len(f) > 2 && f[0] == FigZKReads && f[1] == "cooperative" {
+			t.Errorf("a row of zk_reads for cooperative (n/a, then cut): %q", l)
+		}
+	}
+	if f := strings.Fields(row); len(f) != 6 || f[2] != "900" || f[5] != "cut" {
+		t.Errorf("cooperative's time_to_stable_ms row %q: want its N=256 cell cut", row)
+	}
+}
+
+// TestSplitBrainLines: a run's table has a line per era with its split brain, naming the timings, the
+// zk era's zombie commits "n/a rejected"; none without a split brain.
+func TestSplitBrainLines(t *testing.T) {
+	r := &RunResult{Scenario: "split-brain-zombie", Params: Params{Consumers: 2, Partitions: 4}, Timing: LabTiming()}
+	for _, era := range []string{"zk", "classic"} {
+		tot := Figures{ConcurrentOwnerMs: 8166, MaxConcurrentOwners: 2, Duplicates: 154, StaleCommitsApplied: 2}
+		if era == "classic" {
+			tot = Figures{ConcurrentOwnerMs: 6600, MaxConcurrentOwners: 2, Duplicates: 134, StaleCommitsRejected: 2}
+		}
+		r.Eras = append(r.Eras, &EraRun{Era: era, Applies: true, Result: Result{Era: era, NotApplicable: NotApplicable(era), Totals: tot}})
+	}
+	var b strings.Builder
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"split brain zk: concurrent_owner_ms 8166 (2 members at most; the lab's short sessions: zookeeper.session.timeout.ms 2000, session.timeout.ms 2000), 154 records delivered again, zombie commits 2 applied / n/a rejected (nothing in the era can refuse one)\n",
+		"split brain classic: concurrent_owner_ms 6600 (2 members at most; the lab's short sessions: zookeeper.session.timeout.ms 2000, session.timeout.ms 2000), 134 records delivered again, zombie commits 0 applied / 2 rejected\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	for _, e := range r.Eras {
+		e.Result.Totals.MaxConcurrentOwners = 1
+	}
+	b.Reset()
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "split brain") {
+		t.Errorf("no split brain, yet a split-brain line:\n%s", b.String())
+	}
+}
