@@ -79,16 +79,9 @@ peak_rss_bytes and cpu_ms then cover the members and proxies only).`,
 			if deadline <= 0 {
 				return fmt.Errorf("--deadline %s: want a positive duration (e.g. 120s)", deadline)
 			}
-			bc := map[string]string{}
-			for _, kv := range brokerConf {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || k == "" {
-					return fmt.Errorf("--broker-config %q: want KEY=VALUE (e.g. message.max.bytes=8388608)", kv)
-				}
-				bc[k] = v
-			}
-			if len(bc) == 0 {
-				bc = nil
+			bc, err := parseBrokerConfig(brokerConf)
+			if err != nil {
+				return err
 			}
 			if cpuProfile != "" {
 				f, err := os.Create(cpuProfile)
@@ -320,4 +313,21 @@ func (p *progressBar) stop() {
 	if p.tty {
 		fmt.Fprintln(p.w)
 	}
+}
+
+// parseBrokerConfig reads --broker-config's KEY=VALUE settings (server.properties keys for the lab's
+// brokers) into a map; nil when there are none. Errors: a setting without '=' or with an empty key.
+func parseBrokerConfig(settings []string) (map[string]string, error) {
+	if len(settings) == 0 {
+		return nil, nil
+	}
+	bc := map[string]string{}
+	for _, kv := range settings {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--broker-config %q: want KEY=VALUE (e.g. message.max.bytes=8388608)", kv)
+		}
+		bc[k] = v
+	}
+	return bc, nil
 }

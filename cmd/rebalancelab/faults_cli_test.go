@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,5 +109,23 @@ func TestReadStepsBadInput(t *testing.T) {
 	steps, err := readSteps(strings.NewReader("{\"delay_ms\":5,\"action\":\"zk-stop\",\"node\":1}\n"))
 	if err != nil || len(steps) != 1 || steps[0] != (scenarios.Step{DelayMs: 5, Action: scenarios.ActZKStop, Node: 1}) {
 		t.Errorf("steps %+v, %v", steps, err)
+	}
+}
+
+// TestParseBrokerConfig: --broker-config (scenario run and bench storm) takes KEY=VALUE settings, the
+// value may hold '=' and be empty; a setting without '=' or with no key is refused, naming it.
+func TestParseBrokerConfig(t *testing.T) {
+	got, err := parseBrokerConfig([]string{"zookeeper.session.timeout.ms=18000", "a=b=c", "empty="})
+	want := map[string]string{"zookeeper.session.timeout.ms": "18000", "a": "b=c", "empty": ""}
+	if err != nil || !maps.Equal(got, want) {
+		t.Errorf("parseBrokerConfig: %v, %v; want %v", got, err, want)
+	}
+	if got, err := parseBrokerConfig(nil); got != nil || err != nil {
+		t.Errorf("no settings: %v, %v; want nil, nil", got, err)
+	}
+	for _, bad := range []string{"no-equals", "=value"} {
+		if _, err := parseBrokerConfig([]string{bad}); err == nil || !strings.Contains(err.Error(), `--broker-config "`+bad+`"`) {
+			t.Errorf("%q: error %v", bad, err)
+		}
 	}
 }

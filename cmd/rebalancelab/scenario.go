@@ -56,6 +56,7 @@ connect-workers runs it).`,
 		seed          int64
 		zkAddrs       string
 		kafkaDefaults bool
+		brokerConf    []string
 		membersAs     string
 		perProcess    int
 		memberHosts   []string
@@ -188,8 +189,12 @@ Of the flags above only --json applies (a list of the runs).`,
 					return err
 				}
 			}
+			brokerConfig, err := parseBrokerConfig(brokerConf)
+			if err != nil {
+				return err
+			}
 			options := func(brokerImpl, members, jsonFile, reportDir string) scenarios.Options {
-				o := scenarios.Options{Members: members,
+				o := scenarios.Options{Members: members, BrokerConfig: brokerConfig,
 					Scenario: args[0], Eras: eras, KafkaDefaults: kafkaDefaults, ExternalZK: zkAddrs, ZKConfig: zkConfig,
 					Broker: brokerImpl, MembersAs: membersAs, MembersPerProcess: perProcess, MemberHosts: memberHosts, MemberBinary: memberBin, Bootstrap: bootstrap, Keep: keep,
 					Params:    scenarios.Params{Consumers: sizes[0], Partitions: partitions, Seed: seed, DownMs: downMs, Hosts: hosts},
@@ -313,6 +318,7 @@ Of the flags above only --json applies (a list of the runs).`,
 	f.StringVar(&zkAddrs, "zk", "", "use this running ZooKeeper (host:port,...) instead of starting one; with --bootstrap, the cluster's ZooKeeper (the zk era needs it)")
 	addExternalFlags(run, &bootstrap, &keep)
 	f.BoolVar(&kafkaDefaults, "kafka-defaults", false, "Kafka's own timing (45 s sessions...) instead of the lab's short settings")
+	f.StringArrayVar(&brokerConf, "broker-config", nil, "KEY=VALUE server.properties setting for the lab's brokers over the lab's own (repeatable), e.g. zookeeper.session.timeout.ms=18000 (Kafka's default) so that the brokers' own ZooKeeper sessions outlive a zk-era herd of hundreds of members")
 	f.StringArrayVar(&zkConfigs, "zk-config", nil, "Kafka 0.8.2 consumer property key=value for every zk-era member (repeatable), e.g. offsets.storage=kafka")
 	addBrokerListFlag(run, &brokerImpl)
 	f.StringVar(&membersImpl, "members", scenarios.MembersRebalancelab, "the members: rebalancelab (ours: newconsumer, zkconsumer), kafka (Kafka 3.9's VerifiableConsumer JVMs in the coordinator eras, the real 0.8.2.2 ZookeeperConsumerConnector in the zk era), mixed (one group of both: m1, m3... ours, m2, m4... Kafka's), or a comma-separated list to run each and compare")
