@@ -393,9 +393,6 @@ func (c *Connector) CommitOffsets() error { return c.commitOffsets(c.ctx, 1) }
 func (c *Connector) commitOffsets(ctx context.Context, attempts int) error {
 	c.commitMu.Lock()
 	defer c.commitMu.Unlock()
-	for _, q := range c.allQueues { // the messages already taken count as consumed (threadQueue.settle)
-		q.settle()
-	}
 	if c.cfg.OffsetsStorage == OffsetsStorageKafka {
 		for attempt := 1; ; attempt++ {
 			c.mu.Lock()

@@ -45,14 +45,11 @@ type chunk struct {
 // fetchers block when it is full) and the iterator goroutine (ConsumerIterator) that hands
 // messages one by one to the stream channel. A message counts as consumed — its offset+1 becomes
 // the partition's consumed offset and a deliver record is written — only once the application
-// has received it. The channel hand-over and that store are two steps of the iterator goroutine, where
-// 0.8.2's ConsumerIterator.next stores the offset in the application's own thread before it returns the
-// message; settle closes the gap for a commit (see settle).
+// has received it.
 type threadQueue struct {
 	chunks chan *chunk
 	out    chan Message
 	clear  chan chan struct{}
-	sync   chan chan struct{} // settle's requests
 	stop   chan struct{}
 	done   chan struct{}
 	rec    *timeline.Recorder
@@ -64,7 +61,6 @@ func newThreadQueue(capacity int, rec *timeline.Recorder) *threadQueue {
 		chunks: make(chan *chunk, capacity),
 		out:    make(chan Message),
 		clear:  make(chan chan struct{}),
-		sync:   make(chan chan struct{}),
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 		rec:    rec,
@@ -83,8 +79,6 @@ func (q *threadQueue) iterate() {
 		case ack := <-q.clear:
 			q.drain()
 			close(ack)
-		case ack := <-q.sync:
-			close(ack)
 		case c := <-q.chunks:
 			if !q.deliver(c) {
 				return
@@ -100,21 +94,16 @@ func (q *threadQueue) deliver(c *chunk) bool {
 		if m.Offset < c.pi.consumed.Load() { // already handed over (ConsumerIterator skips these)
 			continue
 		}
-		for handed := false; !handed; {
-			select {
-			case q.out <- m:
-				c.pi.consumed.Store(m.Offset + 1)
-				q.rec.Emit(timeline.Record{Kind: timeline.Deliver, Topic: m.Topic, Partition: timeline.I32(m.Partition), Offset: timeline.I64(m.Offset)})
-				handed = true
-			case ack := <-q.clear:
-				q.drain()
-				close(ack)
-				return true
-			case ack := <-q.sync: // m is not handed over yet: nothing to store
-				close(ack)
-			case <-q.stop:
-				return false
-			}
+		select {
+		case q.out <- m:
+			c.pi.consumed.Store(m.Offset + 1)
+			q.rec.Emit(timeline.Record{Kind: timeline.Deliver, Topic: m.Topic, Partition: timeline.I32(m.Partition), Offset: timeline.I64(m.Offset)})
+		case ack := <-q.clear:
+			q.drain()
+			close(ack)
+			return true
+		case <-q.stop:
+			return false
 		}
 	}
 	return true
@@ -136,20 +125,6 @@ func (q *threadQueue) clearQueue() {
 	ack := make(chan struct{})
 	select {
 	case q.clear <- ack:
-		<-ack
-	case <-q.done:
-	}
-}
-
-// settle returns once every message the application has received from this queue is stored as
-// consumed: the iterator answers between two hand-overs, after the store of the last one. A commit calls
-// it first, so that an application that commits right after taking a message commits past it, as with
-// 0.8.2's ConsumerIterator (which stores the offset before next returns). Returns at once when the
-// queue has stopped.
-func (q *threadQueue) settle() {
-	ack := make(chan struct{})
-	select {
-	case q.sync <- ack:
 		<-ack
 	case <-q.done:
 	}
