@@ -30,24 +30,25 @@ have_zk() {
 	[ -f /usr/share/java/zookeeper.jar ]
 }
 have_zk || need+=(zookeeper)
+# install_or_say installs need[] with apt-get as root, or prints what to install ($1: what the packages
+# are for, $2: the commands that get them) and exits 1. Nothing is missing: it returns.
+install_or_say() {
+	[ ${#need[@]} -gt 0 ] || return 0
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		echo "deps: installing ${need[*]} with apt-get$1" >&2
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+		return 0
+	fi
+	printf 'deps: missing: %s\n%s\n' "${need[*]}" "$2" >&2
+	exit 1
+}
 if [ "$mode" = demo ]; then
 	command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
-	if [ ${#need[@]} -gt 0 ]; then
-		if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-			echo "deps: installing ${need[*]} with apt-get (what make demo runs)" >&2
-			export DEBIAN_FRONTEND=noninteractive
-			apt-get update -qq
-			apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-		else
-			cat >&2 <<MSG
-deps: missing: ${need[*]}
-  make demo runs a REAL ZooKeeper server (a JVM). Get it by one of:
+	install_or_say " (what make demo runs)" "  make demo runs a REAL ZooKeeper server (a JVM). Get it by one of:
   - Debian/Ubuntu:  sudo apt-get install zookeeper openjdk-17-jre-headless
-  - a ZooKeeper 3.8 tarball: export ZOOKEEPER_HOME=/path/to/apache-zookeeper-3.8.x-bin (needs java on PATH)
-MSG
-			exit 1
-		fi
-	fi
+  - a ZooKeeper 3.8 tarball: export ZOOKEEPER_HOME=/path/to/apache-zookeeper-3.8.x-bin (needs java on PATH)"
 	exit 0
 fi
 # The interop build and the Kafka 3.9 broker: a JDK 17 (javac marks the JDK) and Maven.
@@ -67,23 +68,10 @@ command -v Burrow >/dev/null 2>&1 || need+=(burrow) # Debian installs it as /usr
 # Test hosts as network namespaces (lab/hosts.go): ip and tc.
 { command -v ip >/dev/null 2>&1 && command -v tc >/dev/null 2>&1; } || need+=(iproute2)
 
-if [ ${#need[@]} -gt 0 ]; then
-	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-		echo "deps: installing ${need[*]} with apt-get" >&2
-		export DEBIAN_FRONTEND=noninteractive
-		apt-get update -qq
-		apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-	else
-		cat >&2 <<MSG
-deps: missing: ${need[*]}
-  rebalancelab runs a REAL ZooKeeper server and tests against real Kafka clients. Get them by one of:
+install_or_say "" "  rebalancelab runs a REAL ZooKeeper server and tests against real Kafka clients. Get them by one of:
   - Debian/Ubuntu:  sudo apt-get install zookeeper openjdk-17-jdk-headless maven kcat python3-kafka python3-snappy python3-lz4 python3-xxhash gcc chromium prometheus burrow iproute2
   - a ZooKeeper 3.8 tarball: export ZOOKEEPER_HOME=/path/to/apache-zookeeper-3.8.x-bin (needs java on PATH)
-  - an external ensemble:    rebalancelab ... --zk HOST:PORT
-MSG
-		exit 1
-	fi
-fi
+  - an external ensemble:    rebalancelab ... --zk HOST:PORT"
 
 # The interop build: each module's runtime classpath in <module>/target/lib, stamped when complete.
 root="$(cd "$(dirname "$0")/.." && pwd)"
