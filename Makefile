@@ -49,7 +49,7 @@ fuzz:
 soak: deps
 	$(GO) test -race -count=1 -timeout 90m -run '^TestFIDOrderStress$$' -v ./newconsumer/ -args -fidorder.changes=300
 
-# The differential test alone, verbose, every difference found (listed in README's table or not) written
+# The differential test alone, verbose, every difference found (listed in docs/reference/fidelity.md's table or not) written
 # to difftest-out.txt. `make test` runs it too.
 difftest: deps
 	DIFFTEST_OUT=$(CURDIR)/difftest-out.txt $(GO) test -count=1 -v -run TestDifferential ./difftest/
@@ -63,14 +63,14 @@ kafka-scenarios: deps build
 	@scripts/kafka-scenarios.sh $(BIN)
 
 # connect-workers on both Connect protocols (sessioned, eager): real Connect 3.9 workers on the lab's
-# broker, the four layouts and a kill -9 (README "Kafka Connect workers"). `make test` runs the sessioned
+# broker, the four layouts and a kill -9 (docs/reference/fidelity.md "Kafka Connect workers"). `make test` runs the sessioned
 # one (TestConnectWorkers).
 .PHONY: connect-workers
 connect-workers: deps build
 	$(BIN) scenario run connect-workers --connect-protocol sessioned,eager
 
 # The zk era's mixed group (real 0.8.2.2 connectors and zkconsumers) on both brokers: ours (also in
-# `make test`) and a real Kafka 3.9 one (README "The real 0.8.2.2 connector beside zkconsumer").
+# `make test`) and a real Kafka 3.9 one (docs/reference/fidelity.md, "The real 0.8.2.2 connector beside zkconsumer").
 .PHONY: mixed-groups
 mixed-groups: deps
 	$(GO) test -count=1 -v -run '^TestMixedGroupRealOldConnector' ./zkconsumer/
@@ -85,13 +85,13 @@ demo-deps:
 demo: demo-deps build
 	@scripts/demo.sh $(BIN)
 
-# README's hot-path figures, by one command: the `go test` benchmarks that run their peers in the same
+# The hot-path figures (docs/reference/performance.md), by one command: the `go test` benchmarks that run their peers in the same
 # loop (kgo's balancers, kfake, Kafka 3.9 started by the lab, its JVM warmed before timing; 3 iterations
 # per run), then the broker's
 # own (zero-copy fetch, locating a fetch's batches and frame reading against the old ways, commits sharing an fsync against one
 # fsync each), BENCH_COUNT runs each, summarised by `rebalancelab bench report` (medians, min-max,
 # benchstat's 95% interval from 6 runs) into Markdown, the medians, spreads, peers' settings and load
-# appended to benchmark/history.jsonl. The raw output stays in bench-out.txt. README shows a history
+# appended to benchmark/history.jsonl. The raw output stays in bench-out.txt. docs/reference/performance.md shows a history
 # line's tables in a "<!-- BEGIN BENCH TABLE <time> -->" block that `make bench-tables` fills.
 BENCH_COUNT ?= 6
 .PHONY: bench-report
@@ -102,12 +102,12 @@ bench-report: deps build
 	bash -o pipefail -c "$(GO) test -run '^\$$' -bench 'DriverCommitFsync' -count $(BENCH_COUNT) ./broker/coordinator/ | tee -a bench-out.txt"
 	$(BIN) bench report --markdown bench-out.txt
 
-# README's performance tables, regenerated from benchmark/history.jsonl: every
+# The performance tables (docs/reference/performance.md), regenerated from benchmark/history.jsonl: every
 # "<!-- BEGIN BENCH TABLE <time> -->" block gets `rebalancelab bench table --at <time>`
 # (TestReadmeBenchTablesFromHistory fails while one differs).
 .PHONY: bench-tables
 bench-tables: build
-	$(BIN) bench table --readme README.md
+	$(BIN) bench table --readme docs/reference/performance.md
 
 clean:
 	rm -rf bin

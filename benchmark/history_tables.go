@@ -16,7 +16,7 @@ import (
 	"github.com/rebalancelab/rebalancelab/scenarios"
 )
 
-// README's performance tables are generated from benchmark/history.jsonl, never pasted: each sits in a
+// The performance tables (docs/reference/performance.md) are generated from benchmark/history.jsonl, never pasted: each sits in a
 // block
 //
 //	<!-- BEGIN BENCH TABLE 2026-12-04T19:24:07Z -->
@@ -25,12 +25,12 @@ import (
 //
 // whose key names one history line by its time to the second (UTC, RFC 3339), and whose body is
 // HistoryTable of that line: what `rebalancelab bench table --at KEY` prints, and what
-// `rebalancelab bench table --readme README.md` (`make bench-tables`) writes into every block.
+// `rebalancelab bench table --readme docs/reference/performance.md` (`make bench-tables`) writes into every block.
 
 // BenchTableRE matches one generated block: the key (group 1) and the body (group 2).
 var BenchTableRE = regexp.MustCompile(`(?s)<!-- BEGIN BENCH TABLE ([0-9TZ:-]+) -->\n(.*?)<!-- END BENCH TABLE -->`)
 
-// HistoryKey is the key of a history line in README's blocks: its time to the second, UTC.
+// HistoryKey is the key of a history line in the performance page's blocks: its time to the second, UTC.
 func HistoryKey(e HistoryEntry) string { return e.Time.UTC().Format(time.RFC3339)[:19] + "Z" }
 
 // FindHistory returns the one history line whose HistoryKey is key. Errors: none or several.

@@ -111,12 +111,12 @@ func TestRefillBenchTables(t *testing.T) {
 	}
 }
 
-// README's performance tables are what `rebalancelab bench table --readme README.md` generates from
+// docs/reference/performance.md's tables are what `rebalancelab bench table --readme docs/reference/performance.md` generates from
 // benchmark/history.jsonl (make bench-tables), and the Performance section holds no other table:
 // every table there sits in a BENCH TABLE block, or in a block marked as the pasted output of a bench
 // that writes no history line (PASTED BENCH OUTPUT, which names its command and why).
 func TestReadmeBenchTablesFromHistory(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "docs", "reference", "performance.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestReadmeBenchTablesFromHistory(t *testing.T) {
 	}
 	blocks := BenchTableRE.FindAllStringSubmatch(string(readme), -1)
 	if len(blocks) < 2 {
-		t.Fatalf("README has %d BENCH TABLE blocks; its throughput and hot-path tables belong in them", len(blocks))
+		t.Fatalf("docs/reference/performance.md has %d BENCH TABLE blocks; its throughput and hot-path tables belong in them", len(blocks))
 	}
 	filled, err := RefillBenchTables(string(readme), entries)
 	if err != nil {
@@ -136,7 +136,7 @@ func TestReadmeBenchTablesFromHistory(t *testing.T) {
 		got, want := BenchTableRE.FindAllString(string(readme), -1), BenchTableRE.FindAllString(filled, -1)
 		for i := range got {
 			if got[i] != want[i] {
-				t.Errorf("README's block %d differs from what the history generates (run `make bench-tables`); it should be:\n%s", i, want[i])
+				t.Errorf("docs/reference/performance.md's block %d differs from what the history generates (run `make bench-tables`); it should be:\n%s", i, want[i])
 			}
 		}
 	}
@@ -144,7 +144,7 @@ func TestReadmeBenchTablesFromHistory(t *testing.T) {
 	perf := string(readme)
 	start := strings.Index(perf, "\n## Performance\n")
 	if start < 0 {
-		t.Fatal("README has no ## Performance section")
+		t.Fatal("docs/reference/performance.md has no ## Performance section")
 	}
 	perf = perf[start+1:]
 	if end := strings.Index(perf[3:], "\n## "); end >= 0 {
@@ -154,7 +154,7 @@ func TestReadmeBenchTablesFromHistory(t *testing.T) {
 	perf = pastedRE.ReplaceAllString(perf, "")
 	for i, line := range strings.Split(perf, "\n") {
 		if strings.HasPrefix(strings.TrimSpace(line), "|") {
-			t.Errorf("README's Performance section has a table outside a BENCH TABLE or PASTED BENCH OUTPUT block (line %d of the section): %s", i+1, line)
+			t.Errorf("docs/reference/performance.md's Performance section has a table outside a BENCH TABLE or PASTED BENCH OUTPUT block (line %d of the section): %s", i+1, line)
 			break
 		}
 	}

@@ -337,7 +337,7 @@ const OursTarget = "rebalancelab"
 
 // WriteThroughputTable writes the medians per record size and target with their min-max spread, and
 // after each size the ratios of OursTarget's medians to each peer's (above 1: OursTarget is faster);
-// markdown selects a Markdown table (README's), else aligned columns.
+// markdown selects a Markdown table (the performance page's), else aligned columns.
 func WriteThroughputTable(w io.Writer, sum []ThroughputSummary, markdown bool) error {
 	head := []string{"record bytes", "target", "produce MB/s (min-max)", "produce rec/s", "fetch MB/s (min-max)", "fetch rec/s"}
 	ours := map[int]ThroughputSummary{}

@@ -9,7 +9,7 @@ import (
 // The config and admin scripts: DescribeConfigs, IncrementalAlterConfigs, AlterConfigs, DescribeCluster
 // and DeleteRecords at every version both brokers advertise, with their error paths. Documentation
 // strings are not asked for (this broker's are its own); a broker's own configs are compared by name
-// in brokerconfigs_test.go (this broker lists only the keys it knows: README's fidelity table).
+// in brokerconfigs_test.go (this broker lists only the keys it knows: the fidelity table of docs/reference/fidelity.md).
 
 func createWithConfigs(topic string, configs map[string]string) *kmsg.CreateTopicsRequest {
 	r := createTopicsReq(7, false, newTopic{topic, 1, 1})

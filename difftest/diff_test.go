@@ -15,7 +15,7 @@ import (
 	"github.com/rebalancelab/rebalancelab/wire"
 )
 
-// TestDifferential runs every script on both brokers and fails on each difference the README's
+// TestDifferential runs every script on both brokers and fails on each difference that docs/reference/fidelity.md's
 // fidelity table does not list, and on each row of the table that no difference matched (a stale
 // row). DIFFTEST_OUT=FILE writes every difference found, listed or not, to FILE; DIFFTEST_ANSWERS=FILE
 // every step's normalised answer from both brokers.
@@ -112,17 +112,17 @@ func TestDifferential(t *testing.T) {
 	}
 	for i, d := range unlisted {
 		if i == 40 {
-			t.Errorf("... and %d more differences not in README.md's fidelity table", len(unlisted)-i)
+			t.Errorf("... and %d more differences not in docs/reference/fidelity.md's table", len(unlisted)-i)
 			break
 		}
-		t.Errorf("difference not in README.md's fidelity table:\n%s\n\tours:  %s\n\tkafka: %s", d.key, d.ours, d.kafka)
+		t.Errorf("difference not in docs/reference/fidelity.md's table:\n%s\n\tours:  %s\n\tkafka: %s", d.key, d.ours, d.kafka)
 	}
 	for _, a := range rows {
 		if used[a] == 0 {
-			t.Errorf("README.md's fidelity table lists `%s` but no such difference occurred: remove the row", a.pattern)
+			t.Errorf("docs/reference/fidelity.md's table lists `%s` but no such difference occurred: remove the row", a.pattern)
 		}
 	}
-	t.Logf("%d cases, %d differences, %d of them not in README.md's fidelity table (%d patterns)", len(cases), len(all), len(unlisted), len(rows))
+	t.Logf("%d cases, %d differences, %d of them not in docs/reference/fidelity.md's table (%d patterns)", len(cases), len(all), len(unlisted), len(rows))
 }
 
 // addBroker starts l's second broker and waits until it knows the cluster (its Metadata lists both).

@@ -571,7 +571,7 @@ func varintLen(v int64) int {
 
 // ---- comparison ----
 
-// difference is one field that differs: key "case/step path" (the README's table matches it).
+// difference is one field that differs: key "case/step path" (the fidelity table matches it).
 type difference struct {
 	key         string
 	ours, kafka string
@@ -638,9 +638,9 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-// ---- the README's fidelity table ----
+// ---- the fidelity table of docs/reference/fidelity.md ----
 
-// accepted is one pattern of a row of the README's "Differences from Kafka 3.9" table: a pattern
+// accepted is one pattern of a row of the "Differences from Kafka 3.9" table of docs/reference/fidelity.md: a pattern
 // over difference keys (`*` matches any run of characters) and the row's reason.
 type accepted struct {
 	pattern string
@@ -652,18 +652,18 @@ const tableHeading = "### Differences from Kafka 3.9"
 
 var backticked = regexp.MustCompile("`([^`]+)`")
 
-// readAccepted parses the table under tableHeading in ../README.md: rows "| `pattern` `pattern` ... |
+// readAccepted parses the table under tableHeading in ../docs/reference/fidelity.md: rows "| `pattern` `pattern` ... |
 // reason |"; each backticked pattern of the first cell is accepted with the row's reason.
 func readAccepted(t *testing.T) []*accepted {
 	t.Helper()
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/reference/fidelity.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
 	i := strings.Index(s, tableHeading)
 	if i < 0 {
-		t.Fatalf("README.md has no %q section", tableHeading)
+		t.Fatalf("docs/reference/fidelity.md has no %q section", tableHeading)
 	}
 	var out []*accepted
 	inTable := false
@@ -688,7 +688,7 @@ func readAccepted(t *testing.T) []*accepted {
 		}
 		reason := strings.TrimSpace(strings.Join(cells[1:], "|"))
 		if reason == "" {
-			t.Errorf("README fidelity row %q has no reason", first)
+			t.Errorf("fidelity.md row %q has no reason", first)
 		}
 		for _, p := range backticked.FindAllStringSubmatch(first, -1) {
 			re := regexp.MustCompile("^" + strings.ReplaceAll(regexp.QuoteMeta(p[1]), `\*`, ".*") + "$")
@@ -696,7 +696,7 @@ func readAccepted(t *testing.T) []*accepted {
 		}
 	}
 	if len(out) == 0 {
-		t.Fatalf("README.md's %q table has no rows", tableHeading)
+		t.Fatalf("docs/reference/fidelity.md's %q table has no rows", tableHeading)
 	}
 	return out
 }

@@ -19,7 +19,7 @@ func init() {
 	var history, jsonFile string
 	report := &cobra.Command{
 		Use:   "report [FILE ...]",
-		Short: "Summarise `go test -bench` output (medians and their 95% interval, as benchstat) into README's tables",
+		Short: "Summarise `go test -bench` output (medians and their 95% interval, as benchstat) into the performance tables (docs/reference/performance.md)",
 		Long: "Reads `go test -bench` output from the files given, or from standard input, and prints one table per\n" +
 			"benchmark function: a row per sub-benchmark, a column per unit it reported (ns/op, B/op, allocs/op and\n" +
 			"the benchmarks' own units such as ms-kgo/op or x-rebalancelab-vs-kgo), each cell the median over the\n" +
@@ -109,7 +109,7 @@ func init() {
 			return nil
 		},
 	}
-	report.Flags().BoolVar(&markdown, "markdown", false, "print the tables as Markdown (README's)")
+	report.Flags().BoolVar(&markdown, "markdown", false, "print the tables as Markdown (docs/reference/performance.md's)")
 	report.Flags().StringVar(&history, "history", "benchmark/history.jsonl", "append the medians as one JSON line to this file ('' for none)")
 	report.Flags().StringVar(&jsonFile, "json", "", "also write the summaries as JSON to this file")
 	benchCmd.AddCommand(report)

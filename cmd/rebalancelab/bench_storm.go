@@ -201,7 +201,7 @@ peak_rss_bytes and cpu_ms then cover the members and proxies only).`,
 	f := storm.Flags()
 	f.StringSliceVar(&eras, "era", []string{"all"}, "eras: zk, classic, cooperative, static, or all (comma-separated or repeated)")
 	f.StringVar(&consumers, "consumers", "10,100,1000", "member counts N, comma-separated")
-	f.StringVar(&history, "history", "benchmark/history.jsonl", "append the run (every cell, as the JSON) as one line to this file, which `bench table --at` makes README's tables from ('' for none)")
+	f.StringVar(&history, "history", "benchmark/history.jsonl", "append the run (every cell, as the JSON) as one line to this file, which `bench table --at` makes the performance tables from ('' for none)")
 	f.IntVar(&partitions, "partitions", 0, "partitions P of each run's topic (0: N, one per member, at most 1000; at most 10000)")
 	f.StringVar(&jsonFile, "json", "", "write the bench JSON to FILE (and each cell as it ends to FILE.cells.jsonl, kept if the run is killed)")
 	f.StringVar(&plotFile, "plot", "", "write a log-log SVG plot to FILE.svg (one line per era per figure)")

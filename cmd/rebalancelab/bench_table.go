@@ -14,14 +14,14 @@ func init() {
 	var list bool
 	table := &cobra.Command{
 		Use:   "table (--at TIME | --readme FILE | --list)",
-		Short: "README's performance tables, generated from benchmark/history.jsonl",
+		Short: "the performance tables (docs/reference/performance.md), generated from benchmark/history.jsonl",
 		Long: "Prints the tables of one history line (--at, its time to the second in UTC, as --list shows it), or\n" +
 			"rewrites every generated block of a Markdown file (--readme: each \"<!-- BEGIN BENCH TABLE TIME -->\" ...\n" +
 			"\"<!-- END BENCH TABLE -->\" block gets the tables of the line at TIME). Each table names this command\n" +
 			"above it and the machine, its load, the peers' versions and every target's settings below it; a ratio\n" +
 			"against Kafka from `go test` benchmarks is shown only where the line records Kafka's JVM warm-up.\n" +
 			"Errors: a TIME naming no single line, a bench without tables (storm).",
-		Example: "  rebalancelab bench table --list\n  rebalancelab bench table --at 2026-12-04T19:24:07Z\n  rebalancelab bench table --readme README.md   # make bench-tables",
+		Example: "  rebalancelab bench table --list\n  rebalancelab bench table --at 2026-12-04T19:24:07Z\n  rebalancelab bench table --readme docs/reference/performance.md   # make bench-tables",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			n := 0

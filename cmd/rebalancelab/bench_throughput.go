@@ -151,7 +151,7 @@ the machine and its load average. Each invocation appends the medians, spreads a
 	throughput.Flags().DurationVar(&window, "duration", 3*time.Second, "length of each produce window and of each fetch window")
 	throughput.Flags().IntVar(&runs, "runs", 5, "measured windows per size and target (medians are reported, with the min-max spread)")
 	throughput.Flags().DurationVar(&warmup, "warmup", 3*time.Second, "per size and target, produce and then fetch for this long, discarded, before the first window (clients started, JIT and page cache warm)")
-	throughput.Flags().BoolVar(&markdown, "markdown", false, "print the table as Markdown (README's performance table)")
+	throughput.Flags().BoolVar(&markdown, "markdown", false, "print the table as Markdown (docs/reference/performance.md's)")
 	addBrokerListFlag(throughput, &brokers)
 	throughput.Flags().Lookup("broker").DefValue = lab.BrokerRebalancelab + "," + lab.BrokerKafka
 	_ = throughput.Flags().Set("broker", lab.BrokerRebalancelab+","+lab.BrokerKafka)
