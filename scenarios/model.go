@@ -109,11 +109,8 @@ func ZKChangeOf(recs []timeline.Record, ev Event, partitions int) ZKChange {
 	if len(recs) == 0 {
 		return c
 	}
-	first := recs[0].TsMs
-	lo, hi := first+ev.AtMs, first+ev.EndMs
-	live := map[string]bool{}
 	brokers, topics := map[string]bool{}, map[string]bool{}
-	for _, r := range recs {
+	for _, r := range recs { // over the whole timeline
 		if r.Kind == timeline.ZKOp && r.Op == "read" {
 			if id, ok := strings.CutPrefix(r.Path, brokerIDsPrefix); ok && id != "" {
 				brokers[id] = true
@@ -122,27 +119,9 @@ func ZKChangeOf(recs []timeline.Record, ev Event, partitions int) ZKChange {
 				topics[t] = true
 			}
 		}
-		if r.TsMs < lo {
-			switch r.Kind {
-			case timeline.MemberStart:
-				live[r.Member] = true
-			case timeline.MemberStop:
-				delete(live, r.Member)
-			}
-			continue
-		}
-		if r.TsMs > hi {
-			continue
-		}
+	}
+	w := membersAround(recs, ev, func(r timeline.Record) {
 		switch r.Kind {
-		case timeline.MemberStart:
-			c.Joined++
-		case timeline.MemberStop:
-			if r.How == "crash" {
-				c.Crashed++
-			} else {
-				c.Left++
-			}
 		case timeline.RebalanceEnd:
 			c.Attempts++
 			if r.OK == nil || !*r.OK {
@@ -162,8 +141,8 @@ func ZKChangeOf(recs []timeline.Record, ev Event, partitions int) ZKChange {
 				c.NodeExists++
 			}
 		}
-	}
-	c.Registered = len(live)
+	})
+	c.Registered, c.Joined, c.Left, c.Crashed = w.registered, w.joined, w.left, w.crashed
 	c.Brokers, c.Topics = max(len(brokers), 1), max(len(topics), 1)
 	return c
 }
@@ -271,32 +250,9 @@ func GroupChangeOf(recs []timeline.Record, era string, ev Event) (GroupChange, G
 	if len(recs) == 0 {
 		return c, got
 	}
-	first := recs[0].TsMs
-	lo, hi := first+ev.AtMs, first+ev.EndMs
-	live, revokers, stopped := map[string]bool{}, map[string]bool{}, map[string]bool{}
-	for _, r := range recs {
-		if r.TsMs < lo {
-			switch r.Kind {
-			case timeline.MemberStart:
-				live[r.Member] = true
-			case timeline.MemberStop:
-				delete(live, r.Member)
-			}
-			continue
-		}
-		if r.TsMs > hi {
-			break
-		}
+	revokers := map[string]bool{}
+	w := membersAround(recs, ev, func(r timeline.Record) {
 		switch r.Kind {
-		case timeline.MemberStart:
-			c.Joined++
-		case timeline.MemberStop:
-			stopped[r.Member] = true
-			if r.How == "crash" {
-				c.Crashed++
-			} else {
-				c.Left++
-			}
 		case timeline.Revoked:
 			for _, ps := range r.Partitions {
 				if len(ps) > 0 {
@@ -317,12 +273,60 @@ func GroupChangeOf(recs []timeline.Record, era string, ev Event) (GroupChange, G
 				got.LeaveGroup++
 			}
 		}
-	}
+	})
 	for m := range revokers {
-		if !stopped[m] {
+		if !w.stopped[m] {
 			c.Revokers++
 		}
 	}
-	c.Registered = len(live)
+	c.Registered, c.Joined, c.Left, c.Crashed = w.registered, w.joined, w.left, w.crashed
 	return c, got
+}
+
+// windowMembers is what both models read of the members around a change's window.
+type windowMembers struct {
+	registered            int             // members live (member_start, no member_stop) before the window
+	joined, left, crashed int             // member_start, graceful member_stop, crash in the window
+	stopped               map[string]bool // the members that stopped in the window
+}
+
+// membersAround walks recs (an era's merged timeline, sorted by ts_ms) around ev's window: the members
+// live before it and those started, stopped and crashed in it; every record in the window is also handed
+// to in.
+func membersAround(recs []timeline.Record, ev Event, in func(timeline.Record)) windowMembers {
+	w := windowMembers{stopped: map[string]bool{}}
+	if len(recs) == 0 {
+		return w
+	}
+	first := recs[0].TsMs
+	lo, hi := first+ev.AtMs, first+ev.EndMs
+	live := map[string]bool{}
+	for _, r := range recs {
+		if r.TsMs > hi {
+			break
+		}
+		if r.TsMs < lo {
+			switch r.Kind {
+			case timeline.MemberStart:
+				live[r.Member] = true
+			case timeline.MemberStop:
+				delete(live, r.Member)
+			}
+			continue
+		}
+		switch r.Kind {
+		case timeline.MemberStart:
+			w.joined++
+		case timeline.MemberStop:
+			w.stopped[r.Member] = true
+			if r.How == "crash" {
+				w.crashed++
+			} else {
+				w.left++
+			}
+		}
+		in(r)
+	}
+	w.registered = len(live)
+	return w
 }

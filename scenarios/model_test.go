@@ -113,3 +113,53 @@ func TestZKModelRecordedSweep(t *testing.T) {
 		t.Error("a classic cell without records")
 	}
 }
+
+// TestChangeOfRecords: ZKChangeOf and GroupChangeOf read a change's inputs from hand-built records:
+// members live before the window (m1, m2; m0 started and stopped before it), started (m3), left (m2),
+// crashed (m1) in it, records after the window ignored; the zk era's attempts, failures, owned
+// partitions, fetchers, NodeExists claims, brokers and topics; the group's requests by API and its
+// revokers (members that revoked and did not stop).
+func TestChangeOfRecords(t *testing.T) {
+	yes, no := true, false
+	recs := []timeline.Record{
+		{TsMs: 1000, Kind: timeline.MemberStart, Member: "m0"},
+		{TsMs: 1000, Kind: timeline.MemberStart, Member: "m1"},
+		{TsMs: 1001, Kind: timeline.MemberStart, Member: "m2"},
+		{TsMs: 1002, Kind: timeline.MemberStop, Member: "m0"},
+		{TsMs: 1003, Kind: timeline.ZKOp, Op: "read", Path: "/brokers/ids/1"},
+		{TsMs: 1003, Kind: timeline.ZKOp, Op: "read", Path: "/brokers/topics/t"},
+		// the window: 1100..1200
+		{TsMs: 1100, Kind: timeline.MemberStart, Member: "m3"},
+		{TsMs: 1110, Kind: timeline.MemberStop, Member: "m2", How: "graceful"},
+		{TsMs: 1120, Kind: timeline.MemberStop, Member: "m1", How: "crash"},
+		{TsMs: 1130, Kind: timeline.RebalanceEnd, Member: "m3", OK: &no},
+		{TsMs: 1140, Kind: timeline.RebalanceEnd, Member: "m3", OK: &yes},
+		{TsMs: 1150, Kind: timeline.Assigned, Member: "m3", Partitions: map[string][]int32{"t": {0, 1, 2}}},
+		{TsMs: 1150, Kind: timeline.Assigned, Member: "m4", Partitions: map[string][]int32{"t": {}}},
+		{TsMs: 1160, Kind: timeline.ZKOp, Member: "m3", Op: "write", Result: ZKOwnerConflict},
+		{TsMs: 1170, Kind: timeline.Revoked, Member: "m3", Partitions: map[string][]int32{"t": {0}}},
+		{TsMs: 1170, Kind: timeline.Revoked, Member: "m2", Partitions: map[string][]int32{"t": {1}}},
+		{TsMs: 1180, Kind: timeline.GroupRequest, API: "JoinGroup"},
+		{TsMs: 1181, Kind: timeline.GroupRequest, API: "JoinGroup"},
+		{TsMs: 1182, Kind: timeline.GroupRequest, API: "SyncGroup"},
+		{TsMs: 1183, Kind: timeline.GroupRequest, API: "LeaveGroup"},
+		{TsMs: 1200, Kind: timeline.ZKOp, Op: "read", Path: "/brokers/ids/2"},
+		// after the window
+		{TsMs: 1300, Kind: timeline.MemberStart, Member: "m9"},
+		{TsMs: 1300, Kind: timeline.GroupRequest, API: "Heartbeat"},
+	}
+	ev := Event{AtMs: 100, EndMs: 200}
+	zk := ZKChangeOf(recs, ev, 3)
+	want := ZKChange{Brokers: 2, Topics: 1, Partitions: 3, Registered: 2, Joined: 1, Left: 1, Crashed: 1,
+		Attempts: 2, FailedAttempts: 1, Owned: 3, Fetching: 1, NodeExists: 1}
+	if zk != want {
+		t.Errorf("ZKChangeOf:\n got %+v\nwant %+v", zk, want)
+	}
+	g, got := GroupChangeOf(recs, "classic", ev)
+	if wantG := (GroupChange{Era: "classic", Registered: 2, Joined: 1, Left: 1, Crashed: 1, Revokers: 1}); g != wantG {
+		t.Errorf("GroupChangeOf:\n got %+v\nwant %+v", g, wantG)
+	}
+	if wantC := (GroupCount{JoinGroup: 2, SyncGroup: 1, LeaveGroup: 1}); got != wantC {
+		t.Errorf("GroupChangeOf's requests: got %+v, want %+v", got, wantC)
+	}
+}
