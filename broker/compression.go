@@ -107,13 +107,14 @@ func applyCompressionType(c compressionConfig, records []byte, topic string, p i
 	if err != nil {
 		return nil, kerr.CorruptMessage.Code, fmt.Sprintf("batch of %s-%d: %v", topic, p, err)
 	}
-	var recs []recordbatch.Record
-	inPlace := source == target
+	// A batch kept as it is (same codec, offsets 0..n-1) is only walked, not copied: the common case of
+	// compression.type=producer.
+	inPlace, n := source == target, int64(0)
 	err = recordbatch.ReadRecords(raw, first.NumRecords, func(r recordbatch.Record) error {
-		if first.BaseOffset+int64(r.OffsetDelta) != int64(len(recs)) {
+		if first.BaseOffset+int64(r.OffsetDelta) != n {
 			inPlace = false // "Some older clients do not implement the V1 internal offsets correctly"
 		}
-		recs = append(recs, r)
+		n++
 		return nil
 	})
 	if err != nil {
@@ -121,6 +122,13 @@ func applyCompressionType(c compressionConfig, records []byte, topic string, p i
 	}
 	if inPlace {
 		return records, 0, ""
+	}
+	recs := make([]recordbatch.Record, 0, n)
+	if err := recordbatch.ReadRecords(raw, first.NumRecords, func(r recordbatch.Record) error {
+		recs = append(recs, r)
+		return nil
+	}); err != nil {
+		return nil, kerr.CorruptMessage.Code, fmt.Sprintf("batch of %s-%d: %v", topic, p, err)
 	}
 	out, err := rebuildBatch(first.Header, recs, target, level)
 	if err != nil {
