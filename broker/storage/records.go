@@ -3,7 +3,7 @@ package storage
 import "github.com/rebalancelab/rebalancelab/recordbatch"
 
 // EachRecord calls fn with every record of the v2 batch rb in order, decompressing the records
-// section first (gzip, snappy, lz4, zstd: franz-go's codecs). fn's error stops the walk and is
+// section first (recordbatch.Decompress: gzip, snappy, lz4, zstd). fn's error stops the walk and is
 // returned. Errors: ErrCorruptRecord (wrapped) for a payload that does not decompress; a wrapped
 // recordbatch.ErrCorrupt for records that do not decode.
 func EachRecord(rb recordbatch.Batch, fn func(recordbatch.Record) error) error {
