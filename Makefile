@@ -49,10 +49,10 @@ fuzz:
 soak: deps
 	$(GO) test -race -count=1 -timeout 90m -run '^TestFIDOrderStress$$' -v ./newconsumer/ -args -fidorder.changes=300
 
-# The differential test alone, verbose, every difference found (listed in docs/reference/fidelity.md's table or not) written
+# The differential test alone (conformance/, TestDifferential), verbose, every difference found (listed in docs/reference/fidelity.md's table or not) written
 # to difftest-out.txt. `make test` runs it too.
 difftest: deps
-	DIFFTEST_OUT=$(CURDIR)/difftest-out.txt $(GO) test -count=1 -v -run TestDifferential ./difftest/
+	DIFFTEST_OUT=$(CURDIR)/difftest-out.txt $(GO) test -count=1 -v -run TestDifferential ./conformance/
 
 # Every scenario of the catalogue (`scenario list --json`) on every era against real Kafka 3.9 brokers
 # (`--era all --broker kafka`, each at its small size, the one its test runs; test hosts where it needs
