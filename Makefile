@@ -16,8 +16,15 @@ build:
 deps:
 	@scripts/deps.sh
 
+# The optional Docker ZooKeeper (lab/zkcontainer.go) builds only with -tags container: vetted, built
+# and its test run with the tag here, and the default CLI checked to link no Docker package.
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags container ./lab/
+	$(GO) build -tags container ./...
+	$(GO) test -count=1 -tags container -run '^TestContainerBackend' ./lab/
+	@if $(GO) list -deps ./cmd/rebalancelab | grep -i docker; then \
+		echo "vet: the default build of cmd/rebalancelab links the Docker packages above (keep them behind -tags container)"; exit 1; fi
 
 # Tests need a real ZooKeeper, a JRE, kcat and kafka-python: `deps` installs them when missing.
 # Then every `go test` benchmark once (`bench-check`), for the checks built into them (assignment

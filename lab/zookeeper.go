@@ -130,10 +130,11 @@ func StartZooKeeper(ctx context.Context, o ZKOptions) (*ZooKeeper, error) {
 		if o.Nodes != 1 {
 			return nil, fmt.Errorf("lab: the %q backend runs a standalone server only (Nodes=1), got Nodes=%d; use the local backend for an ensemble", BackendContainer, o.Nodes)
 		}
-		if err := checkDocker(ctx); err != nil {
+		nr, err := containerBackend(ctx) // zkcontainer.go with -tags container, else an error saying to rebuild
+		if err != nil {
 			return nil, err
 		}
-		newRunner = func(n *ZKNode) (nodeRunner, error) { return &containerRunner{node: n}, nil }
+		newRunner = nr
 	default:
 		return nil, fmt.Errorf("lab: unknown ZooKeeper backend %q (want %q or %q)", o.Backend, BackendLocal, BackendContainer)
 	}
