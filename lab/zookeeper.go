@@ -369,9 +369,6 @@ func (z *ZooKeeper) FourLetter(ctx context.Context, node int, word string) (stri
 	return FourLetter(ctx, z.nodes[node].Addr(), word)
 }
 
-// WaitServing waits until every running node serves (see StartZooKeeper), e.g. after restarts.
-func (z *ZooKeeper) WaitServing(ctx context.Context) error { return z.waitServing(ctx) }
-
 // Close stops every node (SIGTERM, then SIGKILL after 10 s) and removes the data dir when the lab
 // created it. Safe to call more than once.
 func (z *ZooKeeper) Close() error {
