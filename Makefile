@@ -29,10 +29,17 @@ vet:
 # Tests need a real ZooKeeper, a JRE, kcat and kafka-python: `deps` installs them when missing.
 # Then every `go test` benchmark once (`bench-check`), for the checks built into them (assignment
 # validity, the peers' answers), then the bounded fuzzing.
-test: deps build vet
+test: deps build vet largefiles
 	REBALANCELAB_BIN=$(CURDIR)/$(BIN) $(GO) test $(TESTFLAGS) ./...
 	$(MAKE) bench-check
 	$(MAKE) fuzz
+
+# No committed file over 1 MiB outside scripts/largefiles.allow (scripts/largefiles.sh; its test,
+# scripts/largefiles_test.go, runs in `go test ./...`). LARGEFILES_RANGE=main..HEAD checks every
+# commit of a branch instead of HEAD's tree.
+.PHONY: largefiles
+largefiles:
+	@scripts/largefiles.sh $(or $(LARGEFILES_RANGE),HEAD)
 
 # Every `go test` benchmark of every package run once (-benchtime 1x), under the race detector like the
 # tests: not to measure (see bench-report) but so that the checks they make before timing anything
