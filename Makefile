@@ -16,16 +16,30 @@ build:
 deps:
 	@scripts/deps.sh
 
+# The optional Docker ZooKeeper (lab/zkcontainer.go) builds only with -tags container: vetted, built
+# and its test run with the tag here, and the default CLI checked to link no Docker package.
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags container ./lab/
+	$(GO) build -tags container ./...
+	$(GO) test -count=1 -tags container -run '^TestContainerBackend' ./lab/
+	@if $(GO) list -deps ./cmd/rebalancelab | grep -i docker; then \
+		echo "vet: the default build of cmd/rebalancelab links the Docker packages above (keep them behind -tags container)"; exit 1; fi
 
 # Tests need a real ZooKeeper, a JRE, kcat and kafka-python: `deps` installs them when missing.
 # Then every `go test` benchmark once (`bench-check`), for the checks built into them (assignment
 # validity, the peers' answers), then the bounded fuzzing.
-test: deps build vet
+test: deps build vet largefiles
 	REBALANCELAB_BIN=$(CURDIR)/$(BIN) $(GO) test $(TESTFLAGS) ./...
 	$(MAKE) bench-check
 	$(MAKE) fuzz
+
+# No committed file over 1 MiB outside scripts/largefiles.allow (scripts/largefiles.sh; its test,
+# scripts/largefiles_test.go, runs in `go test ./...`). LARGEFILES_RANGE=main..HEAD checks every
+# commit of a branch instead of HEAD's tree.
+.PHONY: largefiles
+largefiles:
+	@scripts/largefiles.sh $(or $(LARGEFILES_RANGE),HEAD)
 
 # Every `go test` benchmark of every package run once (-benchtime 1x), under the race detector like the
 # tests: not to measure (see bench-report) but so that the checks they make before timing anything
@@ -49,10 +63,10 @@ fuzz:
 soak: deps
 	$(GO) test -race -count=1 -timeout 90m -run '^TestFIDOrderStress$$' -v ./newconsumer/ -args -fidorder.changes=300
 
-# The differential test alone, verbose, every difference found (listed in docs/reference/fidelity.md's table or not) written
+# The differential test alone (conformance/, TestDifferential), verbose, every difference found (listed in docs/reference/fidelity.md's table or not) written
 # to difftest-out.txt. `make test` runs it too.
 difftest: deps
-	DIFFTEST_OUT=$(CURDIR)/difftest-out.txt $(GO) test -count=1 -v -run TestDifferential ./difftest/
+	DIFFTEST_OUT=$(CURDIR)/difftest-out.txt $(GO) test -count=1 -v -run TestDifferential ./conformance/
 
 # Every scenario of the catalogue (`scenario list --json`) on every era against real Kafka 3.9 brokers
 # (`--era all --broker kafka`, each at its small size, the one its test runs; test hosts where it needs

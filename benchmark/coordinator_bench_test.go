@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/broker/coordinator"
+	"github.com/rebalancelab/rebalancelab/conformance"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/newconsumer/assignor"
 	"github.com/rebalancelab/rebalancelab/wire"
@@ -62,10 +63,11 @@ const (
 //
 //   - core: broker/coordinator's pure Core, driven in-process with a fake clock (Step, no network,
 //     no log: Append effects are completed at once, so the group record is encoded but not written).
-//   - rebalancelab-wire: the lab's broker (lab.Start, real ZooKeeper, one in-process broker) over
+//   - rebalancelab-wire: the lab's broker (conformance.StartPair's: a real ZooKeeper shared with the
+//     Kafka broker below under another chroot, one in-process broker) over
 //     TCP, one wire.Conn per member; the leader's SyncGroup appends the group record to the broker's
 //     __consumer_offsets log (page cache, no fsync).
-//   - kafka-wire: Kafka 3.9's broker in ZooKeeper mode (lab.Start with Broker "kafka", from
+//   - kafka-wire: Kafka 3.9's broker in ZooKeeper mode (the pair's other side, from
 //     `make deps`; the lab's group.initial.rebalance.delay.ms=0 and its reduced heap and threads,
 //     lab.KafkaSettingsSummary), over TCP, the same raw requests; its group record goes to its
 //     __consumer_offsets log.
@@ -103,16 +105,13 @@ func BenchmarkCoordinatorRebalance(b *testing.B) {
 	defer cancel()
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	l, err := lab.Start(ctx, lab.Options{Log: logrus.NewEntry(log)})
+	// Our broker and Kafka 3.9's on one ZooKeeper (conformance's start-up, as the differential test's).
+	pair, err := conformance.StartPair(ctx, logrus.NewEntry(log))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer l.Close()
-	kl, err := lab.Start(ctx, lab.Options{Log: logrus.NewEntry(log), Broker: lab.BrokerKafka})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer kl.Close()
+	defer pair.Close()
+	l, kl := pair.Ours, pair.Kafka
 	fake, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		b.Fatal(err)

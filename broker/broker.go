@@ -362,7 +362,7 @@ func (b *Broker) SetGroupHandler(h GroupHandler) {
 	}
 	r := &groupRoute{h: h, versions: make(map[int16]apiRange)}
 	for _, k := range vs {
-		if isGroupAPI(k.ApiKey) && k.MinVersion <= k.MaxVersion {
+		if coordinator.IsGroupAPI(k.ApiKey) && k.MinVersion <= k.MaxVersion {
 			r.versions[k.ApiKey] = apiRange{k.MinVersion, k.MaxVersion}
 		}
 	}
@@ -451,9 +451,6 @@ func (b *Broker) Partitions(topic string) (int32, bool) {
 
 // Brokers returns the live brokers registered in ZooKeeper, by id.
 func (b *Broker) Brokers() []Node { return b.view.Load().sortedBrokers() }
-
-// Controller is the broker id in /controller, -1 if none is known.
-func (b *Broker) Controller() int32 { return b.view.Load().controller }
 
 // EnsureOffsetsTopic creates __consumer_offsets (offsets.topic.num.partitions partitions, replication
 // factor offsets.topic.replication.factor) if it does not exist, and waits until every partition has a

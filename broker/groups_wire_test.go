@@ -191,12 +191,12 @@ func describeWire(t *testing.T, c *wire.Conn, group string) kmsg.DescribeGroupsR
 	return request[*kmsg.DescribeGroupsResponse](t, c, req, 5).Groups[0]
 }
 
-// TestCO_UNKNOWN_GROUP_COMMIT_Wire (KAFKA-2596) through a fresh broker, and through one that lost
+// TestUnknownGroupCommitWire (CO-UNKNOWN-GROUP-COMMIT, KAFKA-2596) through a fresh broker, and through one that lost
 // a group's metadata (the group left and was deleted): OffsetCommit(g, generation 3, member m) is
 // rejected with ILLEGAL_GENERATION at v1-v8 and GROUP_ID_NOT_FOUND at v9, stores nothing
 // (OffsetFetch -1) and creates no group (DescribeGroups: Dead); the same commit with generation -1
 // and an empty member id (manual assignment) is stored, at v8 and at v9.
-func TestCO_UNKNOWN_GROUP_COMMIT_Wire(t *testing.T) {
+func TestUnknownGroupCommitWire(t *testing.T) {
 	l := interopLab(t, lab.Options{Brokers: 1})
 	interopCreateTopic(t, l.Bootstrap(), "t", 2)
 	c := dial(t, l.Bootstrap())
@@ -257,13 +257,13 @@ func TestCO_UNKNOWN_GROUP_COMMIT_Wire(t *testing.T) {
 	}
 }
 
-// TestCO_COMMIT_DURING_REBALANCE_Wire (KAFKA-2557) through the broker: A and B are Stable at
+// TestCommitDuringRebalanceWire (CO-COMMIT-DURING-REBALANCE, KAFKA-2557) through the broker: A and B are Stable at
 // generation N; C joins, the group is PreparingRebalance. A's Heartbeat(N) gets
 // REBALANCE_IN_PROGRESS at v0-v4 (not ILLEGAL_GENERATION); A's OffsetCommit(N) at v8 and v9 is
 // accepted and stored. Once the join phase has ended (A, B and C in generation N+1,
 // CompletingRebalance) and again once N+1 is Stable, OffsetCommit(N) gets ILLEGAL_GENERATION at
 // v1-v9 and the committed offset stays.
-func TestCO_COMMIT_DURING_REBALANCE_Wire(t *testing.T) {
+func TestCommitDuringRebalanceWire(t *testing.T) {
 	l := interopLab(t, lab.Options{Brokers: 1})
 	interopCreateTopic(t, l.Bootstrap(), "t", 2)
 	c := dial(t, l.Bootstrap())
@@ -369,13 +369,13 @@ func TestCO_COMMIT_DURING_REBALANCE_Wire(t *testing.T) {
 	}
 }
 
-// TestCO_LATE_COMMIT_REWIND_Wire (kafka-go #1308) through the broker: p2 holds offsets 0-2. A owns
+// TestLateCommitRewindWire (CO-LATE-COMMIT-REWIND, kafka-go #1308) through the broker: p2 holds offsets 0-2. A owns
 // p1 and p2 in generation N and stops taking part (it heartbeats on but never rejoins); B joins; A's
 // rebalance timeout (3 s) removes it and B alone makes generation N+1, gets p1 and p2, and commits 3
 // for p2. A's late OffsetCommit of 2 for p2 with its old member id and generation N is rejected with
 // UNKNOWN_MEMBER_ID at v8 and v9; the committed offset of p2 stays 3, equal to the high watermark
 // (lag 0).
-func TestCO_LATE_COMMIT_REWIND_Wire(t *testing.T) {
+func TestLateCommitRewindWire(t *testing.T) {
 	l := interopLab(t, lab.Options{Brokers: 1})
 	interopCreateTopic(t, l.Bootstrap(), "t", 3)
 	prod, err := kgo.NewClient(kgo.SeedBrokers(l.Bootstrap()), kgo.RecordPartitioner(kgo.ManualPartitioner()))

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rebalancelab/rebalancelab/broker"
+	"github.com/rebalancelab/rebalancelab/internal/zklog"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/wire"
 )
@@ -77,17 +78,13 @@ func startZK(t *testing.T) *lab.ZooKeeper {
 // zkClient is a go-zookeeper session for reading what the brokers wrote.
 func zkClient(t *testing.T, connect string) *zk.Conn {
 	t.Helper()
-	c, _, err := zk.Connect([]string{connect}, 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(nopZKLogger{}))
+	c, _, err := zk.Connect([]string{connect}, 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(zklog.Discard))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
 	return c
 }
-
-type nopZKLogger struct{}
-
-func (nopZKLogger) Printf(string, ...any) {}
 
 // testBroker is a broker the test can stop and start again on the same port and data dir.
 type testBroker struct {

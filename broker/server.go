@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/broker/coordinator"
 	"github.com/rebalancelab/rebalancelab/broker/storage"
 )
 
@@ -56,22 +57,6 @@ var brokerAPIs = map[int16]apiRange{
 	// KIP-848's APIs: UNSUPPORTED_VERSION, as a ZooKeeper-mode Kafka answers them (api_kip848.go).
 	int16(kmsg.ConsumerGroupHeartbeat): {0, 0},
 	int16(kmsg.ConsumerGroupDescribe):  {0, 0},
-}
-
-// groupAPIKeys are the APIs routed to the GroupHandler.
-var groupAPIKeys = []int16{
-	int16(kmsg.OffsetCommit), int16(kmsg.OffsetFetch), int16(kmsg.FindCoordinator), int16(kmsg.JoinGroup),
-	int16(kmsg.Heartbeat), int16(kmsg.LeaveGroup), int16(kmsg.SyncGroup), int16(kmsg.DescribeGroups),
-	int16(kmsg.ListGroups), int16(kmsg.DeleteGroups), int16(kmsg.OffsetDelete),
-}
-
-func isGroupAPI(key int16) bool {
-	for _, k := range groupAPIKeys {
-		if k == key {
-			return true
-		}
-	}
-	return false
 }
 
 // DefaultGroupAPIVersions is Kafka 3.9's classic group API ranges, advertised for a GroupHandler that
@@ -438,7 +423,7 @@ func (b *Broker) dispatch(ctx context.Context, req kmsg.Request) (resp kmsg.Resp
 		}
 	}
 	g := b.groups.Load()
-	if g == nil || !isGroupAPI(req.Key()) {
+	if g == nil || !coordinator.IsGroupAPI(req.Key()) {
 		return nil, &errClose{closeUnknownKey, fmt.Errorf("no handler for %s", kmsg.NameForKey(req.Key()))}
 	}
 	return g.h.Handle(ctx, req)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/broker/replica"
 	"github.com/rebalancelab/rebalancelab/broker/storage"
+	"github.com/rebalancelab/rebalancelab/internal/zklog"
 )
 
 // The ZooKeeper side of the broker (Kafka 0.8.2's KafkaHealthcheck, KafkaController and ZkUtils, with
@@ -53,10 +54,6 @@ func (q *zkQueue) drain() []zk.Event {
 	q.evs = nil
 	return evs
 }
-
-type zkLogger struct{ log *logrus.Entry }
-
-func (l zkLogger) Printf(format string, args ...any) { l.log.Debugf(format, args...) }
 
 // taskKind orders the loop's work: registration and election first, then brokers, then topics, then
 // partition states (a topic's partitions are known before their states are read).
@@ -156,7 +153,7 @@ func (b *Broker) startZK() error {
 		return err
 	}
 	b.chroot = chroot
-	logger := zkLogger{b.log.WithField("component", "zookeeper")}
+	logger := zklog.New(b.log.WithField("component", "zookeeper"))
 	var conn *zk.Conn
 	if b.cfg.ZKDialer != nil {
 		conn, _, err = zk.Connect(servers, b.cfg.sessionTimeout(), zk.WithEventCallback(b.zkq.push), zk.WithLogger(logger), zk.WithLogInfo(false), zk.WithDialer(b.cfg.ZKDialer))

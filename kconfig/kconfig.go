@@ -137,12 +137,6 @@ func ParseLong(key, value string, r Range) (int64, error) {
 	return Parse(key, value, Long, r)
 }
 
-// ParseShort is Parse for a SHORT.
-func ParseShort(key, value string, r Range) (int16, error) {
-	n, err := Parse(key, value, Short, r)
-	return int16(n), err
-}
-
 // Millis is n milliseconds as a time.Duration, saturating at the largest Duration (about 292 years)
 // instead of wrapping: a LONG of milliseconds such as Long.MAX_VALUE means "forever" in Kafka.
 func Millis(n int64) time.Duration {

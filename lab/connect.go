@@ -256,12 +256,6 @@ func (c ConnectREST) PutConnector(ctx context.Context, name string, config map[s
 	return err
 }
 
-// DeleteConnector deletes connector name (DELETE /connectors/{name}).
-func (c ConnectREST) DeleteConnector(ctx context.Context, name string) error {
-	_, err := c.do(ctx, http.MethodDelete, "/connectors/"+name, nil)
-	return err
-}
-
 // ConnectorStatus is GET /connectors/{name}/status.
 type ConnectorStatus struct {
 	Name      string `json:"name"`

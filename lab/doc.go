@@ -11,7 +11,9 @@
 //     binary distribution: lib/*.jar, the server jar, conf/) or else Debian's package (`apt-get install
 //     zookeeper default-jre-headless`: jars under /usr/share/java); java from $JAVA_HOME/bin or PATH.
 //   - Backend "container": testcontainers-go with image zookeeper:3.8 (ContainerImage), standalone only,
-//     for machines with a Docker engine. Without one it fails with ErrNoDocker.
+//     for machines with a Docker engine, in a build with -tags container only (zkcontainer.go; the
+//     default build does not link the Docker client and refuses the backend with ErrNoContainerBuild).
+//     Without a Docker engine it fails with ErrNoDocker.
 //
 // When none is available the error wraps ErrNoZooKeeper and names these ways.
 //

@@ -8,6 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/internal/zklog"
 )
 
 func modes(t *testing.T, z *ZooKeeper) []string {
@@ -104,7 +105,7 @@ func TestEnsemble(t *testing.T) {
 		out, err := FourLetter(ctx, last.Addr(), "srvr")
 		return err == nil && ParseSrvrMode(out) == ""
 	})
-	lone, _, err := zk.Connect([]string{last.Addr()}, 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(quietLogger{}))
+	lone, _, err := zk.Connect([]string{last.Addr()}, 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(zklog.Discard))
 	if err != nil {
 		t.Fatal(err)
 	}

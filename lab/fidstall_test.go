@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/internal/zklog"
 	"github.com/rebalancelab/rebalancelab/wire"
 )
 
@@ -120,7 +121,7 @@ type fidLink struct {
 // members' offset commits do) until ctx ends.
 func zkTraffic(servers []string) func(context.Context, *testing.T, *MemberLinks, Link) {
 	return func(ctx context.Context, t *testing.T, links *MemberLinks, _ Link) {
-		c, _, err := zk.Connect(servers, fidZKSession, zk.WithDialer(links.ZKDialer()), zk.WithLogInfo(false), zk.WithLogger(quietLogger{}))
+		c, _, err := zk.Connect(servers, fidZKSession, zk.WithDialer(links.ZKDialer()), zk.WithLogInfo(false), zk.WithLogger(zklog.Discard))
 		if err != nil {
 			t.Errorf("zk.Connect: %v", err)
 			return

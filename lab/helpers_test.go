@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/internal/zklog"
 )
 
 func testLog(t *testing.T) *logrus.Entry {
@@ -46,7 +47,7 @@ func zkConnect(t *testing.T, servers []string, timeout time.Duration, dial zk.Di
 	if dial == nil {
 		dial = net.DialTimeout
 	}
-	c, _, err := zk.Connect(servers, timeout, zk.WithLogInfo(false), zk.WithLogger(quietLogger{}), zk.WithDialer(dial))
+	c, _, err := zk.Connect(servers, timeout, zk.WithLogInfo(false), zk.WithLogger(zklog.Discard), zk.WithDialer(dial))
 	if err != nil {
 		t.Fatalf("zk.Connect(%v): %v", servers, err)
 	}
@@ -54,9 +55,3 @@ func zkConnect(t *testing.T, servers []string, timeout time.Duration, dial zk.Di
 	testutil.WaitFor(t, 20*time.Second, "a ZooKeeper session", func() bool { return c.State() == zk.StateHasSession })
 	return c
 }
-
-// quietLogger drops go-zookeeper's reconnect chatter (it logs every failed dial while servers are
-// down on purpose).
-type quietLogger struct{}
-
-func (quietLogger) Printf(string, ...any) {}

@@ -21,6 +21,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/zklog"
 	"github.com/rebalancelab/rebalancelab/wire"
 )
 
@@ -161,7 +162,7 @@ func (n *BrokerNode) startKafka(ctx context.Context) error {
 		chroot = "/" + strings.TrimSuffix(chroot, "/")
 	}
 	zc, _, err := zk.Connect(strings.Split(servers, ","), 10*time.Second, zk.WithLogInfo(false),
-		zk.WithLogger(labZKLogger{n.l.log}))
+		zk.WithLogger(zklog.New(n.l.log)))
 	if err != nil {
 		return fmt.Errorf("lab: broker %d: ZooKeeper %s: %w", n.id, n.l.connect, err)
 	}
@@ -255,11 +256,6 @@ func findJava() (string, error) {
 	}
 	return "", fmt.Errorf("%w: no java ($JAVA_HOME unset or without bin/java, none on PATH); run `make deps` (it installs openjdk-17-jdk-headless)", ErrNoKafka)
 }
-
-// labZKLogger sends go-zookeeper's log lines to the lab's log at debug level.
-type labZKLogger struct{ log *logrus.Entry }
-
-func (l labZKLogger) Printf(format string, a ...any) { l.log.Debugf("zk: "+format, a...) }
 
 // FindJava is the java the lab runs its JVMs with (Kafka's brokers and tools, Streams, Connect, the
 // old connector): $JAVA_HOME/bin/java, else java on PATH; the error wraps ErrNoKafka and names the

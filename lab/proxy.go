@@ -20,7 +20,9 @@ import (
 )
 
 // toxiServer is the toxiproxy "server" every lab proxy hangs off. Only its metrics container and
-// logger are used (no HTTP API is started); toxiproxy's own logs are dropped.
+// logger are used (no HTTP API is started); toxiproxy's own logs are dropped. zerolog is imported
+// for this one value: toxiproxy.NewServer takes a zerolog.Logger by value (and its proxies log
+// through it, so a zero Logger, with no writer, would not do), and only zerolog builds a disabled one.
 var toxiServer = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 
 // Proxy is a TCP fault proxy (toxiproxy v2 used as a library) between clients and one upstream

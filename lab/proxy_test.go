@@ -14,6 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/internal/zklog"
 )
 
 // ruokVia sends ruok over conn and reads the answer with a read deadline.
@@ -35,7 +36,7 @@ func TestStallExpiresZooKeeperSession(t *testing.T) {
 	defer links.Close()
 
 	const sessionTimeout = time.Second // within [2, 20] × tickTime (200 ms), so not clamped
-	m1, events, err := zk.Connect(z.Servers(), sessionTimeout, zk.WithDialer(links.ZKDialer()), zk.WithLogInfo(false), zk.WithLogger(quietLogger{}))
+	m1, events, err := zk.Connect(z.Servers(), sessionTimeout, zk.WithDialer(links.ZKDialer()), zk.WithLogInfo(false), zk.WithLogger(zklog.Discard))
 	if err != nil {
 		t.Fatal(err)
 	}

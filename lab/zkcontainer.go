@@ -1,8 +1,9 @@
+//go:build container
+
 package lab
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -16,21 +17,6 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/wait"
 )
-
-// ContainerImage is the image of the container backend (ZKOptions.Backend = "container").
-//
-// The container backend runs a standalone ZooKeeper 3.8 with testcontainers-go on a machine with a
-// Docker engine (found the way testcontainers-go finds one: DOCKER_HOST, ~/.testcontainers.properties,
-// /var/run/docker.sock, rootless sockets). The server gets the lab's settings through the image's
-// environment (ZOO_TICK_TIME, ZOO_4LW_COMMANDS_WHITELIST=*, ZOO_MAX_CLIENT_CNXNS=0,
-// ZOO_ADMINSERVER_ENABLED=false, maxSessionTimeout via ZOO_CFG_EXTRA), and its port 2181 is bound to
-// a free 127.0.0.1 port picked by the lab, so the address survives Stop/Start. Kill stops the
-// container without grace (docker's SIGKILL). Without a Docker engine StartZooKeeper fails with
-// ErrNoDocker, naming the other ways to get a ZooKeeper.
-const ContainerImage = "zookeeper:3.8"
-
-// ErrNoDocker is wrapped by the error of the container backend when no Docker engine answers.
-var ErrNoDocker = errors.New("no Docker engine answers")
 
 // checkDocker asks the Docker engine testcontainers-go would use for a ping. testcontainers-go
 // panics in some paths when no engine is configured, hence the recover.
@@ -53,6 +39,15 @@ func checkDocker(ctx context.Context) (err error) {
 			BackendContainer, ErrNoDocker, err, howToGetZooKeeper)
 	}
 	return nil
+}
+
+// containerBackend is the container backend's runner constructor, once a Docker engine answers
+// (checkDocker).
+func containerBackend(ctx context.Context) (func(n *ZKNode) (nodeRunner, error), error) {
+	if err := checkDocker(ctx); err != nil {
+		return nil, err
+	}
+	return func(n *ZKNode) (nodeRunner, error) { return &containerRunner{node: n}, nil }, nil
 }
 
 // containerRunner runs a node as a Docker container.

@@ -130,10 +130,11 @@ func StartZooKeeper(ctx context.Context, o ZKOptions) (*ZooKeeper, error) {
 		if o.Nodes != 1 {
 			return nil, fmt.Errorf("lab: the %q backend runs a standalone server only (Nodes=1), got Nodes=%d; use the local backend for an ensemble", BackendContainer, o.Nodes)
 		}
-		if err := checkDocker(ctx); err != nil {
+		nr, err := containerBackend(ctx) // zkcontainer.go with -tags container, else an error saying to rebuild
+		if err != nil {
 			return nil, err
 		}
-		newRunner = func(n *ZKNode) (nodeRunner, error) { return &containerRunner{node: n}, nil }
+		newRunner = nr
 	default:
 		return nil, fmt.Errorf("lab: unknown ZooKeeper backend %q (want %q or %q)", o.Backend, BackendLocal, BackendContainer)
 	}
@@ -367,9 +368,6 @@ func (z *ZooKeeper) FourLetter(ctx context.Context, node int, word string) (stri
 	}
 	return FourLetter(ctx, z.nodes[node].Addr(), word)
 }
-
-// WaitServing waits until every running node serves (see StartZooKeeper), e.g. after restarts.
-func (z *ZooKeeper) WaitServing(ctx context.Context) error { return z.waitServing(ctx) }
 
 // Close stops every node (SIGTERM, then SIGKILL after 10 s) and removes the data dir when the lab
 // created it. Safe to call more than once.

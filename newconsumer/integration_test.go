@@ -635,7 +635,7 @@ func rawJoin(t *testing.T, ctx context.Context, conn *wire.Conn, owned []TopicPa
 // does not fail, the older claim loses (the stale claimant gets neither), the owners keep 2 each and
 // revoke exactly the partition that moves; the stale claimant leaves and the group covers every
 // partition exactly once again.
-func TestIntegrationCO_COOP_STALE_OWNED(t *testing.T) {
+func TestIntegrationCoopStaleOwned(t *testing.T) {
 	bootstrap := startCluster(t, "t", 6, 0, 0)
 	col := &timeline.Collector{}
 	// 10 s sessions: the exact revocations asserted below must not be blurred by a member that

@@ -16,7 +16,7 @@ import (
 // rebalance writes no offset (each znode keeps its data and its version), so the 2 records read
 // after the commit are delivered again — partition 0 by c1, partition 1 by c2 — and nothing before
 // the commit is.
-func TestZK_NO_AUTOCOMMIT_ExplicitCommit(t *testing.T) {
+func TestZKNoAutoCommitExplicitCommit(t *testing.T) {
 	l := startLab(t, 1)
 	cl := labClient(t, l)
 	createTopicAssigned(t, cl, "t", onBroker1(2))

@@ -67,6 +67,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/sirupsen/logrus"
 
+	"github.com/rebalancelab/rebalancelab/internal/zklog"
 	"github.com/rebalancelab/rebalancelab/kconfig"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -206,7 +207,7 @@ func New(cfg Config) (*Connector, error) {
 	}
 	c.zk = newZKConn(chroot, c.rec, c.ctx.Done(), c.onChildChange, c.onDataChange)
 	conn, _, err := zk.Connect(servers, time.Duration(cfg.ZooKeeperSessionTimeoutMs)*time.Millisecond,
-		zk.WithLogger(zkLogger{c.log}), zk.WithEventCallback(c.onZKEvent), zk.WithDialer(dialer))
+		zk.WithLogger(zklog.New(c.log)), zk.WithEventCallback(c.onZKEvent), zk.WithDialer(dialer))
 	if err != nil {
 		c.zk.close()
 		return nil, fmt.Errorf("zkconsumer: zookeeper.connect=%s: %w", cfg.ZooKeeperConnect, err)
@@ -225,11 +226,6 @@ func New(cfg Config) (*Connector, error) {
 	}
 	return c, nil
 }
-
-// zkLogger sends go-zookeeper's log lines to logrus at debug level.
-type zkLogger struct{ log *logrus.Entry }
-
-func (l zkLogger) Printf(format string, a ...any) { l.log.Debugf("zk: "+format, a...) }
 
 // ConsumerID is "<group>_<consumer.id or generated id>", the name of this connector's registration.
 func (c *Connector) ConsumerID() string { return c.consumerID }

@@ -275,7 +275,7 @@ func TestDeliverAndCommit(t *testing.T) {
 // ZK-NO-AUTOCOMMIT (KAFKA-919): with auto.commit.enable=false the rebalance commits nothing, so
 // the offset znodes stay absent and the N messages read before a second connector joins are
 // delivered again.
-func TestZK_NO_AUTOCOMMIT(t *testing.T) {
+func TestZKNoAutoCommit(t *testing.T) {
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1)
 	cl := newClient(t, b)
@@ -389,7 +389,7 @@ func waitLeader(t *testing.T, cl *kgo.Client, topic string, partition, want int3
 // ZK-LEADERLESS (KAFKA-693): partition 1's only broker is down when the connector starts. The
 // rebalance succeeds at once, both owner znodes name the connector, partition 0 is consumed while
 // the broker is down, partition 1 once it is back — with no restart and no other rebalance.
-func TestZK_LEADERLESS(t *testing.T) {
+func TestZKLeaderless(t *testing.T) {
 	z := startZK(t)
 	b1 := startBroker(t, z.Connect(), 1)
 	b2 := startBroker(t, z.Connect(), 2)
@@ -436,7 +436,7 @@ func TestZK_LEADERLESS(t *testing.T) {
 // ZK-PARTITIONS-ADDED (KAFKA-1075): the topic grows from 2 to 4 partitions (CreatePartitions; the
 // broker rewrites /brokers/topics/t); both connectors rebalance, range splits 2 and 2, and the
 // messages sent to partitions 2 and 3 are consumed by their new owner without restarts.
-func TestZK_PARTITIONS_ADDED(t *testing.T) {
+func TestZKPartitionsAdded(t *testing.T) {
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1)
 	cl := newClient(t, b)
@@ -489,7 +489,7 @@ func TestZK_PARTITIONS_ADDED(t *testing.T) {
 // ZK-FAILED-ATTEMPT-RELEASES with fetching: while another session squats on an owner znode the
 // connectors' attempts fail (each deleting what it claimed); once it is gone every partition has
 // one owner znode and each connector fetches exactly the partitions whose znode names it.
-func TestZK_FAILED_ATTEMPT_RELEASES_Fetching(t *testing.T) {
+func TestZKFailedAttemptReleasesFetching(t *testing.T) {
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1)
 	cl := newClient(t, b)

@@ -16,6 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"go.uber.org/goleak"
 
+	"github.com/rebalancelab/rebalancelab/internal/zklog"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -53,7 +54,7 @@ type admin struct {
 
 func newAdmin(t *testing.T, connect string) *admin {
 	t.Helper()
-	conn, ev, err := zk.Connect(strings.Split(connect, ","), 10*time.Second, zk.WithLogger(zkLogger{testLog()}))
+	conn, ev, err := zk.Connect(strings.Split(connect, ","), 10*time.Second, zk.WithLogger(zklog.New(testLog())))
 	if err != nil {
 		t.Fatal(err)
 	}

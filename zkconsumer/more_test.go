@@ -52,7 +52,7 @@ func TestChroot(t *testing.T) {
 
 // ZK-ROUNDROBIN-EMPTY with a broker: the wildcard connector starts on a cluster without topics,
 // a topic created later is assigned whole and its messages are delivered on the shared streams.
-func TestZK_ROUNDROBIN_EMPTY_Delivery(t *testing.T) {
+func TestZKRoundRobinEmptyDelivery(t *testing.T) {
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1)
 	cl := newClient(t, b)
@@ -96,7 +96,7 @@ func TestZK_ROUNDROBIN_EMPTY_Delivery(t *testing.T) {
 
 // ZK-BROKER-VANISHES with a broker: a second broker's registration vanishes between the list and
 // the read; the connector treats it as gone and consumes from the live one.
-func TestZK_BROKER_VANISHES_Delivery(t *testing.T) {
+func TestZKBrokerVanishesDelivery(t *testing.T) {
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1)
 	cl := newClient(t, b)

@@ -146,7 +146,7 @@ func TestRoundRobinTwoTopicsHashOrder(t *testing.T) {
 
 // ZK-ROUNDROBIN-EMPTY (KAFKA-1648): round-robin with a whitelist on a cluster without topics
 // rebalances successfully with nothing assigned; a topic created later is assigned whole.
-func TestZK_ROUNDROBIN_EMPTY(t *testing.T) {
+func TestZKRoundRobinEmpty(t *testing.T) {
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0) // no /brokers/topics at all
@@ -185,7 +185,7 @@ func TestZK_ROUNDROBIN_EMPTY(t *testing.T) {
 // ZK-FAILED-ATTEMPT-RELEASES (kafka-node #981): an attempt that claims some owner znodes and then
 // meets a conflict deletes everything it claimed before its backoff; once the conflict is gone,
 // every partition has exactly one owner znode and the connector owns exactly those naming it.
-func TestZK_FAILED_ATTEMPT_RELEASES(t *testing.T) {
+func TestZKFailedAttemptReleases(t *testing.T) {
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0)
@@ -255,7 +255,7 @@ func TestZK_FAILED_ATTEMPT_RELEASES(t *testing.T) {
 
 // ZK-PARTITIONS-ADDED (KAFKA-1075), ZooKeeper side: the topic's partition map grows from 2 to 4;
 // the data watch on /brokers/topics/<t> triggers a rebalance and range splits 2 and 2.
-func TestZK_PARTITIONS_ADDED_Owners(t *testing.T) {
+func TestZKPartitionsAddedOwners(t *testing.T) {
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0)
@@ -291,7 +291,7 @@ func TestZK_PARTITIONS_ADDED_Owners(t *testing.T) {
 // ZK-BROKER-VANISHES (KAFKA-1010): a broker's /brokers/ids/<id> disappears between listing the
 // children and reading the node. The broker is treated as gone: the attempt succeeds (0.8.2's
 // getCluster threw here and failed the attempt) and every partition has one owner.
-func TestZK_BROKER_VANISHES(t *testing.T) {
+func TestZKBrokerVanishes(t *testing.T) {
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0)

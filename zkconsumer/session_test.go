@@ -442,7 +442,7 @@ func waitFetchingOwners(t *testing.T, a *admin, group, topic string, ms ...*memb
 // the consumer, owned by its current session, no back-off, two re-registrations (sessions 1 and
 // 3), the group stable with each connector fetching exactly its owner znodes, and the connector
 // still answering the group (c2 leaves: c1 takes everything).
-func TestFIDZKSession_ExpiriesDuringSlowRebalance(t *testing.T) {
+func TestFIDZKSessionExpiriesDuringSlowRebalance(t *testing.T) {
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1)
 	cl := newClient(t, b)
@@ -516,7 +516,7 @@ func TestFIDZKSession_ExpiriesDuringSlowRebalance(t *testing.T) {
 // (ZkClient.retryUntilConnected): the ids node comes back, owned by the session, and the group
 // includes c1 again. (0.8.2's connector here, without the retry, gave up the registration: no ids
 // node for good, and each later rebalance failed reading its own registration.)
-func TestFIDZKSession_CutDuringReregistration(t *testing.T) {
+func TestFIDZKSessionCutDuringReregistration(t *testing.T) {
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0)
@@ -596,7 +596,7 @@ func TestFIDZKSession_CutDuringReregistration(t *testing.T) {
 // has yet to delete, ZOOKEEPER-1740, or another process with the same consumer.id) makes c1's
 // registration back off zookeeper.session.timeout.ms, recorded as an error; once the node is gone
 // c1 registers and rebalances.
-func TestFIDZKSession_RegistrationOwnedByAnotherSession(t *testing.T) {
+func TestFIDZKSessionRegistrationOwnedByAnotherSession(t *testing.T) {
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0)
@@ -636,7 +636,7 @@ func TestFIDZKSession_RegistrationOwnedByAnotherSession(t *testing.T) {
 // left there would name c1 for good, whatever the next assignment says). When the new session is
 // handled no owner znode exists; c1 re-registers, rebalances, and owns the partitions in the new
 // session.
-func TestFIDZKSession_ExpiryDuringClaims(t *testing.T) {
+func TestFIDZKSessionExpiryDuringClaims(t *testing.T) {
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0)

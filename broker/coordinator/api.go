@@ -47,7 +47,9 @@ func maxVersion(key int16) (int16, bool) {
 	return 0, false
 }
 
-// IsGroupAPI reports whether the coordinator answers this API key.
+// IsGroupAPI reports whether key is one of the group APIs the coordinator answers (APIVersions): the
+// one list of them, by which the broker routes a request to its GroupHandler (as KafkaApis hands
+// them to GroupCoordinator).
 func IsGroupAPI(key int16) bool {
 	_, ok := maxVersion(key)
 	return ok

@@ -13,11 +13,11 @@ import (
 // The CO-* field cases (problems Kafka users reported against the coordinator), one test each, named
 // after the case id, with the report it comes from.
 
-// TestCO_UNKNOWN_GROUP_COMMIT (KAFKA-2596): the coordinator has no state for g and gets
+// TestUnknownGroupCommit (CO-UNKNOWN-GROUP-COMMIT, KAFKA-2596): the coordinator has no state for g and gets
 // OffsetCommit(g, generation 3, member m): ILLEGAL_GENERATION below v9, GROUP_ID_NOT_FOUND from v9,
 // and nothing is stored. The same commit with generation -1 and an empty member id (manual
 // assignment) is accepted and stored, for every version.
-func TestCO_UNKNOWN_GROUP_COMMIT(t *testing.T) {
+func TestUnknownGroupCommit(t *testing.T) {
 	h := newHarness(t, testConfig())
 	for v := int16(1); v <= 9; v++ {
 		want := codeIllegalGeneration
@@ -56,11 +56,11 @@ func TestCO_UNKNOWN_GROUP_COMMIT(t *testing.T) {
 	}
 }
 
-// TestCO_COMMIT_DURING_REBALANCE (KAFKA-2557): A and B Stable at generation N; C joins. A's
+// TestCommitDuringRebalance (CO-COMMIT-DURING-REBALANCE, KAFKA-2557): A and B Stable at generation N; C joins. A's
 // Heartbeat(N) gets REBALANCE_IN_PROGRESS (every version), A's OffsetCommit(N) is accepted and
 // stored (every version); once generation N+1 exists, OffsetCommit(N) gets ILLEGAL_GENERATION and
 // stores nothing.
-func TestCO_COMMIT_DURING_REBALANCE(t *testing.T) {
+func TestCommitDuringRebalance(t *testing.T) {
 	h := newHarness(t, cfgNoDelay())
 	o := joinOpts{version: 5, session: 10000, rebalance: 10000}
 	ms := h.stableGroup("g", 2, o)
@@ -123,10 +123,10 @@ func TestCO_COMMIT_DURING_REBALANCE(t *testing.T) {
 	}
 }
 
-// TestCO_JOIN_V0_TIMEOUT (KAFKA-8653): two members join with JoinGroup v0 (no rebalance timeout
+// TestJoinV0Timeout (CO-JOIN-V0-TIMEOUT, KAFKA-8653): two members join with JoinGroup v0 (no rebalance timeout
 // field), session timeout 10 s: the rebalance timeout is the session timeout, no MEMBER_ID_REQUIRED
 // is sent, the group stabilises with 2 members and the generation stops increasing.
-func TestCO_JOIN_V0_TIMEOUT(t *testing.T) {
+func TestJoinV0Timeout(t *testing.T) {
 	h := newHarness(t, testConfig()) // group.initial.rebalance.delay.ms=3000
 	o := joinOpts{version: 0, session: 10000}
 	j1 := h.send(joinReq("g", o), "c1")
@@ -175,11 +175,11 @@ func TestCO_JOIN_V0_TIMEOUT(t *testing.T) {
 	}
 }
 
-// TestCO_STATIC_DOUBLE_JOIN (KAFKA-8500): static member I (member id m1) is Stable; a rebalance
+// TestStaticDoubleJoin (CO-STATIC-DOUBLE-JOIN, KAFKA-8500): static member I (member id m1) is Stable; a rebalance
 // starts; two JoinGroups with instance id I and no member id arrive back to back. Exactly one member
 // id maps to I; every request from a replaced id gets FENCED_INSTANCE_ID; I's partitions go to one
 // consumer.
-func TestCO_STATIC_DOUBLE_JOIN(t *testing.T) {
+func TestStaticDoubleJoin(t *testing.T) {
 	h := newHarness(t, cfgNoDelay())
 	I, J, K := sp("I"), sp("J"), sp("K")
 	so := func(inst *string, memberID string) joinOpts {
@@ -279,11 +279,11 @@ func TestCO_STATIC_DOUBLE_JOIN(t *testing.T) {
 	}
 }
 
-// TestCO_LATE_COMMIT_REWIND (kafka-go #1308): A owns p1, p2 at generation N and stops polling; B
+// TestLateCommitRewind (CO-LATE-COMMIT-REWIND, kafka-go #1308): A owns p1, p2 at generation N and stops polling; B
 // joins; A misses the rebalance and is removed; B gets p1 and p2 in N+1 and commits 3 for p2; A's
 // late commit of 2 with its old member id and generation N is rejected with UNKNOWN_MEMBER_ID (every
 // version) and p2's committed offset stays 3.
-func TestCO_LATE_COMMIT_REWIND(t *testing.T) {
+func TestLateCommitRewind(t *testing.T) {
 	h := newHarness(t, cfgNoDelay())
 	o := joinOpts{version: 5, session: 10000, rebalance: 20000}
 	a := h.stableGroup("g", 1, o)[0]
@@ -324,14 +324,14 @@ type coopMember struct {
 	owned map[string][]int32
 }
 
-// TestCO_COOP_STALE_OWNED (KAFKA-12984), coordinator side: the coordinator hands every member's
+// TestCoopStaleOwned (CO-COOP-STALE-OWNED, KAFKA-12984), coordinator side: the coordinator hands every member's
 // owned-partitions claim (with its generation) to the leader byte for byte, and each member exactly
 // the leader's assignment. With a real cooperative-sticky leader: C3 times out, generation N+1 moves
 // its partitions to C1 and C2, C3 rejoins claiming its generation-N partitions; no round assigns a
 // partition twice, C3's stale claims lose, and the final assignment covers every partition exactly
 // once. The variant (two same-generation claims of one partition) is checked for transport and
 // coverage; who wins a tie is the assignor's rule (newconsumer's tests).
-func TestCO_COOP_STALE_OWNED(t *testing.T) {
+func TestCoopStaleOwned(t *testing.T) {
 	bal := kgo.CooperativeStickyBalancer()
 	const topic, parts = "t", 6
 	h := newHarness(t, cfgNoDelay())

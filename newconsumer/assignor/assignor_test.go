@@ -259,7 +259,7 @@ func TestCooperativeJoinTwoRounds(t *testing.T) {
 // to C1 and C2; C3 rejoins still claiming them. The older claim loses: C1 and C2 keep what balance
 // allows and the partitions moving to C3 are withheld this round; the next round completes it, and
 // the final assignment covers every partition exactly once.
-func TestCO_COOP_STALE_OWNED(t *testing.T) {
+func TestCoopStaleOwned(t *testing.T) {
 	topics := map[string]int32{"t": 6}
 	assertAssignment(t, CooperativeSticky{}, topics,
 		[]Subscription{owning("C1", 2, "t:0 t:1 t:4", "t"), owning("C2", 2, "t:2 t:3 t:5", "t"),

@@ -1,4 +1,4 @@
-package ktools
+package conformance
 
 import (
 	"bufio"
@@ -235,6 +235,7 @@ func startJava(t *testing.T, handle func(vEvent), args ...string) (*exec.Cmd, ch
 // the position; then, clean: the committed positions equal the records consumed (no duplicates);
 // hard: the positions are at most the records consumed.
 func TestVerifiableProducerConsumer(t *testing.T) {
+	needPair(t)
 	for _, mode := range []string{"clean", "hard"} {
 		t.Run(mode, func(t *testing.T) { runVerifiable(t, mode) })
 	}
@@ -245,7 +246,7 @@ func runVerifiable(t *testing.T, mode string) {
 	topic, group := "vt-"+mode, "vg-"+mode
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(ours.Bootstrap()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(ours.Bootstrap(), ",")...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package difftest
+package conformance
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package difftest
+package conformance
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 // row). DIFFTEST_OUT=FILE writes every difference found, listed or not, to FILE; DIFFTEST_ANSWERS=FILE
 // every step's normalised answer from both brokers.
 func TestDifferential(t *testing.T) {
+	needPair(t)
 	rows := readAccepted(t)
 	for _, l := range []*lab.Lab{ours, kafka} {
 		setUp(t, l)

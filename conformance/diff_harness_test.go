@@ -1,4 +1,4 @@
-package difftest
+package conformance
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -23,46 +22,11 @@ import (
 	"github.com/rebalancelab/rebalancelab/wire"
 )
 
-// The two brokers under test, started once for the package by TestMain: one ZooKeeper, each broker
-// under its own chroot, both with the lab's settings (lab.ShortTimings, lab.LabBrokerSettings).
-var (
-	ours, kafka *lab.Lab
-)
-
+// The names of the two brokers in differences and answers.
 const (
 	nameOurs  = "rebalancelab"
 	nameKafka = "kafka"
 )
-
-func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	log := logrus.New()
-	log.SetLevel(logrus.WarnLevel)
-	entry := logrus.NewEntry(log)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	z, err := lab.StartZooKeeper(ctx, lab.ZKOptions{Log: entry})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "difftest: ZooKeeper:", err)
-		return 1
-	}
-	defer z.Close()
-	if ours, err = lab.Start(ctx, lab.Options{ExternalZK: z.Connect() + "/rebalancelab", Log: entry}); err != nil {
-		fmt.Fprintln(os.Stderr, "difftest: our broker:", err)
-		return 1
-	}
-	defer ours.Close()
-	// A missing Kafka classpath fails here with the error naming `make deps`: never a skip.
-	if kafka, err = lab.Start(ctx, lab.Options{ExternalZK: z.Connect() + "/kafka", Broker: lab.BrokerKafka, Log: entry}); err != nil {
-		fmt.Fprintln(os.Stderr, "difftest: Kafka broker:", err)
-		return 1
-	}
-	defer kafka.Close()
-	return m.Run()
-}
 
 // ---- scripts ----
 
@@ -699,4 +663,29 @@ func readAccepted(t *testing.T) []*accepted {
 		t.Fatalf("docs/reference/fidelity.md's %q table has no rows", tableHeading)
 	}
 	return out
+}
+
+// TestFidelityTableParses reads the fidelity table without starting anything (it runs under -short):
+// every pattern appears once, has a reason, and its `*` matches any run of characters and nothing
+// else (the pattern with each `*` replaced by "x-y" matches, the same text with a character appended
+// does not).
+func TestFidelityTableParses(t *testing.T) {
+	rows := readAccepted(t)
+	seen := map[string]bool{}
+	for _, a := range rows {
+		if seen[a.pattern] {
+			t.Errorf("fidelity.md lists `%s` twice", a.pattern)
+		}
+		seen[a.pattern] = true
+		if a.reason == "" {
+			t.Errorf("`%s` has no reason", a.pattern)
+		}
+		key := strings.ReplaceAll(a.pattern, "*", "x-y")
+		if !a.re.MatchString(key) {
+			t.Errorf("`%s` does not match %q", a.pattern, key)
+		}
+		if a.re.MatchString(key+"\x00") && !strings.HasSuffix(a.pattern, "*") {
+			t.Errorf("`%s` matches %q: the pattern is not anchored", a.pattern, key+"\x00")
+		}
+	}
 }
