@@ -27,10 +27,15 @@ vet:
 		echo "vet: the default build of cmd/rebalancelab links the Docker packages above (keep them behind -tags container)"; exit 1; fi
 
 # Tests need a real ZooKeeper, a JRE, kcat and kafka-python: `deps` installs them when missing.
-# Then every `go test` benchmark once (`bench-check`), for the checks built into them (assignment
-# validity, the peers' answers), then the bounded fuzzing.
+# Every test runs (no -short): `go test -json` piped into scripts/testsummary, which prints what go test
+# prints without -v (a line per package, the output of what failed) and fails the target when a test
+# failed or was skipped, listing the skipped ones (skips exist only under -short; CONTRIBUTING.md).
+# pipefail keeps go test's own exit status. Then every `go test` benchmark once (`bench-check`), for
+# the checks built into them (assignment validity, the peers' answers), then the bounded fuzzing.
+# The fast tier, without ZooKeeper or a JVM: `go test -short ./...` (not a target; CONTRIBUTING.md).
 test: deps build vet largefiles
-	REBALANCELAB_BIN=$(CURDIR)/$(BIN) $(GO) test $(TESTFLAGS) ./...
+	$(GO) build -o bin/testsummary ./scripts/testsummary
+	REBALANCELAB_BIN=$(CURDIR)/$(BIN) bash -o pipefail -c "$(GO) test -json $(TESTFLAGS) ./... | bin/testsummary"
 	$(MAKE) bench-check
 	$(MAKE) fuzz
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/broker/coordinator"
 	"github.com/rebalancelab/rebalancelab/conformance"
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/newconsumer/assignor"
 	"github.com/rebalancelab/rebalancelab/wire"
@@ -101,6 +102,7 @@ const (
 // x-rebalancelab-wire-vs-kfake-wire (ours/peer; below 1: ours faster), kafka-warmup-rebalances (the
 // warm-up's length, with the ratio against Kafka).
 func BenchmarkCoordinatorRebalance(b *testing.B) {
+	testutil.Needs(b, testutil.ZooKeeper, testutil.Kafka)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := logrus.New()

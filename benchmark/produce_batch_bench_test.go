@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 )
 
@@ -21,6 +22,7 @@ import (
 // one buffer sized from their length prefix and one write per append, large batches must be no
 // slower than small ones.
 func BenchmarkProduceBatchBytes(b *testing.B) {
+	testutil.Needs(b, testutil.ZooKeeper)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := logrus.New()

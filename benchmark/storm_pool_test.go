@@ -20,6 +20,7 @@ import (
 // (member-pool --client kgo): its storm is stable, seen from the broker, and its resources count its
 // two pool processes.
 func TestStormInPools(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	const n = 6
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -15,6 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/scenarios"
 )
 
@@ -27,6 +28,7 @@ func quietLog() *logrus.Entry {
 // One small cell group per era (N=3), for real: every cell completes with every figure, the counts
 // the cases fix, the zk join's watch checks against the server, and the kgo peer measured beside ours.
 func TestStormSmallEveryEra(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	const n = 3
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -178,6 +180,7 @@ func TestStormSmallEveryEra(t *testing.T) {
 // was the seed's pick, a leaver that owned nothing left a window that never became unstable, which
 // the bench reports as "not stable" (README: N=3,000 and 4,000 with Kafka's defaults).
 func TestStormStaticLeaveOfAnOwner(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	for _, seed := range []int64{1, 2, 3} {
@@ -199,6 +202,7 @@ func TestStormStaticLeaveOfAnOwner(t *testing.T) {
 }
 
 func TestStormImpossibleDeadline(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -448,6 +452,7 @@ func TestStormFDShortage(t *testing.T) {
 // (packets received, sessions expired, watches fired) and the CPU used, and the cells after it do
 // not run.
 func TestStormMaxRSS(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	res, err := RunStorm(context.Background(), StormOptions{Eras: []string{"zk"}, Consumers: []int{3}, Deadline: 60 * time.Second,
 		Seed: 1, Version: "test", LabLog: quietLog(), MaxRSS: 1 << 20})
 	if err != nil {

@@ -52,6 +52,7 @@ func (g *groupStub) GroupAPIVersions() []kmsg.ApiVersionsResponseApiKey {
 // TestGroupHandlerRouting: group APIs reach the GroupHandler with the request's client id, are advertised
 // with the handler's versions only once it is set, and a panicking handler closes only that connection.
 func TestGroupHandlerRouting(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, nil)
 	c := dial(t, tb.addr())
@@ -125,6 +126,7 @@ func TestGroupHandlerRouting(t *testing.T) {
 // internal topic; the leadership listener reports each partition; the coordinator's path (Append,
 // PartitionLog) works while clients may not produce to it but may fetch it.
 func TestOffsetsTopicForCoordinator(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, map[string]string{"offsets.topic.num.partitions": "3"})
 	var mu sync.Mutex
@@ -217,6 +219,7 @@ func TestOffsetsTopicForCoordinator(t *testing.T) {
 // TestTopicAdmin: Metadata auto-creation, CreateTopics errors, CreatePartitions (the topic znode grows and
 // the new partitions continue the round-robin) and DeleteTopics (znodes and the log directory go).
 func TestTopicAdmin(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, map[string]string{"num.partitions": "2"})
 	zc := zkClient(t, z.Connect())

@@ -96,6 +96,7 @@ func closeWaitsOnWaitGroup() bool {
 // Close runs. Close must then wait for them; before the fix it returned with both still held (the
 // test failed with "Close returned while ...").
 func TestCloseWaitsForItsGoroutines(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, map[string]string{"offsets.topic.replication.factor": "2"})
 	readerMsg, createMsg := "closing connection: request_too_large", "creating "+broker.OffsetsTopic

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 // TestClusterID: the first broker creates /cluster/id as Kafka's ClusterIdZNode
@@ -13,6 +15,7 @@ import (
 // Metadata (v2+) answers it on both; /feature is created likewise and its version is ApiVersions'
 // finalized features epoch.
 func TestClusterID(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b1 := startBroker(t, z.Connect(), 1, nil)
 	b2 := startBroker(t, z.Connect(), 2, nil)

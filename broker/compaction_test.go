@@ -105,6 +105,7 @@ func consumeFromStart(ctx context.Context, t *testing.T, addr, topic string) []*
 // the log dirty enough for another pass. ListOffsets earliest stays 0. A record without a key is
 // refused with INVALID_RECORD.
 func TestCompactionEndToEnd(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, compactionProps)
 	const topic, writes, keys = "compacted", 100_000, 100

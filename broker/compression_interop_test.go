@@ -24,17 +24,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/recordbatch"
 	"github.com/rebalancelab/rebalancelab/wire"
 )
 
 func TestCompressionAcrossFormats(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.KafkaPython)
 	compressionAcrossFormats(t, lab.Options{Brokers: 1})
 }
 
 // TestCompressionAcrossFormatsKafka39 is the same on a real Kafka 3.9 broker: the reference.
 func TestCompressionAcrossFormatsKafka39(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Kafka, testutil.KafkaPython)
 	compressionAcrossFormats(t, lab.Options{Brokers: 1, Broker: lab.BrokerKafka})
 }
 
@@ -367,11 +370,13 @@ func firstLegacyMessage(t *testing.T, set []byte) (magic, attrs byte, value []by
 // producer's lz4 batches are stored as gzip, except in a topic whose own compression.type is producer,
 // where they stay lz4; the records are intact either way.
 func TestBrokerCompressionType(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	brokerCompressionType(t, lab.Options{Brokers: 1})
 }
 
 // TestBrokerCompressionTypeKafka39 is the same on a real Kafka 3.9 broker.
 func TestBrokerCompressionTypeKafka39(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Kafka)
 	brokerCompressionType(t, lab.Options{Brokers: 1, Broker: lab.BrokerKafka})
 }
 

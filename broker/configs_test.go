@@ -107,6 +107,7 @@ a.close()
 // server.properties (source 4, STATIC_BROKER_CONFIG); the znode is Kafka's; the CreateTopics v5+
 // answer lists the same configs.
 func TestTopicConfigsThroughKafkaPython(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.KafkaPython)
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, map[string]string{"log.retention.ms": "3600000"})
 	c := dial(t, tb.addr())
@@ -166,6 +167,7 @@ func TestTopicConfigsThroughKafkaPython(t *testing.T) {
 // goes to a topic without the override; min.insync.replicas 2 with one replica takes acks=-1, as
 // Kafka 3.9's Partition.effectiveMinIsr caps min.insync.replicas at the replication factor.
 func TestTopicMaxMessageBytes(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, nil)
 	c := dial(t, tb.addr())
@@ -211,6 +213,7 @@ func waitLeader(t *testing.T, c *wire.Conn, topics ...string) {
 // Kafka 3.9's LogConfig / ConfigDef gives, in CreateTopics and, prefixed with the resource, in
 // IncrementalAlterConfigs.
 func TestInvalidTopicConfigs(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, nil)
 	c := dial(t, tb.addr())
@@ -273,6 +276,7 @@ func alterTopic(t *testing.T, c *wire.Conn, topic, key, value string) (int16, st
 // topic reaches the partition's log through /config/changes and deletes its old segments at the next
 // retention pass, without a restart; DescribeConfigs then shows it from the topic.
 func TestIncrementalAlterConfigsRetentionLive(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, map[string]string{"log.retention.check.interval.ms": "50"})
 	c := dial(t, tb.addr())
@@ -307,6 +311,7 @@ func TestIncrementalAlterConfigsRetentionLive(t *testing.T) {
 // a broker restart (log-start-offset-checkpoint); an offset above the high watermark is
 // OFFSET_OUT_OF_RANGE.
 func TestDeleteRecordsMovesLogStart(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, nil)
 	c := dial(t, tb.addr())
@@ -386,6 +391,7 @@ func op(name string, o kmsg.IncrementalAlterConfigOp, value string) kmsg.Increme
 // DEFAULT_CONFIG); broker keys 3.9 cannot change at run time and another broker's id are refused with
 // INVALID_REQUEST and Kafka's messages.
 func TestDynamicConfigs(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, nil)
 	c := dial(t, tb.addr())

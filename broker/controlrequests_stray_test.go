@@ -19,6 +19,7 @@ import (
 // a full UpdateMetadata: their Metadata drops the topic, and their replicas of it are strays — no
 // longer served (ListOffsets replica -2: UNKNOWN_TOPIC_OR_PARTITION) and their log directories gone.
 func TestStrayReplicasOfADeletionTheControllerMissed(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	zc := zkClient(t, z.Connect())
 	proxy, err := lab.NewProxy("stray-ctrl-zk", z.Connect())

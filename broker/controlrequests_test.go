@@ -171,6 +171,7 @@ func controlRequests(t *testing.T, tb *testBroker, api string) float64 {
 // broker; a topic deletion, StopReplica(delete=true) to its replicas, whose logs go. After the
 // controller's broker is killed, the new controller's session is the only one watching.
 func TestControllerTellsBrokersOverTheWire(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	zc := zkClient(t, z.Connect())
 	var tbs []*testBroker
@@ -330,6 +331,7 @@ func assertOnlyControllerWatches(t *testing.T, z *lab.ZooKeeper, zc *zk.Conn, to
 // the replica's is FENCED_LEADER_EPOCH, and the log stays. A LeaderAndIsr with a newer leader epoch
 // is applied (answered NONE).
 func TestControlRequestFencing(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	zc := zkClient(t, z.Connect())
 	tb := startBroker(t, z.Connect(), 1, nil)

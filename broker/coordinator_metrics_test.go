@@ -17,6 +17,7 @@ import (
 // Stable group, exactly one completed rebalance; it commits two partitions: two offsets stored and
 // held; it leaves: the group is Empty and still holds both offsets, the rebalance count unchanged.
 func TestCoordinatorMetrics(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	zk := startZK(t)
 	tb := startBroker(t, zk.Connect(), 1, nil)
 	interopCreateTopic(t, tb.addr(), "mt", 2)

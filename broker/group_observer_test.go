@@ -21,6 +21,7 @@ import (
 // members, each subscribed to t and together assigned t's 4 partitions once (2 each); when one leaves,
 // a later Stable generation with the other alone owning all 4.
 func TestGroupObserverSeesKgoGroup(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	zk := startZK(t)
 	var mu sync.Mutex
 	var gens []groupview.Generation

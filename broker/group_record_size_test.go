@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/broker"
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/recordbatch"
 )
 
@@ -19,6 +20,7 @@ import (
 // never becomes Stable. The limit bites at exactly one byte over message.max.bytes: a member whose
 // subscription makes the group's batch message.max.bytes long syncs, one byte more does not.
 func TestGroupRecordTooLarge(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	const limit = 4096
 	zk := startZK(t)
 	tb := startBroker(t, zk.Connect(), 1, map[string]string{

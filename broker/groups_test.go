@@ -19,6 +19,7 @@ import (
 )
 
 func TestGroupConsumeAndRestartKeepsOffsets(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	l := interopLab(t, lab.Options{Brokers: 1})
 	const topic, group, parts, n = "grp", "g1", 4, 400
 	interopCreateTopic(t, l.Bootstrap(), topic, parts)

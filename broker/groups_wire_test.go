@@ -197,6 +197,7 @@ func describeWire(t *testing.T, c *wire.Conn, group string) kmsg.DescribeGroupsR
 // (OffsetFetch -1) and creates no group (DescribeGroups: Dead); the same commit with generation -1
 // and an empty member id (manual assignment) is stored, at v8 and at v9.
 func TestUnknownGroupCommitWire(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	l := interopLab(t, lab.Options{Brokers: 1})
 	interopCreateTopic(t, l.Bootstrap(), "t", 2)
 	c := dial(t, l.Bootstrap())
@@ -264,6 +265,7 @@ func TestUnknownGroupCommitWire(t *testing.T) {
 // CompletingRebalance) and again once N+1 is Stable, OffsetCommit(N) gets ILLEGAL_GENERATION at
 // v1-v9 and the committed offset stays.
 func TestCommitDuringRebalanceWire(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	l := interopLab(t, lab.Options{Brokers: 1})
 	interopCreateTopic(t, l.Bootstrap(), "t", 2)
 	c := dial(t, l.Bootstrap())
@@ -376,6 +378,7 @@ func TestCommitDuringRebalanceWire(t *testing.T) {
 // UNKNOWN_MEMBER_ID at v8 and v9; the committed offset of p2 stays 3, equal to the high watermark
 // (lag 0).
 func TestLateCommitRewindWire(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	l := interopLab(t, lab.Options{Brokers: 1})
 	interopCreateTopic(t, l.Bootstrap(), "t", 3)
 	prod, err := kgo.NewClient(kgo.SeedBrokers(l.Bootstrap()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -455,6 +458,7 @@ wait:
 // an older connection keeps answering, and the group goes on without it: the member is expired after
 // its 3 s session, the consumer owns both partitions again and consumes new records.
 func TestGroupBadInputWire(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	l := interopLab(t, lab.Options{Brokers: 1, BrokerConfig: map[string]string{"socket.request.max.bytes": "8192"}})
 	addr := l.Bootstrap()
 	interopCreateTopic(t, addr, "t", 2)

@@ -88,6 +88,7 @@ func initProducerID(t *testing.T, c *wire.Conn, version int16, txnID *string, pi
 // again (the producer state rebuilt from the log); a gap is OUT_OF_ORDER_SEQUENCE_NUMBER and an older
 // epoch INVALID_PRODUCER_EPOCH, neither written.
 func TestInitProducerIDAndRetryAcrossRestart(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, nil)
 	createLedTopic(t, tb, "idem", 1)
@@ -176,6 +177,7 @@ func TestInitProducerIDAndRetryAcrossRestart(t *testing.T) {
 // original offset, not written again). Read back: each record exactly once, each partition in the
 // order produced, and each partition's high watermark equal to its record count.
 func TestIdempotentProduceThroughCutConnections(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	const (
 		topic      = "idem-cut"
 		partitions = 3
@@ -296,6 +298,7 @@ func TestIdempotentProduceThroughCutConnections(t *testing.T) {
 // to 4 partitions; kcat reads back exactly 2,000, each once, and every stored batch carries a
 // producer id (the producer really was idempotent).
 func TestKcatIdempotentProduce(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Kcat)
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, nil)
 	const (

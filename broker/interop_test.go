@@ -55,6 +55,7 @@ func interopCreateTopic(t *testing.T, bootstrap, topic string, partitions int32)
 }
 
 func TestSaramaRoundTrip(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	l := interopLab(t, lab.Options{Brokers: 1})
 	interopCreateTopic(t, l.Bootstrap(), "sarama", 3)
 
@@ -122,6 +123,7 @@ func runKcat(t *testing.T, stdin []byte, args ...string) string {
 }
 
 func TestKcatListAndRoundTrip(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Kcat)
 	l := interopLab(t, lab.Options{Brokers: 1})
 	interopCreateTopic(t, l.Bootstrap(), "kcat", 4)
 	b := l.Bootstrap()
@@ -172,6 +174,7 @@ print(len(got)); print(','.join(got))
 `
 
 func TestKafkaPythonRoundTrip(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.KafkaPython)
 	l := interopLab(t, lab.Options{Brokers: 1})
 	interopCreateTopic(t, l.Bootstrap(), "py", 1)
 	const n = 200
@@ -214,6 +217,7 @@ func kafkaPython(t *testing.T, script string, args ...string) []byte {
 // TestKill9UnderLoadKeepsAcknowledged: with log.flush.interval.messages=1 every acks=all record
 // the broker acknowledged is on disk; a SIGKILL mid-load must not lose one.
 func TestKill9UnderLoadKeepsAcknowledged(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	l := interopLab(t, lab.Options{
 		Brokers:      1,
 		BrokersAs:    "process",

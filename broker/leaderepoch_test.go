@@ -63,6 +63,7 @@ func wantEpochEnd(t *testing.T, what string, got, want epochEnd) {
 // nobody has. Produce v11 at a follower answers NOT_LEADER_OR_FOLLOWER with KIP-951's hint: the
 // leader 2, its epoch and its endpoint.
 func TestOffsetForLeaderEpochAcrossUncleanElection(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	extra := map[string]string{"replica.fetch.wait.max.ms": "100", "replica.fetch.backoff.ms": "100", "controlled.shutdown.enable": "false", "replica.lag.time.max.ms": "1500"}
 	b1 := startBroker(t, z.Connect(), 1, extra)

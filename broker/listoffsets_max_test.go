@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 // TestListOffsetsMaxTimestamp: ListOffsets v7+ with timestamp -3 (MAX_TIMESTAMP, KIP-734) answers the
@@ -14,6 +16,7 @@ import (
 // (EARLIEST_LOCAL, v8+) the log start offset; -5 (LATEST_TIERED, v9+) offset -1 (no remote log); below
 // v7, -3 is UNSUPPORTED_VERSION.
 func TestListOffsetsMaxTimestamp(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1, nil)
 	createTopic(t, b.addr(), "ts", 1)

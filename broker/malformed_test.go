@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 // frameOf encodes req (at version) as a client would send it, size prefix included.
@@ -59,6 +61,7 @@ func readResponse(t *testing.T, c net.Conn, wantCorr int32) []byte {
 // TestMalformedInput: each kind of bad input gets the documented treatment on its own connection, the
 // broker survives, and a separate client connection keeps answering Metadata after every case.
 func TestMalformedInput(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, nil)
 	createTopic(t, tb.addr(), "known", 2)

@@ -18,6 +18,7 @@ import (
 // and too-long metadata is OFFSET_METADATA_TOO_LARGE. Versions 1+ go to the group coordinator and
 // do not see the ZooKeeper offsets.
 func TestOffsetCommitFetchV0InZooKeeper(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1, nil)
 	createTopic(t, b.addr(), "v0", 3)

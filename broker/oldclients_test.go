@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/recordbatch"
 )
@@ -24,6 +25,7 @@ import (
 // ListOffsets v0) produces uncompressed messages to partition 0 and a gzip-compressed message set to
 // partition 1, and reads every one back, in order, at the offsets the producer was given.
 func TestOldClientSarama082(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	l := interopLab(t, lab.Options{Brokers: 1})
 	interopCreateTopic(t, l.Bootstrap(), "old", 2)
 
@@ -108,6 +110,7 @@ print(len(got)); print(','.join(got))
 
 // TestOldClientKafkaPython082: kafka-python with api_version=(0, 8, 2) round-trips n messages.
 func TestOldClientKafkaPython082(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.KafkaPython)
 	l := interopLab(t, lab.Options{Brokers: 1})
 	interopCreateTopic(t, l.Bootstrap(), "py082", 1)
 	const n = 100
@@ -123,6 +126,7 @@ func TestOldClientKafkaPython082(t *testing.T) {
 // one gzip wrapper message at offset 0 holding the whole record, as from Kafka (RecordsUtil.downConvert
 // recompresses with the batch's codec), not a 100 kB uncompressed message cut at 1 kB.
 func TestFetchV2OfAHighlyCompressedRecord(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -20,6 +20,7 @@ import (
 // direct consumer (no group) reads every partition back: the same count, the same bytes, and within
 // each partition the order and the offsets the producer was told.
 func TestProduceConsume100k(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, nil)
 	const (
@@ -159,6 +160,7 @@ func TestProduceConsume100k(t *testing.T) {
 // answered right after it (woken by the append, well before MaxWaitMillis); with nothing produced it
 // answers empty once MaxWaitMillis has passed.
 func TestFetchLongPoll(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, nil)
 	admin := dial(t, tb.addr())

@@ -76,6 +76,7 @@ func partitionLogEndOffset(t *testing.T, c *wire.Conn, topic string, part int32)
 // replica.lag.time.max.ms and acks=all still succeeds; with two followers gone, acks=all is
 // NOT_ENOUGH_REPLICAS; the followers come back, catch up and rejoin the ISR (appended at its end).
 func TestReplicationAcksAllAndISR(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	extra := map[string]string{"replica.lag.time.max.ms": "1500", "replica.fetch.wait.max.ms": "100", "replica.fetch.backoff.ms": "100"}
 	b1 := startBroker(t, z.Connect(), 1, extra)
@@ -139,6 +140,7 @@ func TestReplicationAcksAllAndISR(t *testing.T) {
 // diverges, it truncates to the end of that epoch on 2 (offset 5) and copies 2's record — the two
 // acks=1 records are lost, the measured cost of an unclean election — and every replica ends at 6.
 func TestReplicationUncleanElectionTruncatesOldLeader(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	extra := map[string]string{"replica.fetch.wait.max.ms": "100", "replica.fetch.backoff.ms": "100", "controlled.shutdown.enable": "false"}
 	b1 := startBroker(t, z.Connect(), 1, extra)
@@ -209,6 +211,7 @@ func TestReplicationUncleanElectionTruncatesOldLeader(t *testing.T) {
 // takes the group's partition over, loads the offsets, and takes further commits: every committed
 // value reads back, before and after, from the new coordinator.
 func TestReplicationCoordinatorFailoverKeepsOffsets(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	extra := map[string]string{"offsets.topic.replication.factor": "3", "replica.fetch.wait.max.ms": "100", "replica.fetch.backoff.ms": "100"}
 	tbs := []*testBroker{startBroker(t, z.Connect(), 1, extra), startBroker(t, z.Connect(), 2, extra), startBroker(t, z.Connect(), 3, extra)}

@@ -73,6 +73,7 @@ func TestStartFailsWithoutZooKeeper(t *testing.T) {
 // (the node might be its own previous incarnation's), then fails with NodeExists naming the id and the
 // live broker's session; the live broker keeps its registration.
 func TestStartFailsWhenBrokerIDTaken(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	live := startBroker(t, z.Connect(), 1, nil)
 	zc := zkClient(t, z.Connect())
@@ -129,6 +130,7 @@ func TestStartFailsWhenBrokerIDTaken(t *testing.T) {
 // topic, partition, problem and the exact byte count, as Kafka warns about invalid bytes it truncates.
 // An intact log is reported at DEBUG only.
 func TestRecoveryTruncationLogged(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, nil)
 	createTopic(t, tb.addr(), "rec", 1)

@@ -100,6 +100,7 @@ func listAt(t *testing.T, c *wire.Conn, topic string, ts int64) kmsg.ListOffsets
 // refused with INVALID_TIMESTAMP, one record error per record, a corrupt batch as corrupt (not
 // stamped), nothing appended; and an alter of message.timestamp.type applies to the next batch.
 func TestLogAppendTimeTopic(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1, nil)
 	c := dial(t, b.addr())
@@ -206,6 +207,7 @@ func TestLogAppendTimeTopic(t *testing.T) {
 // refused, uncompressed or gzip, and nothing is appended. Records within the bounds, and records
 // without a timestamp (format 0), pass.
 func TestTimestampBounds(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1, nil)
 	c := dial(t, b.addr())
@@ -274,6 +276,7 @@ func equalInt32(a, b []int32) bool {
 // gzip — is refused as LogValidator refuses it: INVALID_RECORD with one record error per keyless
 // record and the message naming the first three; a bad timestamp among them makes it INVALID_TIMESTAMP.
 func TestCompactedTopicKeylessRecords(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1, nil)
 	c := dial(t, b.addr())

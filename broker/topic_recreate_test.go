@@ -32,6 +32,7 @@ const (
 )
 
 func fidTopicRecreate(t *testing.T, brokers int) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	var seeds []string
 	for id := int32(1); id <= int32(brokers); id++ {
@@ -159,6 +160,7 @@ func leaderless(ctx context.Context, adm *kadm.Client, topic string) string {
 // the topic znode it reads has another creation zxid. Its per-path state and its partition log of the
 // old topic must go: the re-created partition it leads is empty, not the old log under the new topic.
 func TestFIDTopicRecreateMissedDeletion(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b1 := startBroker(t, z.Connect(), 1, nil) // the controller: first to register
 	links := lab.NewMemberLinks("broker2")
@@ -255,6 +257,7 @@ func TestFIDTopicRecreateMissedDeletion(t *testing.T) {
 // incarnation's log on disk when it comes back. It must not serve it as the new topic's: the re-created
 // partition it leads is empty.
 func TestFIDTopicRecreateWhileBrokerDown(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b1 := startBroker(t, z.Connect(), 1, nil) // the controller: first to register
 	proxy, err := lab.NewProxy("broker2-zk", z.Connect())

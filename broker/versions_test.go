@@ -17,6 +17,7 @@ import (
 // TestEveryAdvertisedVersion sends every version of every API the broker advertises and checks the
 // answer (decoded by kmsg at that version) carries the right data: advertised versions are served.
 func TestEveryAdvertisedVersion(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, nil)
 	zc := zkClient(t, z.Connect())

@@ -24,6 +24,7 @@ import (
 // reads fewer bytes than the frame's size and the end of the stream. Before, the send blocked until the client read
 // again and then completed the frame.
 func TestStalledReaderLetsGoOfItsFetch(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	tb := startBroker(t, z.Connect(), 1, map[string]string{"connections.max.idle.ms": "1000"})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

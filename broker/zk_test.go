@@ -127,6 +127,7 @@ func readState(t *testing.T, c *zk.Conn, topic string, p int32) state {
 // TestZNodeLayout082: every znode the broker writes has exactly the keys and JSON types of Kafka
 // 0.8.2's, with the values this cluster implies; /brokers/ids/<id> is gone as soon as the broker closes.
 func TestZNodeLayout082(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	before := time.Now().UnixMilli()
 	tb := startBroker(t, z.Connect(), 1, nil)
@@ -220,6 +221,7 @@ func TestZNodeLayout082(t *testing.T) {
 // it there is NOT_LEADER_OR_FOLLOWER. When the broker restarts (same port and data dir) it leads
 // again (epoch + 1) and serves the records written before.
 func TestLeaderGoesAndComesBack(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b1 := startBroker(t, z.Connect(), 1, nil)
 	b2 := startBroker(t, z.Connect(), 2, nil)
@@ -309,6 +311,7 @@ func TestLeaderGoesAndComesBack(t *testing.T) {
 // TestControllerFailover: when the controller closes, the other broker creates /controller, bumps
 // /controller_epoch to 2, and as the new controller sets the dead broker's partition leaderless.
 func TestControllerFailover(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b1 := startBroker(t, z.Connect(), 1, nil)
 	b2 := startBroker(t, z.Connect(), 2, nil)
@@ -352,6 +355,7 @@ func TestControllerFailover(t *testing.T) {
 // deletes /brokers/ids/1; when the link heals the broker opens a new session and re-creates its
 // ephemeral znodes (registration and /controller).
 func TestZooKeeperUnreachable(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	proxy, err := lab.NewProxy("broker-zk", z.Connect())
 	if err != nil {
@@ -420,6 +424,7 @@ func TestZooKeeperUnreachable(t *testing.T) {
 // to ZooKeeper cut first, as with kill -9) leaves /brokers/ids/1 behind until ZooKeeper expires the
 // session. Restarted at once, it waits for that node to go, then registers under its new session.
 func TestRestartAfterCrashWaitsForOldRegistration(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	proxy, err := lab.NewProxy("broker-crash", z.Connect())
 	if err != nil {
@@ -447,6 +452,7 @@ func TestRestartAfterCrashWaitsForOldRegistration(t *testing.T) {
 
 // TestChroot: zookeeper.connect with a chroot ("/kafka") puts every znode under it, as Kafka does.
 func TestChroot(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	tb := startBroker(t, z.Connect()+"/kafka/lab", 1, nil)
 	createTopic(t, tb.addr(), "rooted", 1)

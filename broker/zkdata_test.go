@@ -15,6 +15,7 @@ import (
 // is read through listener_security_protocol_map: Metadata lists broker 7 at its PLAINTEXT (CLIENT)
 // endpoint, and broker 8, which has only an SSL listener, not at all.
 func TestReadsKafka39Registrations(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Kafka)
 	z := startZK(t)
 	b1 := startBroker(t, z.Connect(), 1, nil)
 	zc := zkClient(t, z.Connect())

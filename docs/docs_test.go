@@ -4,7 +4,8 @@ package docs_test
 // real runs, and every command the pages show runs.
 //
 // TestMakeDocsRegeneratesEveryLinkedFigure runs `make docs` at the small sizes into a temporary folder
-// (figures, and a copy of the chapters whose generated blocks it refills) and checks every link.
+// (figures, and a copy of the chapters whose generated blocks it refills) and checks every link;
+// TestCommittedLinksResolve checks the committed pages' links against the committed figures.
 //
 // TestDocsCommandsRun runs the commands of the pages' ```sh blocks, file by file, in page order. Every
 // line of such a block must be a `rebalancelab ...` or `make docs ...` command (a comment may follow
@@ -120,6 +121,7 @@ func checkFigure(figDir, link string) error {
 var blockRE = regexp.MustCompile(`(?s)<!-- BEGIN GENERATED ([a-z0-9-]+) -->\n(.*?)<!-- END GENERATED ([a-z0-9-]+) -->`)
 
 func TestMakeDocsRegeneratesEveryLinkedFigure(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Kafka, testutil.Connect, testutil.Streams)
 	t.Parallel()
 	root := repoRoot(t)
 	tmp := t.TempDir()
@@ -190,16 +192,34 @@ func TestMakeDocsRegeneratesEveryLinkedFigure(t *testing.T) {
 	if seen < 20 {
 		t.Errorf("only %d figure links found in docs/*.md; the pages should link their figures", seen)
 	}
-	// The committed course links only figures that are committed too.
-	for _, f := range files {
-		b, _ := os.ReadFile(f)
+}
+
+// TestCommittedLinksResolve: the committed course links only figures that are committed too, and
+// pages that exist (the fast tier's share of TestMakeDocsRegeneratesEveryLinkedFigure: it reads
+// files, runs nothing).
+func TestCommittedLinksResolve(t *testing.T) {
+	seen := 0
+	for _, f := range chapters(t) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, l := range links(string(b)) {
-			if strings.HasPrefix(l, "figures/") {
+			switch {
+			case strings.HasPrefix(l, "figures/"):
+				seen++
 				if err := checkFigure("figures", l); err != nil {
 					t.Errorf("docs/%s links %s, missing from the committed docs/figures (run make docs): %v", f, l, err)
 				}
+			default: // another page of the course, or of the repository
+				if _, err := os.Stat(filepath.FromSlash(l)); err != nil {
+					t.Errorf("docs/%s links %s: %v", f, l, err)
+				}
 			}
 		}
+	}
+	if seen < 20 {
+		t.Errorf("only %d figure links found in docs/*.md; the pages should link their figures", seen)
 	}
 }
 
@@ -255,16 +275,13 @@ func shCommands(file, md string) ([]docCommand, error) {
 func TestDocsCommandsRun(t *testing.T) {
 	t.Parallel()
 	root := repoRoot(t)
-	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "bin")
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "rebalancelab"), "./cmd/rebalancelab")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/rebalancelab: %v\n%s", err, out)
+	// The pages' commands, parsed first: a line of an sh block that is no command this test runs fails
+	// it under -short too.
+	type page struct {
+		file string
+		cmds []docCommand
 	}
-	// The commands' own PATH finds this build first; exec resolves the program with the test's PATH,
-	// so session.command names it by its path.
-	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var pages []page
 	total := 0
 	for _, f := range chapters(t) {
 		b, err := os.ReadFile(f)
@@ -276,24 +293,38 @@ func TestDocsCommandsRun(t *testing.T) {
 			t.Error(err)
 			continue
 		}
-		if len(cmds) == 0 {
-			continue
+		if len(cmds) > 0 {
+			pages = append(pages, page{f, cmds})
+			total += len(cmds)
 		}
-		total += len(cmds)
-		t.Run(f, func(t *testing.T) {
+	}
+	if total < 10 {
+		t.Errorf("only %d commands in the pages' sh blocks", total)
+	}
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Kafka, testutil.Connect, testutil.Streams)
+
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "bin")
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "rebalancelab"), "./cmd/rebalancelab")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/rebalancelab: %v\n%s", err, out)
+	}
+	// The commands' own PATH finds this build first; exec resolves the program with the test's PATH,
+	// so session.command names it by its path.
+	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	for _, p := range pages {
+		t.Run(p.file, func(t *testing.T) {
 			s := &session{t: t, root: root, dir: t.TempDir(), env: env, bin: filepath.Join(bin, "rebalancelab"),
 				vars: map[string]string{}, produced: map[string]int{}}
 			defer s.close()
-			for _, c := range cmds {
+			for _, c := range p.cmds {
 				if !s.run(c) {
 					return
 				}
 			}
 			s.finish()
 		})
-	}
-	if total < 10 {
-		t.Errorf("only %d commands in the pages' sh blocks", total)
 	}
 }
 

@@ -28,6 +28,7 @@ func modes(t *testing.T, z *ZooKeeper) []string {
 // TestEnsemble: 3 servers all serve; kill -9 of the leader leaves two that keep serving writes;
 // with two stopped there is no quorum (a write does not succeed); restarting them brings writes back.
 func TestEnsemble(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t, 3)
 	ms := modes(t, z)
 	leader := -1

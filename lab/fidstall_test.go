@@ -177,6 +177,7 @@ func brokerTraffic(addr string) func(context.Context, *testing.T, *MemberLinks, 
 }
 
 func TestFIDStallTimeEveryActionEveryLink(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	l := startLab(t, Options{Brokers: 1})
 	zkAddr, brokerAddr := l.ZooKeeper().Nodes()[0].Addr(), l.Brokers()[0].Addr()
 	kinds := []fidLink{

@@ -120,6 +120,7 @@ func isOK(s string) bool { return s == "ok" }
 // TestHostsNetwork: three hosts reach each other and the bridge; a partition drops exactly the
 // pair's traffic; a link down cuts the host off from everyone; Close leaves no namespace or link.
 func TestHostsNetwork(t *testing.T) {
+	testutil.Needs(t, testutil.Root)
 	hs := createHosts(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -225,6 +226,7 @@ func TestHostsNetwork(t *testing.T) {
 // TestStaleHostsRemoved: names left by a run whose process is gone are removed at the next start;
 // those of a live process are not.
 func TestStaleHostsRemoved(t *testing.T) {
+	testutil.Needs(t, testutil.Root)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dead := 0
@@ -272,6 +274,7 @@ func TestStaleHostsRemoved(t *testing.T) {
 // TestHostClockOffset: a namespace host shares this machine's clock, so the measured offset is
 // within the round trip's uncertainty (± RTT/2) of 0.
 func TestHostClockOffset(t *testing.T) {
+	testutil.Needs(t, testutil.Root)
 	hs := createHosts(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -290,6 +293,7 @@ func TestHostClockOffset(t *testing.T) {
 // TestLabInHost: ZooKeeper and a broker process run inside host 1, on its address; another host and
 // this process (over the bridge) reach both; host 1's link down cuts them off from host 2.
 func TestLabInHost(t *testing.T) {
+	testutil.Needs(t, testutil.Root, testutil.ZooKeeper)
 	hs := createHosts(t, 2)
 	bin := rebalancelabBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/wire"
 )
 
@@ -20,6 +21,7 @@ import (
 // with the PLAINTEXT listener as top-level host and port, Metadata v0 (served by 3.9) names it, and
 // a kill -9 followed by Start brings it back on the same port. Close leaves no JVM behind.
 func TestLabKafkaBroker(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Kafka)
 	l := startLab(t, Options{Broker: BrokerKafka})
 	if l.BrokerImpl() != BrokerKafka || !strings.HasPrefix(l.KafkaVersion(), "3.9.") {
 		t.Fatalf("BrokerImpl %q, KafkaVersion %q; want kafka, 3.9.x", l.BrokerImpl(), l.KafkaVersion())

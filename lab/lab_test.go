@@ -68,6 +68,7 @@ func registered(t *testing.T, c *zk.Conn, id int32) (brokerZNodeJSON, bool) {
 // TestLabTwoBrokers: lab.Start with 2 in-process brokers registers ids 1 and 2 with their addresses;
 // Stop deregisters (graceful close of the ZooKeeper session), Start comes back on the same port.
 func TestLabTwoBrokers(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	l := startLab(t, Options{Brokers: 2})
 	if l.ZooKeeper() == nil || l.ZKConnect() != l.ZooKeeper().Connect() {
 		t.Fatalf("ZooKeeper() = %v, ZKConnect() = %q", l.ZooKeeper(), l.ZKConnect())
@@ -137,6 +138,7 @@ func portOf(t *testing.T, addr string) int {
 // registration lasts until ZooKeeper expires the session (>= 2/3 of zookeeper.session.timeout.ms
 // after the kill); Start brings it back on the same address. Close leaves no process behind.
 func TestLabBrokerProcessKill9(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	bin := rebalancelabBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -197,6 +199,7 @@ func TestLabBrokerProcessKill9(t *testing.T) {
 
 // TestLabExternalZooKeeper: with ExternalZK the lab starts no ZooKeeper and leaves it running on Close.
 func TestLabExternalZooKeeper(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t, 1)
 	l := startLab(t, Options{ExternalZK: z.Connect(), Brokers: 1})
 	if l.ZooKeeper() != nil || l.ZKConnect() != z.Connect() {
@@ -266,6 +269,7 @@ func childPIDs(pid int) []int {
 // TestLabUpCLI runs `rebalancelab lab up --zk-nodes 3 --brokers 2`: the first stdout line is the
 // contract's JSON; everything answers; SIGTERM stops it with exit 0 and no JVM left.
 func TestLabUpCLI(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	bin := rebalancelabBinary(t)
 	cmd := exec.Command(bin, "lab", "up", "--zk-nodes", "3", "--brokers", "2", "--log-level", "warn")
 	stdout, err := cmd.StdoutPipe()

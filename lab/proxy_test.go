@@ -31,6 +31,7 @@ func ruokVia(conn net.Conn, wait time.Duration) (string, error) {
 // negotiated session timeout, makes the server expire that session: another client sees the
 // member's ephemeral node deleted, and the member learns of the expiry once the link heals.
 func TestStallExpiresZooKeeperSession(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t, 1)
 	links := NewMemberLinks("m1")
 	defer links.Close()
@@ -100,6 +101,7 @@ func TestStallExpiresZooKeeperSession(t *testing.T) {
 }
 
 func TestProxyStallCutHealLatency(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t, 1)
 	p, err := NewProxy("t", z.Nodes()[0].Addr())
 	if err != nil {
@@ -200,6 +202,7 @@ func TestProxyStallCutHealLatency(t *testing.T) {
 // TestMemberLinksApplyToLaterProxies: a fault set on a link before any dial applies to the proxy the
 // first dial creates; links and members are independent; Heal restores the link.
 func TestMemberLinksApplyToLaterProxies(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t, 1)
 	up := z.Nodes()[0].Addr()
 	m1, m2 := NewMemberLinks("m1"), NewMemberLinks("m2")
@@ -275,6 +278,7 @@ func TestMemberLinksApplyToLaterProxies(t *testing.T) {
 // ZooKeeper node's own, and no proxy exists), a fault on them is refused naming the link, and their
 // dialer fails with ErrProxyClosed after Close, like a proxied one.
 func TestMemberLinksForProxiesOnlyFaultedLinks(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t, 1)
 	up := z.Nodes()[0].Addr()
 	m := NewMemberLinksFor("lean", LinkCoordinator)

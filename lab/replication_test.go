@@ -42,6 +42,7 @@ import (
 // Issue 15 must-show: offsets.topic.replication.factor is honoured (no group coordinator until enough
 // brokers; then __consumer_offsets replicated 3 ways with a full ISR).
 func TestReplicationCoordinatorNotAvailableUntilEnoughBrokers(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	l := startReplicatedLab(t, 1, map[string]string{"offsets.topic.replication.factor": "3"})
 	if got := l.Brokers()[0].Properties()["offsets.topic.replication.factor"]; got != "3" {
 		t.Fatalf("broker 1 offsets.topic.replication.factor = %q, want 3 (Options.BrokerConfig over the lab's)", got)
@@ -161,6 +162,7 @@ func TestReplicationIdempotentUnderKills(t *testing.T) { acksAllUnderKills(t, tr
 // acksAllUnderKills is TestReplicationAcksAllUnderKills with sarama and kcat idempotent or not (kgo
 // always is); idempotent also asserts that no record is in the log twice.
 func acksAllUnderKills(t *testing.T, idempotent bool) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Kcat)
 	const topic = "acks"
 	l := startReplicatedLab(t, 3, nil)
 	cl := newClient(t, l, nil)
@@ -548,6 +550,7 @@ func ownershipOverlaps(evs []ownEvent, end time.Time) []string {
 // Issue 15 must-show: coordinator failover: __consumer_offsets replicated, so a new coordinator
 // takes the group over with every acknowledged commit, and ownership stays exclusive.
 func TestReplicationCoordinatorFailover(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	const topic, group = "t6", "g"
 	l := startReplicatedLab(t, 3, nil)
 	cl := newClient(t, l, nil)
@@ -882,6 +885,7 @@ func TestReplicationCoordinatorFailover(t *testing.T) {
 //
 // Issue 15 must-show: leader failover and ISR shrink/expand recorded in ZooKeeper in Kafka's layout.
 func TestReplicationStateZnodeAfterFailover(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	l := startReplicatedLab(t, 3, nil)
 	cl := newClient(t, l, nil, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("t"))
 	createReplicatedTopic(t, cl, "t", 1, 3, [][]int32{{1, 2, 3}}, nil)

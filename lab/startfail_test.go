@@ -69,6 +69,7 @@ func TestLabExternalZooKeeperUnreachable(t *testing.T) {
 // "interrupted" error without the server's log tail (nothing went wrong with the server), and the JVM
 // is stopped.
 func TestZooKeeperStartInterrupted(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -18,6 +18,7 @@ import (
 )
 
 func TestStandaloneZooKeeper(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t, 1)
 	if got := len(z.Nodes()); got != 1 {
 		t.Fatalf("Nodes() = %d, want 1", got)
@@ -73,6 +74,7 @@ func TestStandaloneZooKeeper(t *testing.T) {
 // TestNoJVMAfterClose: Close stops the JVM (its pid is gone) and removes the temp dir; a second
 // Close is harmless.
 func TestNoJVMAfterClose(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	z, err := StartZooKeeper(ctx, ZKOptions{Log: testLog(t)})
@@ -129,6 +131,7 @@ func TestNoZooKeeperFoundErrorNamesTheWays(t *testing.T) {
 // TestKilledParentLeavesNoJVM: when the Go process that started ZooKeeper is killed with SIGKILL (no
 // Close, no signal handler), the JVM dies with it (Pdeathsig).
 func TestKilledParentLeavesNoJVM(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "LAB_TEST_ZK_PARENT_DIR="+t.TempDir())
 	out, err := cmd.StdoutPipe()
@@ -158,6 +161,7 @@ func TestKilledParentLeavesNoJVM(t *testing.T) {
 // TestStartFailureCarriesLogTail: a server that cannot start (here: a broken zoo.cfg) gives an error
 // that carries the tail of its log, so the cause is visible without opening files.
 func TestStartFailureCarriesLogTail(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t, 1)
 	n := z.Nodes()[0]
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -191,6 +195,7 @@ func TestStartFailureCarriesLogTail(t *testing.T) {
 // (the same session id throughout, the watches re-set) and, under -race, go-zookeeper's lastZxid is
 // never read and written unordered (v1.0.4 raced there; third_party/go-zookeeper-zk carries the fix).
 func TestZKReconnectWithWatchesIsRaceFree(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t, 1)
 	p, err := NewProxy("zk-reconnect", z.Connect())
 	if err != nil {

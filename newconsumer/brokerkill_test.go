@@ -180,6 +180,7 @@ func (k *killLab) checkNewRecordsOnce(t *testing.T, ctx context.Context, before 
 // resume at the committed offsets: of all deliveries after the restart, only the 6 records produced
 // after it, once each.
 func TestIntegrationBrokerKill9KeepsGroup(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	k := startKillLab(t, ctx)
@@ -290,6 +291,7 @@ func TestIntegrationBrokerKill9KeepsGroup(t *testing.T) {
 // by retry.backoff.ms: while the coordinator is unreachable or unavailable, each member sends at most
 // a few FindCoordinator requests per retry.backoff.ms, not a burst per Poll.
 func TestIntegrationBrokerKill9MembersRunning(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	k := startKillLab(t, ctx)

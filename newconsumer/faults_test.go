@@ -99,6 +99,7 @@ func groupRequestsAfter(col *timeline.Collector, member, api string, ts int64) [
 // moment the old instance's session would have expired. DescribeGroups lists the new member id for
 // "s1" and not the old one.
 func TestIntegrationStaticRestartOthersSeeNoRebalance(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	bootstrap := startCluster(t, "t", 6, 0, 0)
 	adm := newAdmin(t, bootstrap)
 	col := &timeline.Collector{}
@@ -234,6 +235,7 @@ func describeGroupTopic(t *testing.T, adm *kadm.Client, group, topic string) (ka
 // offsets (read with kadm's OffsetFetch) stay what m2 committed while it was a member. m2 then loses
 // its partitions (OnPartitionsLost), rejoins with a new member id, and the group is whole again.
 func TestIntegrationStalledCoordinatorLateCommitRejected(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	bootstrap := startCluster(t, "t", 6, 5, 0)
 	adm := newAdmin(t, bootstrap)
 	col := &timeline.Collector{}
@@ -411,6 +413,7 @@ func consumedTo(m *member, ends map[int32]int64) bool {
 // offset commits of the old generation are refused once the link heals (UNKNOWN_MEMBER_ID: the
 // coordinator removed it), none lands, and z then loses its partitions and rejoins.
 func TestFIDZombieFetchStalledCoordinatorKeepsDelivering(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	bootstrap := startCluster(t, "t", 4, 0, 0)
 	col := &timeline.Collector{}
 	props := map[string]string{"partition.assignment.strategy": "range", "auto.commit.interval.ms": "300"}

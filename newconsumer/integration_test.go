@@ -289,6 +289,7 @@ func partitionsOf(topic string, ps ...int32) []TopicPartition {
 // Three members joining the first generation together get exactly the assignor's result over
 // their sorted member ids; every produced record is delivered.
 func TestIntegrationThreeMembers(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	for _, c := range []struct {
 		assignor string
 		want     [][]int32 // by sorted member id
@@ -348,6 +349,7 @@ func TestIntegrationThreeMembers(t *testing.T) {
 // A member leaves (Close: LeaveGroup); with the sticky assignor the two survivors keep what they
 // had and split the leaver's partitions: exactly the constrained sticky arithmetic.
 func TestIntegrationStickyMemberLeaves(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	bootstrap := startCluster(t, "t", 6, 0, 2000)
 	col := &timeline.Collector{}
 	var ms []*member
@@ -397,6 +399,7 @@ func containsPrefix(ss []string, prefix string) bool {
 // KIP-429: a third member joins two cooperative-sticky members; each of the two revokes exactly the
 // one partition that moves (listener and timeline), never one it keeps, and nothing is lost.
 func TestIntegrationCooperativeJoinRevokesOnlyWhatMoves(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	bootstrap := startCluster(t, "t", 6, 0, 0)
 	col := &timeline.Collector{}
 	props := map[string]string{"partition.assignment.strategy": "cooperative-sticky"}
@@ -479,6 +482,7 @@ func timelineHas(col *timeline.Collector, member string, match func(timeline.Rec
 // (LeaveGroup), the other takes everything; polling again, it finds its partitions lost
 // (OnPartitionsLost, not Revoked: they may be someone else's by now) and rejoins.
 func TestIntegrationPollTimeoutLeavesGroup(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	bootstrap := startCluster(t, "t", 6, 0, 0)
 	col := &timeline.Collector{}
 	props := map[string]string{"partition.assignment.strategy": "range", "max.poll.interval.ms": "1500"}
@@ -509,6 +513,7 @@ func TestIntegrationPollTimeoutLeavesGroup(t *testing.T) {
 // KIP-345: a static member's Close sends no LeaveGroup, so the group does not rebalance; the same
 // group.instance.id coming back before session.timeout.ms gets its partitions back.
 func TestIntegrationStaticMemberRestart(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	bootstrap := startCluster(t, "t", 6, 0, 0)
 	col := &timeline.Collector{}
 	props := map[string]string{"partition.assignment.strategy": "range", "session.timeout.ms": "6000"}
@@ -537,6 +542,7 @@ func TestIntegrationStaticMemberRestart(t *testing.T) {
 // heartbeat gets UNKNOWN_MEMBER_ID: it loses its partitions (OnPartitionsLost), rejoins with a new
 // member id, and the group ends stable with both members.
 func TestIntegrationCoordinatorStallFencesMember(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	bootstrap := startCluster(t, "t", 6, 0, 0)
 	col := &timeline.Collector{}
 	props := map[string]string{"partition.assignment.strategy": "range"}
@@ -636,6 +642,7 @@ func rawJoin(t *testing.T, ctx context.Context, conn *wire.Conn, owned []TopicPa
 // revoke exactly the partition that moves; the stale claimant leaves and the group covers every
 // partition exactly once again.
 func TestIntegrationCoopStaleOwned(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	bootstrap := startCluster(t, "t", 6, 0, 0)
 	col := &timeline.Collector{}
 	// 10 s sessions: the exact revocations asserted below must not be blurred by a member that
@@ -726,6 +733,7 @@ func TestIntegrationCoopStaleOwned(t *testing.T) {
 // heartbeat gets FENCED_INSTANCE_ID, which is fatal (Poll returns it, as Java's poll throws
 // FencedInstanceIdException), and its Close reports the partitions lost.
 func TestIntegrationStaticMemberFenced(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	bootstrap := startCluster(t, "t", 6, 0, 0)
 	col := &timeline.Collector{}
 	static := map[string]string{"partition.assignment.strategy": "range", "group.instance.id": "s"}

@@ -472,6 +472,7 @@ func newAdmin(t *testing.T, bootstrap string) *kadm.Client {
 // the 60 messages produced once the group is Stable are consumed exactly once, each by its
 // partition's owner, and every client delivers from exactly the partitions it owns.
 func TestInteropMixedGroupRange(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Kcat)
 	bootstrap := startCluster(t, mixedTopic, mixedPartitions, 0, 0)
 	adm := newAdmin(t, bootstrap)
 	tl := newTally()
@@ -531,6 +532,7 @@ func TestInteropMixedGroupRange(t *testing.T) {
 // partition once, and the 60 messages produced once the group is Stable are consumed exactly once,
 // each by its partition's owner.
 func TestInteropMixedGroupCooperativeSticky(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Kcat)
 	bootstrap := startCluster(t, mixedTopic, mixedPartitions, 0, 0)
 	adm := newAdmin(t, bootstrap)
 	tl := newTally()

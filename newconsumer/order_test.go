@@ -118,6 +118,7 @@ func (s *coordScript) took(key kmsg.Key, gen generation, steps ...coordStep) boo
 // discarded, one rebalance of one attempt), nothing is given away as lost, and the stale commit is
 // reported as Kafka does (RebalanceInProgressException mid-round, CommitFailedException after).
 func TestFIDOrderStaleAnswerAfterRound(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	bootstrap := startCluster(t, "t", 4, 3, 0)
 	for _, tc := range []struct {
 		stale kmsg.Key // the request of the older generation
@@ -264,6 +265,7 @@ var fidOrderChanges = flag.Int("fidorder.changes", 30, "membership changes per p
 // needs: EAGER one; COOPERATIVE two when the first round made a remaining member revoke partitions
 // (it rejoins to hand them over), else one.
 func TestFIDOrderStress(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	bootstrap := startCluster(t, "t", 6, 10, 0)
 	for _, proto := range []struct{ name, assignor string }{{"eager", "range"}, {"cooperative", "cooperative-sticky"}} {
 		t.Run(proto.name, func(t *testing.T) {

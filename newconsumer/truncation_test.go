@@ -257,6 +257,7 @@ func shown(ds []delivery) []string {
 // line "Truncation detected ... offset=5 ... first offset known to diverge ... offset=3"), once
 // broker 1, its group's coordinator, is back.
 func TestIntegrationUncleanElectionTruncation(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Kafka, testutil.JVM)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	tl := startTruncLab(t, ctx)

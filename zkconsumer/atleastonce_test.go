@@ -18,6 +18,7 @@ import (
 // once the owners have delivered everything, CommitOffsets() leaves every offset znode equal to the
 // partition's high watermark as the broker reports it (ListOffsets), in decimal.
 func TestEveryMessageDeliveredCommitsAtHighWatermark(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	const parts = 6
 	l := startLab(t, 1)
 	cl := labClient(t, l)

@@ -42,6 +42,7 @@ var brokerRegistrations = []struct {
 // over registrations of every version in a real ZooKeeper: each broker with a PLAINTEXT endpoint at
 // its address, the SSL-only one left out (this consumer, like 0.8.2's, speaks PLAINTEXT only).
 func TestAllBrokersEveryRegistrationVersion(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	var want []brokerInfo
@@ -65,6 +66,7 @@ func TestAllBrokersEveryRegistrationVersion(t *testing.T) {
 // broker's version-5 registration and the topic's version-3 partition map that Kafka wrote, finds
 // the leaders, and delivers exactly the records produced to every partition, from offset 0.
 func TestZKConsumerOnKafka39(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Kafka)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	l, err := lab.Start(ctx, lab.Options{Broker: lab.BrokerKafka, Log: testLog()})

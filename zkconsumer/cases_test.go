@@ -17,6 +17,7 @@ import (
 // after the commit are delivered again — partition 0 by c1, partition 1 by c2 — and nothing before
 // the commit is.
 func TestZKNoAutoCommitExplicitCommit(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	l := startLab(t, 1)
 	cl := labClient(t, l)
 	createTopicAssigned(t, cl, "t", onBroker1(2))

@@ -19,11 +19,13 @@ import (
 // 0.8.2.2 connector (Fetch v0: down-converted to format 0 wrappers of the same codec, lz4 with the
 // header checksum 0.8.2 computes) each read every record exactly: key, value, partition and offset.
 func TestCompressedTopicZK(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.OldConnector)
 	compressedTopic(t, lab.Options{Brokers: 1})
 }
 
 // TestCompressedTopicZKKafka39 is the same on a real Kafka 3.9 broker.
 func TestCompressedTopicZKKafka39(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Kafka, testutil.OldConnector)
 	compressedTopic(t, lab.Options{Brokers: 1, Broker: lab.BrokerKafka})
 }
 

@@ -66,6 +66,7 @@ func maxTicks(w, p time.Duration) int64 { return int64(w/p) + 1 }
 // server negotiated it), so that a connection sends at most ⌊W/(T/3)⌋+1 of them in a window of W,
 // and at least ⌊W/(T/3)⌋-1 when it lived through the whole window.
 func TestHerdEffectServerCounts(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0)
@@ -273,6 +274,7 @@ func zkCliGet(t *testing.T, server, path string) (string, map[string]string) {
 // ephemeral nodes of the connector's session; offset znodes are persistent and hold the next
 // offset to read in decimal; the registration is 0.8.2's JSON.
 func TestZkCliShowsOwnersAndOffsets(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	if _, err := os.Stat(zkCliPath); err != nil {
 		t.Fatalf("Debian's ZooKeeper client is needed (apt-get install zookeeper): %v", err)
 	}

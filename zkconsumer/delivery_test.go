@@ -218,6 +218,7 @@ func sorted(parts ...[]string) []string {
 // Fetch and deliver: messages arrive on the owning thread's stream with their offsets; explicit
 // CommitOffsets writes the next offsets in decimal; a later connector of the group resumes there.
 func TestDeliverAndCommit(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1)
 	cl := newClient(t, b)
@@ -276,6 +277,7 @@ func TestDeliverAndCommit(t *testing.T) {
 // the offset znodes stay absent and the N messages read before a second connector joins are
 // delivered again.
 func TestZKNoAutoCommit(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1)
 	cl := newClient(t, b)
@@ -321,6 +323,7 @@ func TestZKNoAutoCommit(t *testing.T) {
 // so nothing is delivered twice (the contrast that makes ZK-NO-AUTOCOMMIT's redelivery a fact of
 // the setting, not of the connector).
 func TestAutoCommitBeforeRelease(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1)
 	cl := newClient(t, b)
@@ -390,6 +393,7 @@ func waitLeader(t *testing.T, cl *kgo.Client, topic string, partition, want int3
 // rebalance succeeds at once, both owner znodes name the connector, partition 0 is consumed while
 // the broker is down, partition 1 once it is back — with no restart and no other rebalance.
 func TestZKLeaderless(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b1 := startBroker(t, z.Connect(), 1)
 	b2 := startBroker(t, z.Connect(), 2)
@@ -437,6 +441,7 @@ func TestZKLeaderless(t *testing.T) {
 // broker rewrites /brokers/topics/t); both connectors rebalance, range splits 2 and 2, and the
 // messages sent to partitions 2 and 3 are consumed by their new owner without restarts.
 func TestZKPartitionsAdded(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1)
 	cl := newClient(t, b)
@@ -490,6 +495,7 @@ func TestZKPartitionsAdded(t *testing.T) {
 // connectors' attempts fail (each deleting what it claimed); once it is gone every partition has
 // one owner znode and each connector fetches exactly the partitions whose znode names it.
 func TestZKFailedAttemptReleasesFetching(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1)
 	cl := newClient(t, b)
@@ -564,6 +570,7 @@ func TestZKFailedAttemptReleasesFetching(t *testing.T) {
 // A full queue (the application reads nothing) blocks the fetcher; a rebalance and Shutdown must
 // still stop it (Kafka interrupts the blocked ConsumerFetcherThread).
 func TestStopWithFullQueues(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1)
 	cl := newClient(t, b)

@@ -18,6 +18,7 @@ import (
 // The initial rebalance's failure after rebalance.max.retries attempts is returned to the caller
 // (ConsumerRebalanceFailedException), and no attempt leaves an owner znode behind.
 func TestInitialRebalanceFailureReturned(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0)
@@ -63,6 +64,7 @@ func TestInitialRebalanceFailureReturned(t *testing.T) {
 // A watch-triggered rebalance that fails every attempt is logged, recorded and sent on Errors();
 // the connector then holds no partition until the next event, whose rebalance succeeds.
 func TestWatchTriggeredFailureReported(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0)
@@ -133,6 +135,7 @@ func (l *recordingListener) get() []listenerCall {
 // The rebalance listener (0.9's ConsumerRebalanceListener) sees what this consumer held before
 // releasing, and the whole group's assignment before its fetchers start.
 func TestRebalanceListener(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0)

@@ -44,6 +44,7 @@ func threeLinked(t *testing.T, props map[string]string) (l *lab.Lab, a *admin, m
 // while its session lives; once ZooKeeper expires the session they go, the survivors rebalance
 // and own all of c2's partitions (range over c1, c3), and deliver what was sent to them.
 func TestCrashSurvivorsTakeOverAfterExpiry(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	props := map[string]string{"auto.offset.reset": "smallest", "auto.commit.enable": "false"}
 	l, a, ms, links, _ := threeLinked(t, props)
 	c1, c2, c3 := ms[0], ms[1], ms[2]
@@ -105,6 +106,7 @@ func TestCrashSurvivorsTakeOverAfterExpiry(t *testing.T) {
 // and delivering one of them (split brain). When the link heals, c2 learns of the expiry,
 // registers again under a new session and the group rebalances to include it again.
 func TestStalledZooKeeperLinkReregisters(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	props := map[string]string{"auto.offset.reset": "smallest", "auto.commit.enable": "false"}
 	l, a, ms, links, _ := threeLinked(t, props)
 	c1, c2, c3 := ms[0], ms[1], ms[2]
@@ -233,6 +235,7 @@ func firstRecord(m *member, from int, match func(timeline.Record) bool) (timelin
 // and c2 retries after rebalance.backoff.ms until c1 has let go. The group then settles on
 // range's split.
 func TestOwnerConflictFromZooKeeperLatency(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z, a, c1, c2, _ := twoThenLatency(t, nil)
 	m1, m2 := len(c1.rec.Records()), len(c2.rec.Records())
 	c3 := newMember(t, z.Connect(), "g", "c3", conflictProps(nil))
@@ -289,6 +292,7 @@ func TestOwnerConflictFromZooKeeperLatency(t *testing.T) {
 // nothing — no owner znode names it, partitions 2 and 3 have no owner — until the next change
 // of the group, whose rebalance gives it its partitions.
 func TestOwnerConflictMaxRetriesOneReportsError(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z, a, c1, c2, l1 := twoThenLatency(t, map[string]string{"rebalance.max.retries": "1"})
 	m2 := len(c2.rec.Records())
 	c3 := newMember(t, z.Connect(), "g", "c3", conflictProps(nil))
@@ -362,6 +366,7 @@ func crashReturns(t *testing.T, m *member, d time.Duration) {
 // retryUntilConnected does, until Crash ends the wait.) The goroutines: the leader finder, looking
 // up leaders again after the fetch link was cut, and the auto-committer with an offset to write.
 func TestCrashWhileBlockedOnZooKeeper(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	t.Run("leader finder", func(t *testing.T) {
 		l := startLab(t, 1)
 		cl := labClient(t, l)

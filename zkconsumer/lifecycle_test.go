@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 // TestConnectorStartShutdownRace: Shutdown racing CreateMessageStreams, each from its own goroutine
@@ -15,6 +17,7 @@ import (
 // ZooKeeper on the closed session: CreateMessageStreams answers success or ErrShutdown, never a
 // ZooKeeper error from a registration sent after the close.
 func TestConnectorStartShutdownRace(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0)

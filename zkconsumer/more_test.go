@@ -17,6 +17,7 @@ import (
 // zookeeper.connect with a chroot (Kafka's host:port/chroot): every znode lives below it, the
 // timeline names the paths as Kafka does, watches work.
 func TestChroot(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.mkdirs("/lab")
@@ -53,6 +54,7 @@ func TestChroot(t *testing.T) {
 // ZK-ROUNDROBIN-EMPTY with a broker: the wildcard connector starts on a cluster without topics,
 // a topic created later is assigned whole and its messages are delivered on the shared streams.
 func TestZKRoundRobinEmptyDelivery(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1)
 	cl := newClient(t, b)
@@ -97,6 +99,7 @@ func TestZKRoundRobinEmptyDelivery(t *testing.T) {
 // ZK-BROKER-VANISHES with a broker: a second broker's registration vanishes between the list and
 // the read; the connector treats it as gone and consumes from the live one.
 func TestZKBrokerVanishesDelivery(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1)
 	cl := newClient(t, b)

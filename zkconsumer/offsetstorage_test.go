@@ -99,6 +99,7 @@ func (m *member) commits(from int) []string {
 // coordinator accepts for a group it does not manage), writes nothing to ZooKeeper, records each
 // partition as an applied commit, and a later connector of the group resumes from the Kafka offsets.
 func TestFIDOffsetsStorageKafkaCommitAndResume(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1)
 	cl := newClient(t, b)
@@ -152,6 +153,7 @@ func TestFIDOffsetsStorageKafkaCommitAndResume(t *testing.T) {
 // accepted is also written to ZooKeeper — only when it changed, as commitOffsetToZooKeeper checks its
 // checkpoint — and a rebalance takes max(ZooKeeper, Kafka) per partition.
 func TestFIDOffsetsStorageDualCommitTakesMax(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1)
 	cl := newClient(t, b)
@@ -216,6 +218,7 @@ func TestFIDOffsetsStorageDualCommitTakesMax(t *testing.T) {
 // UNKNOWN_MEMBER_ID. Each partition is recorded as a rejected commit with the error, CommitOffsets
 // returns it, and with dual commit nothing reaches ZooKeeper (only accepted partitions are written).
 func TestFIDOffsetsStorageRejectedCommitRecorded(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1)
 	cl := newClient(t, b)
@@ -289,6 +292,7 @@ func (l *gateListener) BeforeStartingFetchers(string, map[string]map[int32]strin
 // commit record before `assigned` would read as a commit by a non-owner (stale_commits_applied)
 // although the member holds the owner znodes.
 func TestFIDOffsetsStorageCommitInRebalanceRecordedAfterAssigned(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1)
 	cl := newClient(t, b)
@@ -349,6 +353,7 @@ func TestFIDOffsetsStorageCommitInRebalanceRecordedAfterAssigned(t *testing.T) {
 // fails (each partition recorded rejected with the I/O error); once the link heals, the next commit
 // finds the manager anew (ConsumerMetadata) and lands.
 func TestFIDOffsetsStorageChannelRelocatedAfterBreak(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1)
 	cl := newClient(t, b)

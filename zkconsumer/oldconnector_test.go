@@ -187,10 +187,12 @@ func TestMixedGroupRealOldConnector(t *testing.T) { mixedGroup(t, lab.Options{Br
 // TestMixedGroupRealOldConnectorOnKafka is the same on a real Kafka 3.9 broker (ZooKeeper mode), which
 // still serves the old connector's Fetch v0, Metadata v0 and ListOffsets v0.
 func TestMixedGroupRealOldConnectorOnKafka(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Kafka, testutil.OldConnector)
 	mixedGroup(t, lab.Options{Brokers: 1, Broker: lab.BrokerKafka})
 }
 
 func mixedGroup(t *testing.T, opts lab.Options) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.OldConnector) // and Kafka when opts.Broker is BrokerKafka (its test says so first)
 	cp, err := lab.FindOldConsumerClasspath()
 	if err != nil {
 		t.Fatalf("the real 0.8.2.2 connector: %v", err)

@@ -20,6 +20,7 @@ import (
 // session's connection, the proxy's requests (pings included) plus the connect request, and every
 // path `wchc` lists as watched by the session was read through the proxy.
 func TestZKCountingProxyMatchesTimeline(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0)

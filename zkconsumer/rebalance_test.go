@@ -34,6 +34,7 @@ func createStreams(t *testing.T, m *member, topics map[string]int) map[string][]
 // 3 connectors × 1 thread on 6 partitions: range gives each two consecutive partitions, in the
 // string order of their thread ids, and the owner znodes say exactly that.
 func TestRangeOwnersThreeConnectors(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0)
@@ -68,6 +69,7 @@ func TestRangeOwnersThreeConnectors(t *testing.T) {
 // 11 connectors (consumer.id c1..c11) on 12 partitions: thread ids sort as strings, so g_c1-0 gets
 // partitions 0 and 1, g_c10-0 gets 2, g_c11-0 gets 3, g_c2-0 gets 4, ... g_c9-0 gets 11.
 func TestRangeElevenConnectorsStringOrder(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0)
@@ -119,6 +121,7 @@ func TestRangeElevenConnectorsStringOrder(t *testing.T) {
 // Round-robin over two topics deals the topic-partitions in the order of Java's
 // "[topic,partition]".hashCode() (values from the JRE, see assign_test.go).
 func TestRoundRobinTwoTopicsHashOrder(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0)
@@ -147,6 +150,7 @@ func TestRoundRobinTwoTopicsHashOrder(t *testing.T) {
 // ZK-ROUNDROBIN-EMPTY (KAFKA-1648): round-robin with a whitelist on a cluster without topics
 // rebalances successfully with nothing assigned; a topic created later is assigned whole.
 func TestZKRoundRobinEmpty(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0) // no /brokers/topics at all
@@ -186,6 +190,7 @@ func TestZKRoundRobinEmpty(t *testing.T) {
 // meets a conflict deletes everything it claimed before its backoff; once the conflict is gone,
 // every partition has exactly one owner znode and the connector owns exactly those naming it.
 func TestZKFailedAttemptReleases(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0)
@@ -256,6 +261,7 @@ func TestZKFailedAttemptReleases(t *testing.T) {
 // ZK-PARTITIONS-ADDED (KAFKA-1075), ZooKeeper side: the topic's partition map grows from 2 to 4;
 // the data watch on /brokers/topics/<t> triggers a rebalance and range splits 2 and 2.
 func TestZKPartitionsAddedOwners(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0)
@@ -292,6 +298,7 @@ func TestZKPartitionsAddedOwners(t *testing.T) {
 // children and reading the node. The broker is treated as gone: the attempt succeeds (0.8.2's
 // getCluster threw here and failed the attempt) and every partition has one owner.
 func TestZKBrokerVanishes(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0)
@@ -335,6 +342,7 @@ func TestZKBrokerVanishes(t *testing.T) {
 // joins, and every member rebalances: 6 rebalance_begin records, 5 NodeChildrenChanged
 // notifications, and ZooKeeper operations that follow 0.8.2's reads exactly.
 func TestHerdEffect(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0)

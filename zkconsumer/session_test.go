@@ -26,6 +26,7 @@ import (
 // delivering it. Both deliver the same message. When A's link heals, A learns of the expiry,
 // resets, re-registers and rebalances (its fetchers stop only then), and the group settles.
 func TestSessionExpirySplitBrain(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1)
 	cl := newClient(t, b)
@@ -111,6 +112,7 @@ func contains(xs []string, x string) bool {
 // Crash with the member's ZooKeeper link cut: no commit, no closeSession reaches the server, so
 // the registration and owner znodes stay until the session expires (zookeeper.session.timeout.ms).
 func TestCrashLeavesZnodesUntilExpiry(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0)
@@ -443,6 +445,7 @@ func waitFetchingOwners(t *testing.T, a *admin, group, topic string, ms ...*memb
 // 3), the group stable with each connector fetching exactly its owner znodes, and the connector
 // still answering the group (c2 leaves: c1 takes everything).
 func TestFIDZKSessionExpiriesDuringSlowRebalance(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	b := startBroker(t, z.Connect(), 1)
 	cl := newClient(t, b)
@@ -517,6 +520,7 @@ func TestFIDZKSessionExpiriesDuringSlowRebalance(t *testing.T) {
 // includes c1 again. (0.8.2's connector here, without the retry, gave up the registration: no ids
 // node for good, and each later rebalance failed reading its own registration.)
 func TestFIDZKSessionCutDuringReregistration(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0)
@@ -597,6 +601,7 @@ func TestFIDZKSessionCutDuringReregistration(t *testing.T) {
 // registration back off zookeeper.session.timeout.ms, recorded as an error; once the node is gone
 // c1 registers and rebalances.
 func TestFIDZKSessionRegistrationOwnedByAnotherSession(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0)
@@ -637,6 +642,7 @@ func TestFIDZKSessionRegistrationOwnedByAnotherSession(t *testing.T) {
 // handled no owner znode exists; c1 re-registers, rebalances, and owns the partitions in the new
 // session.
 func TestFIDZKSessionExpiryDuringClaims(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	z := startZK(t)
 	a := newAdmin(t, z.Connect())
 	a.fakeBroker(0)

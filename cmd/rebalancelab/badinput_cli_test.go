@@ -118,6 +118,7 @@ func TestCLIBadInputRefusedBeforeConnecting(t *testing.T) {
 // cannot read), and --compression picks Kafka's codecs: the attributes' codec bits of every batch
 // the broker stores say which. An unknown codec is refused before anything connects.
 func TestCLIBadInputProduceCompression(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	bin := testutil.Binary(t)
 	quiet := logrus.New()
 	quiet.SetLevel(logrus.ErrorLevel)

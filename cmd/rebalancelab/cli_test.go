@@ -270,6 +270,7 @@ func TestCLI(t *testing.T) {
 	// Two SIGTERMs 50 ms apart (what GNU timeout sends: to the child, then to its group): the second
 	// arrives during the clean-up and must not cut it short. Exit 0, no JVM left, temp dir removed.
 	t.Run("LabUpTwoSignalsCleansUp", func(t *testing.T) {
+		testutil.Needs(t, testutil.ZooKeeper)
 		u := startLabUp(t, bin)
 		var line string
 		select {
@@ -312,6 +313,7 @@ func TestCLI(t *testing.T) {
 	// Ctrl-C while ZooKeeper starts: exit 130, "interrupted; cleaned up", no ZooKeeper log tail, no
 	// JSON line, no JVM, no temp dir.
 	t.Run("LabUpInterruptedDuringStart", func(t *testing.T) {
+		testutil.Needs(t, testutil.ZooKeeper)
 		u := startLabUp(t, bin)
 		var jvms []int
 		testutil.WaitFor(t, time.Minute, "lab up's ZooKeeper JVM", func() bool {
@@ -339,6 +341,7 @@ func TestCLI(t *testing.T) {
 	})
 
 	t.Run("TopicAndProduce", func(t *testing.T) {
+		testutil.Needs(t, testutil.ZooKeeper)
 		quiet := logrus.New()
 		quiet.SetLevel(logrus.ErrorLevel)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 // TestDemoDeps: make demo's installs (`scripts/deps.sh demo`, make demo-deps) ask for ZooKeeper and a
@@ -17,6 +19,7 @@ import (
 // naming only the JRE (and ZooKeeper when that is missing too), never the tests' packages. A mode it
 // does not know is exit 2; make demo depends on demo-deps, not on deps.
 func TestDemoDeps(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.JVM)
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)

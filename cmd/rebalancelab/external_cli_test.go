@@ -81,6 +81,7 @@ func leftovers(t *testing.T, adm *kadm.Client, zc *zk.Conn, runID string) (topic
 // /consumers znode are there after the run. Scenarios that stop ZooKeeper nodes or brokers, and the zk
 // era without --zk, are refused with an error before anything starts.
 func TestScenarioOnExistingCluster(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Kafka)
 	bin := testutil.Binary(t)
 	quiet := logrus.New()
 	quiet.SetLevel(logrus.ErrorLevel)

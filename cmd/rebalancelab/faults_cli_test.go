@@ -19,6 +19,7 @@ import (
 // naming the error; the table prints it and ends with result: FAIL; the JSON says passed false with
 // the error and the fault relation (the second crash left no crash record) as its failures.
 func TestCLIFaultThatFailsFailsTheRun(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	bin := testutil.Binary(t)
 	dir := t.TempDir()
 	steps := []scenarios.Step{

@@ -26,6 +26,7 @@ import (
 // broker's registration from ZooKeeper, and `consumer`) print exactly the records produced. SIGINT
 // stops it with exit status 0 and no JVM of it left.
 func TestLabUpKafka(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Kafka, testutil.Kcat)
 	bin := testutil.Binary(t)
 	u := startLabUp(t, bin, "--broker", "kafka")
 	var line string
@@ -138,6 +139,7 @@ func TestLabUpKafka(t *testing.T) {
 // the commit, the machine, each peer's version, a positive median and a spread around it for every
 // (size, target, figure), each target's settings and the load average.
 func TestBenchThroughputThreePeers(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Kafka)
 	bin := testutil.Binary(t)
 	history := filepath.Join(t.TempDir(), "history.jsonl")
 	r := runCLI(t, bin, t.TempDir(), 4*time.Minute, "bench", "throughput", "--duration", "300ms", "--runs", "2", "--warmup", "300ms",
@@ -214,6 +216,7 @@ func TestBenchThroughputThreePeers(t *testing.T) {
 // waits for the followers), and says so: the table's note names the factor and the JSON's params hold
 // it; out-of-range factors are refused before anything starts.
 func TestBenchThroughputReplicated(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	bin := testutil.Binary(t)
 	out := filepath.Join(t.TempDir(), "bench.json")
 	r := runCLI(t, bin, t.TempDir(), 4*time.Minute, "bench", "throughput", "--broker", "rebalancelab", "--replication-factor", "3",

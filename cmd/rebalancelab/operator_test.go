@@ -135,6 +135,7 @@ func one(m map[string]float64) (float64, bool) {
 // the 0.8.2 connector ran 1 syncedRebalance (RebalanceRateAndTime's count), owns 2 partitions,
 // ConsumerLag 0 on each; the broker counted 20 messages in.
 func TestPrometheusScrapesLab(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Prometheus)
 	prom := needTool(t, "prometheus", "prometheus")
 	bin := testutil.Binary(t)
 	dir := t.TempDir()
@@ -282,6 +283,7 @@ func burrowGroupLag(base, group string) (burrowLag, bool) {
 // of each group STOP (or STALL) with current lag 5 and end offset 10, the group ERR with total lag
 // exactly 10.
 func TestBurrowWatchesLab(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Burrow)
 	burrow := needTool(t, "Burrow", "burrow")
 	bin := testutil.Binary(t)
 	dir := t.TempDir()

@@ -33,6 +33,7 @@ import (
 // high watermarks the broker reports, and its session was closed (its registration and owner
 // znodes are gone at once, not after an expiry).
 func TestZKConsumerCLIPrintsAndCommits(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	bin := testutil.Binary(t)
 	quiet := logrus.New()
 	quiet.SetLevel(logrus.ErrorLevel)
