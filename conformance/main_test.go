@@ -10,6 +10,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 )
 
@@ -45,12 +46,10 @@ func runMain(m *testing.M) int {
 	return m.Run()
 }
 
-// needPair skips t under -short (the package starts no ZooKeeper or JVM then), and only then.
+// needPair skips t under -short (the package starts no ZooKeeper or JVM then), and only then (testutil.Needs).
 func needPair(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: needs ZooKeeper and a Kafka 3.9 JVM (the pair TestMain starts without -short)")
-	}
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Kafka)
 }
 
 // javaArgs are the options of every tool JVM (Pair.ToolJavaArgs).
