@@ -571,7 +571,7 @@ func TestSweepBlocks(t *testing.T) {
 	sw := sweepOf(times)
 	tables := sweepGrowthTables(sw)
 	for _, want := range []string{
-		"Each cell: the median of 3 runs at that size, [min–max] over them (`join` event: N members stable, one joins; P partitions). Eras run only so far (`cut` above): cooperative up to N=16.",
+		"Each cell: the median of 3 runs at that size, [min–max] over them, the runs counted where fewer (`join` event: N members stable, one joins; P partitions). Eras run only so far (`cut` above): cooperative up to N=16.",
 		"| 4 | 8 | 5 | 4 | 4 | 98 [97–99] | 99 | +0, -1, -2 | -10..+0 |",
 		"| 64 | 128 | 65 | 64 | 64 | 5198 [5197–5199] | 5199 | +0, -1, -2 | -130..+0 |",
 		"| 16 | cooperative | 17 | 17 | 32 | 68 | – | – |",

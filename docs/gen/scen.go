@@ -316,8 +316,12 @@ func sweepRuns(sw *scenarios.SweepResult) int {
 // stable and stop-the-world pause.
 func sweepGrowthTables(sw *scenarios.SweepResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Each cell: the median of %s at that size, [min–max] over them (`%s` event: N members stable, one joins; P partitions).",
-		plural(max(1, sweepRuns(sw)), "run"), sw.Trigger)
+	if runs := sweepRuns(sw); runs > 1 {
+		fmt.Fprintf(&b, "Each cell: the median of %d runs at that size, [min–max] over them, the runs counted where fewer", runs)
+	} else {
+		b.WriteString("Each cell: the one run at that size")
+	}
+	fmt.Fprintf(&b, " (`%s` event: N members stable, one joins; P partitions).", sw.Trigger)
 	var cut []string
 	for _, era := range allEras {
 		if m, ok := sw.EraMaxN[era]; ok {
