@@ -583,9 +583,17 @@ func TestSweepBlocks(t *testing.T) {
 			t.Errorf("growth tables lack %q:\n%s", want, tables)
 		}
 	}
-	if strings.Contains(tables, "| 64 | cooperative |") {
-		t.Errorf("a row for cooperative where it was cut:\n%s", tables)
+	if strings.Contains(tables, "| 64 | cooperative |") || strings.Contains(tables, "Errors the runs recorded") {
+		t.Errorf("a row for cooperative where it was cut, or errors where none were recorded:\n%s", tables)
 	}
+	// A run's recorded error is listed under the tables, the era's group written <g>.
+	zk64 := sw.Sizes[2].Runs[0].Eras[0]
+	zk64.Group, zk64.Errors = "herd-join.zk.ab12", []string{"m20 gives up: herd-join.zk.ab12_m20 can't rebalance after 4 retries:\n/consumers/herd-join.zk.ab12/owners/x/7"}
+	if tables := sweepGrowthTables(sw); !strings.HasSuffix(tables, "\n\nErrors the runs recorded (`scenario run` fails the sweep on them; their figures are in the cells above):\n\n"+
+		"- N=64 run 1, zk: m20 gives up: <g>_m20 can't rebalance after 4 retries: /consumers/<g>/owners/x/7\n") {
+		t.Errorf("the recorded error is not listed:\n%s", tables)
+	}
+	zk64.Errors = nil
 	s := modelSentence(sw)
 	for _, want := range []string{
 		"went from 98 at N=4 to 5198 at N=64 (medians; ×53 for ×16 members); log–log slope 1.23 (N=4→16), 1.63 (N=16→64) (1 is linear, 2 quadratic).",

@@ -495,6 +495,9 @@ func (g *generator) runSweep(ctx context.Context, r scenarioRun) error {
 	g.mu.Lock()
 	g.sweeps[r.key] = res
 	g.mu.Unlock()
+	for _, e := range sweepErrors(res) { // the chapter lists them under its tables
+		g.logf("sweep %s: runner error: %s", r.name, e)
+	}
 	g.logf("sweep %s done in %s", r.name, time.Since(start).Round(100*time.Millisecond))
 	return nil
 }

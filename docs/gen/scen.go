@@ -380,7 +380,37 @@ func sweepGrowthTables(sw *scenarios.SweepResult) string {
 			fmt.Fprintf(&b, "\nStopped: %s.\n", z.Stopped)
 		}
 	}
+	if errs := sweepErrors(sw); len(errs) > 0 {
+		fmt.Fprintf(&b, "\nErrors the runs recorded (`scenario run` fails the sweep on them; their figures are in the cells above):\n\n")
+		for _, e := range errs {
+			b.WriteString("- " + e + "\n")
+		}
+	}
 	return b.String()
+}
+
+// sweepErrors are the errors the sweep's runs recorded (a member that gave up, a fault that could not be
+// injected), as the CLI's FAIL lines name them: "N=256 run 1, zk: m20 gives up: ...", the era's group
+// and topic written <g>.
+func sweepErrors(sw *scenarios.SweepResult) []string {
+	var out []string
+	for _, z := range sw.Sizes {
+		for i, r := range z.Runs {
+			for _, e := range r.Eras {
+				for _, msg := range e.Errors {
+					msg = strings.ReplaceAll(msg, "\n", " ")
+					if e.Group != "" {
+						msg = strings.ReplaceAll(msg, e.Group, "<g>")
+					}
+					if e.Topic != "" {
+						msg = strings.ReplaceAll(msg, e.Topic, "<g>")
+					}
+					out = append(out, fmt.Sprintf("N=%d run %d, %s: %s", z.N, i+1, e.Era, msg))
+				}
+			}
+		}
+	}
+	return out
 }
 
 // sizePartitions is the topic's partitions at size z (its first run's).
