@@ -599,7 +599,7 @@ func TestSweepBlocks(t *testing.T) {
 		"went from 98 at N=4 to 5198 at N=64 (medians; ×53 for ×16 members); log–log slope 1.23 (N=4→16), 1.63 (N=16→64) (1 is linear, 2 quadratic).",
 		"The model's count, evaluated on each run's own attempts, members and owned partitions, is 99 at N=4, 543 at N=16, 5199 at N=64;",
 		"measured − model lies between -2 and +0 over the 9 zk runs, each within its bound.",
-		"The watch notifications equal the model's count (N for a join into N members) in every one of them.",
+		"The watch notifications equal the model's count (one per member registered before the join) in every one of them.",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("model sentence lacks %q: %q", want, s)

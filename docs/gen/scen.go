@@ -512,7 +512,7 @@ func modelSentence(sw *scenarios.SweepResult) string {
 	}
 	if wRuns > 0 {
 		if wEqual == wRuns {
-			fmt.Fprintf(&b, " The watch notifications equal the model's count (N for a join into N members) in every one of them.")
+			fmt.Fprintf(&b, " The watch notifications equal the model's count (one per member registered before the join) in every one of them.")
 		} else {
 			fmt.Fprintf(&b, " The watch notifications equal the model's count in %d of the %s.", wEqual, plural(wRuns, "run"))
 		}
