@@ -80,13 +80,13 @@ func TestZKModelArithmetic(t *testing.T) {
 	}
 }
 
-// The model test on the recorded sweep (docs/figures/ch4-herd-sweep.json: herd-join at N = 4, 16, 64,
-// 3 runs each, on the real ZooKeeper): for every zk cell, the model evaluated on that cell's measured
+// The model test on a recorded sweep (testdata/herd-join-p64-sweep.json: herd-join at N = 4, 16, 64 on
+// 64 partitions, 3 runs each, on the real ZooKeeper; chapter 4's sweep before it moved to P = 2·N): for every zk cell, the model evaluated on that cell's measured
 // attempts and owners gives its watch events exactly and its reads within ZKReadsResidualBound
 // (−(1+B)·F ≤ measured − model ≤ 0 here, no attempt having failed): the only reads of the change the
 // window may miss are the fetchers' leader lookups, which run on their own thread after the rebalance.
 func TestZKModelRecordedSweep(t *testing.T) {
-	s := recordedSweep(t, filepath.Join("..", "docs", "figures", "ch4-herd-sweep.json"))
+	s := recordedSweep(t, filepath.Join("testdata", "herd-join-p64-sweep.json"))
 	var b strings.Builder
 	if err := s.WriteModel(&b); err != nil {
 		t.Fatal(err)

@@ -36,14 +36,14 @@ func recordedSweep(t *testing.T, path string) *SweepResult {
 	return s
 }
 
-// TestSweepVerdictRecorded: the verdict of chapter 4's recorded sweep (herd-join, four eras, N=4, 16,
-// 64, three runs each): a crossover found (unowned_partition_ms: static before cooperative at N=4, after
+// TestSweepVerdictRecorded: the verdict of a recorded sweep (testdata/herd-join-p64-sweep.json:
+// herd-join, four eras, N=4, 16, 64 on 64 partitions, three runs each): a crossover found (unowned_partition_ms: static before cooperative at N=4, after
 // it at N=64, the two tied at 16), none found (time_to_stable_ms, where every era's range overlaps at
 // N=64: a four-way tie), cooperative winning paused_member_ms at every size; then the same sweep with
 // cooperative never stable at N=64 (ranked last, `never`) and a size cut to one run (no tie, the run
 // count printed). The verdict heads the report page, beside the plot.
 func TestSweepVerdictRecorded(t *testing.T) {
-	s := recordedSweep(t, filepath.Join("..", "docs", "figures", "ch4-herd-sweep.json"))
+	s := recordedSweep(t, filepath.Join("testdata", "herd-join-p64-sweep.json"))
 	v := s.Verdict()
 	lines := v.Lines
 	t.Logf("\n%s", strings.Join(lines, "\n"))

@@ -48,7 +48,9 @@ func TestParseFlags(t *testing.T) {
 	if len(runs) != 1 || runs[0].name != "split-brain-zombie" || strings.Join(runs[0].eras, ",") != "classic" || runs[0].report {
 		t.Errorf("-only ch3 runs %+v", runs)
 	}
-	// ch4: the main herd run, and make demo's herd-join sweep (N = 4, 16, 64, 3 runs each, every era).
+	// ch4: the main herd run, and the herd-join sweep under make demo's rules (N = 4, 16, 64, 256 with
+	// P = 2·N, 3 runs each, every era, cooperative and static cut above 64, the brokers' ZooKeeper
+	// session at Kafka's 18 s); its N=256 runs in member pools, so a full-size run needs -bin.
 	runs = sizesFor(false).scenarioRuns(map[string]bool{"ch4": true})
 	var got []string
 	for _, r := range runs {
@@ -57,9 +59,18 @@ func TestParseFlags(t *testing.T) {
 	if strings.Join(got, " ") != "herd-effect herd-sweep" {
 		t.Errorf("ch4 runs %v", got)
 	}
-	if sw := runs[len(runs)-1]; sw.name != "herd-join" || sw.sweep.consumers() != "4,16,64" || sw.sweep.repeat != 3 ||
-		sw.partitions != 64 || strings.Join(sw.eras, ",") != "zk,classic,cooperative,static" {
-		t.Errorf("ch4 sweep %+v", sw)
+	if sw := runs[len(runs)-1]; sw.name != "herd-join" || sw.sweep.consumers() != "4,16,64,256" || sw.sweep.repeat != 3 ||
+		sw.sweep.partitionsPerMember != 2 || strings.Join(sw.eras, ",") != "zk,classic,cooperative,static" ||
+		sw.describe() != "herd-join --era zk,classic,cooperative,static --consumers 4,16,64,256 --partitions-per-member 2 "+
+			"--broker-config zookeeper.session.timeout.ms=18000 --era-max-consumers cooperative=64,static=64 --repeat 3" {
+		t.Errorf("ch4 sweep %+v: %s", sw, sw.describe())
+	}
+	if _, err := parseFlags([]string{"-out", "x", "-only", "ch4"}, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "-bin is required for ch4 (its sweep's N=256 runs its members in member pools") {
+		t.Errorf("ch4 at full size without -bin: error = %v", err)
+	}
+	if _, err := parseFlags([]string{"-out", "x", "-only", "ch4", "-small"}, io.Discard); err != nil { // N ≤ 4: goroutines
+		t.Errorf("ch4 -small without -bin: %v", err)
 	}
 	// ch8: its three runs on three-broker labs need the binary its brokers run as.
 	if _, err := parseFlags([]string{"-out", "x", "-only", "ch8", "-small"}, io.Discard); err == nil || !strings.Contains(err.Error(), "-bin is required for ch8") {
@@ -482,25 +493,6 @@ func TestPluralAndPartitions(t *testing.T) {
 	}
 }
 
-func TestGrowthSentence(t *testing.T) {
-	// reads per woken member 17.67, 19.4, 22.56 at 3, 5, 9 woken: a = 15.28, b = 0.811.
-	s := growthSentence([]growthPoint{{3, 53}, {5, 97}, {9, 203}})
-	for _, want := range []string{"From 3 to 9 woken members", "from 53 to 203", "15.3·N + 0.81·N²", "Up to this size the fixed part still dominates", "from about 19 members on"} {
-		if !strings.Contains(s, want) {
-			t.Errorf("growthSentence = %q; want it to contain %q", s, want)
-		}
-	}
-	if s := growthSentence([]growthPoint{{3, 53}, {5, 97}, {21, 660}}); !strings.Contains(s, "within the sizes measured here") {
-		t.Errorf("past the crossover: %q", s)
-	}
-	if s := growthSentence([]growthPoint{{3, 60}, {6, 120}}); !strings.Contains(s, "did not grow") {
-		t.Errorf("constant reads per member: %q", s)
-	}
-	if s := growthSentence([]growthPoint{{3, 60}}); !strings.Contains(s, "too few") {
-		t.Errorf("one point: %q", s)
-	}
-}
-
 // TestZombieRate: the zombie's deliveries per second of its stall against the records produced to the
 // partitions it last had assigned; deliveries of other partitions and other members do not count.
 func TestZombieRate(t *testing.T) {
@@ -528,55 +520,109 @@ func TestZombieRate(t *testing.T) {
 	}
 }
 
-// sweepOf is a hand-made herd-join sweep: at each N one run whose join has zk reads (N+1)(N+2)+10·N
-// and the times to stable given per era.
+// sweepOf is a hand-made herd-join sweep under the demo's rules: N = 4, 16, 64 with P = 2·N, three runs
+// per size, cooperative cut above N=16. Every run's join woke all N+1 members, each taking one attempt
+// and owning partitions after it (N+1 distinct end owners), so the zk model's inputs come from the
+// figures (scenarios.ZKChangeFromFigures): reads (N+1)(N+10) + 6N + 5 with one broker and one topic
+// (99, 543, 5199), watch events N. Run i measures i reads fewer than that and takes 10·i ms more than
+// times gives. The coordinator eras have no records, so no model of their group requests.
 func sweepOf(times map[int]map[string]int64) *scenarios.SweepResult {
-	sw := &scenarios.SweepResult{Scenario: "herd-join", Trigger: "join"}
+	sw := &scenarios.SweepResult{Scenario: "herd-join", Trigger: "join", EraMaxN: map[string]int{"cooperative": 16}}
 	for _, n := range []int{4, 16, 64} {
-		r := &scenarios.RunResult{Scenario: "herd-join", Params: scenarios.Params{Consumers: n, Partitions: 64}}
-		for _, era := range allEras {
-			f := scenarios.Figures{TimeToStableMs: times[n][era], RebalanceParticipants: int64(n + 1)}
-			if era == "zk" {
-				f.ZKReads, f.ZKWatchEvents = scenarios.AlgorithmZKReads(n)+int64(10*n), int64(n)
-			} else {
-				f.GroupRequests = int64(4 * (n + 1))
-			}
-			r.Eras = append(r.Eras, &scenarios.EraRun{Era: era, Applies: true, Result: scenarios.Result{Era: era,
-				NotApplicable: scenarios.NotApplicable(era), Events: []scenarios.Event{{Trigger: "join", Figures: f}}}})
+		z := &scenarios.SweepSize{N: n}
+		owners := map[string]string{}
+		for p := 0; p < 2*n; p++ {
+			owners[fmt.Sprintf("t/%d", p)] = fmt.Sprintf("m%d", p%(n+1)+1)
 		}
-		sw.Sizes = append(sw.Sizes, &scenarios.SweepSize{N: n, Runs: []*scenarios.RunResult{r}})
+		for i := 0; i < 3; i++ {
+			r := &scenarios.RunResult{Scenario: "herd-join", Params: scenarios.Params{Consumers: n, Partitions: 2 * n},
+				Script: []scenarios.Step{{Action: scenarios.ActTrigger, Name: "join"}, {Action: scenarios.ActStart, Member: fmt.Sprintf("m%d", n+1)}}}
+			for _, era := range allEras {
+				if era == "cooperative" && n > 16 {
+					continue
+				}
+				f := scenarios.Figures{TimeToStableMs: times[n][era] + int64(10*i), RebalanceParticipants: int64(n + 1),
+					RebalanceAttempts: int64(n + 1), Revocations: int64(2 * n)}
+				if era == "zk" {
+					f.ZKReads, f.ZKWatchEvents = int64((n+1)*(n+10)+6*n+5-i), int64(n)
+				} else {
+					f.GroupRequests = int64(4 * (n + 1))
+				}
+				r.Eras = append(r.Eras, &scenarios.EraRun{Era: era, Applies: true, EndOwners: owners, Result: scenarios.Result{Era: era,
+					NotApplicable: scenarios.NotApplicable(era), Events: []scenarios.Event{{Trigger: "join", Figures: f}}}})
+			}
+			z.Runs = append(z.Runs, r)
+		}
+		sw.Sizes = append(sw.Sizes, z)
 	}
 	return sw
 }
 
-// TestSweepBlocks: chapter 4's growth tables, fit and crossover sentences follow the sweep: the
-// crossover where the medians cross, "no crossover up to N=…" where they do not.
+// TestSweepBlocks: chapter 4's growth tables, model sentence and verdict follow the sweep: medians with
+// [min–max], the zk reads beside the model's count with each run's residual and its bound, `cut` for an
+// era not run at a size, the verdict's crossover where the medians cross and "no crossover" where they
+// do not.
 func TestSweepBlocks(t *testing.T) {
 	times := map[int]map[string]int64{
 		4:  {"zk": 40, "classic": 300, "cooperative": 600, "static": 300},
 		16: {"zk": 200, "classic": 320, "cooperative": 650, "static": 310},
-		64: {"zk": 2000, "classic": 400, "cooperative": 900, "static": 380},
+		64: {"zk": 2000, "classic": 400, "static": 380},
 	}
 	sw := sweepOf(times)
-	tables, pts := sweepGrowthTables(sw)
-	for _, want := range []string{"| 64 | 65 | 64 | 4930 | 4290 | 75.8 | 260 | 260 | 260 |", "| 4 | 40 ms | 300 ms | 600 ms | 300 ms |"} {
-		if !strings.Contains(tables, want) {
+	tables := sweepGrowthTables(sw)
+	for _, want := range []string{
+		"Each cell: the median of 3 runs at that size, [min–max] over them, the runs counted where fewer (`join` event: N members stable, one joins; P partitions). Eras run only so far (`cut` above): cooperative up to N=16.",
+		"| 4 | 8 | 5 | 4 | 4 | 98 [97–99] | 99 | +0, -1, -2 | -10..+0 |",
+		"| 64 | 128 | 65 | 64 | 64 | 5198 [5197–5199] | 5199 | +0, -1, -2 | -130..+0 |",
+		"| 16 | cooperative | 17 | 17 | 32 | 68 | – | – |",
+		"| 64 | static | 65 | 65 | 128 | 260 | – | – |",
+		"| 4 | 50 [40–60] | 310 [300–320] | 610 [600–620] | 310 [300–320] |",
+		"| 64 | 2010 [2000–2020] | 410 [400–420] | cut | 390 [380–400] |",
+	} {
+		if !strings.Contains(tables, want+"\n") {
 			t.Errorf("growth tables lack %q:\n%s", want, tables)
 		}
 	}
-	if len(pts) != 3 || pts[2] != (growthPoint{65, 4930}) {
-		t.Errorf("growth points %v", pts)
+	if strings.Contains(tables, "| 64 | cooperative |") || strings.Contains(tables, "Errors the runs recorded") {
+		t.Errorf("a row for cooperative where it was cut, or errors where none were recorded:\n%s", tables)
 	}
-	if s := sweepFitSentence(sw); !strings.Contains(s, "With 3 sizes a quadratic fit would have too few points") ||
-		!strings.Contains(s, "log–log slope 1.37 (N=4→16), 1.7 (N=16→64)") || strings.Contains(s, "·N²") || !strings.Contains(s, "N=64: 4290 of 4930.") {
-		t.Errorf("fit sentence %q", s)
+	// A run's recorded error is listed under the tables, the era's group written <g>.
+	zk64 := sw.Sizes[2].Runs[0].Eras[0]
+	zk64.Group, zk64.Errors = "herd-join.zk.ab12", []string{"m20 gives up: herd-join.zk.ab12_m20 can't rebalance after 4 retries:\n/consumers/herd-join.zk.ab12/owners/x/7"}
+	if tables := sweepGrowthTables(sw); !strings.HasSuffix(tables, "\n\nErrors the runs recorded (`scenario run` fails the sweep on them; their figures are in the cells above):\n\n"+
+		"- N=64 run 1, zk: m20 gives up: <g>_m20 can't rebalance after 4 retries: /consumers/<g>/owners/x/7\n") {
+		t.Errorf("the recorded error is not listed:\n%s", tables)
 	}
-	if s := crossoverSentence(sw); !strings.Contains(s, "from N=64") || !strings.Contains(s, "At N=16 the zk era had not lost yet") {
-		t.Errorf("crossover sentence %q", s)
+	zk64.Errors = nil
+	s := modelSentence(sw)
+	for _, want := range []string{
+		"went from 98 at N=4 to 5198 at N=64 (medians; ×53 for ×16 members); log–log slope 1.23 (N=4→16), 1.63 (N=16→64) (1 is linear, 2 quadratic).",
+		"The model's count, evaluated on each run's own attempts, members and owned partitions, is 99 at N=4, 543 at N=16, 5199 at N=64;",
+		"measured − model lies between -2 and +0 over the 9 zk runs, each within its bound.",
+		"The watch notifications equal the model's count (one per member registered before the join) in every one of them.",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("model sentence lacks %q: %q", want, s)
+		}
 	}
-	times[64]["zk"] = 300 // cooperative's 900 ms now loses at every size
-	if s := crossoverSentence(sweepOf(times)); !strings.Contains(s, "no crossover up to N=64") {
-		t.Errorf("no-crossover sentence %q", s)
+	if strings.Contains(s, "group requests against") {
+		t.Errorf("a coordinator model without records: %q", s)
+	}
+	v := verdictBlock(sw)
+	for _, want := range []string{"```text\nverdict over N=4, 16, 64 (",
+		"\ntime_to_stable_ms: crossover between N=16 and N=64: zk ranks before classic at N=16, after it at N=64\n",
+		"\nzk_reads: only zk has this figure; no crossover in N=4..64\n"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("verdict block lacks %q:\n%s", want, v)
+		}
+	}
+	if strings.Contains(v, "time_to_stable_ms (ms): N=4") {
+		t.Errorf("the verdict block repeats the rankings the tables give:\n%s", v)
+	}
+	// A residual outside its bound is named, with its run and the bound.
+	sw.Sizes[0].Runs[1].Eras[0].Result.Events[0].Figures.ZKReads = 99 + 5
+	if s := modelSentence(sw); !strings.Contains(s, "; 8 of them within its bound, these outside it: N=4 run 2: +5, bound -10..+0.") {
+		t.Errorf("residual outside its bound: %q", s)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -17,8 +18,8 @@ import (
 // sizes are the knobs -small changes.
 type sizes struct {
 	herd, zombie, divergent, rolling scenarios.Params
-	// sweep is chapter 4's herd-join sweep, every era: the sizes N, the runs per size (medians), the
-	// partitions — those of `make demo` (scripts/demo.sh) at full size.
+	// sweep is chapter 4's herd-join sweep under make demo's rules (scripts/demo.sh): every era, P = 2·N,
+	// three runs per size in rotated era order, the brokers' ZooKeeper session at Kafka's default.
 	sweep       sweepSizes
 	ch1Messages int
 	// connect is chapter 7's connect-workers runs: one per protocol, each through these layouts.
@@ -36,12 +37,49 @@ type connectSizes struct {
 	layouts   []scenarios.ConnectLayout
 }
 
-// sweepSizes is a herd-join sweep's knobs.
+// sweepSizes is a herd-join sweep's knobs (scenarios.SweepOptions').
 type sweepSizes struct {
-	sizes      []int
-	repeat     int
-	partitions int
+	sizes  []int
+	repeat int
+	// partitionsPerMember k gives size N a topic of k·N partitions (SweepOptions.PartitionsPerMember):
+	// with 2, a join moves partitions at every N, and the cooperative era's second round happens.
+	partitionsPerMember int
+	// eraMaxN: era → the largest N it runs at (SweepOptions.EraMaxN; its cells above print "cut").
+	eraMaxN map[string]int
+	// brokerConfig: server.properties over the lab's (Options.BrokerConfig).
+	brokerConfig map[string]string
 }
+
+// maxN is the largest size.
+func (s sweepSizes) maxN() int { return slices.Max(append([]int{0}, s.sizes...)) }
+
+// flags are the sweep's `scenario run` flags beyond --consumers and --repeat, as make demo passes them.
+func (s sweepSizes) flags() string {
+	var b strings.Builder
+	if s.partitionsPerMember > 0 {
+		fmt.Fprintf(&b, " --partitions-per-member %d", s.partitionsPerMember)
+	}
+	keys := slices.Sorted(maps.Keys(s.brokerConfig))
+	for _, k := range keys {
+		fmt.Fprintf(&b, " --broker-config %s=%s", k, s.brokerConfig[k])
+	}
+	if len(s.eraMaxN) > 0 {
+		var parts []string
+		for _, era := range allEras {
+			if m, ok := s.eraMaxN[era]; ok {
+				parts = append(parts, fmt.Sprintf("%s=%d", era, m))
+			}
+		}
+		b.WriteString(" --era-max-consumers " + strings.Join(parts, ","))
+	}
+	return b.String()
+}
+
+// sweepBrokerConfig is make demo's broker setting for its sweeps (scripts/demo.sh): the brokers' own
+// ZooKeeper session at Kafka's default, 18 s, instead of the lab's 2 s, so that the zk era's herd at
+// N=256 (tens of thousands of reads for one join) does not hold the ZooKeeper server past the broker's
+// session. The members keep the lab's short sessions.
+var sweepBrokerConfig = map[string]string{"zookeeper.session.timeout.ms": "18000"}
 
 func (s sweepSizes) consumers() string {
 	parts := make([]string, len(s.sizes))
@@ -56,22 +94,25 @@ func sizesFor(small bool) sizes {
 		return sizes{
 			herd: scenarios.Params{Consumers: 2, Partitions: 4}, zombie: scenarios.Params{Consumers: 2, Partitions: 4},
 			divergent: scenarios.Params{Consumers: 2, Partitions: 4}, rolling: scenarios.Params{Consumers: 2, Partitions: 4},
-			sweep: sweepSizes{sizes: []int{2, 3, 4}, repeat: 1, partitions: 4}, ch1Messages: 12,
+			sweep: sweepSizes{sizes: []int{2, 3, 4}, repeat: 1, partitionsPerMember: 2, brokerConfig: sweepBrokerConfig}, ch1Messages: 12,
 			// The least connect-workers allows: its last layout's last worker is killed, so two workers
 			// (started together, before the connectors), one source and one sink task; sessioned only.
 			connect: connectSizes{protocols: []string{scenarios.ConnectSessioned}, layouts: []scenarios.ConnectLayout{{Workers: 2, SourceTasks: 1, SinkTasks: 1}}},
 			cluster: scenarios.Params{Consumers: 2, Partitions: 6}, clusterEras: []string{"classic"},
 		}
 	}
-	// The scenarios' own defaults (scenarios.Catalog), and make demo's sweep: N = 4, 16, 64 on 64
-	// partitions, the median of 3 runs per size; connect-workers as `make connect-workers` runs it
-	// (the four layouts, sessioned then eager).
+	// The scenarios' own defaults (scenarios.Catalog), and the herd-join sweep under make demo's rules:
+	// N = 4, 16, 64, 256 with P = 2·N, 3 runs per size, zk and classic at every size, cooperative and
+	// static up to N=64 (about 9 minutes in all on 2 cores); connect-workers as `make connect-workers`
+	// runs it (the four layouts, sessioned then eager).
 	return sizes{
 		herd: scenarios.Params{Consumers: 4, Partitions: 8}, zombie: scenarios.Params{Consumers: 2, Partitions: 4},
 		divergent: scenarios.Params{Consumers: 4, Partitions: 8}, rolling: scenarios.Params{Consumers: 4, Partitions: 8},
-		sweep: sweepSizes{sizes: []int{4, 16, 64}, repeat: 3, partitions: 64}, ch1Messages: 12,
-		connect: connectSizes{protocols: []string{scenarios.ConnectSessioned, scenarios.ConnectEager}, layouts: scenarios.ConnectLayouts},
-		cluster: scenarios.Params{Consumers: 3, Partitions: 6}, clusterEras: allEras,
+		sweep: sweepSizes{sizes: []int{4, 16, 64, 256}, repeat: 3, partitionsPerMember: 2,
+			eraMaxN: map[string]int{"cooperative": 64, "static": 64}, brokerConfig: sweepBrokerConfig},
+		ch1Messages: 12,
+		connect:     connectSizes{protocols: []string{scenarios.ConnectSessioned, scenarios.ConnectEager}, layouts: scenarios.ConnectLayouts},
+		cluster:     scenarios.Params{Consumers: 3, Partitions: 6}, clusterEras: allEras,
 	}
 }
 
@@ -103,8 +144,8 @@ func connectKey(p string) string { return scenarios.ConnectScenario + "-" + p }
 func (r scenarioRun) describe() string {
 	switch {
 	case len(r.sweep.sizes) > 0:
-		return fmt.Sprintf("%s --era %s --consumers %s --partitions %d --repeat %d", r.name, strings.Join(r.eras, ","),
-			r.sweep.consumers(), r.partitions, r.sweep.repeat)
+		return fmt.Sprintf("%s --era %s --consumers %s%s --repeat %d", r.name, strings.Join(r.eras, ","),
+			r.sweep.consumers(), r.sweep.flags(), r.sweep.repeat)
 	case r.connectProtocol != "":
 		var ls []string
 		for _, l := range r.connectLayouts {
@@ -135,7 +176,7 @@ func (s sizes) scenarioRuns(only map[string]bool) []scenarioRun {
 	}
 	if only["ch4"] {
 		add(runHerd, "herd-effect", allEras, s.herd, true)
-		runs = append(runs, scenarioRun{key: runHerdSweep, name: "herd-join", eras: allEras, partitions: s.sweep.partitions, sweep: s.sweep})
+		runs = append(runs, scenarioRun{key: runHerdSweep, name: "herd-join", eras: allEras, sweep: s.sweep})
 	}
 	switch {
 	case only["ch5"]:
@@ -411,22 +452,27 @@ func (g *generator) runConnect(ctx context.Context, r scenarioRun) error {
 	return nil
 }
 
-// sweepRunDeadline bounds each run of a sweep; a size that misses it ends the sweep, and the chapter
-// says so (scenarios.SweepSize.Stopped).
-const sweepRunDeadline = 10 * time.Minute
+// sweepRunDeadline bounds each run of a sweep (one repeat of a size, its eras one after the other: at
+// N=256 zk and classic take about 40 s together); a size that misses it ends the sweep, and the
+// chapter says so (scenarios.SweepSize.Stopped).
+const sweepRunDeadline = 4 * time.Minute
 
-// runSweep runs r's sweep as `rebalancelab scenario run herd-join --era all --consumers 4,16,64
-// --partitions 64 --repeat 3` does (make demo's, without its crossover stop and budget: the chapter
-// shows every size), and writes figures/ch4-herd-sweep.svg (the plot), .txt (the table) and .json.
+// runSweep runs r's sweep as `rebalancelab scenario run herd-join --era all --consumers 4,16,64,256
+// --partitions-per-member 2 --broker-config zookeeper.session.timeout.ms=18000 --era-max-consumers
+// cooperative=64,static=64 --repeat 3` does (make demo's rules, without its time budget: the chapter
+// shows every size it plans), and writes figures/ch4-herd-sweep.svg (the plot), .txt (the table, the
+// models' counts and the verdict) and .json. Above scenarios.MaxInProcessMembers the members run in
+// member pools, processes of the rebalancelab binary (-bin).
 func (g *generator) runSweep(ctx context.Context, r scenarioRun) error {
 	start := time.Now()
-	g.logf("scenario %s --era %s --consumers %s --partitions %d --repeat %d (a sweep)", r.name, joinComma(r.eras),
-		r.sweep.consumers(), r.partitions, r.sweep.repeat)
+	g.logf("scenario %s (a sweep)", r.describe())
 	res, err := scenarios.RunSweep(ctx, scenarios.SweepOptions{
 		Options: scenarios.Options{Scenario: r.name, Eras: r.eras,
-			Params:  scenarios.Params{Partitions: r.partitions, Seed: g.cfg.seed},
+			Params:       scenarios.Params{Partitions: r.partitions, Seed: g.cfg.seed},
+			BrokerConfig: maps.Clone(r.sweep.brokerConfig), MemberBinary: g.cfg.bin,
 			Version: g.cfg.version, Progress: lockedWriter{g}},
 		Sizes: r.sweep.sizes, Repeat: r.sweep.repeat, Deadline: sweepRunDeadline,
+		PartitionsPerMember: r.sweep.partitionsPerMember, EraMaxN: maps.Clone(r.sweep.eraMaxN),
 	})
 	if err != nil {
 		return fmt.Errorf("sweep %s: %w", r.name, err)
@@ -449,6 +495,9 @@ func (g *generator) runSweep(ctx context.Context, r scenarioRun) error {
 	g.mu.Lock()
 	g.sweeps[r.key] = res
 	g.mu.Unlock()
+	for _, e := range sweepErrors(res) { // the chapter lists them under its tables
+		g.logf("sweep %s: runner error: %s", r.name, e)
+	}
 	g.logf("sweep %s done in %s", r.name, time.Since(start).Round(100*time.Millisecond))
 	return nil
 }

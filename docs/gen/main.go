@@ -15,7 +15,7 @@
 // out. -small runs the scenarios at their smallest sizes and the lab chapters beside the scenarios
 // (two goroutines), for tests; without it everything runs one after the other at the sizes the
 // committed figures use. -bin names the rebalancelab binary, whose processes chapter 8's brokers are
-// (it kills them). -check validates the flags, prints the plan and exits (nothing runs).
+// (it kills them) and chapter 4's member pools (its sweep's N=256). -check validates the flags, prints the plan and exits (nothing runs).
 // `make docs` is `go run ./docs/gen -out docs/figures -md docs`.
 package main
 
@@ -33,6 +33,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/rebalancelab/rebalancelab/scenarios"
 )
 
 // chapters in course order; -only takes these names.
@@ -47,7 +49,8 @@ type config struct {
 	seed    int64
 	version string
 	check   bool
-	// bin is the rebalancelab binary: chapter 8's scenarios kill brokers, which run as its processes.
+	// bin is the rebalancelab binary: chapter 8's scenarios kill brokers, which run as its processes;
+	// chapter 4's sweep runs its members above scenarios.MaxInProcessMembers in pools of its processes.
 	bin string
 	// allowDirty lets a full-size run record figures from a working tree with uncommitted changes
 	// (a version ending in "-dirty"), which the committed course must not carry.
@@ -89,7 +92,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Int64Var(&cfg.seed, "seed", 1, "seed of the scenario scripts")
 	fs.StringVar(&cfg.version, "version", "dev", "rebalancelab version recorded in the result JSON")
 	fs.BoolVar(&cfg.check, "check", false, "validate the flags, print the plan and exit")
-	fs.StringVar(&cfg.bin, "bin", "", "the rebalancelab binary (chapter 8 runs its brokers as processes of it; make docs passes bin/rebalancelab)")
+	fs.StringVar(&cfg.bin, "bin", "", "the rebalancelab binary (chapter 8 runs its brokers as processes of it, chapter 4 its sweep's member pools; make docs passes bin/rebalancelab)")
 	fs.BoolVar(&cfg.allowDirty, "allow-dirty", false, "full sizes: accept a -version ending in -dirty (uncommitted changes)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -112,6 +115,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if sel["ch8"] && cfg.bin == "" && !cfg.check { // -check runs nothing
 		return cfg, errors.New("-bin is required for ch8 (its scenarios kill brokers, which run as processes of the rebalancelab binary): " +
 			"-bin bin/rebalancelab after make build, as make docs does")
+	}
+	if n := sizesFor(cfg.small).sweep.maxN(); sel["ch4"] && n > scenarios.MaxInProcessMembers && cfg.bin == "" && !cfg.check {
+		return cfg, fmt.Errorf("-bin is required for ch4 (its sweep's N=%d runs its members in member pools, processes of the rebalancelab binary): "+
+			"-bin bin/rebalancelab after make build, as make docs does", n)
 	}
 	return cfg, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/sweep"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -230,200 +231,327 @@ func (g *generator) ch4() error {
 	}
 	g.out.block("ch4-per-member", pm.String())
 
-	// Growth: make demo's herd-join sweep, every era, medians per size.
+	// Growth: the herd-join sweep under make demo's rules, every era, medians with min–max per size.
 	sw := g.sweepResult(runHerdSweep)
 	if sw == nil {
 		return fmt.Errorf("the herd-join sweep did not run")
 	}
-	growth, pts := sweepGrowthTables(sw)
+	growth := sweepGrowthTables(sw)
 	if err := g.out.write("ch4-herd-growth.md", []byte(growth)); err != nil {
 		return err
 	}
 	g.out.block("ch4-growth", growth)
-	g.out.block("ch4-growth-summary", growthSentence(pts)+" "+sweepFitSentence(sw))
-	g.out.block("ch4-crossover", crossoverSentence(sw))
+	g.out.block("ch4-model-summary", modelSentence(sw))
+	g.out.block("ch4-verdict", verdictBlock(sw))
 	return nil
 }
 
-// sweepCell is the median of era's fig at size z ("n/a" where it does not apply, "stopped" where the
-// size did not finish), with unit appended.
-func sweepCell(sw *scenarios.SweepResult, z *scenarios.SweepSize, era, fig, unit string) string {
+// sweepCellText is era's cell of fig at size z as the sweep's table prints it (sweep.Cell.String: the
+// median, [min–max] over the runs, the number of runs when fewer than three, `never`); "stopped" where
+// the size did not finish, "cut" where the era did not run at that size (SweepResult.EraMaxN), "n/a"
+// where the figure does not apply.
+func sweepCellText(sw *scenarios.SweepResult, z *scenarios.SweepSize, era, fig string) string {
+	if c, ok := sw.Cell(z, era, fig); ok {
+		return c.String()
+	}
 	if len(z.Runs) == 0 {
 		return "stopped"
 	}
-	v, ok := sw.Median(z, era, fig)
-	switch {
-	case !ok:
-		return "n/a"
-	case fig == scenarios.FigTimeToStableMs && v < 0:
-		return "never"
+	if m, ok := sw.EraMaxN[era]; ok && z.N > m {
+		return "cut"
 	}
-	return fmt.Sprintf("%.0f%s", v, unit)
+	return "n/a"
 }
 
-// sweepGrowthTables are the sweep's medians of its measured event (the join) per size: the
-// coordination load (the zk era's woken members, watch notifications and ZooKeeper reads beside the
-// algorithm's (N+1)(N+2), and each coordinator era's group requests), then the time to stable and the
-// stop-the-world pause of every era. pts are the zk era's (woken members, reads) for growthSentence.
-func sweepGrowthTables(sw *scenarios.SweepResult) (string, []growthPoint) {
-	var b strings.Builder
-	runs := max(1, func() int {
-		n := 0
-		for _, z := range sw.Sizes {
-			n = max(n, len(z.Runs))
-		}
-		return n
-	}())
-	fmt.Fprintf(&b, "Medians of %s per size (`%s` event: N members stable, one joins; %d partitions).\n\n",
-		plural(runs, "run"), sw.Trigger, sweepPartitions(sw))
-	b.WriteString("| N (members before the join) | zk: members woken | zk: watch notifications | zk: ZooKeeper reads | (N+1)(N+2) | zk: reads per woken member | classic: group requests | cooperative: group requests | static: group requests |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
-	var pts []growthPoint
-	for _, z := range sw.Sizes {
-		perMember := "–"
-		woken, okw := sw.Median(z, "zk", scenarios.FigRebalanceParticipants)
-		reads, okr := sw.Median(z, "zk", scenarios.FigZKReads)
-		if okw && okr && woken > 0 {
-			perMember = fmt.Sprintf("%.1f", reads/woken)
-			pts = append(pts, growthPoint{woken, reads})
-		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %d | %s | %s | %s | %s |\n", z.N,
-			sweepCell(sw, z, "zk", scenarios.FigRebalanceParticipants, ""), sweepCell(sw, z, "zk", scenarios.FigZKWatchEvents, ""),
-			sweepCell(sw, z, "zk", scenarios.FigZKReads, ""), scenarios.AlgorithmZKReads(z.N), perMember,
-			sweepCell(sw, z, "classic", scenarios.FigGroupRequests, ""), sweepCell(sw, z, "cooperative", scenarios.FigGroupRequests, ""),
-			sweepCell(sw, z, "static", scenarios.FigGroupRequests, ""))
+// medianRange is a model's counts over a cell's runs: the median, [min–max] when they differ.
+func medianRange(v []int64) string {
+	c := sweep.Cell{}
+	for _, x := range v {
+		c.Values = append(c.Values, float64(x))
 	}
-	b.WriteString("\n| N | time to stable: zk | classic | cooperative | static | paused member-ms: zk | classic | cooperative | static |\n")
+	s := sweep.Sig(c.Median())
+	if c.Min() != c.Max() {
+		s += " [" + sweep.Sig(c.Min()) + "–" + sweep.Sig(c.Max()) + "]"
+	}
+	return s
+}
+
+// signed is the residuals of a cell's runs: "-3, +0, -5".
+func signed(v []int64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprintf("%+d", x)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// modelCells indexes the sweep's ModelCells by era, figure and N.
+func modelCells(sw *scenarios.SweepResult) map[string]scenarios.ModelCell {
+	out := map[string]scenarios.ModelCell{}
+	for _, c := range sw.ModelCells() {
+		out[fmt.Sprintf("%s/%s/%d", c.Era, c.Figure, c.N)] = c
+	}
+	return out
+}
+
+func modelOf(cells map[string]scenarios.ModelCell, era, fig string, n int) (scenarios.ModelCell, bool) {
+	c, ok := cells[fmt.Sprintf("%s/%s/%d", era, fig, n)]
+	return c, ok
+}
+
+// sweepRuns is the most runs any size of the sweep has.
+func sweepRuns(sw *scenarios.SweepResult) int {
+	n := 0
+	for _, z := range sw.Sizes {
+		n = max(n, len(z.Runs))
+	}
+	return n
+}
+
+// sweepGrowthTables are the sweep's cells of its measured event (the join) per size, each the median
+// with [min–max] over the runs: the zk era's woken members, watch notifications and ZooKeeper reads
+// beside the model's counts (scenarios.ZKWatchEvents, ZKReads, evaluated on each run's measured inputs)
+// and the residuals; the coordinator eras' group requests beside their protocol's count
+// (scenarios.GroupRequests), with their rebalance attempts and revocations; then every era's time to
+// stable and stop-the-world pause.
+func sweepGrowthTables(sw *scenarios.SweepResult) string {
+	var b strings.Builder
+	if runs := sweepRuns(sw); runs > 1 {
+		fmt.Fprintf(&b, "Each cell: the median of %d runs at that size, [min–max] over them, the runs counted where fewer", runs)
+	} else {
+		b.WriteString("Each cell: the one run at that size")
+	}
+	fmt.Fprintf(&b, " (`%s` event: N members stable, one joins; P partitions).", sw.Trigger)
+	var cut []string
+	for _, era := range allEras {
+		if m, ok := sw.EraMaxN[era]; ok {
+			cut = append(cut, fmt.Sprintf("%s up to N=%d", era, m))
+		}
+	}
+	if len(cut) > 0 {
+		fmt.Fprintf(&b, " Eras run only so far (`cut` above): %s.", strings.Join(cut, ", "))
+	}
+	b.WriteString("\n\n")
+	cells := modelCells(sw)
+	b.WriteString("| N | P | zk: members woken | watch notifications | model | ZooKeeper reads | model | measured − model, per run | bound |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, z := range sw.Sizes {
-		fmt.Fprintf(&b, "| %d", z.N)
-		for _, fig := range []string{scenarios.FigTimeToStableMs, scenarios.FigPausedMemberMs} {
-			for _, era := range allEras {
-				b.WriteString(" | " + sweepCell(sw, z, era, fig, map[bool]string{true: " ms", false: ""}[fig == scenarios.FigTimeToStableMs]))
-			}
+		w, r := "–", "–"
+		res, bound := "–", "–"
+		if c, ok := modelOf(cells, "zk", scenarios.FigZKWatchEvents, z.N); ok {
+			w = medianRange(c.Model)
 		}
-		b.WriteString(" |\n")
+		if c, ok := modelOf(cells, "zk", scenarios.FigZKReads, z.N); ok {
+			r, res, bound = medianRange(c.Model), signed(c.Residuals()), fmt.Sprintf("%+d..%+d", c.Lo, c.Hi)
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", z.N, sizePartitions(z),
+			sweepCellText(sw, z, "zk", scenarios.FigRebalanceParticipants), sweepCellText(sw, z, "zk", scenarios.FigZKWatchEvents), w,
+			sweepCellText(sw, z, "zk", scenarios.FigZKReads), r, res, bound)
+	}
+	b.WriteString("\n| N | era | members woken | rebalance attempts | partitions revoked | group requests | model | measured − model, per run |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	for _, z := range sw.Sizes {
+		for _, era := range allEras[1:] {
+			if _, ok := sw.Cell(z, era, scenarios.FigGroupRequests); !ok {
+				continue // cut, stopped or not run: the zk table and the header say
+			}
+			m, res := "–", "–"
+			if c, ok := modelOf(cells, era, scenarios.FigGroupRequests, z.N); ok {
+				m, res = medianRange(c.Model), signed(c.Residuals())
+			}
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s |\n", z.N, era,
+				sweepCellText(sw, z, era, scenarios.FigRebalanceParticipants), sweepCellText(sw, z, era, scenarios.FigRebalanceAttempts),
+				sweepCellText(sw, z, era, scenarios.FigRevocations), sweepCellText(sw, z, era, scenarios.FigGroupRequests), m, res)
+		}
+	}
+	for _, t := range []struct{ fig, title string }{
+		{scenarios.FigTimeToStableMs, "time to stable (ms)"}, {scenarios.FigPausedMemberMs, "paused member-ms"}} {
+		fmt.Fprintf(&b, "\n| N | %s: zk | classic | cooperative | static |\n|---|---|---|---|---|\n", t.title)
+		for _, z := range sw.Sizes {
+			fmt.Fprintf(&b, "| %d", z.N)
+			for _, era := range allEras {
+				b.WriteString(" | " + sweepCellText(sw, z, era, t.fig))
+			}
+			b.WriteString(" |\n")
+		}
 	}
 	for _, z := range sw.Sizes {
 		if z.Stopped != "" {
 			fmt.Fprintf(&b, "\nStopped: %s.\n", z.Stopped)
 		}
 	}
-	return b.String(), pts
-}
-
-// sweepPartitions is the partition count of the sweep's runs.
-func sweepPartitions(sw *scenarios.SweepResult) int {
-	for _, z := range sw.Sizes {
-		for _, r := range z.Runs {
-			return r.Params.Partitions
+	if errs := sweepErrors(sw); len(errs) > 0 {
+		fmt.Fprintf(&b, "\nErrors the runs recorded (`scenario run` fails the sweep on them; their figures are in the cells above):\n\n")
+		for _, e := range errs {
+			b.WriteString("- " + e + "\n")
 		}
 	}
-	return 0
+	return b.String()
 }
 
-// sweepFitSentence gives the sweep's fit of the zk era's reads, a·N² + b·N + c over the medians, and its
-// growth exponent at the largest size where the fit rule allows one (five sizes), else the log–log
-// slopes between consecutive sizes; and the algorithm's own count beside the measured reads.
-func sweepFitSentence(sw *scenarios.SweepResult) string {
-	f, ok := sw.FitZKReads()
-	if !ok {
-		return "The sweep has too few sizes with a zk run to fit the reads."
+// sweepErrors are the errors the sweep's runs recorded (a member that gave up, a fault that could not be
+// injected), as the CLI's FAIL lines name them: "N=256 run 1, zk: m20 gives up: ...", the era's group
+// and topic written <g>.
+func sweepErrors(sw *scenarios.SweepResult) []string {
+	var out []string
+	for _, z := range sw.Sizes {
+		for i, r := range z.Runs {
+			for _, e := range r.Eras {
+				for _, msg := range e.Errors {
+					msg = strings.ReplaceAll(msg, "\n", " ")
+					if e.Group != "" {
+						msg = strings.ReplaceAll(msg, e.Group, "<g>")
+					}
+					if e.Topic != "" {
+						msg = strings.ReplaceAll(msg, e.Topic, "<g>")
+					}
+					out = append(out, fmt.Sprintf("N=%d run %d, %s: %s", z.N, i+1, e.Era, msg))
+				}
+			}
+		}
 	}
+	return out
+}
+
+// sizePartitions is the topic's partitions at size z (its first run's).
+func sizePartitions(z *scenarios.SweepSize) string {
+	if len(z.Runs) == 0 {
+		return "–"
+	}
+	return fmt.Sprint(z.Runs[0].Params.Partitions)
+}
+
+// growthOf is the verdict's growth of era's medians of fig (the fit rule: log–log slopes between
+// consecutive sizes below five sizes); ok=false when the verdict has none.
+func growthOf(v sweep.Verdict, fig, era string) (sweep.Growth, bool) {
+	for _, fv := range v.Figures {
+		if fv.Figure != fig {
+			continue
+		}
+		for _, g := range fv.Growth {
+			if g.Era == era {
+				return g, true
+			}
+		}
+	}
+	return sweep.Growth{}, false
+}
+
+// modelSentence says what the sweep's zk reads did over N (first and last medians, their growth under
+// the fit rule), how far they lay from the model's count (the residuals over every run, and whether
+// each lay within its bound), whether the watch notifications matched the model, and the coordinator
+// eras' group requests against their protocol's count — every number read from the sweep.
+func modelSentence(sw *scenarios.SweepResult) string {
+	v := sw.Verdict()
 	var b strings.Builder
-	if f.Fitted {
-		fmt.Fprintf(&b, "Fitted over the sizes as a whole, the reads for one join are ≈ %.2f·N² + %.1f·N + %.0f for N members "+
-			"before it, growing as N^%.2f at N=%.0f (the fitted curve's log–log slope: 1 is linear, 2 quadratic).",
-			f.A, f.B, f.C, f.Exponent, f.Points[len(f.Points)-1].X)
+	var zkSizes []*scenarios.SweepSize
+	for _, z := range sw.Sizes {
+		if _, ok := sw.Cell(z, "zk", scenarios.FigZKReads); ok {
+			zkSizes = append(zkSizes, z)
+		}
+	}
+	if len(zkSizes) == 0 {
+		return "The sweep has no zk run, so it shows no ZooKeeper reads."
+	}
+	first, last := zkSizes[0], zkSizes[len(zkSizes)-1]
+	fc, _ := sw.Cell(first, "zk", scenarios.FigZKReads)
+	lc, _ := sw.Cell(last, "zk", scenarios.FigZKReads)
+	fmt.Fprintf(&b, "The zk era's ZooKeeper reads for one join went from %s at N=%d to %s at N=%d (medians; ×%s for ×%s members)",
+		sweep.Sig(fc.Median()), first.N, sweep.Sig(lc.Median()), last.N, sweep.Sig(lc.Median()/fc.Median()), sweep.Sig(float64(last.N)/float64(first.N)))
+	if g, ok := growthOf(v, scenarios.FigZKReads, "zk"); ok && len(zkSizes) > 1 {
+		fmt.Fprintf(&b, "; %s (1 is linear, 2 quadratic)", g)
+	}
+	b.WriteString(".")
+	cells := modelCells(sw)
+	var runs, within int
+	lo, hi := int64(0), int64(0)
+	var outside []string
+	var model []string
+	for _, z := range zkSizes {
+		c, ok := modelOf(cells, "zk", scenarios.FigZKReads, z.N)
+		if !ok {
+			continue
+		}
+		model = append(model, fmt.Sprintf("%s at N=%d", medianRange(c.Model), z.N))
+		for i, r := range c.Residuals() {
+			if runs == 0 || r < lo {
+				lo = r
+			}
+			if runs == 0 || r > hi {
+				hi = r
+			}
+			runs++
+			if r >= c.Lo && r <= c.Hi {
+				within++
+			} else {
+				outside = append(outside, fmt.Sprintf("N=%d run %d: %+d, bound %+d..%+d", z.N, i+1, r, c.Lo, c.Hi))
+			}
+		}
+	}
+	if runs == 0 {
+		b.WriteString(" The model could not be evaluated on these runs (their inputs were not measured).")
+		return b.String()
+	}
+	fmt.Fprintf(&b, " The model's count, evaluated on each run's own attempts, members and owned partitions, is %s;", strings.Join(model, ", "))
+	fmt.Fprintf(&b, " measured − model lies between %+d and %+d over the %s", lo, hi, plural(runs, "zk run"))
+	if len(outside) == 0 {
+		b.WriteString(", each within its bound.")
 	} else {
-		fmt.Fprintf(&b, "With %d sizes a quadratic fit would have too few points (it needs two more than its three coefficients); "+
-			"the reads' %s (1 is linear, 2 quadratic).", len(f.Points), f.Growth)
+		fmt.Fprintf(&b, "; %d of them within its bound, these outside it: %s.", within, strings.Join(outside, "; "))
 	}
-	b.WriteString(" The algorithm's own count, each of the N+1 woken members listing the group's ids and reading every registration, (N+1)(N+2), against the reads measured:")
-	for i, p := range f.Points {
-		sep := ","
-		if i == len(f.Points)-1 {
-			sep = "."
-		}
-		fmt.Fprintf(&b, " N=%.0f: %d of %.0f%s", p.X, scenarios.AlgorithmZKReads(int(p.X)), p.Y, sep)
-	}
-	b.WriteString(" The rest are each woken member's own reads (the brokers, the topic, its partitions' offsets and owners) and its retries.")
-	return b.String()
-}
-
-// crossoverSentence says from which size every coordinator era stabilised faster than the zk era
-// (medians of the join's time to stable), or that none did up to the largest size the sweep finished.
-func crossoverSentence(sw *scenarios.SweepResult) string {
-	times := func(z *scenarios.SweepSize) string {
-		var parts []string
-		for _, era := range allEras {
-			parts = append(parts, era+" "+sweepCell(sw, z, era, scenarios.FigTimeToStableMs, " ms"))
-		}
-		return strings.Join(parts, ", ")
-	}
-	var done []*scenarios.SweepSize
-	for _, z := range sw.Sizes {
-		if len(z.Runs) > 0 {
-			done = append(done, z)
+	var wRuns, wEqual int
+	for _, z := range zkSizes {
+		if c, ok := modelOf(cells, "zk", scenarios.FigZKWatchEvents, z.N); ok {
+			for _, r := range c.Residuals() {
+				wRuns++
+				if r == 0 {
+					wEqual++
+				}
+			}
 		}
 	}
-	if len(done) == 0 {
-		return "The sweep finished no size, so it shows no race."
-	}
-	n, ok := sw.Crossover()
-	if !ok {
-		last := done[len(done)-1]
-		return fmt.Sprintf("In this run there is no crossover up to N=%d: at no size did every coordinator era stabilise faster "+
-			"than the zk era (median time to stable at N=%d: %s). On this machine the zk era's herd, at these sizes, still "+
-			"costs less time than the coordinator's barrier; it costs ZooKeeper reads, as the tables show.", last.N, last.N, times(last))
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "In this run the coordinator wins the race on time from N=%d: there every coordinator era stabilised faster "+
-		"than the zk era (median time to stable: %s).", n, times(sw.Sizes[slices.IndexFunc(sw.Sizes, func(z *scenarios.SweepSize) bool { return z.N == n })]))
-	for _, z := range done {
-		if z.N < n {
-			fmt.Fprintf(&b, " At N=%d the zk era had not lost yet (%s).", z.N, times(z))
+	if wRuns > 0 {
+		if wEqual == wRuns {
+			fmt.Fprintf(&b, " The watch notifications equal the model's count (one per member registered before the join) in every one of them.")
+		} else {
+			fmt.Fprintf(&b, " The watch notifications equal the model's count in %d of the %s.", wEqual, plural(wRuns, "run"))
 		}
+	}
+	var coord []string
+	for _, era := range allEras[1:] {
+		var rs []int64
+		var ns []int
+		for _, z := range sw.Sizes {
+			if c, ok := modelOf(cells, era, scenarios.FigGroupRequests, z.N); ok {
+				rs = append(rs, c.Residuals()...)
+				ns = append(ns, z.N)
+			}
+		}
+		if len(rs) == 0 {
+			continue
+		}
+		s := fmt.Sprintf("%s %+d..%+d (N=%d..%d)", era, slices.Min(rs), slices.Max(rs), ns[0], ns[len(ns)-1])
+		if g, ok := growthOf(v, scenarios.FigGroupRequests, era); ok && len(ns) > 1 {
+			s += fmt.Sprintf(", its requests' %s", g)
+		}
+		coord = append(coord, s)
+	}
+	if len(coord) > 0 {
+		fmt.Fprintf(&b, " The coordinator eras' group requests against their protocol's count, measured − model over their runs: %s.", strings.Join(coord, "; "))
 	}
 	return b.String()
 }
 
-// growthPoint: woken members, their ZooKeeper reads for one join.
-type growthPoint struct{ woken, reads float64 }
-
-// growthSentence fits reads = woken × (a + b × woken) — a fixed part per member, and a part that
-// grows with the group (every registration is read) — by least squares on reads per woken member,
-// and says where the quadratic part overtakes the fixed one.
-func growthSentence(pts []growthPoint) string {
-	if len(pts) < 2 {
-		return "This run has too few sizes to fit a growth."
+// verdictBlock is the sweep's verdict as make demo prints it at the top of its report: the header
+// naming the sizes, the notation and the timings, then per figure who ranks best where and its
+// crossovers or "no crossover in N=a..b", then what each era wins and loses (sweep.Verdict's Lines
+// without the rankings, which the tables above and figures/ch4-herd-sweep.txt give).
+func verdictBlock(sw *scenarios.SweepResult) string {
+	v := sw.Verdict()
+	if len(v.Lines) == 0 {
+		return "The sweep finished no size, so it has no verdict."
 	}
-	var sx, sy, sxx, sxy float64
-	for _, p := range pts {
-		x, y := p.woken, p.reads/p.woken
-		sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
-	}
-	k := float64(len(pts))
-	den := k*sxx - sx*sx
-	if den == 0 {
-		return "This run's sizes are all equal; no growth to fit."
-	}
-	b := (k*sxy - sx*sy) / den
-	a := (sy - b*sx) / k
-	first, last := pts[0], pts[len(pts)-1]
-	s := fmt.Sprintf("From %.0f to %.0f woken members the zk era's reads for one join went from %.0f to %.0f (×%.1f for ×%.1f members). "+
-		"Fitted per woken member: %.1f reads whatever the size (brokers, partitions, its own offsets and claims) plus %.2f per member of the "+
-		"group (reading every registration), so the total is %.1f·N + %.2f·N² for N woken members.",
-		first.woken, last.woken, first.reads, last.reads, last.reads/first.reads, last.woken/first.woken, a, b, a, b)
-	switch {
-	case b > 0 && a > 0 && last.woken < a/b:
-		s += fmt.Sprintf(" Up to this size the fixed part still dominates; the N² part overtakes it from about %.0f members on.", a/b)
-	case b > 0 && a > 0:
-		s += fmt.Sprintf(" The N² part overtakes the fixed part from about %.0f members on, within the sizes measured here.", a/b)
-	default:
-		s += " In this run the reads per member did not grow with the group, so no quadratic part shows."
-	}
-	return s
+	return "```text\n" + strings.Join(append([]string{v.Lines[0]}, v.Conclusions...), "\n") + "\n```"
 }
 
 // ---- chapter 5: split brain ----
