@@ -40,7 +40,7 @@ const (
 	// goldenFigureCommit is the commit whose figure code wrote the goldens: a changed recorded
 	// timeline needs goldens from that code (scripts/replay-golden.sh goldenFigureCommit), not from
 	// the code under test.
-	goldenFigureCommit = "HEAD"
+	goldenFigureCommit = "3c2f627"
 )
 
 // goldenTimeline is one recorded timeline's figures as the figure code gave them.
