@@ -11,11 +11,14 @@ import (
 	"strings"
 
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
+	"slices"
 )
 
-// Eras the runner implements, in table order. kip848 is not implemented by the consumers yet.
-var Eras = []string{"zk", "classic", "cooperative", "static"}
+// Eras the runner implements, in table order (spec.Eras' names). kip848 is not implemented by the
+// consumers yet.
+var Eras = spec.Names(spec.Eras())
 
 // CoordinationLink is the pseudo link of scripts meaning "the member's group coordination link": the
 // ZooKeeper link in the zk era, the coordinator link in the others. The runner resolves it per era.
@@ -57,7 +60,7 @@ type Scenario struct {
 	// MinHosts: the scenario needs this many test hosts (Params.Hosts, --hosts); 0: none.
 	MinHosts int
 	// NotApplicable: era → why the scenario does not apply there (the run says so and skips the era).
-	NotApplicable map[string]string
+	NotApplicable map[spec.Era]string
 	// MemberProps: era → consumer properties on top of the era's (e.g. a shorter auto-commit interval).
 	MemberProps func(era string, t Timing) map[string]string
 	// Script builds the scripted events; pure (seeded by rng).
@@ -68,7 +71,7 @@ type Scenario struct {
 	// ByDesign: era → the invariant figures (InvariantNames) this scenario breaks on that era because the
 	// era's architecture does (the zk split brain, the coordinator era's zombie window): there the count
 	// is the measurement, not a failure.
-	ByDesign map[string][]string
+	ByDesign map[spec.Era][]string
 	// GivesUp are the members whose giving up (the application closes its consumer after a fatal
 	// error, e.g. a fenced static member) is what the scenario measures: the era records it in GaveUp,
 	// not as an error that fails the run. Any other member that gives up is the run's error.
@@ -89,7 +92,7 @@ type scriptRand = rand.Rand
 // Relation is one expected relation between figures, for some eras (nil: every era). CrossEra relations
 // compare eras of the same run and are checked once, on the first listed era.
 type Relation struct {
-	Eras     []string
+	Eras     []spec.Era
 	Text     string // e.g. "join: rebalance_participants == N+1"
 	CrossEra bool
 	// Fig is the figure the relation reads, when it reads one (eventFig, totalFig): a relation on a
@@ -115,15 +118,7 @@ type checkCtx struct {
 }
 
 func (r Relation) appliesTo(era string) bool {
-	if len(r.Eras) == 0 {
-		return true
-	}
-	for _, e := range r.Eras {
-		if e == era {
-			return true
-		}
-	}
-	return false
+	return len(r.Eras) == 0 || slices.Contains(r.Eras, spec.Era(era))
 }
 
 // Catalog returns every scenario, by name.
@@ -206,16 +201,16 @@ const MaxPartitions = 10000
 const MaxMembers = 10000
 
 // allEras maps every era to figs (Scenario.ByDesign).
-func allEras(figs ...string) map[string][]string {
-	m := map[string][]string{}
-	for _, era := range Eras {
+func allEras(figs ...string) map[spec.Era][]string {
+	m := map[spec.Era][]string{}
+	for _, era := range spec.Eras() {
 		m[era] = append([]string(nil), figs...)
 	}
 	return m
 }
 
 // coordinator eras: the members talk to a group coordinator.
-var coordinatorEras = []string{"classic", "cooperative", "static"}
+var coordinatorEras = []spec.Era{spec.Classic, spec.Cooperative, spec.Static}
 
 // ---- relation helpers ----
 
@@ -274,7 +269,7 @@ func (c cmp) holds(a, b int64) bool {
 }
 
 // eventFig: figure name of the event triggered by trigger, compared with want(params).
-func eventFig(eras []string, trigger, name string, c cmp, wantText string, want func(checkCtx) int64) Relation {
+func eventFig(eras []spec.Era, trigger, name string, c cmp, wantText string, want func(checkCtx) int64) Relation {
 	return Relation{Eras: eras, Text: fmt.Sprintf("%s: %s %s %s", trigger, name, c, wantText), Fig: name,
 		check: func(x checkCtx) (bool, string, bool) {
 			ev, ok := x.era.eventNamed(trigger)
@@ -291,7 +286,7 @@ func eventFig(eras []string, trigger, name string, c cmp, wantText string, want 
 }
 
 // totalFig: a whole-run figure compared with a constant.
-func totalFig(eras []string, name string, c cmp, want int64) Relation {
+func totalFig(eras []spec.Era, name string, c cmp, want int64) Relation {
 	return Relation{Eras: eras, Text: fmt.Sprintf("%s %s %d", name, c, want), Fig: name,
 		check: func(x checkCtx) (bool, string, bool) {
 			got, err := fig(name, x.era.Result.Totals)
@@ -303,7 +298,7 @@ func totalFig(eras []string, name string, c cmp, want int64) Relation {
 }
 
 // ownedOnce: every partition ends owned by exactly one live member.
-func ownedOnce(eras []string) Relation {
+func ownedOnce(eras []spec.Era) Relation {
 	return Relation{Eras: eras, Text: "end: every partition owned by exactly one live member",
 		check: func(x checkCtx) (bool, string, bool) {
 			var bad []string
@@ -337,7 +332,7 @@ func formatCounts(m map[string]int) string {
 	return strings.Join(parts, " ")
 }
 
-func extraFig(eras []string, key string, c cmp, want int64, text string) Relation {
+func extraFig(eras []spec.Era, key string, c cmp, want int64, text string) Relation {
 	return Relation{Eras: eras, Text: text,
 		check: func(x checkCtx) (bool, string, bool) {
 			got, ok := x.era.Extra[key]
@@ -379,10 +374,10 @@ func herd(leave bool) *Scenario {
 		},
 		Relations: []Relation{
 			eventFig(nil, "join", FigRebalanceParticipants, eq, "N+1", n),
-			eventFig([]string{"zk"}, "join", FigZKWatchEvents, ge, "N", func(x checkCtx) int64 { return int64(x.p.Consumers) }),
-			eventFig([]string{"zk", "classic", "static"}, "join", FigRevocations, eq, "P", p),
-			eventFig([]string{"classic", "static"}, "join", FigGroupRequests, ge, "2(N+1)", func(x checkCtx) int64 { return 2 * n(x) }),
-			eventFig([]string{"cooperative"}, "join", FigRevocations, lt, "P", p),
+			eventFig([]spec.Era{spec.ZK}, "join", FigZKWatchEvents, ge, "N", func(x checkCtx) int64 { return int64(x.p.Consumers) }),
+			eventFig([]spec.Era{spec.ZK, spec.Classic, spec.Static}, "join", FigRevocations, eq, "P", p),
+			eventFig([]spec.Era{spec.Classic, spec.Static}, "join", FigGroupRequests, ge, "2(N+1)", func(x checkCtx) int64 { return 2 * n(x) }),
+			eventFig([]spec.Era{spec.Cooperative}, "join", FigRevocations, lt, "P", p),
 		},
 	}
 	if !leave {
@@ -431,7 +426,7 @@ func consumerCrash() *Scenario {
 					// heartbeat.interval.ms. The session then runs its full length from there.
 					bound := x.t.SessionTimeoutMs - x.t.HeartbeatIntervalMs
 					session := x.t.SessionTimeoutMs
-					if x.era.Era == "zk" {
+					if spec.Era(x.era.Era).UsesZooKeeper() {
 						session = x.t.ZKSessionTimeoutMs
 						bound = session - session/3
 					}
@@ -469,9 +464,9 @@ func splitBrainZombie() *Scenario {
 		// some of them behind that member's commits: the split brain this scenario measures. The zk
 		// zombie also goes on delivering after it learnt that its session expired, until its rebalance
 		// stops the fetchers (0.8.2's handleNewSession).
-		ByDesign: func() map[string][]string {
+		ByDesign: func() map[spec.Era][]string {
 			m := allEras(FigInvConsumedUnowned, FigInvConsumedBehindCommitted)
-			m["zk"] = append(m["zk"], FigInvConsumedNotMember)
+			m[spec.ZK] = append(m[spec.ZK], FigInvConsumedNotMember)
 			return m
 		}(),
 		Extra: func(e *EraRun) map[string]int64 {
@@ -479,9 +474,9 @@ func splitBrainZombie() *Scenario {
 				"commits_rejected_for_others_partitions": e.commitsForOthers(timeline.CommitRejected)}
 		},
 		Relations: []Relation{
-			totalFig([]string{"zk"}, FigMaxConcurrentOwners, ge, 2),
-			totalFig([]string{"zk"}, FigStaleCommitsApplied, ge, 1),
-			extraFig([]string{"zk"}, "commits_applied_for_others_partitions", ge, 1,
+			totalFig([]spec.Era{spec.ZK}, FigMaxConcurrentOwners, ge, 2),
+			totalFig([]spec.Era{spec.ZK}, FigStaleCommitsApplied, ge, 1),
+			extraFig([]spec.Era{spec.ZK}, "commits_applied_for_others_partitions", ge, 1,
 				"a commit lands for a partition another live member owns (the zombie's) >= 1"),
 			extraFig(coordinatorEras, "commits_applied_for_others_partitions", eq, 0,
 				"no commit lands for a partition another live member owns"),
@@ -553,7 +548,7 @@ func splitBrainDivergentViews() *Scenario {
 		Relations: []Relation{
 			// Counted from the churn trigger to the end of the script: the churn window may close at a
 			// moment of stability between two steps.
-			extraFig([]string{"zk"}, "ownership_conflicts_since_churn", ge, 1, "churn: ownership_conflicts >= 1"),
+			extraFig([]spec.Era{spec.ZK}, "ownership_conflicts_since_churn", ge, 1, "churn: ownership_conflicts >= 1"),
 			totalFig(coordinatorEras, FigMaxConcurrentOwners, eq, 1),
 			totalFig(coordinatorEras, FigLost, eq, 0),
 		},
@@ -583,7 +578,7 @@ func rollingRestart() *Scenario {
 			return map[string]int64{"restart_revocations_of_others": e.restartRevocationsOfOthers()}
 		},
 		Relations: []Relation{
-			{Eras: []string{"zk", "classic"}, Text: "each restart rebalances the whole group twice: rebalance_participants == N-1 on the leave, N on the rejoin",
+			{Eras: []spec.Era{spec.ZK, spec.Classic}, Text: "each restart rebalances the whole group twice: rebalance_participants == N-1 on the leave, N on the rejoin",
 				check: func(x checkCtx) (bool, string, bool) {
 					var got []string
 					ok := true
@@ -598,11 +593,11 @@ func rollingRestart() *Scenario {
 					sort.Strings(got)
 					return ok, strings.Join(got, " "), false
 				}},
-			extraFig([]string{"static"}, "restart_revocations_of_others", eq, 0,
+			extraFig([]spec.Era{spec.Static}, "restart_revocations_of_others", eq, 0,
 				"restarts: revocations of the members not restarted == 0"),
-			{Eras: []string{"cooperative"}, CrossEra: true, Text: "restarts: revocations below classic's",
+			{Eras: []spec.Era{spec.Cooperative}, CrossEra: true, Text: "restarts: revocations below classic's",
 				check: func(x checkCtx) (bool, string, bool) {
-					classic := x.run.era("classic")
+					classic := x.run.era(string(spec.Classic))
 					if classic == nil || !classic.Applies {
 						return false, "classic did not run", true
 					}
@@ -615,7 +610,7 @@ func rollingRestart() *Scenario {
 					co, cl := sum(x.era), sum(classic)
 					return co < cl, fmt.Sprintf("cooperative %d, classic %d", co, cl), false
 				}},
-			{Eras: []string{"classic"}, Text: "each leave and rejoin: every other member pauses (revokes everything it held)",
+			{Eras: []spec.Era{spec.Classic}, Text: "each leave and rejoin: every other member pauses (revokes everything it held)",
 				check: func(x checkCtx) (bool, string, bool) {
 					got := x.era.restartPausedOthers()
 					ok := len(got) == 2*x.p.Consumers
@@ -626,7 +621,7 @@ func rollingRestart() *Scenario {
 					}
 					return ok, strings.Join(parts, " "), false
 				}},
-			{Eras: []string{"static"}, Text: "each restart: no member pauses, and the restarted member's partitions wait about the down time",
+			{Eras: []spec.Era{spec.Static}, Text: "each restart: no member pauses, and the restarted member's partitions wait about the down time",
 				check: func(x checkCtx) (bool, string, bool) {
 					evs := x.era.eventsPrefixed("restart-") // from the stop to the start
 					ok := len(evs) == x.p.Consumers
@@ -715,7 +710,7 @@ func zkQuorumLoss() *Scenario {
 			}
 		},
 		Relations: []Relation{
-			extraFig([]string{"zk"}, "commits_rejected_after_outage", eq, 0, "outage: commits wait for the quorum, none rejected (ZkClient.retryUntilConnected)"),
+			extraFig([]spec.Era{spec.ZK}, "commits_rejected_after_outage", eq, 0, "outage: commits wait for the quorum, none rejected (ZkClient.retryUntilConnected)"),
 			extraFig(nil, "deliveries_during_outage", ge, 1, "outage: deliveries continue (>= 1)"),
 			{Text: "outage and recovery: rebalance_participants == 0 (no session expires without a quorum)",
 				check: func(x checkCtx) (bool, string, bool) {
@@ -761,7 +756,7 @@ func storm() *Scenario {
 				return ev.End == EndStable, fmt.Sprintf("window end %s after %d ms", ev.End, ev.Figures.TimeToStableMs), false
 			}},
 			ownedOnce(nil),
-			eventFig([]string{"zk"}, "storm", FigRebalanceAttempts, ge, "N", func(x checkCtx) int64 { return int64(x.p.Consumers) }),
+			eventFig([]spec.Era{spec.ZK}, "storm", FigRebalanceAttempts, ge, "N", func(x checkCtx) int64 { return int64(x.p.Consumers) }),
 		},
 	}
 }

@@ -10,6 +10,7 @@ package scenarios
 import (
 	"fmt"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -27,7 +28,7 @@ const clusterBrokers = 3
 // heartbeat interval's margin (10 s with the lab's 2 s broker sessions, within the 6–10 s Kafka's
 // system tests use; Kafka's own 45 s with --kafka-defaults).
 func clusterMemberProps(era string, t Timing) map[string]string {
-	if era == "zk" {
+	if spec.Era(era).UsesZooKeeper() {
 		return nil
 	}
 	session := max(t.SessionTimeoutMs, t.BrokerZKSessionTimeoutMs+offsetsCommitTimeoutMs+3*t.HeartbeatIntervalMs)
@@ -118,8 +119,8 @@ func brokerFailure() *Scenario {
 func coordinatorFailover() *Scenario {
 	sc := clusterScenario("coordinator-failover", "3 brokers, replication factor 3: kill -9 of the group coordinator's broker; the members find "+
 		"the new coordinator, the group is stable again, commits are kept, duplicates bounded by the uncommitted records")
-	sc.NotApplicable = map[string]string{
-		"zk": "the zk era has no group coordinator: its group and offsets live in ZooKeeper (broker-failure covers a broker's death there)",
+	sc.NotApplicable = map[spec.Era]string{
+		spec.ZK: "the zk era has no group coordinator: its group and offsets live in ZooKeeper (broker-failure covers a broker's death there)",
 	}
 	sc.Script = func(p Params, t Timing, r *scriptRand) []Step {
 		s := &script{t: t}

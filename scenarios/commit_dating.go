@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -65,7 +66,7 @@ func stallWindows(recs []timeline.Record) map[string][]span {
 // (api ""), the broker connections (lab.LinkFetch) for 0.8.2's OffsetCommit to Kafka.
 func commitLink(era, api string) lab.Link {
 	switch {
-	case era != "zk":
+	case !spec.Era(era).UsesZooKeeper():
 		return lab.LinkCoordinator
 	case api == "":
 		return lab.LinkZooKeeper

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -40,7 +41,7 @@ func prepare(records []timeline.Record, era string, owned bool) (recs []timeline
 		}
 		warn = append(warn, "records were not sorted by ts_ms; sorted (stable)")
 	}
-	if !knownEras[era] {
+	if !spec.Era(era).Known() {
 		warn = append(warn, fmt.Sprintf("unknown era %q: no figure marked not applicable", era))
 	}
 	return redateCommits(recs, era, owned), warn

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -54,7 +55,7 @@ func faultWants(script []Step, era string) []faultWant {
 			link := st.Link
 			if link == CoordinationLink {
 				link = linkCoordinator
-				if era == "zk" {
+				if spec.Era(era).UsesZooKeeper() {
 					link = linkZooKeeper
 				}
 			}

@@ -6,7 +6,11 @@ package scenarios
 // trace (trace.go). The rules a member must follow when emitting are docs/design.md's "What the members
 // must emit (the rules the figures read)"; each figure's definition is FigureTable's (figure_table.go).
 
-import "github.com/rebalancelab/rebalancelab/timeline"
+import (
+	"github.com/rebalancelab/rebalancelab/timeline"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
+)
 
 // Figure names, the JSON keys of Figures, in docs/design.md's order.
 const (
@@ -173,9 +177,6 @@ type FigureOptions struct {
 	ownsRecords bool
 }
 
-// Eras the figures know about (docs/design.md "Eras").
-var knownEras = map[string]bool{"zk": true, "classic": true, "cooperative": true, "static": true, "kip848": true}
-
 // NotApplicable returns the figures an era cannot produce, and why:
 //   - zk: group_requests (the 0.8 connector never talks to a group coordinator; its group is ZooKeeper) and
 //     stale_commits_rejected (offsets are an unconditional setData of /consumers/<g>/offsets/<t>/<p>:
@@ -186,10 +187,10 @@ var knownEras = map[string]bool{"zk": true, "classic": true, "cooperative": true
 //
 // An unknown era gets nil (everything counted).
 func NotApplicable(era string) []string {
-	switch era {
-	case "zk":
+	switch e := spec.Era(era); {
+	case e.UsesZooKeeper():
 		return []string{FigGroupRequests, FigStaleCommitsRejected}
-	case "classic", "cooperative", "static", "kip848":
+	case e.Coordinated():
 		return []string{FigZKReads, FigZKWrites, FigZKOffsetWrites, FigZKWatchEvents, FigOwnershipConflicts}
 	}
 	return nil

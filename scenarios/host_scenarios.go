@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -36,9 +37,9 @@ func hostLinkDown() *Scenario {
 		// it learns its session is gone (its next heartbeat, zk: its reconnect and handleNewSession): the
 		// zombie window of split-brain-zombie, behind the new owners' commits. breaksAreTheDowned shows
 		// these are the downed members' deliveries alone.
-		ByDesign: func() map[string][]string {
+		ByDesign: func() map[spec.Era][]string {
 			m := allEras(FigInvConsumedUnowned, FigInvConsumedBehindCommitted)
-			m["zk"] = append(m["zk"], FigInvConsumedNotMember)
+			m[spec.ZK] = append(m[spec.ZK], FigInvConsumedNotMember)
 			return m
 		}(),
 		Relations: []Relation{
@@ -132,7 +133,7 @@ func survivorsOwnAll() Relation {
 				}
 			}
 			bound := x.t.SessionTimeoutMs - x.t.HeartbeatIntervalMs
-			if x.era.Era == "zk" {
+			if spec.Era(x.era.Era).UsesZooKeeper() {
 				bound = x.t.ZKSessionTimeoutMs - x.t.ZKSessionTimeoutMs/3
 			}
 			got := fmt.Sprintf("owners %s; taken over %d ms after the link went down (bound %d ms)", formatCounts(count), takeover, bound)
@@ -174,7 +175,7 @@ func rangeOwners(members []string, n int) map[int]string {
 // survivorsRangeOwners: in the range eras (zk, classic, static: member ids and group.instance.ids
 // sort as the member names do) the survivors' owners are exactly the range assignment over them.
 func survivorsRangeOwners() Relation {
-	return Relation{Eras: []string{"zk", "classic", "static"},
+	return Relation{Eras: []spec.Era{spec.ZK, spec.Classic, spec.Static},
 		Text: "host-up: the survivors' owners are exactly range's over the survivors sorted by name",
 		check: func(x checkCtx) (bool, string, bool) {
 			downed, survivors := downedMembers(x.p, x.run.Script)
@@ -221,7 +222,7 @@ func downedLoseTheirPartitions() Relation {
 					}
 					switch r.Kind {
 					case timeline.SessionExpired:
-						expired = expired || x.era.Era == "zk"
+						expired = expired || spec.Era(x.era.Era).UsesZooKeeper()
 					case timeline.GroupRequest:
 						expired = expired || r.Err == "UNKNOWN_MEMBER_ID" || r.Err == "ILLEGAL_GENERATION"
 					case timeline.Revoked:

@@ -11,7 +11,11 @@ package scenarios
 // violations, so that where an era breaks one by design (the zk split brain, the coordinator era's zombie
 // window) the count is the measurement; everywhere else a violation fails the run (invariantRelations).
 
-import "github.com/rebalancelab/rebalancelab/timeline"
+import (
+	"github.com/rebalancelab/rebalancelab/timeline"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
+)
 
 // Invariant figure names.
 const (
@@ -165,8 +169,8 @@ func invariantRelations(sc *Scenario) []Relation {
 	var out []Relation
 	for _, name := range InvariantNames {
 		name := name
-		var eras []string
-		for _, era := range Eras {
+		var eras []spec.Era
+		for _, era := range spec.Eras() {
 			if !sc.breaksByDesign(era, name) {
 				eras = append(eras, era)
 			}
@@ -180,7 +184,7 @@ func invariantRelations(sc *Scenario) []Relation {
 }
 
 // breaksByDesign: the scenario breaks invariant figure name on era by design.
-func (sc *Scenario) breaksByDesign(era, name string) bool {
+func (sc *Scenario) breaksByDesign(era spec.Era, name string) bool {
 	for _, n := range sc.ByDesign[era] {
 		if n == name {
 			return true

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"testing"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -85,7 +86,7 @@ func TestInvariantsHoldOnACleanHandover(t *testing.T) {
 // TestInvariantRelations: every scenario asserts each invariant at 0 on every era, except what it
 // lists in ByDesign, and a violation fails the relation.
 func TestInvariantRelations(t *testing.T) {
-	sc := &Scenario{ByDesign: map[string][]string{"zk": {FigInvConsumedUnowned}}}
+	sc := &Scenario{ByDesign: map[spec.Era][]string{spec.ZK: {FigInvConsumedUnowned}}}
 	rels := invariantRelations(sc)
 	if len(rels) != len(InvariantNames) {
 		t.Fatalf("relations: %d, want %d", len(rels), len(InvariantNames))

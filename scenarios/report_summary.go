@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"sort"
 	"strings"
 )
@@ -198,10 +199,10 @@ func invariantSentence(results []Result) string {
 func cooperativeCost(results []Result) *coopView {
 	var eager, coop *Result
 	for i := range results {
-		switch results[i].Era {
-		case "classic":
+		switch spec.Era(results[i].Era) {
+		case spec.Classic:
 			eager = &results[i]
-		case "cooperative":
+		case spec.Cooperative:
 			coop = &results[i]
 		}
 	}
@@ -220,7 +221,7 @@ func cooperativeCost(results []Result) *coopView {
 		}
 		if worse {
 			v.Costs = append(v.Costs, fmt.Sprintf("%s: cooperative %s, classic (eager) %s", name,
-				cell("cooperative", coop.Totals, coop.NotApplicable, name).Text, cell("classic", eager.Totals, eager.NotApplicable, name).Text))
+				cell(coop.Era, coop.Totals, coop.NotApplicable, name).Text, cell(eager.Era, eager.Totals, eager.NotApplicable, name).Text))
 		}
 	}
 	if len(v.Costs) == 0 {

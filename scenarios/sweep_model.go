@@ -4,6 +4,7 @@ package scenarios
 
 import (
 	"fmt"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"io"
 	"sort"
 	"strings"
@@ -48,7 +49,7 @@ func (s *SweepResult) ModelCells() []ModelCell {
 	for _, z := range s.Sizes {
 		for _, era := range s.eras() {
 			figs := []string{FigGroupRequests}
-			if era == "zk" {
+			if spec.Era(era).UsesZooKeeper() {
 				figs = []string{FigZKReads, FigZKWatchEvents}
 			}
 			cells := make([]ModelCell, len(figs))
@@ -64,7 +65,7 @@ func (s *SweepResult) ModelCells() []ModelCell {
 				if !ok {
 					continue
 				}
-				if era != "zk" {
+				if !spec.Era(era).UsesZooKeeper() {
 					c, _ := GroupChangeOf(e.Records, era, ev)
 					g, ok := GroupRequests(c)
 					if !ok || len(e.Records) == 0 {

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -102,8 +103,8 @@ func staticMemberBounce() *Scenario {
 		Small:        Params{Consumers: 3, Partitions: 3},
 		MinConsumers: 2,
 		ZKNodes:      1,
-		NotApplicable: map[string]string{
-			"cooperative": "Kafka's test uses eager assignment: cooperative rebalancing never revokes what does not move",
+		NotApplicable: map[spec.Era]string{
+			spec.Cooperative: "Kafka's test uses eager assignment: cooperative rebalancing never revokes what does not move",
 		},
 		Script: func(p Params, t Timing, r *scriptRand) []Step {
 			s := &script{t: t}
@@ -121,9 +122,9 @@ func staticMemberBounce() *Scenario {
 			return map[string]int64{"revocations_of_" + kept: e.revocationsSince("bounce-1-"+memberName(2), kept)}
 		},
 		Relations: []Relation{
-			extraFig([]string{"static"}, "revocations_of_"+kept, eq, 0,
+			extraFig([]spec.Era{spec.Static}, "revocations_of_"+kept, eq, 0,
 				"bounces: the member never bounced revokes nothing (static membership: no rebalance)"),
-			extraFig([]string{"zk", "classic"}, "revocations_of_"+kept, ge, 1,
+			extraFig([]spec.Era{spec.ZK, spec.Classic}, "revocations_of_"+kept, ge, 1,
 				"bounces: the member never bounced revokes its partitions (every bounce rebalances)"),
 			totalFig(nil, FigLost, eq, 0),
 			ownedOnce(nil),
@@ -145,14 +146,14 @@ func staticFencing() *Scenario {
 		Small:        Params{Consumers: 2, Partitions: 2},
 		MinConsumers: 2,
 		ZKNodes:      1,
-		NotApplicable: map[string]string{
-			"zk":          "no group.instance.id: the 0.8 connector has no static membership",
-			"classic":     "no group.instance.id: dynamic members cannot collide",
-			"cooperative": "no group.instance.id: dynamic members cannot collide",
+		NotApplicable: map[spec.Era]string{
+			spec.ZK:          "no group.instance.id: the 0.8 connector has no static membership",
+			spec.Classic:     "no group.instance.id: dynamic members cannot collide",
+			spec.Cooperative: "no group.instance.id: dynamic members cannot collide",
 		},
 		// m1 delivers its partitions until its next request is fenced, after the newcomer got them: the
 		// classic protocol fences commits, not fetches.
-		ByDesign: map[string][]string{"static": {FigInvConsumedUnowned}},
+		ByDesign: map[spec.Era][]string{spec.Static: {FigInvConsumedUnowned}},
 		GivesUp:  []string{victim}, // its poll fails with FENCED_INSTANCE_ID: the measurement
 		Script: func(p Params, t Timing, r *scriptRand) []Step {
 			s := &script{t: t}
@@ -202,7 +203,7 @@ func consumerFailure(autoCommit bool) *Scenario {
 				return false, "no crash event", false
 			}
 			session := x.t.SessionTimeoutMs
-			if x.era.Era == "zk" {
+			if spec.Era(x.era.Era).UsesZooKeeper() {
 				session = x.t.ZKSessionTimeoutMs
 			}
 			bound, got := 2*session+5000, ev.Figures.TimeToStableMs
@@ -230,7 +231,7 @@ func consumerFailure(autoCommit bool) *Scenario {
 			switch {
 			case autoCommit:
 				return nil
-			case era == "zk":
+			case spec.Era(era).UsesZooKeeper():
 				return map[string]string{"auto.commit.enable": "false"} // 0.8.2's key
 			}
 			return map[string]string{"enable.auto.commit": "false"}
