@@ -24,11 +24,11 @@ var Eras = spec.Names(spec.Eras())
 // ZooKeeper link in the zk era, the coordinator link in the others. The runner resolves it per era.
 const CoordinationLink = "coordination"
 
-// Link names as lab.Link spells them.
+// Link names as a script's steps spell them (timeline.Link's).
 const (
-	linkZooKeeper   = "zookeeper"
-	linkCoordinator = "coordinator"
-	linkFetch       = "fetch"
+	linkZooKeeper   = string(timeline.LinkZooKeeper)
+	linkCoordinator = string(timeline.LinkCoordinator)
+	linkFetch       = string(timeline.LinkFetch)
 )
 
 // Scenario is one entry of `rebalancelab scenario list`.

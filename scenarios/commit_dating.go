@@ -6,7 +6,6 @@ package scenarios
 import (
 	"math"
 
-	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -45,7 +44,7 @@ func redateCommits(recs []timeline.Record, era string, owned bool) []timeline.Re
 func stallWindows(recs []timeline.Record) map[string][]span {
 	out := map[string][]span{}
 	for _, rec := range recs {
-		if rec.Kind != timeline.Fault || rec.Action != lab.FaultStall {
+		if rec.Kind != timeline.Fault || rec.Action != timeline.FaultStall {
 			continue
 		}
 		ws := out[rec.Target]
@@ -61,17 +60,17 @@ func stallWindows(recs []timeline.Record) map[string][]span {
 	return out
 }
 
-// commitLink is the member's link (lab.Link) that carries a commit record's request in era: the
+// commitLink is the member's link that carries a commit record's request in era: the
 // coordinator link for the coordinator eras; in the zk era ZooKeeper for a write of its offsets znode
-// (api ""), the broker connections (lab.LinkFetch) for 0.8.2's OffsetCommit to Kafka.
-func commitLink(era, api string) lab.Link {
+// (api ""), the broker connections (timeline.LinkFetch) for 0.8.2's OffsetCommit to Kafka.
+func commitLink(era, api string) timeline.Link {
 	switch {
 	case !spec.Era(era).UsesZooKeeper():
-		return lab.LinkCoordinator
+		return timeline.LinkCoordinator
 	case api == "":
-		return lab.LinkZooKeeper
+		return timeline.LinkZooKeeper
 	}
-	return lab.LinkFetch
+	return timeline.LinkFetch
 }
 
 // commitAppliedMs is when the coordinator (zk: ZooKeeper) applied a commit record's request, as far

@@ -54,10 +54,7 @@ func faultWants(script []Step, era string) []faultWant {
 		case ActStall, ActCut, ActLatency, ActHeal:
 			link := st.Link
 			if link == CoordinationLink {
-				link = linkCoordinator
-				if spec.Era(era).UsesZooKeeper() {
-					link = linkZooKeeper
-				}
+				link = string(spec.Era(era).CoordinationLink())
 			}
 			w.target, w.phase = st.Member+"/"+link, timeline.FaultBegin
 			switch {

@@ -931,10 +931,7 @@ func (r *eraRunner) current(name string) *member {
 // resolveLink maps the script's link names to the era's (CoordinationLink → zookeeper|coordinator).
 func (r *eraRunner) resolveLink(l string) lab.Link {
 	if l == CoordinationLink {
-		if spec.Era(r.e.Era).UsesZooKeeper() {
-			return lab.LinkZooKeeper
-		}
-		return lab.LinkCoordinator
+		return spec.Era(r.e.Era).CoordinationLink()
 	}
 	return lab.Link(l)
 }

@@ -3,6 +3,8 @@ package spec
 import (
 	"fmt"
 	"strings"
+
+	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
 // Era is a consumer-group era (docs/design.md "Eras"): which consumer runs and how its group
@@ -81,6 +83,15 @@ func (e Era) Protocol() string {
 		return ProtocolEager
 	}
 	return ""
+}
+
+// CoordinationLink is the member's link that carries its group coordination in e: ZooKeeper in the zk
+// era, the group coordinator's connection in the others (a script's "coordination" link).
+func (e Era) CoordinationLink() timeline.Link {
+	if e.UsesZooKeeper() {
+		return timeline.LinkZooKeeper
+	}
+	return timeline.LinkCoordinator
 }
 
 // The rebalance protocols (Protocol).

@@ -3,6 +3,8 @@ package spec
 import (
 	"strings"
 	"testing"
+
+	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
 // TestEraMethods: each era's consumer, assignor, protocol and membership, as the members configure them.
@@ -37,6 +39,17 @@ func TestEraMethods(t *testing.T) {
 		}
 		if c.era.Known() != c.known || c.era.Implemented() != c.implemented {
 			t.Errorf("%s: Known %v Implemented %v, want %v %v", c.era, c.era.Known(), c.era.Implemented(), c.known, c.implemented)
+		}
+	}
+}
+
+// TestCoordinationLink: the zk era coordinates over its ZooKeeper link, the others over the
+// coordinator's connection.
+func TestCoordinationLink(t *testing.T) {
+	for era, want := range map[Era]timeline.Link{ZK: timeline.LinkZooKeeper, Classic: timeline.LinkCoordinator,
+		Cooperative: timeline.LinkCoordinator, Static: timeline.LinkCoordinator} {
+		if got := era.CoordinationLink(); got != want {
+			t.Errorf("%s.CoordinationLink() = %q, want %q", era, got, want)
 		}
 	}
 }
