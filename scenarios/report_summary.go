@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"sort"
 	"strings"
@@ -11,7 +12,7 @@ import (
 // scenario's relations as checked. Nothing here is typed in: every number is a figure of the run.
 
 // summarize returns the opening sentences and the relations of every era.
-func summarize(eras []EraReport, results []Result, traces []*trace) ([]string, []relationView) {
+func summarize(eras []EraReport, results []Result, traces []*figures.Trace) ([]string, []relationView) {
 	var out []string
 	add := func(s string) {
 		if s != "" {
@@ -71,7 +72,7 @@ func summarize(eras []EraReport, results []Result, traces []*trace) ([]string, [
 }
 
 // participationSentence: per era, how many of its members each change made rebalance.
-func participationSentence(results []Result, traces []*trace) string {
+func participationSentence(results []Result, traces []*figures.Trace) string {
 	var clauses []string
 	for i, r := range results {
 		if len(r.Events) == 0 {
@@ -81,7 +82,7 @@ func participationSentence(results []Result, traces []*trace) string {
 		for _, ev := range r.Events {
 			lo, hi = min(lo, ev.Figures.RebalanceParticipants), max(hi, ev.Figures.RebalanceParticipants)
 		}
-		m, k := int64(len(traces[i].members)), len(r.Events)
+		m, k := int64(len(traces[i].Members)), len(r.Events)
 		changes := fmt.Sprintf("each of its %d changes", k)
 		if k == 1 {
 			changes = "its one change"

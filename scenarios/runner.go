@@ -616,7 +616,7 @@ func (r *eraRunner) run(parent context.Context) error {
 	r.stepf("draining")
 	e.Drained = r.drain(ctx, time.Duration(r.t.settleTimeout())*time.Millisecond)
 	owned := r.opts
-	owned.ownsRecords = true // this copy is only for the owners: Compute may redate it in place
+	owned.OwnsRecords = true // this copy is only for the owners: Compute may redate it in place
 	e.EndOwners = Compute(r.sortedRecords(), e.Era, owned).FinalOwners
 	if spec.Era(e.Era).UsesZooKeeper() {
 		e.ZKCrosscheck = r.watchCheck(ctx)
@@ -1294,7 +1294,7 @@ func stableAt(recs []timeline.Record, era string, opts FigureOptions, nowMs int6
 		nowMs = recs[n-1].TsMs
 	}
 	probe := append(recs, timeline.Record{TsMs: nowMs, Era: era, Kind: timeline.Trigger, Name: "probe"})
-	opts.ownsRecords = true // the probe is this call's: Compute may redate it in place
+	opts.OwnsRecords = true // the probe is this call's: Compute may redate it in place
 	res := Compute(probe, era, opts)
 	if len(res.Events) == 0 {
 		return false, last

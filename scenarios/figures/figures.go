@@ -1,4 +1,4 @@
-package scenarios
+package figures
 
 // Figures from a merged timeline (docs/design.md "Scenarios, timeline and figures"), pure functions of the
 // records: no clock, no I/O. This file is the API (Compute and what it returns); compute.go drives the
@@ -172,9 +172,9 @@ type FigureOptions struct {
 	// NotMeasured are figures this run cannot measure beside the era's NotApplicable (e.g. with Kafka's
 	// VerifiableConsumer as members, kafkamembers.go): they join the result's not_applicable (n/a).
 	NotMeasured []string `json:"not_measured,omitempty"`
-	// ownsRecords: the records are the caller's own copy, to be dropped after (the settle's probe):
+	// OwnsRecords: the records are the caller's own copy, to be dropped after (the settle's probe):
 	// Compute may reorder and redate them in place instead of copying them.
-	ownsRecords bool
+	OwnsRecords bool `json:"-"`
 }
 
 // NotApplicable returns the figures an era cannot produce, and why:
@@ -215,4 +215,9 @@ func NotApplicable(era string) []string {
 func Compute(records []timeline.Record, era string, opts FigureOptions) Result {
 	res, _ := compute(records, era, opts)
 	return res
+}
+
+// ComputeTrace is Compute with the Trace the HTML report draws from the same replay.
+func ComputeTrace(records []timeline.Record, era string, opts FigureOptions) (Result, *Trace) {
+	return compute(records, era, opts)
 }

@@ -1,4 +1,4 @@
-package scenarios
+package figures
 
 // The counts each era's code path gives for one change of the group (a member joins or leaves), to print
 // beside the measured figures (measured − model: the residual). Each model is a pure function of

@@ -1,4 +1,4 @@
-package scenarios
+package figures
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 )
 
 // prepare filters records to era and sorts them by ts_ms (stable). The caller's records are changed
-// only when it owns them (FigureOptions.ownsRecords); else they are copied only when some must go or the
+// only when it owns them (FigureOptions.OwnsRecords); else they are copied only when some must go or the
 // order is not by ts_ms (a timeline of millions of records is not copied for nothing).
 func prepare(records []timeline.Record, era string, owned bool) (recs []timeline.Record, warn []string) {
 	skipped := 0
@@ -90,14 +90,14 @@ func givenUp(recs []timeline.Record) map[int]bool {
 	return out
 }
 
-func compute(records []timeline.Record, era string, opts FigureOptions) (Result, *trace) {
-	recs, warn := prepare(records, era, opts.ownsRecords)
+func compute(records []timeline.Record, era string, opts FigureOptions) (Result, *Trace) {
+	recs, warn := prepare(records, era, opts.OwnsRecords)
 	r := &replay{
 		recs: recs, giveUp: givenUp(recs), members: map[string]*memberState{}, universe: map[tp]bool{},
-		claim: map[tp]int{}, latest: map[tp]string{}, pending: map[tp]int{}, produced: map[tpo]int{},
+		claim: map[tp]int{}, latest: map[tp]string{}, Pending: map[tp]int{}, produced: map[tpo]int{},
 		delivs: map[tpo]int{}, deliv: map[tp]int{}, touched: map[tp]bool{}, partsAll: map[string]bool{},
-		warn: warn, tr: &trace{segments: map[tp][]segment{}, memberSpans: map[string][]memberSpan{},
-			delivers: map[string][]int64{}, lag: map[tp][]lagPoint{}}, openSeg: map[tp]map[string]int{},
+		warn: warn, tr: &Trace{Segments: map[tp][]Segment{}, MemberSpans: map[string][]MemberSpan{},
+			Delivers: map[string][]int64{}, Lag: map[tp][]LagPoint{}}, openSeg: map[tp]map[string]int{},
 		inv: newInvariantChecker(), openFault: map[string]int{},
 	}
 	res := Result{Era: era, NotApplicable: withNotMeasured(NotApplicable(era), opts.NotMeasured), Events: []Event{}, FinalOwners: map[string]string{},
@@ -122,7 +122,7 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 		}
 	}
 	first := recs[0].TsMs
-	r.tr.firstTs, r.tr.lastTs = first, recs[len(recs)-1].TsMs
+	r.tr.FirstTs, r.tr.LastTs = first, recs[len(recs)-1].TsMs
 	if recs[0].Kind != timeline.Trigger {
 		r.openWindow(0, first, "start", true)
 	}
@@ -170,7 +170,7 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 	for _, w := range r.wins {
 		tts := int64(0)
 		switch {
-		case w.end == EndStable:
+		case w.End == EndStable:
 			tts = w.stableAt - w.startTs
 		case w.seenUnstable:
 			tts = NeverStable
@@ -181,7 +181,7 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 			}
 			w.f.TimeToStableMs = tts
 			w.f.RebalanceParticipants = int64(len(w.participants))
-			res.Start = &Event{Trigger: w.trigger, AtMs: 0, EndMs: w.endTs - first, End: w.end, Figures: w.f}
+			res.Start = &Event{Trigger: w.trigger, AtMs: 0, EndMs: w.endTs - first, End: w.End, Figures: w.f}
 			continue
 		}
 		w.f.TimeToStableMs = tts
@@ -190,7 +190,7 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 			totalTTS = tts
 		}
 		res.Events = append(res.Events, Event{Trigger: w.trigger, AtMs: w.startTs - first,
-			EndMs: w.endTs - first, End: w.end, Figures: w.f})
+			EndMs: w.endTs - first, End: w.End, Figures: w.f})
 	}
 	r.totals.TimeToStableMs = totalTTS
 	r.totals.RebalanceParticipants = int64(len(r.partsAll))
@@ -222,16 +222,16 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 		res.FinalOwners[t.String()] = strings.Join(owners[t], ",")
 	}
 	for t := range r.universe {
-		r.tr.parts = append(r.tr.parts, t)
+		r.tr.Parts = append(r.tr.Parts, t)
 	}
-	sort.Slice(r.tr.parts, func(i, j int) bool {
-		a, b := r.tr.parts[i], r.tr.parts[j]
+	sort.Slice(r.tr.Parts, func(i, j int) bool {
+		a, b := r.tr.Parts[i], r.tr.Parts[j]
 		return a.topic < b.topic || a.topic == b.topic && a.part < b.part
 	})
 	for name := range r.members {
-		r.tr.members = append(r.tr.members, name)
+		r.tr.Members = append(r.tr.Members, name)
 	}
-	sort.Strings(r.tr.members)
+	sort.Strings(r.tr.Members)
 	res.Warnings = r.warn
 	return res, r.tr
 }
