@@ -457,7 +457,7 @@ func splitBrainZombie() *Scenario {
 			z := memberName(1 + r.IntN(p.Consumers))
 			s.trigger("stall").link(0, ActStall, z, CoordinationLink)
 			// Past the session timeout plus the time for the others to take the partitions over.
-			s.link(2*t.maxSession()+1000, ActHeal, z, CoordinationLink).settle()
+			s.link(2*t.MaxSessionMs()+1000, ActHeal, z, CoordinationLink).settle()
 			return s.steps
 		},
 		// The zombie delivers partitions that a later claim (zk) or generation gave to another member,
@@ -570,7 +570,7 @@ func rollingRestart() *Scenario {
 				m := memberName(i + 1)
 				// Two windows per restart: the leave (from the stop) and the rejoin (from the start).
 				s.trigger("restart-"+m).member(0, ActStop, m).
-					add(Step{DelayMs: p.downMs(t), Action: ActTrigger, Name: "rejoin-" + m}).member(0, ActStart, m).settle()
+					add(Step{DelayMs: p.DownMsOr(t), Action: ActTrigger, Name: "rejoin-" + m}).member(0, ActStart, m).settle()
 			}
 			return s.steps
 		},
@@ -656,7 +656,7 @@ func rollingRestart() *Scenario {
 // revocations as well: the relation above).
 func staticRestartUnownedBounds(p Params, t Timing) (lo, hi int64) {
 	k := int64(p.Partitions / p.Consumers)
-	down := p.downMs(t)
+	down := p.DownMsOr(t)
 	return down * k * 8 / 10, (down*3/2 + 2*t.HeartbeatIntervalMs) * k
 }
 
@@ -700,7 +700,7 @@ func zkQuorumLoss() *Scenario {
 				s.add(Step{DelayMs: d, Action: ActZKStart, Node: n})
 			}
 			// Past another session timeout: a session that was going to expire has expired.
-			s.add(Step{DelayMs: t.maxSession() + 500, Action: ActSettle, QuietMs: t.quiet(), TimeoutMs: t.settleTimeout()})
+			s.add(Step{DelayMs: t.MaxSessionMs() + 500, Action: ActSettle, QuietMs: t.QuietMs(), TimeoutMs: t.SettleTimeoutMs()})
 			return s.steps
 		},
 		Extra: func(e *EraRun) map[string]int64 {

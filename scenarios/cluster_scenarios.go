@@ -59,7 +59,7 @@ func (s *script) killBroker(role string) *script {
 	// Past the broker's zookeeper.session.timeout.ms and a commit timeout: the controller has moved
 	// the leaderships and shrunk the ISRs, and the commits that waited for the dead follower answered.
 	s.add(Step{DelayMs: s.t.BrokerZKSessionTimeoutMs + offsetsCommitTimeoutMs, Action: ActSettle,
-		QuietMs: s.t.quiet(), TimeoutMs: s.t.settleTimeout() + 2*s.t.BrokerZKSessionTimeoutMs})
+		QuietMs: s.t.QuietMs(), TimeoutMs: s.t.SettleTimeoutMs() + 2*s.t.BrokerZKSessionTimeoutMs})
 	return s
 }
 

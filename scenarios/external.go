@@ -119,7 +119,7 @@ func (zkQuiet) Printf(string, ...any) {}
 // session expires), its topic and, in ZooKeeper, /consumers/<group>. Failures are the era's errors.
 func (r *eraRunner) cleanup() {
 	e := r.e
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(r.t.maxSession())*time.Millisecond+60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(r.t.MaxSessionMs())*time.Millisecond+60*time.Second)
 	defer cancel()
 	fail := func(format string, a ...any) {
 		msg := "cleanup: " + fmt.Sprintf(format, a...)

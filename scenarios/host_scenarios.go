@@ -29,7 +29,7 @@ func hostLinkDown() *Scenario {
 			s.startAll(p.Consumers)
 			s.trigger("host-down").add(Step{Action: ActHostDown, Host: p.Hosts})
 			// Past the session timeout (the server expires the downed members) and the survivors' rebalance.
-			s.add(Step{DelayMs: 2*t.maxSession() + 2000, Action: ActTrigger, Name: "host-up"})
+			s.add(Step{DelayMs: 2*t.MaxSessionMs() + 2000, Action: ActTrigger, Name: "host-up"})
 			s.add(Step{Action: ActHostUp, Host: p.Hosts}).settle()
 			return s.steps
 		},

@@ -614,7 +614,7 @@ func (r *eraRunner) run(parent context.Context) error {
 	r.healAll()
 	r.healHosts(ctx)
 	r.stepf("draining")
-	e.Drained = r.drain(ctx, time.Duration(r.t.settleTimeout())*time.Millisecond)
+	e.Drained = r.drain(ctx, time.Duration(r.t.SettleTimeoutMs())*time.Millisecond)
 	owned := r.opts
 	owned.OwnsRecords = true // this copy is only for the owners: Compute may redate it in place
 	e.EndOwners = Compute(r.sortedRecords(), e.Era, owned).FinalOwners

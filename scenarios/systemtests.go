@@ -113,7 +113,7 @@ func staticMemberBounce() *Scenario {
 				for i := 2; i <= p.Consumers; i++ {
 					m := memberName(i)
 					s.trigger(fmt.Sprintf("bounce-%d-%s", round, m)).member(0, ActStop, m).
-						member(p.downMs(t), ActStart, m).settle()
+						member(p.DownMsOr(t), ActStart, m).settle()
 				}
 			}
 			return s.steps

@@ -2,11 +2,17 @@
 // starts (docs/design.md "Layout", issue #31's pipeline spec → environment → members → timeline →
 // figures → report).
 //
-// In: names as a user or a file gives them (an era's name, "all"). Out: typed values the later
-// stages read and never re-parse: an Era says which consumer runs, whether it uses ZooKeeper or a
-// group coordinator, its assignor (partition.assignment.strategy), its rebalance protocol (eager or
-// cooperative) and whether its members are static (group.instance.id, KIP-345). Era names are
-// compared only here: every other package asks an Era's methods.
+// In: names and numbers as a user or a file gives them (an era's name, "all", a run's params and
+// timing, a seed). Out: typed values the later stages read and never re-parse:
+//   - an Era says which consumer runs, whether it uses ZooKeeper or a group coordinator, its assignor
+//     (partition.assignment.strategy), its rebalance protocol (eager or cooperative), whether its
+//     members are static (group.instance.id, KIP-345) and which link carries its coordination. Era
+//     names are compared only here: every other package asks an Era's methods.
+//   - a script: Steps (an Action with its member, link, node or host, and the delay before it), the
+//     same bytes for the same scenario, params, timing and seed (FormatScript; NewRand), which the
+//     environment and the members perform and the result JSON carries.
+//   - Params (members, partitions, seed, test hosts) and Timing (the session, heartbeat, backoff and
+//     commit settings every era gets, and the waits derived from them).
 //
 // Nothing here touches a clock, the network or the lab: spec imports neither the lab nor the runner.
 package spec
