@@ -49,7 +49,7 @@ func clusterScenario(name, description string) *Scenario {
 
 // zeroIn is the relation "figure name is 0 in the window of trigger", on every era.
 func zeroIn(trigger, name string) Relation {
-	return eventFig(nil, trigger, name, eq, "0", func(checkCtx) int64 { return 0 })
+	return eventFig(nil, trigger, name, eq, "0")
 }
 
 // killBroker appends the kill -9 of the broker in role, a wait past the brokers' ZooKeeper session

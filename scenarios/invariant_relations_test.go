@@ -25,7 +25,7 @@ func TestInvariantRelations(t *testing.T) {
 	}
 	bad := &EraRun{Era: "classic", Result: Result{Totals: Figures{InvConsumedUnowned: 3}}}
 	for _, r := range rels {
-		ok, got, _ := r.check(checkCtx{era: bad})
+		ok, got, _ := r.evaluate(checkCtx{era: bad})
 		if want := r.Text != FigInvConsumedUnowned+" == 0"; ok != want {
 			t.Errorf("%q on a run with 3 unowned deliveries: ok=%v (%s), want %v", r.Text, ok, got, want)
 		}

@@ -190,7 +190,7 @@ func (r *RunResult) checkRelations(sc *Scenario) {
 					Got: "n/a (not measured with these members)"})
 				continue
 			}
-			ok, got, skip := rel.check(checkCtx{run: r, era: e, p: r.Params, t: r.Timing})
+			ok, got, skip := rel.evaluate(checkCtx{run: r, era: e, p: r.Params, t: r.Timing})
 			e.Relations = append(e.Relations, RelationResult{Era: e.Era, Relation: rel.Text, OK: ok && !skip, Skipped: skip, Got: got})
 		}
 	}

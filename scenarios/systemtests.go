@@ -267,7 +267,7 @@ func perPartition(f func(partitionEnd) (a, b int64), c cmp) func(x checkCtx) (bo
 		var got []string
 		for _, k := range keys {
 			a, b := f(ends[k])
-			ok = ok && c.holds(a, b)
+			ok = ok && c.Holds(a, b)
 			got = append(got, fmt.Sprintf("%s: %d %s %d", k, a, c, b))
 		}
 		if len(got) == 0 {

@@ -13,6 +13,9 @@
 //     environment and the members perform and the result JSON carries.
 //   - Params (members, partitions, seed, test hosts) and Timing (the session, heartbeat, backoff and
 //     commit settings every era gets, and the waits derived from them).
+//   - Relations: what the figures must show, as data a scenario file can hold (a comparison of a figure
+//     of an event or of the totals, or of an extra counter, with an expression of N, P and H; or the
+//     name of a relation registered in Go). The evaluator, which reads a run's results, is the runner's.
 //
 // Nothing here touches a clock, the network or the lab: spec imports neither the lab nor the runner.
 package spec

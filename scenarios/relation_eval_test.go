@@ -1,0 +1,67 @@
+package scenarios
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
+)
+
+// TestCatalogRelationsAsData: every relation of the catalogue given as data validates, names a known
+// figure or a registered relation, and counts how many are data (the rest are Go checks still).
+func TestCatalogRelationsAsData(t *testing.T) {
+	data, code := 0, 0
+	for _, sc := range Catalog() {
+		for _, rel := range append(append([]Relation(nil), sc.Relations...), invariantRelations(sc)...) {
+			if rel.Spec == nil {
+				code++
+				continue
+			}
+			data++
+			if err := rel.Spec.Validate(); err != nil {
+				t.Errorf("%s: %v", sc.Name, err)
+			}
+			if f := rel.Spec.Figure; f != "" && !slices.Contains(FigureNames, f) {
+				t.Errorf("%s: %q: no figure %q", sc.Name, rel.Text, f)
+			}
+			if n := rel.Spec.Named; n != "" && namedRelations[n] == nil {
+				t.Errorf("%s: %q: no registered relation %q", sc.Name, rel.Text, n)
+			}
+			if rel.Text != rel.Spec.Describe() {
+				t.Errorf("%s: text %q, data describes %q", sc.Name, rel.Text, rel.Spec.Describe())
+			}
+		}
+	}
+	t.Logf("catalogue relations: %d as data, %d Go checks", data, code)
+	if data < 100 {
+		t.Errorf("%d relations as data, want the comparisons and owned-once of every scenario (over 100)", data)
+	}
+}
+
+// TestEvalRelation: a comparison reads its subject with the run's N and P; what is missing fails
+// with what is missing; an unregistered name fails naming the registered ones.
+func TestEvalRelation(t *testing.T) {
+	era := &EraRun{Era: "classic", Topic: "t", Extra: map[string]int64{"rebalances_of_the_others": 0},
+		EndOwners: map[string]string{"t-0": "m1", "t-1": "m2"},
+		Result:    Result{Totals: Figures{Lost: 0}, Events: []Event{{Trigger: "join", Figures: Figures{GroupRequests: 7}}}}}
+	x := checkCtx{era: era, p: Params{Consumers: 2, Partitions: 2}}
+	for _, c := range []struct {
+		r    spec.Relation
+		ok   bool
+		want string
+	}{
+		{spec.Relation{Event: "join", Figure: FigGroupRequests, Cmp: spec.Ge, Value: "2(N+1)"}, true, "7 (want >= 6)"},
+		{spec.Relation{Event: "join", Figure: FigGroupRequests, Cmp: spec.Ge, Value: "4N"}, false, "7 (want >= 8)"},
+		{spec.Relation{Figure: FigLost, Cmp: spec.Eq, Value: "0"}, true, "0"},
+		{spec.Relation{Extra: "rebalances_of_the_others", Cmp: spec.Eq, Value: "0"}, true, "rebalances_of_the_others = 0"},
+		{spec.Relation{Extra: "revocations_of_m1", Cmp: spec.Eq, Value: "0"}, false, "no revocations_of_m1"},
+		{spec.Relation{Event: "leave", Figure: FigLost, Cmp: spec.Eq, Value: "0"}, false, "no leave event"},
+		{spec.Relation{Named: relOwnedOnce}, true, "owners m1:1 m2:1"},
+		{spec.Relation{Named: "owned-twice"}, false, `no relation named "owned-twice" (registered: owned-once)`},
+	} {
+		ok, got, skip := evalRelation(c.r, x)
+		if ok != c.ok || got != c.want || skip {
+			t.Errorf("%s: ok=%v got=%q skip=%v, want ok=%v %q", c.r.Describe(), ok, got, skip, c.ok, c.want)
+		}
+	}
+}
