@@ -353,36 +353,9 @@ func consumerCrash() *Scenario {
 		},
 		Relations: []Relation{
 			ownedOnce(nil),
-			{Text: "end: the crashed member owns nothing", check: func(x checkCtx) (bool, string, bool) {
-				crashed := x.run.crashed()
-				for k, o := range x.era.EndOwners {
-					for _, m := range strings.Split(o, ",") {
-						if crashed[m] {
-							return false, fmt.Sprintf("%s owned by crashed %s", k, m), false
-						}
-					}
-				}
-				return true, fmt.Sprintf("crashed: %s", strings.Join(sortedKeys(crashed), ",")), false
-			}},
+			namedRel(nil, false, "end: the crashed member owns nothing", relCrashedOwnNothing, nil),
 			totalFig(nil, FigLost, eq, 0),
-			{Text: "crash: time_to_stable_ms >= session timeout - liveness interval (the server cannot know sooner)",
-				check: func(x checkCtx) (bool, string, bool) {
-					ev, ok := x.era.eventNamed("crash")
-					if !ok {
-						return false, "no crash event", false
-					}
-					// The last sign of life reaches the server at most one liveness interval before the
-					// crash: go-zookeeper pings every session/3; a coordinator member heartbeats every
-					// heartbeat.interval.ms. The session then runs its full length from there.
-					bound := x.t.SessionTimeoutMs - x.t.HeartbeatIntervalMs
-					session := x.t.SessionTimeoutMs
-					if spec.Era(x.era.Era).UsesZooKeeper() {
-						session = x.t.ZKSessionTimeoutMs
-						bound = session - session/3
-					}
-					got := ev.Figures.TimeToStableMs
-					return got >= bound, fmt.Sprintf("%d ms (session %d ms, bound %d ms)", got, session, bound), false
-				}},
+			namedRel(nil, false, "crash: time_to_stable_ms >= session timeout - liveness interval (the server cannot know sooner)", relCrashNoticedAfterSession, nil),
 		},
 	}
 }
@@ -528,65 +501,12 @@ func rollingRestart() *Scenario {
 			return map[string]int64{"restart_revocations_of_others": e.restartRevocationsOfOthers()}
 		},
 		Relations: []Relation{
-			{Eras: []spec.Era{spec.ZK, spec.Classic}, Text: "each restart rebalances the whole group twice: rebalance_participants == N-1 on the leave, N on the rejoin",
-				check: func(x checkCtx) (bool, string, bool) {
-					var got []string
-					ok := true
-					for prefix, want := range map[string]int{"restart-": x.p.Consumers - 1, "rejoin-": x.p.Consumers} {
-						evs := x.era.eventsPrefixed(prefix)
-						ok = ok && len(evs) == x.p.Consumers
-						for _, ev := range evs {
-							got = append(got, fmt.Sprintf("%s:%d", ev.Trigger, ev.Figures.RebalanceParticipants))
-							ok = ok && ev.Figures.RebalanceParticipants == int64(want)
-						}
-					}
-					sort.Strings(got)
-					return ok, strings.Join(got, " "), false
-				}},
+			namedRel([]spec.Era{spec.ZK, spec.Classic}, false, "each restart rebalances the whole group twice: rebalance_participants == N-1 on the leave, N on the rejoin", relRestartRebalancesTwice, nil),
 			extraFig([]spec.Era{spec.Static}, "restart_revocations_of_others", eq, 0,
 				"restarts: revocations of the members not restarted == 0"),
-			{Eras: []spec.Era{spec.Cooperative}, CrossEra: true, Text: "restarts: revocations below classic's",
-				check: func(x checkCtx) (bool, string, bool) {
-					classic := x.run.era(string(spec.Classic))
-					if classic == nil || !classic.Applies {
-						return false, "classic did not run", true
-					}
-					sum := func(e *EraRun) (n int64) {
-						for _, ev := range append(e.eventsPrefixed("restart-"), e.eventsPrefixed("rejoin-")...) {
-							n += ev.Figures.Revocations
-						}
-						return n
-					}
-					co, cl := sum(x.era), sum(classic)
-					return co < cl, fmt.Sprintf("cooperative %d, classic %d", co, cl), false
-				}},
-			{Eras: []spec.Era{spec.Classic}, Text: "each leave and rejoin: every other member pauses (revokes everything it held)",
-				check: func(x checkCtx) (bool, string, bool) {
-					got := x.era.restartPausedOthers()
-					ok := len(got) == 2*x.p.Consumers
-					var parts []string
-					for _, w := range got {
-						ok = ok && w.paused == x.p.Consumers-1
-						parts = append(parts, fmt.Sprintf("%s:%d", w.trigger, w.paused))
-					}
-					return ok, strings.Join(parts, " "), false
-				}},
-			{Eras: []spec.Era{spec.Static}, Text: "each restart: no member pauses, and the restarted member's partitions wait about the down time",
-				check: func(x checkCtx) (bool, string, bool) {
-					evs := x.era.eventsPrefixed("restart-") // from the stop to the start
-					ok := len(evs) == x.p.Consumers
-					lo, hi := staticRestartUnownedBounds(x.p, x.t)
-					var parts []string
-					for _, ev := range evs {
-						m := strings.TrimPrefix(ev.Trigger, "restart-")
-						rejoin, found := x.era.eventNamed("rejoin-" + m) // from the start until it owns them again
-						u := ev.Figures.UnownedPartitionMs + rejoin.Figures.UnownedPartitionMs
-						ok = ok && found && ev.Figures.PausedMemberMs == 0 && u >= lo && u <= hi
-						parts = append(parts, fmt.Sprintf("%s: paused %d ms, unowned %d+%d partition-ms", m,
-							ev.Figures.PausedMemberMs, ev.Figures.UnownedPartitionMs, rejoin.Figures.UnownedPartitionMs))
-					}
-					return ok, fmt.Sprintf("%s (want paused 0, %d <= unowned down+rejoin <= %d)", strings.Join(parts, "; "), lo, hi), false
-				}},
+			namedRel([]spec.Era{spec.Cooperative}, true, "restarts: revocations below classic's", relRestartRevocationsBelowClassic, nil),
+			namedRel([]spec.Era{spec.Classic}, false, "each leave and rejoin: every other member pauses (revokes everything it held)", relRestartOthersPause, nil),
+			namedRel([]spec.Era{spec.Static}, false, "each restart: no member pauses, and the restarted member's partitions wait about the down time", relStaticRestartNoPause, nil),
 		},
 	}
 }
@@ -662,18 +582,7 @@ func zkQuorumLoss() *Scenario {
 		Relations: []Relation{
 			extraFig([]spec.Era{spec.ZK}, "commits_rejected_after_outage", eq, 0, "outage: commits wait for the quorum, none rejected (ZkClient.retryUntilConnected)"),
 			extraFig(nil, "deliveries_during_outage", ge, 1, "outage: deliveries continue (>= 1)"),
-			{Text: "outage and recovery: rebalance_participants == 0 (no session expires without a quorum)",
-				check: func(x checkCtx) (bool, string, bool) {
-					var n int64
-					for _, name := range []string{"quorum-loss", "recover"} {
-						ev, ok := x.era.eventNamed(name)
-						if !ok {
-							return false, "no " + name + " event", false
-						}
-						n += ev.Figures.RebalanceParticipants
-					}
-					return n == 0, fmt.Sprintf("%d", n), false
-				}},
+			namedRel(nil, false, "outage and recovery: rebalance_participants == 0 (no session expires without a quorum)", relNoRebalanceThroughOutage, nil),
 			ownedOnce(nil),
 			totalFig(nil, FigLost, eq, 0),
 		},
@@ -698,13 +607,7 @@ func storm() *Scenario {
 			return s.steps
 		},
 		Relations: []Relation{
-			{Text: "storm: the group converges (window ends stable)", check: func(x checkCtx) (bool, string, bool) {
-				ev, ok := x.era.eventNamed("storm")
-				if !ok {
-					return false, "no storm event", false
-				}
-				return ev.End == EndStable, fmt.Sprintf("window end %s after %d ms", ev.End, ev.Figures.TimeToStableMs), false
-			}},
+			namedRel(nil, false, "storm: the group converges (window ends stable)", relWindowEndsStable, map[string]string{"event": "storm"}),
 			ownedOnce(nil),
 			eventFig([]spec.Era{spec.ZK}, "storm", FigRebalanceAttempts, ge, "N"),
 		},

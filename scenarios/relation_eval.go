@@ -24,7 +24,15 @@ const (
 
 // namedRelations is the registry of relations a comparison cannot say.
 var namedRelations = map[string]namedRelation{
-	relOwnedOnce: checkOwnedOnce,
+	relOwnedOnce:                      checkOwnedOnce,
+	relCrashedOwnNothing:              checkCrashedOwnNothing,
+	relCrashNoticedAfterSession:       checkCrashNoticedAfterSession,
+	relRestartRebalancesTwice:         checkRestartRebalancesTwice,
+	relRestartRevocationsBelowClassic: checkRestartRevocationsBelowClassic,
+	relRestartOthersPause:             checkRestartOthersPause,
+	relStaticRestartNoPause:           checkStaticRestartNoPause,
+	relNoRebalanceThroughOutage:       checkNoRebalanceThroughOutage,
+	relWindowEndsStable:               checkWindowEndsStable,
 }
 
 // NamedRelations lists the names of the relations registered in Go, sorted (a scenario file's

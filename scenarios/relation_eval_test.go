@@ -57,7 +57,7 @@ func TestEvalRelation(t *testing.T) {
 		{spec.Relation{Extra: "revocations_of_m1", Cmp: spec.Eq, Value: "0"}, false, "no revocations_of_m1"},
 		{spec.Relation{Event: "leave", Figure: FigLost, Cmp: spec.Eq, Value: "0"}, false, "no leave event"},
 		{spec.Relation{Named: relOwnedOnce}, true, "owners m1:1 m2:1"},
-		{spec.Relation{Named: "owned-twice"}, false, `no relation named "owned-twice" (registered: owned-once)`},
+		{spec.Relation{Named: "owned-twice"}, false, `no relation named "owned-twice" (registered: crash-noticed-after-session, crashed-own-nothing, no-rebalance-through-outage, owned-once, restart-others-pause, restart-rebalances-twice, restart-revocations-below-classic, static-restart-no-pause, window-ends-stable)`},
 	} {
 		ok, got, skip := evalRelation(c.r, x)
 		if ok != c.ok || got != c.want || skip {
