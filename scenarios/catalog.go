@@ -7,13 +7,13 @@ package scenarios
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
-	"slices"
 )
 
 // Eras the runner implements, in table order (spec.Eras' names). kip848 is not implemented by the

@@ -92,11 +92,7 @@ func brokerFailure() *Scenario {
 	sc.Relations = []Relation{
 		zeroIn("broker-failure", FigRebalanceParticipants),
 		zeroIn("broker-return", FigRebalanceParticipants),
-		{Text: "failure: every partition delivers again before the broker returns (the fetchers found the new leaders)",
-			check: func(x checkCtx) (bool, string, bool) {
-				n := x.era.partitionsDeliveredBetween("broker-failure", "broker-return")
-				return n == int64(x.p.Partitions), fmt.Sprintf("%d of %d partitions", n, x.p.Partitions), false
-			}},
+		namedRel(nil, false, "failure: every partition delivers again before the broker returns (the fetchers found the new leaders)", relDeliversAgainBeforeReturn, nil),
 		// Duplicates are counted per window: the start-up rebalances (before the kill) may
 		// deliver again what a revoked partition's owner had not committed, as in any scenario.
 		zeroIn("broker-failure", FigDuplicates),
@@ -138,29 +134,9 @@ func coordinatorFailover() *Scenario {
 		}
 	}
 	sc.Relations = []Relation{
-		{Text: "failover: every member looks the coordinator up again and reaches it (coordinator_found_ms >= 0)",
-			check: func(x checkCtx) (bool, string, bool) {
-				ms := x.era.coordinatorFoundMs("coordinator-failover")
-				return ms >= 0, fmt.Sprintf("%d ms after the kill", ms), false
-			}},
-		{Text: "failover: the group is stable again, or never stopped being (time_to_stable_ms is not never)",
-			check: func(x checkCtx) (bool, string, bool) {
-				ev, ok := x.era.eventNamed("coordinator-failover")
-				if !ok {
-					return false, "no coordinator-failover event", false
-				}
-				return ev.Figures.TimeToStableMs != NeverStable,
-					fmt.Sprintf("window end %s, time_to_stable_ms %d", ev.End, ev.Figures.TimeToStableMs), false
-			}},
-		{Text: "failover: duplicates <= records delivered past the commits acknowledged before the kill",
-			check: func(x checkCtx) (bool, string, bool) {
-				bound := x.era.uncommittedAt("coordinator-failover", "coordinator-return")
-				d, err := fig(FigDuplicates, x.era.Result.Totals)
-				if err != nil {
-					return false, err.Error(), false
-				}
-				return bound >= 0 && d <= bound, fmt.Sprintf("%d duplicates, bound %d", d, bound), false
-			}},
+		namedRel(nil, false, "failover: every member looks the coordinator up again and reaches it (coordinator_found_ms >= 0)", relCoordinatorFoundAgain, nil),
+		namedRel(nil, false, "failover: the group is stable again, or never stopped being (time_to_stable_ms is not never)", relStableAfterFailover, nil),
+		namedRel(nil, false, "failover: duplicates <= records delivered past the commits acknowledged before the kill", relDuplicatesBoundedByUncommitted, nil),
 		ownedOnce(nil),
 		totalFig(nil, FigLost, eq, 0),
 	}

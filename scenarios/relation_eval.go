@@ -33,6 +33,18 @@ var namedRelations = map[string]namedRelation{
 	relStaticRestartNoPause:           checkStaticRestartNoPause,
 	relNoRebalanceThroughOutage:       checkNoRebalanceThroughOutage,
 	relWindowEndsStable:               checkWindowEndsStable,
+	relDeliversAgainBeforeReturn:      checkDeliversAgainBeforeReturn,
+	relCoordinatorFoundAgain:          checkCoordinatorFoundAgain,
+	relStableAfterFailover:            checkStableAfterFailover,
+	relDuplicatesBoundedByUncommitted: checkDuplicatesBoundedByUncommitted,
+	relSurvivorsOwnAll:                checkSurvivorsOwnAll,
+	relSurvivorsRangeOwners:           checkSurvivorsRangeOwners,
+	relDownedLoseTheirPartitions:      checkDownedLoseTheirPartitions,
+	relBreaksAreTheDowned:             checkBreaksAreTheDowned,
+	relSlowHostWindows:                checkSlowHostWindows,
+	relCrashStableWithinTwoSessions:   checkCrashStableWithinTwoSessions,
+	relFaultsTookEffect:               checkFaultsTookEffect,
+	relStreamsFaultsTookEffect:        checkStreamsFaultsTookEffect,
 }
 
 // NamedRelations lists the names of the relations registered in Go, sorted (a scenario file's

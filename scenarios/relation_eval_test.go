@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
@@ -45,6 +46,9 @@ func TestEvalRelation(t *testing.T) {
 		EndOwners: map[string]string{"t-0": "m1", "t-1": "m2"},
 		Result:    Result{Totals: Figures{Lost: 0}, Events: []Event{{Trigger: "join", Figures: Figures{GroupRequests: 7}}}}}
 	x := checkCtx{era: era, p: Params{Consumers: 2, Partitions: 2}}
+	if names := NamedRelations(); len(names) != 21 || !slices.Contains(names, relOwnedOnce) || !slices.Contains(names, relFaultsTookEffect) {
+		t.Errorf("registered relations %v: want 21 with owned-once and faults-took-effect", names)
+	}
 	for _, c := range []struct {
 		r    spec.Relation
 		ok   bool
@@ -57,7 +61,7 @@ func TestEvalRelation(t *testing.T) {
 		{spec.Relation{Extra: "revocations_of_m1", Cmp: spec.Eq, Value: "0"}, false, "no revocations_of_m1"},
 		{spec.Relation{Event: "leave", Figure: FigLost, Cmp: spec.Eq, Value: "0"}, false, "no leave event"},
 		{spec.Relation{Named: relOwnedOnce}, true, "owners m1:1 m2:1"},
-		{spec.Relation{Named: "owned-twice"}, false, `no relation named "owned-twice" (registered: crash-noticed-after-session, crashed-own-nothing, no-rebalance-through-outage, owned-once, restart-others-pause, restart-rebalances-twice, restart-revocations-below-classic, static-restart-no-pause, window-ends-stable)`},
+		{spec.Relation{Named: "owned-twice"}, false, `no relation named "owned-twice" (registered: ` + strings.Join(NamedRelations(), ", ") + ")"},
 	} {
 		ok, got, skip := evalRelation(c.r, x)
 		if ok != c.ok || got != c.want || skip {

@@ -5,10 +5,12 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
+	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
 // The relations registered in Go, by name (spec.Relation.Named).
@@ -21,6 +23,22 @@ const (
 	relStaticRestartNoPause           = "static-restart-no-pause"
 	relNoRebalanceThroughOutage       = "no-rebalance-through-outage"
 	relWindowEndsStable               = "window-ends-stable"
+	// cluster_scenarios.go
+	relDeliversAgainBeforeReturn      = "delivers-again-before-return"
+	relCoordinatorFoundAgain          = "coordinator-found-again"
+	relStableAfterFailover            = "stable-after-failover"
+	relDuplicatesBoundedByUncommitted = "duplicates-bounded-by-uncommitted"
+	// host_scenarios.go
+	relSurvivorsOwnAll           = "survivors-own-all"
+	relSurvivorsRangeOwners      = "survivors-range-owners"
+	relDownedLoseTheirPartitions = "downed-lose-their-partitions"
+	relBreaksAreTheDowned        = "breaks-are-the-downed"
+	relSlowHostWindows           = "slow-host-windows"
+	// systemtests.go
+	relCrashStableWithinTwoSessions = "crash-stable-within-two-sessions"
+	// faults.go: every era's
+	relFaultsTookEffect        = "faults-took-effect"
+	relStreamsFaultsTookEffect = "streams-faults-took-effect"
 )
 
 // namedRel is the catalogue's Relation naming the registered relation name, reported as text.
@@ -146,4 +164,308 @@ func checkWindowEndsStable(x checkCtx, args map[string]string) (bool, string, bo
 		return false, "no " + args["event"] + " event", false
 	}
 	return ev.End == EndStable, fmt.Sprintf("window end %s after %d ms", ev.End, ev.Figures.TimeToStableMs), false
+}
+
+// checkDeliversAgainBeforeReturn: failure: every partition delivers again before the broker returns (the
+// fetchers found the new leaders)
+func checkDeliversAgainBeforeReturn(x checkCtx, args map[string]string) (bool, string, bool) {
+	n := x.era.partitionsDeliveredBetween("broker-failure", "broker-return")
+	return n == int64(x.p.Partitions), fmt.Sprintf("%d of %d partitions", n, x.p.Partitions), false
+}
+
+// checkCoordinatorFoundAgain: failover: every member looks the coordinator up again and reaches it
+// (coordinator_found_ms >= 0)
+func checkCoordinatorFoundAgain(x checkCtx, args map[string]string) (bool, string, bool) {
+	ms := x.era.coordinatorFoundMs("coordinator-failover")
+	return ms >= 0, fmt.Sprintf("%d ms after the kill", ms), false
+}
+
+// checkStableAfterFailover: failover: the group is stable again, or never stopped being (time_to_stable_ms
+// is not never)
+func checkStableAfterFailover(x checkCtx, args map[string]string) (bool, string, bool) {
+	ev, ok := x.era.eventNamed("coordinator-failover")
+	if !ok {
+		return false, "no coordinator-failover event", false
+	}
+	return ev.Figures.TimeToStableMs != NeverStable,
+		fmt.Sprintf("window end %s, time_to_stable_ms %d", ev.End, ev.Figures.TimeToStableMs), false
+}
+
+// checkDuplicatesBoundedByUncommitted: failover: duplicates <= records delivered past the commits
+// acknowledged before the kill
+func checkDuplicatesBoundedByUncommitted(x checkCtx, args map[string]string) (bool, string, bool) {
+	bound := x.era.uncommittedAt("coordinator-failover", "coordinator-return")
+	d, err := fig(FigDuplicates, x.era.Result.Totals)
+	if err != nil {
+		return false, err.Error(), false
+	}
+	return bound >= 0 && d <= bound, fmt.Sprintf("%d duplicates, bound %d", d, bound), false
+}
+
+// checkSurvivorsOwnAll: host-up: just before the link comes back, the other hosts' members own every
+// partition exactly once, and took over no sooner than a session timeout minus a liveness interval after
+// the link went down
+func checkSurvivorsOwnAll(x checkCtx, args map[string]string) (bool, string, bool) {
+	downed, _ := downedMembers(x.p, x.run.Script)
+	up := triggerTs(x.era.Records, "host-up")
+	down := triggerTs(x.era.Records, "host-down")
+	if up == 0 || down == 0 {
+		return false, "no host-down / host-up trigger", false
+	}
+	owners := survivorOwners(x.era, downed, up)
+	var bad []string
+	count := map[string]int{}
+	for p := 0; p < x.p.Partitions; p++ {
+		key := fmt.Sprintf("%s-%d", x.era.Topic, p)
+		o := owners[key]
+		if o == "" || strings.Contains(o, ",") || slices.Contains(downed, o) {
+			bad = append(bad, fmt.Sprintf("%s=%q", key, o))
+			continue
+		}
+		count[o]++
+	}
+	if len(bad) > 0 {
+		return false, "not owned once by a survivor: " + strings.Join(bad, " "), false
+	}
+	// When did they first own it all? Scan the survivors' assignment changes after the down.
+	var takeover int64
+	for _, r := range x.era.Records {
+		if r.TsMs <= down || r.TsMs >= up || slices.Contains(downed, r.Member) || (r.Kind != timeline.Assigned && r.Kind != timeline.Revoked) {
+			continue
+		}
+		if allOnce(survivorOwners(x.era, downed, r.TsMs+1), x.era.Topic, x.p.Partitions, downed) {
+			takeover = r.TsMs - down
+			break
+		}
+	}
+	bound := x.t.SessionTimeoutMs - x.t.HeartbeatIntervalMs
+	if spec.Era(x.era.Era).UsesZooKeeper() {
+		bound = x.t.ZKSessionTimeoutMs - x.t.ZKSessionTimeoutMs/3
+	}
+	got := fmt.Sprintf("owners %s; taken over %d ms after the link went down (bound %d ms)", formatCounts(count), takeover, bound)
+	return takeover >= bound, got, false
+}
+
+// checkSurvivorsRangeOwners: host-up: the survivors' owners are exactly range's over the survivors sorted
+// by name
+func checkSurvivorsRangeOwners(x checkCtx, args map[string]string) (bool, string, bool) {
+	downed, survivors := downedMembers(x.p, x.run.Script)
+	owners := survivorOwners(x.era, downed, triggerTs(x.era.Records, "host-up"))
+	want := rangeOwners(survivors, x.p.Partitions)
+	var diff, got []string
+	for p := 0; p < x.p.Partitions; p++ {
+		o := owners[fmt.Sprintf("%s-%d", x.era.Topic, p)]
+		got = append(got, fmt.Sprintf("%d:%s", p, o))
+		if o != want[p] {
+			diff = append(diff, fmt.Sprintf("p%d %q want %q", p, o, want[p]))
+		}
+	}
+	if len(diff) > 0 {
+		return false, strings.Join(diff, ", "), false
+	}
+	return true, strings.Join(got, " "), false
+}
+
+// checkDownedLoseTheirPartitions: host-up: each downed member learns its session expired (zk:
+// session_expired; coordinator: UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION) and revokes all it owned
+func checkDownedLoseTheirPartitions(x checkCtx, args map[string]string) (bool, string, bool) {
+	downed, _ := downedMembers(x.p, x.run.Script)
+	down, up := triggerTs(x.era.Records, "host-down"), triggerTs(x.era.Records, "host-up")
+	before := Compute(recordsBefore(x.era.Records, down), x.era.Era, x.era.Options).FinalOwners
+	var parts []string
+	for _, m := range downed {
+		owned := map[string]bool{}
+		for k, o := range before {
+			if slices.Contains(strings.Split(o, ","), m) {
+				owned[k] = true
+			}
+		}
+		expired := false
+		revoked := map[string]bool{}
+		for _, r := range x.era.Records {
+			if r.Member != m || r.TsMs < up {
+				continue
+			}
+			switch r.Kind {
+			case timeline.SessionExpired:
+				expired = expired || spec.Era(x.era.Era).UsesZooKeeper()
+			case timeline.GroupRequest:
+				expired = expired || r.Err == "UNKNOWN_MEMBER_ID" || r.Err == "ILLEGAL_GENERATION"
+			case timeline.Revoked:
+				if expired {
+					for topic, ps := range r.Partitions {
+						for _, p := range ps {
+							revoked[fmt.Sprintf("%s-%d", topic, p)] = true
+						}
+					}
+				}
+			}
+		}
+		var missing []string
+		for k := range owned {
+			if !revoked[k] {
+				missing = append(missing, k)
+			}
+		}
+		sort.Strings(missing)
+		switch {
+		case len(owned) == 0:
+			return false, fmt.Sprintf("%s owned nothing before the link went down", m), false
+		case !expired:
+			return false, fmt.Sprintf("%s: no sign of its expired session after the link came back", m), false
+		case len(missing) > 0:
+			return false, fmt.Sprintf("%s did not revoke %s after learning it", m, strings.Join(missing, ",")), false
+		}
+		parts = append(parts, fmt.Sprintf("%s revoked %d", m, len(owned)))
+	}
+	return true, strings.Join(parts, "; "), false
+}
+
+// checkBreaksAreTheDowned: without the downed members' deliveries and commits after the link went down,
+// every invariant figure is 0
+func checkBreaksAreTheDowned(x checkCtx, args map[string]string) (bool, string, bool) {
+	downed, _ := downedMembers(x.p, x.run.Script)
+	down := triggerTs(x.era.Records, "host-down")
+	var recs []timeline.Record
+	dropped := 0
+	for _, r := range x.era.Records {
+		if (r.Kind == timeline.Deliver || r.Kind == timeline.Commit) && r.TsMs >= down && slices.Contains(downed, r.Member) {
+			dropped++
+			continue
+		}
+		recs = append(recs, r)
+	}
+	tot := Compute(recs, x.era.Era, x.era.Options).Totals
+	var bad []string
+	for _, name := range InvariantNames {
+		if v, _ := tot.Get(name); v != 0 {
+			bad = append(bad, fmt.Sprintf("%s=%d", name, v))
+		}
+	}
+	if len(bad) > 0 {
+		return false, strings.Join(bad, " "), false
+	}
+	return true, fmt.Sprintf("all 0 without the downed members' %d deliveries and commits", dropped), false
+}
+
+// checkSlowHostWindows: slow: host-delay and host-loss on the last host are closed fault windows of the
+// hold (without netem: on every link of its members too)
+func checkSlowHostWindows(x checkCtx, args map[string]string) (bool, string, bool) {
+	host := fmt.Sprintf("h%d", x.p.Hosts)
+	delay := fmt.Sprintf("%s %dms", ActHostDelay, hostSlowDelayMs)
+	loss := fmt.Sprintf("%s %d%%", ActHostLoss, hostSlowLossPct)
+	found := map[string]bool{}
+	links := map[string]bool{}
+	var got []string
+	for _, f := range x.era.Result.Faults {
+		switch {
+		case f.Target == host && (f.Action == delay || f.Action == loss):
+			if f.Open || f.DurationMs < hostSlowHoldMs {
+				return false, fmt.Sprintf("%s on %s: %d ms (open %v), want closed and >= %d ms", f.Action, host, f.DurationMs, f.Open, hostSlowHoldMs), false
+			}
+			found[f.Action] = true
+		case strings.Contains(f.Target, "/") && (f.Action == fmt.Sprintf("latency %dms", hostSlowDelayMs) || f.Action == fmt.Sprintf("loss %d%%", hostSlowLossPct)):
+			links[f.Target+" "+f.Action] = true
+		}
+	}
+	if !found[delay] || !found[loss] {
+		return false, fmt.Sprintf("fault windows on %s: %v", host, found), false
+	}
+	got = append(got, fmt.Sprintf("%s and %s on %s", delay, loss, host))
+	if x.run.HostCapabilities != nil && !x.run.HostCapabilities.Netem {
+		slowed, _ := membersOfHost(x.p, x.p.Hosts)
+		for _, m := range slowed {
+			for _, a := range []string{fmt.Sprintf("latency %dms", hostSlowDelayMs), fmt.Sprintf("loss %d%%", hostSlowLossPct)} {
+				ok := false
+				for k := range links {
+					if strings.HasPrefix(k, m+"/") && strings.HasSuffix(k, " "+a) {
+						ok = true
+					}
+				}
+				if !ok {
+					return false, fmt.Sprintf("no netem, but no %s window on a link of %s", a, m), false
+				}
+			}
+		}
+		got = append(got, fmt.Sprintf("and on %d links of %s (proxies, no netem)", len(links)/2, strings.Join(slowed, " ")))
+	}
+	return true, strings.Join(got, " "), false
+}
+
+// checkCrashStableWithinTwoSessions: crash: time_to_stable_ms <= 2 x session timeout + 5 s
+func checkCrashStableWithinTwoSessions(x checkCtx, args map[string]string) (bool, string, bool) {
+	ev, ok := x.era.eventNamed("crash")
+	if !ok {
+		return false, "no crash event", false
+	}
+	session := x.t.SessionTimeoutMs
+	if spec.Era(x.era.Era).UsesZooKeeper() {
+		session = x.t.ZKSessionTimeoutMs
+	}
+	bound, got := 2*session+5000, ev.Figures.TimeToStableMs
+	return got >= 0 && got <= bound, fmt.Sprintf("%d ms (bound %d ms)", got, bound), false
+}
+
+// checkFaultsTookEffect: FaultRelationText: each fault step of the script left its fault record on the
+// era's timeline (faultRelation).
+func checkFaultsTookEffect(x checkCtx, args map[string]string) (bool, string, bool) {
+	wants := faultWants(x.run.Script, x.era.Era)
+	if len(wants) == 0 {
+		return true, "no fault step", false
+	}
+	if missing := checkFaults(wants, x.era.Records); len(missing) > 0 {
+		return false, fmt.Sprintf("%d of %d fault steps left no fault record: %s", len(missing), len(wants), strings.Join(missing, "; ")), false
+	}
+	return true, fmt.Sprintf("%d fault steps, each with its record", len(wants)), false
+}
+
+// checkStreamsFaultsTookEffect: FaultRelationText on a Streams run (streamsFaultRelation).
+func checkStreamsFaultsTookEffect(x checkCtx, args map[string]string) (bool, string, bool) {
+	s := x.run.Streams
+	if s == nil {
+		return false, "not a Streams run", false
+	}
+	n := 0
+	var missing []string
+	usedProc := map[int]bool{}
+	usedApp := map[int]bool{}
+	for _, st := range x.run.Script {
+		switch st.Action {
+		case ActCrash:
+			n++
+			found := false
+			for i, p := range s.Instances {
+				if !usedProc[i] && p.Member == st.Member && p.Signal == "SIGKILL" {
+					usedProc[i], found = true, true
+					break
+				}
+			}
+			if !found {
+				missing = append(missing, st.String())
+			}
+		case ActRemoveThread, ActAddThread:
+			n++
+			want := "thread_removed"
+			if st.Action == ActAddThread {
+				want = "thread_added"
+			}
+			found := false
+			for i, a := range s.App {
+				if !usedApp[i] && a.Instance == st.Member && a.Ev == want {
+					usedApp[i], found = true, true
+					break
+				}
+			}
+			if !found {
+				missing = append(missing, st.String())
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return false, fmt.Sprintf("%d of %d fault steps left no record: %s", len(missing), n, strings.Join(missing, "; ")), false
+	}
+	if n == 0 {
+		return true, "no fault step", false
+	}
+	return true, fmt.Sprintf("%d fault steps, each with its record", n), false
 }

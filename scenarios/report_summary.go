@@ -2,10 +2,11 @@ package scenarios
 
 import (
 	"fmt"
-	"github.com/rebalancelab/rebalancelab/scenarios/figures"
-	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"sort"
 	"strings"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 // The report's opening: what the run showed, in sentences generated from the figures, and the

@@ -4,10 +4,11 @@ package scenarios
 
 import (
 	"fmt"
-	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 // ModelCell is one era's figure at one size of a sweep: per run, the measured count of the measured

@@ -197,18 +197,7 @@ func staticFencing() *Scenario {
 func consumerFailure(autoCommit bool) *Scenario {
 	name := "consumer-failure"
 	rels := []Relation{
-		{Text: "crash: time_to_stable_ms <= 2 x session timeout + 5 s", check: func(x checkCtx) (bool, string, bool) {
-			ev, ok := x.era.eventNamed("crash")
-			if !ok {
-				return false, "no crash event", false
-			}
-			session := x.t.SessionTimeoutMs
-			if spec.Era(x.era.Era).UsesZooKeeper() {
-				session = x.t.ZKSessionTimeoutMs
-			}
-			bound, got := 2*session+5000, ev.Figures.TimeToStableMs
-			return got >= 0 && got <= bound, fmt.Sprintf("%d ms (bound %d ms)", got, bound), false
-		}},
+		namedRel(nil, false, "crash: time_to_stable_ms <= 2 x session timeout + 5 s", relCrashStableWithinTwoSessions, nil),
 		totalFig(nil, FigLost, eq, 0),
 		ownedOnce(nil),
 	}
