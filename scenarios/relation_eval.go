@@ -45,6 +45,7 @@ var namedRelations = map[string]namedRelation{
 	relCrashStableWithinTwoSessions:   checkCrashStableWithinTwoSessions,
 	relFaultsTookEffect:               checkFaultsTookEffect,
 	relStreamsFaultsTookEffect:        checkStreamsFaultsTookEffect,
+	relPerPartition:                   checkPerPartition,
 }
 
 // NamedRelations lists the names of the relations registered in Go, sorted (a scenario file's

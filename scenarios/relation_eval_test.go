@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
+	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
 // TestCatalogRelationsAsData: every relation of the catalogue given as data validates, names a known
@@ -46,8 +47,8 @@ func TestEvalRelation(t *testing.T) {
 		EndOwners: map[string]string{"t-0": "m1", "t-1": "m2"},
 		Result:    Result{Totals: Figures{Lost: 0}, Events: []Event{{Trigger: "join", Figures: Figures{GroupRequests: 7}}}}}
 	x := checkCtx{era: era, p: Params{Consumers: 2, Partitions: 2}}
-	if names := NamedRelations(); len(names) != 21 || !slices.Contains(names, relOwnedOnce) || !slices.Contains(names, relFaultsTookEffect) {
-		t.Errorf("registered relations %v: want 21 with owned-once and faults-took-effect", names)
+	if names := NamedRelations(); len(names) != 22 || !slices.Contains(names, relOwnedOnce) || !slices.Contains(names, relFaultsTookEffect) {
+		t.Errorf("registered relations %v: want 22 with owned-once and faults-took-effect", names)
 	}
 	for _, c := range []struct {
 		r    spec.Relation
@@ -67,5 +68,35 @@ func TestEvalRelation(t *testing.T) {
 		if ok != c.ok || got != c.want || skip {
 			t.Errorf("%s: ok=%v got=%q skip=%v, want ok=%v %q", c.r.Describe(), ok, got, skip, c.ok, c.want)
 		}
+	}
+}
+
+// TestPerPartitionRelation: the registered per-partition relation compares quantities of each
+// partition's end (Kafka's consumer-bounce checks): t-0 delivered 0..2 then 1 again after a hard
+// bounce (position 2, consumed 4), committed 2; t-1 delivered 0..1, committed 2.
+func TestPerPartitionRelation(t *testing.T) {
+	b := newTL("classic")
+	b.deliver(1, "m1", 0, 0, 1, 2).deliver(2, "m2", 0, 1).commit(3, "m2", 0, 2, 1, timeline.CommitApplied)
+	b.deliver(4, "m1", 1, 0, 1).commit(5, "m1", 1, 2, 1, timeline.CommitApplied)
+	x := checkCtx{era: &EraRun{Era: "classic", Records: b.recs}}
+	for _, c := range []struct {
+		a    string
+		cmp  cmp
+		b    string
+		ok   bool
+		want string
+	}{
+		{endPosition, eq, endConsumed, false, "t-0: 2 == 4; t-1: 2 == 2"},
+		{endPosition, le, endConsumed, true, "t-0: 2 <= 4; t-1: 2 <= 2"},
+		{endLastCommit, eq, endPosition, true, "t-0: 2 == 2; t-1: 2 == 2"},
+		{"offset", eq, endPosition, false, `unknown quantity "offset" (want position, consumed or last_commit)`},
+	} {
+		ok, got, _ := perPartitionRel("r", c.a, c.cmp, c.b).evaluate(x)
+		if ok != c.ok || got != c.want {
+			t.Errorf("%s %s %s: ok=%v %q, want ok=%v %q", c.a, c.cmp, c.b, ok, got, c.ok, c.want)
+		}
+	}
+	if ok, got, _ := perPartitionRel("r", endPosition, eq, endConsumed).evaluate(checkCtx{era: &EraRun{}}); ok || got != "nothing consumed" {
+		t.Errorf("no deliveries: ok=%v %q", ok, got)
 	}
 }

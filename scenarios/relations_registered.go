@@ -36,6 +36,7 @@ const (
 	relSlowHostWindows           = "slow-host-windows"
 	// systemtests.go
 	relCrashStableWithinTwoSessions = "crash-stable-within-two-sessions"
+	relPerPartition                 = "per-partition"
 	// faults.go: every era's
 	relFaultsTookEffect        = "faults-took-effect"
 	relStreamsFaultsTookEffect = "streams-faults-took-effect"

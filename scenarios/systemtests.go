@@ -33,17 +33,17 @@ func consumerBounce(clean bool, mode string) *Scenario {
 		how, stop = "clean", ActStop
 	}
 	rels := []Relation{
-		{Text: "after the bounces, every partition: consumed position == records consumed (no record consumed twice)",
-			check: perPartition(func(p partitionEnd) (int64, int64) { return p.position, p.consumed }, eq)},
-		{Text: "after the bounces, every partition: last acknowledged commit == consumed position",
-			check: perPartition(func(p partitionEnd) (int64, int64) { return p.lastCommit, p.position }, eq)},
+		perPartitionRel("after the bounces, every partition: consumed position == records consumed (no record consumed twice)",
+			endPosition, eq, endConsumed),
+		perPartitionRel("after the bounces, every partition: last acknowledged commit == consumed position",
+			endLastCommit, eq, endPosition),
 	}
 	if !clean {
 		rels = []Relation{
-			{Text: "after the bounces, every partition: consumed position <= records consumed (duplicates allowed)",
-				check: perPartition(func(p partitionEnd) (int64, int64) { return p.position, p.consumed }, le)},
-			{Text: "after the bounces, every partition: last acknowledged commit <= consumed position",
-				check: perPartition(func(p partitionEnd) (int64, int64) { return p.lastCommit, p.position }, le)},
+			perPartitionRel("after the bounces, every partition: consumed position <= records consumed (duplicates allowed)",
+				endPosition, le, endConsumed),
+			perPartitionRel("after the bounces, every partition: last acknowledged commit <= consumed position",
+				endLastCommit, le, endPosition),
 		}
 	}
 	return &Scenario{
@@ -205,8 +205,8 @@ func consumerFailure(autoCommit bool) *Scenario {
 		name = "consumer-failure-manual-commit"
 		// Kafka: `consumer.last_commit(partition) == consumer.current_position(partition)`, the last
 		// acknowledged commit against the consumed position.
-		rels = append(rels, Relation{Text: "after the stop, every partition: last acknowledged commit == consumed position",
-			check: perPartition(func(p partitionEnd) (int64, int64) { return p.lastCommit, p.position }, eq)})
+		rels = append(rels, perPartitionRel("after the stop, every partition: last acknowledged commit == consumed position",
+			endLastCommit, eq, endPosition))
 	}
 	return &Scenario{
 		Name: name,
@@ -242,28 +242,62 @@ func consumerFailure(autoCommit bool) *Scenario {
 // commit (last_commit: global_committed, set by each successful offsets_committed event), 0 without one.
 type partitionEnd struct{ position, consumed, lastCommit int64 }
 
-// perPartition checks a against b with c for every partition anything was consumed from (false when
-// nothing was), where f picks a and b from the partition's end.
-func perPartition(f func(partitionEnd) (a, b int64), c cmp) func(x checkCtx) (bool, string, bool) {
-	return func(x checkCtx) (bool, string, bool) {
-		ends := x.era.partitionEnds()
-		keys := make([]string, 0, len(ends))
-		for k := range ends {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		ok := len(keys) > 0
-		var got []string
-		for _, k := range keys {
-			a, b := f(ends[k])
-			ok = ok && c.Holds(a, b)
-			got = append(got, fmt.Sprintf("%s: %d %s %d", k, a, c, b))
-		}
-		if len(got) == 0 {
-			return false, "nothing consumed", false
-		}
-		return ok, strings.Join(got, "; "), false
+// The quantities of a partition's end that the per-partition relation compares (its args "a", "b").
+const (
+	endPosition   = "position"    // the offset after the partition's last delivery
+	endConsumed   = "consumed"    // the records of the partition delivered
+	endLastCommit = "last_commit" // the last applied commit's offset
+)
+
+// of returns the partition end's quantity named name (endPosition, endConsumed, endLastCommit).
+func (p partitionEnd) of(name string) (int64, bool) {
+	switch name {
+	case endPosition:
+		return p.position, true
+	case endConsumed:
+		return p.consumed, true
+	case endLastCommit:
+		return p.lastCommit, true
 	}
+	return 0, false
+}
+
+// perPartitionRel is the registered relation per-partition (checkPerPartition): a c b for every
+// partition anything was consumed from, a and b quantities of the partition's end.
+func perPartitionRel(text, a string, c cmp, b string) Relation {
+	return namedRel(nil, false, text, relPerPartition, map[string]string{"a": a, "cmp": string(c), "b": b})
+}
+
+// checkPerPartition checks args "a" against "b" with "cmp" for every partition anything was consumed
+// from (false when nothing was); a and b name quantities of the partition's end (partitionEnd.of).
+func checkPerPartition(x checkCtx, args map[string]string) (bool, string, bool) {
+	c, err := spec.ParseCmp(args["cmp"])
+	if err != nil {
+		return false, err.Error(), false
+	}
+	for _, q := range []string{args["a"], args["b"]} {
+		if _, ok := (partitionEnd{}).of(q); !ok {
+			return false, fmt.Sprintf("unknown quantity %q (want %s, %s or %s)", q, endPosition, endConsumed, endLastCommit), false
+		}
+	}
+	ends := x.era.partitionEnds()
+	keys := make([]string, 0, len(ends))
+	for k := range ends {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	ok := len(keys) > 0
+	var got []string
+	for _, k := range keys {
+		a, _ := ends[k].of(args["a"])
+		b, _ := ends[k].of(args["b"])
+		ok = ok && c.Holds(a, b)
+		got = append(got, fmt.Sprintf("%s: %d %s %d", k, a, c, b))
+	}
+	if len(got) == 0 {
+		return false, "nothing consumed", false
+	}
+	return ok, strings.Join(got, "; "), false
 }
 
 // partitionEnds: per partition ("<topic>-<p>") with a delivery, its end (partitionEnd), from the merged
