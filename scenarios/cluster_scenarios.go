@@ -198,35 +198,49 @@ func durability() *Scenario {
 	sc.Extra = durabilityFigures
 	sc.Relations = []Relation{
 		producerRel("acks=all: every acknowledged record is in the log (acks_all_lost == 0, acks_all_acked > 0)", "acks_all",
-			func(c ProducerCheck) (bool, string) {
-				return c.Lost == 0 && c.Acked > 0, fmt.Sprintf("%d lost of %d acknowledged", c.Lost, c.Acked)
-			}),
+			relProducerKeptAcknowledged),
 		producerRel("acks=all: the producer carried on with one of three replicas down (acknowledged after the kill > 0)", "acks_all",
-			func(c ProducerCheck) (bool, string) {
-				return c.AckedAfterDown > 0, fmt.Sprintf("%d acknowledged after the kill", c.AckedAfterDown)
-			}),
+			relProducerCarriedOn),
 		producerRel("acks=1: records lost only on the partitions the killed broker led (acks_1_lost_elsewhere == 0); acks_1_lost is the measurement", "acks_1",
-			func(c ProducerCheck) (bool, string) {
-				return len(c.DownLedPartitions) > 0 && c.LostElsewhere == 0,
-					fmt.Sprintf("%d lost of %d acknowledged, on partitions %v; the killed broker led %v; %d elsewhere",
-						c.Lost, c.Acked, c.LostPartitions, c.DownLedPartitions, c.LostElsewhere)
-			}),
+			relProducerLostOnlyWhereDownLed),
 		ownedOnce(nil),
 		totalFig(nil, FigLost, eq, 0),
 	}
 	return sc
 }
 
-// producerRel is a relation on the durability check of producer name, on every era.
-func producerRel(text, name string, f func(ProducerCheck) (bool, string)) Relation {
-	return Relation{Text: text, check: func(x checkCtx) (bool, string, bool) {
-		c, ok := x.era.producerCheck(name)
+// producerRel is the registered relation rel on the durability check of producer name, on every era.
+func producerRel(text, name, rel string) Relation {
+	return namedRel(nil, false, text, rel, map[string]string{"producer": name})
+}
+
+// onProducer is a registered relation on the durability check of the producer args["producer"].
+func onProducer(f func(ProducerCheck) (bool, string)) namedRelation {
+	return func(x checkCtx, args map[string]string) (bool, string, bool) {
+		c, ok := x.era.producerCheck(args["producer"])
 		if !ok {
-			return false, "no durability check of producer " + name, false
+			return false, "no durability check of producer " + args["producer"], false
 		}
 		ok, got := f(c)
 		return ok, got, false
-	}}
+	}
+}
+
+// producerKeptAcknowledged: every record the producer saw acknowledged is in the log.
+func producerKeptAcknowledged(c ProducerCheck) (bool, string) {
+	return c.Lost == 0 && c.Acked > 0, fmt.Sprintf("%d lost of %d acknowledged", c.Lost, c.Acked)
+}
+
+// producerCarriedOn: the producer had records acknowledged after the broker's kill.
+func producerCarriedOn(c ProducerCheck) (bool, string) {
+	return c.AckedAfterDown > 0, fmt.Sprintf("%d acknowledged after the kill", c.AckedAfterDown)
+}
+
+// producerLostOnlyWhereDownLed: records were lost only on the partitions the killed broker led.
+func producerLostOnlyWhereDownLed(c ProducerCheck) (bool, string) {
+	return len(c.DownLedPartitions) > 0 && c.LostElsewhere == 0,
+		fmt.Sprintf("%d lost of %d acknowledged, on partitions %v; the killed broker led %v; %d elsewhere",
+			c.Lost, c.Acked, c.LostPartitions, c.DownLedPartitions, c.LostElsewhere)
 }
 
 // bounceTrigger names the window of broker i's bounce (0-based i, 1-based name).

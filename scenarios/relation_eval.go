@@ -46,6 +46,9 @@ var namedRelations = map[string]namedRelation{
 	relFaultsTookEffect:               checkFaultsTookEffect,
 	relStreamsFaultsTookEffect:        checkStreamsFaultsTookEffect,
 	relPerPartition:                   checkPerPartition,
+	relProducerKeptAcknowledged:       onProducer(producerKeptAcknowledged),
+	relProducerCarriedOn:              onProducer(producerCarriedOn),
+	relProducerLostOnlyWhereDownLed:   onProducer(producerLostOnlyWhereDownLed),
 }
 
 // NamedRelations lists the names of the relations registered in Go, sorted (a scenario file's

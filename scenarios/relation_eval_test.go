@@ -47,8 +47,8 @@ func TestEvalRelation(t *testing.T) {
 		EndOwners: map[string]string{"t-0": "m1", "t-1": "m2"},
 		Result:    Result{Totals: Figures{Lost: 0}, Events: []Event{{Trigger: "join", Figures: Figures{GroupRequests: 7}}}}}
 	x := checkCtx{era: era, p: Params{Consumers: 2, Partitions: 2}}
-	if names := NamedRelations(); len(names) != 22 || !slices.Contains(names, relOwnedOnce) || !slices.Contains(names, relFaultsTookEffect) {
-		t.Errorf("registered relations %v: want 22 with owned-once and faults-took-effect", names)
+	if names := NamedRelations(); len(names) != 25 || !slices.Contains(names, relOwnedOnce) || !slices.Contains(names, relFaultsTookEffect) {
+		t.Errorf("registered relations %v: want 25 with owned-once and faults-took-effect", names)
 	}
 	for _, c := range []struct {
 		r    spec.Relation

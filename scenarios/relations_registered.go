@@ -37,6 +37,10 @@ const (
 	// systemtests.go
 	relCrashStableWithinTwoSessions = "crash-stable-within-two-sessions"
 	relPerPartition                 = "per-partition"
+	// cluster_scenarios.go, durability: on the producer args["producer"]
+	relProducerKeptAcknowledged     = "producer-kept-acknowledged"
+	relProducerCarriedOn            = "producer-carried-on"
+	relProducerLostOnlyWhereDownLed = "producer-lost-only-where-down-led"
 	// faults.go: every era's
 	relFaultsTookEffect        = "faults-took-effect"
 	relStreamsFaultsTookEffect = "streams-faults-took-effect"
