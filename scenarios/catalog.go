@@ -93,7 +93,7 @@ type scriptRand = rand.Rand
 // compare eras of the same run and are checked once, on the first listed era.
 //
 // A relation is data (Spec: a comparison of the vocabulary, or a relation registered in Go by name,
-// relation_eval.go) or, for the catalogue's relations not yet expressed so, a Go check.
+// relations_registered.go), which relation_eval.go evaluates.
 type Relation struct {
 	Eras     []spec.Era
 	Text     string // e.g. "join: rebalance_participants == N+1"
@@ -101,9 +101,8 @@ type Relation struct {
 	// Fig is the figure the relation reads, when it reads one (eventFig, totalFig): a relation on a
 	// figure the era's run did not measure (its Result.NotApplicable) is skipped, never checked on a 0.
 	Fig string
-	// Spec is the relation as data, which evaluate checks; nil for a Go check.
-	Spec  *spec.Relation
-	check func(c checkCtx) (ok bool, got string, skip bool)
+	// Spec is the relation as data, which evaluate checks.
+	Spec *spec.Relation
 }
 
 // RelationResult is a relation as checked on one era of a run.

@@ -49,6 +49,14 @@ var namedRelations = map[string]namedRelation{
 	relProducerKeptAcknowledged:       onProducer(producerKeptAcknowledged),
 	relProducerCarriedOn:              onProducer(producerCarriedOn),
 	relProducerLostOnlyWhereDownLed:   onProducer(producerLostOnlyWhereDownLed),
+	relStreamsStartOnThreads:          onStreams(true, streamsStartOnThreads),
+	relStreamsCoPartitioned:           onStreams(true, streamsCoPartitioned),
+	relStreamsRemovedThreadTasksMove:  onStreams(true, streamsRemovedThreadTasksMove),
+	relStreamsAddThread:               onStreams(true, streamsAddThread),
+	relStreamsJoinSpread:              onStreams(true, streamsJoinSpread),
+	relStreamsCrashBackToS1:           onStreams(true, streamsCrashBackToS1),
+	relStreamsEveryEventStable:        onStreams(true, streamsEveryEventStable),
+	relStreamsRecordsOut:              onStreams(false, streamsRecordsOut),
 }
 
 // NamedRelations lists the names of the relations registered in Go, sorted (a scenario file's
@@ -68,12 +76,13 @@ func dataRelation(r spec.Relation) Relation {
 	return Relation{Eras: r.Eras, Text: r.Describe(), CrossEra: r.CrossEra, Fig: r.Figure, Spec: &r}
 }
 
-// evaluate checks rel on x: its data through the vocabulary (evalRelation), or its Go check.
+// evaluate checks rel on x: its data through the vocabulary (evalRelation); a relation without data
+// fails saying so.
 func (rel Relation) evaluate(x checkCtx) (ok bool, got string, skip bool) {
-	if rel.Spec != nil {
-		return evalRelation(*rel.Spec, x)
+	if rel.Spec == nil {
+		return false, "relation without data (spec.Relation)", false
 	}
-	return rel.check(x)
+	return evalRelation(*rel.Spec, x)
 }
 
 // evalRelation checks r on x. A comparison reads its subject — the figure of the first event whose
