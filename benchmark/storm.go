@@ -31,6 +31,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 // The cases of a storm benchmark, in the order they run.
@@ -237,7 +238,7 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 	if len(o.Consumers) == 0 {
 		return nil, errors.New("no consumer counts (--consumers N,...)")
 	}
-	if o.Bootstrap != "" && o.ExternalZK == "" && slices.Contains(eras, "zk") {
+	if o.Bootstrap != "" && o.ExternalZK == "" && slices.ContainsFunc(eras, func(e string) bool { return spec.Era(e).UsesZooKeeper() }) {
 		return nil, scenarios.ErrExternalNeedsZK
 	}
 	ns := append([]int(nil), o.Consumers...)

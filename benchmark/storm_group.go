@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -126,7 +127,8 @@ func (g *stormGroup) scenario() *scenarios.Scenario {
 }
 
 func (g *stormGroup) peerEra() bool {
-	return g.o.Peer && (g.era == "classic" || g.era == "cooperative")
+	e := spec.Era(g.era)
+	return g.o.Peer && e.GroupProtocol() == spec.GroupProtocolClassic && !e.Static()
 }
 
 func (g *stormGroup) onStep(ctx context.Context, s scenarios.StepInfo) {
@@ -153,11 +155,11 @@ func (g *stormGroup) startCell(ctx context.Context, k int, s scenarios.StepInfo)
 		return
 	}
 	g.progress(k, "")
-	if k == 0 && g.era != "zk" {
+	if k == 0 && !spec.Era(g.era).UsesZooKeeper() {
 		g.readyCoordinator(ctx, s.Bootstrap, s.Group)
 	}
 	st := &g.st[k]
-	if g.era == "zk" {
+	if spec.Era(g.era).UsesZooKeeper() {
 		st.zkFrom = time.Now().UnixMilli()
 		g.zkAddrs = s.ZKAddrs
 		g.zkBefore = scenarios.SnapshotZK(ctx, s.ZKAddrs)
@@ -210,7 +212,7 @@ func (g *stormGroup) endCell(ctx context.Context, k int, s scenarios.StepInfo) {
 	} else if !s.Settled {
 		c.Notes = append(c.Notes, fmt.Sprintf("stable after %d ms but not for the %d ms quiet period before the deadline", ev.Figures.TimeToStableMs, g.t.QuietMs()))
 	}
-	if g.era == "zk" && ok {
+	if spec.Era(g.era).UsesZooKeeper() && ok {
 		g.zkCrosscheck(ctx, c, s, recs, st.zkFrom, ev)
 	}
 	if k == 0 && g.ours != nil {
@@ -411,7 +413,7 @@ func (g *stormGroup) finish(runCtx, parent context.Context, res *scenarios.RunRe
 // eras). It asks ZooKeeper: call it while the lab runs.
 func (g *stormGroup) zkServerNote(k int, cpuMs, elapsedMs int64) string {
 	c := g.cells[k]
-	if g.era != "zk" || len(g.zkAddrs) == 0 {
+	if !spec.Era(g.era).UsesZooKeeper() || len(g.zkAddrs) == 0 {
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/sweep"
 )
 
@@ -220,7 +221,7 @@ func (c *StormCell) plotValue(fig string) (int64, bool) {
 		return 0, false
 	}
 	if fig == FigCoordinationRequests {
-		if c.Era == "zk" {
+		if spec.Era(c.Era).UsesZooKeeper() {
 			r, ok1 := c.Figure(scenarios.FigZKReads)
 			w, ok2 := c.Figure(scenarios.FigZKWrites)
 			return r + w, ok1 && ok2

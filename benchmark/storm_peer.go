@@ -19,6 +19,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 // groupWatcher polls DescribeGroups for one group until brokerStable holds, from t0.
@@ -174,10 +175,7 @@ func stableView(groupState string, as []*kmsg.ConsumerMemberAssignment, topic st
 // --members-per-process K they run K to a `member-pool --client kgo` process, as ours do; otherwise in
 // this process, each dialling through its own (never faulted) member links.
 func (g *stormGroup) runPeer(ctx context.Context, s scenarios.StepInfo) *PeerStorm {
-	balancer := "range"
-	if g.era == "cooperative" {
-		balancer = "cooperative-sticky"
-	}
+	balancer := spec.Era(g.era).Assignor() // kgo's balancer names are Kafka's assignor names
 	ps := &PeerStorm{Client: kgoClient(), Balancer: balancer, TimeToStableMs: -1, NewconsumerTimeToStableMs: -1,
 		Measured: fmt.Sprintf("broker side: DescribeGroups every %s until Stable with N members and every partition assigned once", g.o.PollEvery)}
 	if why := peerFDShortage(g.o, g.n); why != "" {

@@ -16,6 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/rs/zerolog"
 
+	"github.com/rebalancelab/rebalancelab/timeline"
 	"github.com/rebalancelab/rebalancelab/wire"
 )
 
@@ -439,13 +440,15 @@ func (p *Proxy) usable() error {
 	return nil
 }
 
-// Link names one of a member's connections to the outside (docs/design.md "per-member proxies").
-type Link string
+// Link names one of a member's connections to the outside (docs/design.md "per-member proxies"):
+// timeline.Link, whose names the fault records carry.
+type Link = timeline.Link
 
+// The links (timeline's).
 const (
-	LinkZooKeeper   Link = "zookeeper"   // the member's ZooKeeper session (zkconsumer)
-	LinkCoordinator Link = "coordinator" // the newconsumer's connection to its group coordinator
-	LinkFetch       Link = "fetch"       // fetch/metadata/produce connections to brokers
+	LinkZooKeeper   = timeline.LinkZooKeeper
+	LinkCoordinator = timeline.LinkCoordinator
+	LinkFetch       = timeline.LinkFetch
 )
 
 // linkState is the fault set on a link; it applies to the link's proxies of now and of later.
@@ -456,12 +459,12 @@ type linkState struct {
 	loss    float64
 }
 
-// The faults a FaultEvent reports.
+// The faults a FaultEvent reports (timeline's link faults).
 const (
-	FaultStall   = "stall"
-	FaultCut     = "cut"
-	FaultLatency = "latency"
-	FaultLoss    = "loss"
+	FaultStall   = timeline.FaultStall
+	FaultCut     = timeline.FaultCut
+	FaultLatency = timeline.FaultLatency
+	FaultLoss    = timeline.FaultLoss
 )
 
 // FaultEvent says when a fault really came into force on a member's link, or left it: the moment

@@ -7,25 +7,28 @@ package scenarios
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
-// Eras the runner implements, in table order. kip848 is not implemented by the consumers yet.
-var Eras = []string{"zk", "classic", "cooperative", "static"}
+// Eras the runner implements, in table order (spec.Eras' names). kip848 is not implemented by the
+// consumers yet.
+var Eras = spec.Names(spec.Eras())
 
 // CoordinationLink is the pseudo link of scripts meaning "the member's group coordination link": the
 // ZooKeeper link in the zk era, the coordinator link in the others. The runner resolves it per era.
 const CoordinationLink = "coordination"
 
-// Link names as lab.Link spells them.
+// Link names as a script's steps spell them (timeline.Link's).
 const (
-	linkZooKeeper   = "zookeeper"
-	linkCoordinator = "coordinator"
-	linkFetch       = "fetch"
+	linkZooKeeper   = string(timeline.LinkZooKeeper)
+	linkCoordinator = string(timeline.LinkCoordinator)
+	linkFetch       = string(timeline.LinkFetch)
 )
 
 // Scenario is one entry of `rebalancelab scenario list`.
@@ -57,7 +60,7 @@ type Scenario struct {
 	// MinHosts: the scenario needs this many test hosts (Params.Hosts, --hosts); 0: none.
 	MinHosts int
 	// NotApplicable: era → why the scenario does not apply there (the run says so and skips the era).
-	NotApplicable map[string]string
+	NotApplicable map[spec.Era]string
 	// MemberProps: era → consumer properties on top of the era's (e.g. a shorter auto-commit interval).
 	MemberProps func(era string, t Timing) map[string]string
 	// Script builds the scripted events; pure (seeded by rng).
@@ -68,7 +71,7 @@ type Scenario struct {
 	// ByDesign: era → the invariant figures (InvariantNames) this scenario breaks on that era because the
 	// era's architecture does (the zk split brain, the coordinator era's zombie window): there the count
 	// is the measurement, not a failure.
-	ByDesign map[string][]string
+	ByDesign map[spec.Era][]string
 	// GivesUp are the members whose giving up (the application closes its consumer after a fatal
 	// error, e.g. a fenced static member) is what the scenario measures: the era records it in GaveUp,
 	// not as an error that fails the run. Any other member that gives up is the run's error.
@@ -88,14 +91,18 @@ type scriptRand = rand.Rand
 
 // Relation is one expected relation between figures, for some eras (nil: every era). CrossEra relations
 // compare eras of the same run and are checked once, on the first listed era.
+//
+// A relation is data (Spec: a comparison of the vocabulary, or a relation registered in Go by name,
+// relations_registered.go), which relation_eval.go evaluates.
 type Relation struct {
-	Eras     []string
+	Eras     []spec.Era
 	Text     string // e.g. "join: rebalance_participants == N+1"
 	CrossEra bool
 	// Fig is the figure the relation reads, when it reads one (eventFig, totalFig): a relation on a
 	// figure the era's run did not measure (its Result.NotApplicable) is skipped, never checked on a 0.
-	Fig   string
-	check func(c checkCtx) (ok bool, got string, skip bool)
+	Fig string
+	// Spec is the relation as data, which evaluate checks.
+	Spec *spec.Relation
 }
 
 // RelationResult is a relation as checked on one era of a run.
@@ -115,15 +122,7 @@ type checkCtx struct {
 }
 
 func (r Relation) appliesTo(era string) bool {
-	if len(r.Eras) == 0 {
-		return true
-	}
-	for _, e := range r.Eras {
-		if e == era {
-			return true
-		}
-	}
-	return false
+	return len(r.Eras) == 0 || slices.Contains(r.Eras, spec.Era(era))
 }
 
 // Catalog returns every scenario, by name.
@@ -206,16 +205,16 @@ const MaxPartitions = 10000
 const MaxMembers = 10000
 
 // allEras maps every era to figs (Scenario.ByDesign).
-func allEras(figs ...string) map[string][]string {
-	m := map[string][]string{}
-	for _, era := range Eras {
+func allEras(figs ...string) map[spec.Era][]string {
+	m := map[spec.Era][]string{}
+	for _, era := range spec.Eras() {
 		m[era] = append([]string(nil), figs...)
 	}
 	return m
 }
 
 // coordinator eras: the members talk to a group coordinator.
-var coordinatorEras = []string{"classic", "cooperative", "static"}
+var coordinatorEras = []spec.Era{spec.Classic, spec.Cooperative, spec.Static}
 
 // ---- relation helpers ----
 
@@ -250,78 +249,31 @@ func (e *EraRun) eventsPrefixed(prefix string) []Event {
 	return out
 }
 
-type cmp int
+// cmp is a relation's comparison (spec.Cmp).
+type cmp = spec.Cmp
 
 const (
-	eq cmp = iota
-	ge
-	lt
-	le
+	eq = spec.Eq
+	ge = spec.Ge
+	lt = spec.Lt
+	le = spec.Le
 )
 
-func (c cmp) String() string { return [...]string{"==", ">=", "<", "<="}[c] }
-
-func (c cmp) holds(a, b int64) bool {
-	switch c {
-	case eq:
-		return a == b
-	case ge:
-		return a >= b
-	case le:
-		return a <= b
-	}
-	return a < b
+// eventFig: figure name of the event triggered by trigger, compared with value (spec.Expr of the
+// run's N, P, H), as data (spec.Relation).
+func eventFig(eras []spec.Era, trigger, name string, c cmp, value spec.Expr) Relation {
+	return dataRelation(spec.Relation{Eras: eras, Event: trigger, Figure: name, Cmp: c, Value: value})
 }
 
-// eventFig: figure name of the event triggered by trigger, compared with want(params).
-func eventFig(eras []string, trigger, name string, c cmp, wantText string, want func(checkCtx) int64) Relation {
-	return Relation{Eras: eras, Text: fmt.Sprintf("%s: %s %s %s", trigger, name, c, wantText), Fig: name,
-		check: func(x checkCtx) (bool, string, bool) {
-			ev, ok := x.era.eventNamed(trigger)
-			if !ok {
-				return false, "no " + trigger + " event", false
-			}
-			got, err := fig(name, ev.Figures)
-			if err != nil {
-				return false, err.Error(), false
-			}
-			w := want(x)
-			return c.holds(got, w), fmt.Sprintf("%d (want %s %d)", got, c, w), false
-		}}
+// totalFig: a whole-run figure compared with a constant, as data.
+func totalFig(eras []spec.Era, name string, c cmp, want int64) Relation {
+	return dataRelation(spec.Relation{Eras: eras, Figure: name, Cmp: c, Value: spec.ExprOf(want)})
 }
 
-// totalFig: a whole-run figure compared with a constant.
-func totalFig(eras []string, name string, c cmp, want int64) Relation {
-	return Relation{Eras: eras, Text: fmt.Sprintf("%s %s %d", name, c, want), Fig: name,
-		check: func(x checkCtx) (bool, string, bool) {
-			got, err := fig(name, x.era.Result.Totals)
-			if err != nil {
-				return false, err.Error(), false
-			}
-			return c.holds(got, want), fmt.Sprintf("%d", got), false
-		}}
-}
-
-// ownedOnce: every partition ends owned by exactly one live member.
-func ownedOnce(eras []string) Relation {
-	return Relation{Eras: eras, Text: "end: every partition owned by exactly one live member",
-		check: func(x checkCtx) (bool, string, bool) {
-			var bad []string
-			owners := map[string]int{}
-			for p := 0; p < x.p.Partitions; p++ {
-				key := fmt.Sprintf("%s-%d", x.era.Topic, p)
-				o := x.era.EndOwners[key]
-				if o == "" || strings.Contains(o, ",") {
-					bad = append(bad, fmt.Sprintf("%s=%q", key, o))
-					continue
-				}
-				owners[o]++
-			}
-			if len(bad) > 0 {
-				return false, "not owned once: " + strings.Join(bad, " "), false
-			}
-			return true, fmt.Sprintf("owners %s", formatCounts(owners)), false
-		}}
+// ownedOnce: every partition ends owned by exactly one live member (the registered relation
+// relOwnedOnce).
+func ownedOnce(eras []spec.Era) Relation {
+	return dataRelation(spec.Relation{Eras: eras, Named: relOwnedOnce, Text: "end: every partition owned by exactly one live member"})
 }
 
 func formatCounts(m map[string]int) string {
@@ -337,15 +289,9 @@ func formatCounts(m map[string]int) string {
 	return strings.Join(parts, " ")
 }
 
-func extraFig(eras []string, key string, c cmp, want int64, text string) Relation {
-	return Relation{Eras: eras, Text: text,
-		check: func(x checkCtx) (bool, string, bool) {
-			got, ok := x.era.Extra[key]
-			if !ok {
-				return false, "no " + key, false
-			}
-			return c.holds(got, want), fmt.Sprintf("%s = %d", key, got), false
-		}}
+// extraFig: the scenario's extra counter key compared with a constant, as data, reported as text.
+func extraFig(eras []spec.Era, key string, c cmp, want int64, text string) Relation {
+	return dataRelation(spec.Relation{Eras: eras, Extra: key, Cmp: c, Value: spec.ExprOf(want), Text: text})
 }
 
 // ---- the scenarios ----
@@ -359,8 +305,6 @@ func herdJoin() *Scenario { return herd(false) }
 // herd is herd-effect (N stable members, one joins, then one leaves) or, without the leave,
 // herd-join; the join's relations are the same.
 func herd(leave bool) *Scenario {
-	n := func(x checkCtx) int64 { return int64(x.p.Consumers) + 1 }
-	p := func(x checkCtx) int64 { return int64(x.p.Partitions) }
 	sc := &Scenario{
 		Name:         "herd-effect",
 		Description:  "N stable members, one joins, then one leaves: who wakes up, and what each change costs",
@@ -378,11 +322,11 @@ func herd(leave bool) *Scenario {
 			return s.steps
 		},
 		Relations: []Relation{
-			eventFig(nil, "join", FigRebalanceParticipants, eq, "N+1", n),
-			eventFig([]string{"zk"}, "join", FigZKWatchEvents, ge, "N", func(x checkCtx) int64 { return int64(x.p.Consumers) }),
-			eventFig([]string{"zk", "classic", "static"}, "join", FigRevocations, eq, "P", p),
-			eventFig([]string{"classic", "static"}, "join", FigGroupRequests, ge, "2(N+1)", func(x checkCtx) int64 { return 2 * n(x) }),
-			eventFig([]string{"cooperative"}, "join", FigRevocations, lt, "P", p),
+			eventFig(nil, "join", FigRebalanceParticipants, eq, "N+1"),
+			eventFig([]spec.Era{spec.ZK}, "join", FigZKWatchEvents, ge, "N"),
+			eventFig([]spec.Era{spec.ZK, spec.Classic, spec.Static}, "join", FigRevocations, eq, "P"),
+			eventFig([]spec.Era{spec.Classic, spec.Static}, "join", FigGroupRequests, ge, "2(N+1)"),
+			eventFig([]spec.Era{spec.Cooperative}, "join", FigRevocations, lt, "P"),
 		},
 	}
 	if !leave {
@@ -408,36 +352,9 @@ func consumerCrash() *Scenario {
 		},
 		Relations: []Relation{
 			ownedOnce(nil),
-			{Text: "end: the crashed member owns nothing", check: func(x checkCtx) (bool, string, bool) {
-				crashed := x.run.crashed()
-				for k, o := range x.era.EndOwners {
-					for _, m := range strings.Split(o, ",") {
-						if crashed[m] {
-							return false, fmt.Sprintf("%s owned by crashed %s", k, m), false
-						}
-					}
-				}
-				return true, fmt.Sprintf("crashed: %s", strings.Join(sortedKeys(crashed), ",")), false
-			}},
+			namedRel(nil, false, "end: the crashed member owns nothing", relCrashedOwnNothing, nil),
 			totalFig(nil, FigLost, eq, 0),
-			{Text: "crash: time_to_stable_ms >= session timeout - liveness interval (the server cannot know sooner)",
-				check: func(x checkCtx) (bool, string, bool) {
-					ev, ok := x.era.eventNamed("crash")
-					if !ok {
-						return false, "no crash event", false
-					}
-					// The last sign of life reaches the server at most one liveness interval before the
-					// crash: go-zookeeper pings every session/3; a coordinator member heartbeats every
-					// heartbeat.interval.ms. The session then runs its full length from there.
-					bound := x.t.SessionTimeoutMs - x.t.HeartbeatIntervalMs
-					session := x.t.SessionTimeoutMs
-					if x.era.Era == "zk" {
-						session = x.t.ZKSessionTimeoutMs
-						bound = session - session/3
-					}
-					got := ev.Figures.TimeToStableMs
-					return got >= bound, fmt.Sprintf("%d ms (session %d ms, bound %d ms)", got, session, bound), false
-				}},
+			namedRel(nil, false, "crash: time_to_stable_ms >= session timeout - liveness interval (the server cannot know sooner)", relCrashNoticedAfterSession, nil),
 		},
 	}
 }
@@ -462,16 +379,16 @@ func splitBrainZombie() *Scenario {
 			z := memberName(1 + r.IntN(p.Consumers))
 			s.trigger("stall").link(0, ActStall, z, CoordinationLink)
 			// Past the session timeout plus the time for the others to take the partitions over.
-			s.link(2*t.maxSession()+1000, ActHeal, z, CoordinationLink).settle()
+			s.link(2*t.MaxSessionMs()+1000, ActHeal, z, CoordinationLink).settle()
 			return s.steps
 		},
 		// The zombie delivers partitions that a later claim (zk) or generation gave to another member,
 		// some of them behind that member's commits: the split brain this scenario measures. The zk
 		// zombie also goes on delivering after it learnt that its session expired, until its rebalance
 		// stops the fetchers (0.8.2's handleNewSession).
-		ByDesign: func() map[string][]string {
+		ByDesign: func() map[spec.Era][]string {
 			m := allEras(FigInvConsumedUnowned, FigInvConsumedBehindCommitted)
-			m["zk"] = append(m["zk"], FigInvConsumedNotMember)
+			m[spec.ZK] = append(m[spec.ZK], FigInvConsumedNotMember)
 			return m
 		}(),
 		Extra: func(e *EraRun) map[string]int64 {
@@ -479,9 +396,9 @@ func splitBrainZombie() *Scenario {
 				"commits_rejected_for_others_partitions": e.commitsForOthers(timeline.CommitRejected)}
 		},
 		Relations: []Relation{
-			totalFig([]string{"zk"}, FigMaxConcurrentOwners, ge, 2),
-			totalFig([]string{"zk"}, FigStaleCommitsApplied, ge, 1),
-			extraFig([]string{"zk"}, "commits_applied_for_others_partitions", ge, 1,
+			totalFig([]spec.Era{spec.ZK}, FigMaxConcurrentOwners, ge, 2),
+			totalFig([]spec.Era{spec.ZK}, FigStaleCommitsApplied, ge, 1),
+			extraFig([]spec.Era{spec.ZK}, "commits_applied_for_others_partitions", ge, 1,
 				"a commit lands for a partition another live member owns (the zombie's) >= 1"),
 			extraFig(coordinatorEras, "commits_applied_for_others_partitions", eq, 0,
 				"no commit lands for a partition another live member owns"),
@@ -553,7 +470,7 @@ func splitBrainDivergentViews() *Scenario {
 		Relations: []Relation{
 			// Counted from the churn trigger to the end of the script: the churn window may close at a
 			// moment of stability between two steps.
-			extraFig([]string{"zk"}, "ownership_conflicts_since_churn", ge, 1, "churn: ownership_conflicts >= 1"),
+			extraFig([]spec.Era{spec.ZK}, "ownership_conflicts_since_churn", ge, 1, "churn: ownership_conflicts >= 1"),
 			totalFig(coordinatorEras, FigMaxConcurrentOwners, eq, 1),
 			totalFig(coordinatorEras, FigLost, eq, 0),
 		},
@@ -575,7 +492,7 @@ func rollingRestart() *Scenario {
 				m := memberName(i + 1)
 				// Two windows per restart: the leave (from the stop) and the rejoin (from the start).
 				s.trigger("restart-"+m).member(0, ActStop, m).
-					add(Step{DelayMs: p.downMs(t), Action: ActTrigger, Name: "rejoin-" + m}).member(0, ActStart, m).settle()
+					add(Step{DelayMs: p.DownMsOr(t), Action: ActTrigger, Name: "rejoin-" + m}).member(0, ActStart, m).settle()
 			}
 			return s.steps
 		},
@@ -583,65 +500,12 @@ func rollingRestart() *Scenario {
 			return map[string]int64{"restart_revocations_of_others": e.restartRevocationsOfOthers()}
 		},
 		Relations: []Relation{
-			{Eras: []string{"zk", "classic"}, Text: "each restart rebalances the whole group twice: rebalance_participants == N-1 on the leave, N on the rejoin",
-				check: func(x checkCtx) (bool, string, bool) {
-					var got []string
-					ok := true
-					for prefix, want := range map[string]int{"restart-": x.p.Consumers - 1, "rejoin-": x.p.Consumers} {
-						evs := x.era.eventsPrefixed(prefix)
-						ok = ok && len(evs) == x.p.Consumers
-						for _, ev := range evs {
-							got = append(got, fmt.Sprintf("%s:%d", ev.Trigger, ev.Figures.RebalanceParticipants))
-							ok = ok && ev.Figures.RebalanceParticipants == int64(want)
-						}
-					}
-					sort.Strings(got)
-					return ok, strings.Join(got, " "), false
-				}},
-			extraFig([]string{"static"}, "restart_revocations_of_others", eq, 0,
+			namedRel([]spec.Era{spec.ZK, spec.Classic}, false, "each restart rebalances the whole group twice: rebalance_participants == N-1 on the leave, N on the rejoin", relRestartRebalancesTwice, nil),
+			extraFig([]spec.Era{spec.Static}, "restart_revocations_of_others", eq, 0,
 				"restarts: revocations of the members not restarted == 0"),
-			{Eras: []string{"cooperative"}, CrossEra: true, Text: "restarts: revocations below classic's",
-				check: func(x checkCtx) (bool, string, bool) {
-					classic := x.run.era("classic")
-					if classic == nil || !classic.Applies {
-						return false, "classic did not run", true
-					}
-					sum := func(e *EraRun) (n int64) {
-						for _, ev := range append(e.eventsPrefixed("restart-"), e.eventsPrefixed("rejoin-")...) {
-							n += ev.Figures.Revocations
-						}
-						return n
-					}
-					co, cl := sum(x.era), sum(classic)
-					return co < cl, fmt.Sprintf("cooperative %d, classic %d", co, cl), false
-				}},
-			{Eras: []string{"classic"}, Text: "each leave and rejoin: every other member pauses (revokes everything it held)",
-				check: func(x checkCtx) (bool, string, bool) {
-					got := x.era.restartPausedOthers()
-					ok := len(got) == 2*x.p.Consumers
-					var parts []string
-					for _, w := range got {
-						ok = ok && w.paused == x.p.Consumers-1
-						parts = append(parts, fmt.Sprintf("%s:%d", w.trigger, w.paused))
-					}
-					return ok, strings.Join(parts, " "), false
-				}},
-			{Eras: []string{"static"}, Text: "each restart: no member pauses, and the restarted member's partitions wait about the down time",
-				check: func(x checkCtx) (bool, string, bool) {
-					evs := x.era.eventsPrefixed("restart-") // from the stop to the start
-					ok := len(evs) == x.p.Consumers
-					lo, hi := staticRestartUnownedBounds(x.p, x.t)
-					var parts []string
-					for _, ev := range evs {
-						m := strings.TrimPrefix(ev.Trigger, "restart-")
-						rejoin, found := x.era.eventNamed("rejoin-" + m) // from the start until it owns them again
-						u := ev.Figures.UnownedPartitionMs + rejoin.Figures.UnownedPartitionMs
-						ok = ok && found && ev.Figures.PausedMemberMs == 0 && u >= lo && u <= hi
-						parts = append(parts, fmt.Sprintf("%s: paused %d ms, unowned %d+%d partition-ms", m,
-							ev.Figures.PausedMemberMs, ev.Figures.UnownedPartitionMs, rejoin.Figures.UnownedPartitionMs))
-					}
-					return ok, fmt.Sprintf("%s (want paused 0, %d <= unowned down+rejoin <= %d)", strings.Join(parts, "; "), lo, hi), false
-				}},
+			namedRel([]spec.Era{spec.Cooperative}, true, "restarts: revocations below classic's", relRestartRevocationsBelowClassic, nil),
+			namedRel([]spec.Era{spec.Classic}, false, "each leave and rejoin: every other member pauses (revokes everything it held)", relRestartOthersPause, nil),
+			namedRel([]spec.Era{spec.Static}, false, "each restart: no member pauses, and the restarted member's partitions wait about the down time", relStaticRestartNoPause, nil),
 		},
 	}
 }
@@ -661,7 +525,7 @@ func rollingRestart() *Scenario {
 // revocations as well: the relation above).
 func staticRestartUnownedBounds(p Params, t Timing) (lo, hi int64) {
 	k := int64(p.Partitions / p.Consumers)
-	down := p.downMs(t)
+	down := p.DownMsOr(t)
 	return down * k * 8 / 10, (down*3/2 + 2*t.HeartbeatIntervalMs) * k
 }
 
@@ -705,7 +569,7 @@ func zkQuorumLoss() *Scenario {
 				s.add(Step{DelayMs: d, Action: ActZKStart, Node: n})
 			}
 			// Past another session timeout: a session that was going to expire has expired.
-			s.add(Step{DelayMs: t.maxSession() + 500, Action: ActSettle, QuietMs: t.quiet(), TimeoutMs: t.settleTimeout()})
+			s.add(Step{DelayMs: t.MaxSessionMs() + 500, Action: ActSettle, QuietMs: t.QuietMs(), TimeoutMs: t.SettleTimeoutMs()})
 			return s.steps
 		},
 		Extra: func(e *EraRun) map[string]int64 {
@@ -715,20 +579,9 @@ func zkQuorumLoss() *Scenario {
 			}
 		},
 		Relations: []Relation{
-			extraFig([]string{"zk"}, "commits_rejected_after_outage", eq, 0, "outage: commits wait for the quorum, none rejected (ZkClient.retryUntilConnected)"),
+			extraFig([]spec.Era{spec.ZK}, "commits_rejected_after_outage", eq, 0, "outage: commits wait for the quorum, none rejected (ZkClient.retryUntilConnected)"),
 			extraFig(nil, "deliveries_during_outage", ge, 1, "outage: deliveries continue (>= 1)"),
-			{Text: "outage and recovery: rebalance_participants == 0 (no session expires without a quorum)",
-				check: func(x checkCtx) (bool, string, bool) {
-					var n int64
-					for _, name := range []string{"quorum-loss", "recover"} {
-						ev, ok := x.era.eventNamed(name)
-						if !ok {
-							return false, "no " + name + " event", false
-						}
-						n += ev.Figures.RebalanceParticipants
-					}
-					return n == 0, fmt.Sprintf("%d", n), false
-				}},
+			namedRel(nil, false, "outage and recovery: rebalance_participants == 0 (no session expires without a quorum)", relNoRebalanceThroughOutage, nil),
 			ownedOnce(nil),
 			totalFig(nil, FigLost, eq, 0),
 		},
@@ -753,15 +606,9 @@ func storm() *Scenario {
 			return s.steps
 		},
 		Relations: []Relation{
-			{Text: "storm: the group converges (window ends stable)", check: func(x checkCtx) (bool, string, bool) {
-				ev, ok := x.era.eventNamed("storm")
-				if !ok {
-					return false, "no storm event", false
-				}
-				return ev.End == EndStable, fmt.Sprintf("window end %s after %d ms", ev.End, ev.Figures.TimeToStableMs), false
-			}},
+			namedRel(nil, false, "storm: the group converges (window ends stable)", relWindowEndsStable, map[string]string{"event": "storm"}),
 			ownedOnce(nil),
-			eventFig([]string{"zk"}, "storm", FigRebalanceAttempts, ge, "N", func(x checkCtx) int64 { return int64(x.p.Consumers) }),
+			eventFig([]spec.Era{spec.ZK}, "storm", FigRebalanceAttempts, ge, "N"),
 		},
 	}
 }

@@ -15,9 +15,9 @@ func TestRelationOnUnknownFigureFails(t *testing.T) {
 	x := checkCtx{era: era}
 	for _, r := range []Relation{
 		totalFig(nil, "stale_commit_applied", eq, 0),
-		eventFig(nil, "join", "rebalance_participant", eq, "0", func(checkCtx) int64 { return 0 }),
+		eventFig(nil, "join", "rebalance_participant", eq, "0"),
 	} {
-		ok, got, skip := r.check(x)
+		ok, got, skip := r.evaluate(x)
 		if ok || skip {
 			t.Errorf("%s: ok=%v skip=%v, want a failure", r.Text, ok, skip)
 		}
@@ -28,9 +28,9 @@ func TestRelationOnUnknownFigureFails(t *testing.T) {
 	// The same relations on real names hold.
 	for _, r := range []Relation{
 		totalFig(nil, FigStaleCommitsApplied, eq, 0),
-		eventFig(nil, "join", FigRebalanceParticipants, eq, "0", func(checkCtx) int64 { return 0 }),
+		eventFig(nil, "join", FigRebalanceParticipants, eq, "0"),
 	} {
-		if ok, got, _ := r.check(x); !ok {
+		if ok, got, _ := r.evaluate(x); !ok {
 			t.Errorf("%s: failed with %q", r.Text, got)
 		}
 	}

@@ -10,6 +10,7 @@ package scenarios
 import (
 	"fmt"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -27,7 +28,7 @@ const clusterBrokers = 3
 // heartbeat interval's margin (10 s with the lab's 2 s broker sessions, within the 6–10 s Kafka's
 // system tests use; Kafka's own 45 s with --kafka-defaults).
 func clusterMemberProps(era string, t Timing) map[string]string {
-	if era == "zk" {
+	if spec.Era(era).UsesZooKeeper() {
 		return nil
 	}
 	session := max(t.SessionTimeoutMs, t.BrokerZKSessionTimeoutMs+offsetsCommitTimeoutMs+3*t.HeartbeatIntervalMs)
@@ -48,7 +49,7 @@ func clusterScenario(name, description string) *Scenario {
 
 // zeroIn is the relation "figure name is 0 in the window of trigger", on every era.
 func zeroIn(trigger, name string) Relation {
-	return eventFig(nil, trigger, name, eq, "0", func(checkCtx) int64 { return 0 })
+	return eventFig(nil, trigger, name, eq, "0")
 }
 
 // killBroker appends the kill -9 of the broker in role, a wait past the brokers' ZooKeeper session
@@ -58,7 +59,7 @@ func (s *script) killBroker(role string) *script {
 	// Past the broker's zookeeper.session.timeout.ms and a commit timeout: the controller has moved
 	// the leaderships and shrunk the ISRs, and the commits that waited for the dead follower answered.
 	s.add(Step{DelayMs: s.t.BrokerZKSessionTimeoutMs + offsetsCommitTimeoutMs, Action: ActSettle,
-		QuietMs: s.t.quiet(), TimeoutMs: s.t.settleTimeout() + 2*s.t.BrokerZKSessionTimeoutMs})
+		QuietMs: s.t.QuietMs(), TimeoutMs: s.t.SettleTimeoutMs() + 2*s.t.BrokerZKSessionTimeoutMs})
 	return s
 }
 
@@ -91,11 +92,7 @@ func brokerFailure() *Scenario {
 	sc.Relations = []Relation{
 		zeroIn("broker-failure", FigRebalanceParticipants),
 		zeroIn("broker-return", FigRebalanceParticipants),
-		{Text: "failure: every partition delivers again before the broker returns (the fetchers found the new leaders)",
-			check: func(x checkCtx) (bool, string, bool) {
-				n := x.era.partitionsDeliveredBetween("broker-failure", "broker-return")
-				return n == int64(x.p.Partitions), fmt.Sprintf("%d of %d partitions", n, x.p.Partitions), false
-			}},
+		namedRel(nil, false, "failure: every partition delivers again before the broker returns (the fetchers found the new leaders)", relDeliversAgainBeforeReturn, nil),
 		// Duplicates are counted per window: the start-up rebalances (before the kill) may
 		// deliver again what a revoked partition's owner had not committed, as in any scenario.
 		zeroIn("broker-failure", FigDuplicates),
@@ -118,8 +115,8 @@ func brokerFailure() *Scenario {
 func coordinatorFailover() *Scenario {
 	sc := clusterScenario("coordinator-failover", "3 brokers, replication factor 3: kill -9 of the group coordinator's broker; the members find "+
 		"the new coordinator, the group is stable again, commits are kept, duplicates bounded by the uncommitted records")
-	sc.NotApplicable = map[string]string{
-		"zk": "the zk era has no group coordinator: its group and offsets live in ZooKeeper (broker-failure covers a broker's death there)",
+	sc.NotApplicable = map[spec.Era]string{
+		spec.ZK: "the zk era has no group coordinator: its group and offsets live in ZooKeeper (broker-failure covers a broker's death there)",
 	}
 	sc.Script = func(p Params, t Timing, r *scriptRand) []Step {
 		s := &script{t: t}
@@ -137,29 +134,9 @@ func coordinatorFailover() *Scenario {
 		}
 	}
 	sc.Relations = []Relation{
-		{Text: "failover: every member looks the coordinator up again and reaches it (coordinator_found_ms >= 0)",
-			check: func(x checkCtx) (bool, string, bool) {
-				ms := x.era.coordinatorFoundMs("coordinator-failover")
-				return ms >= 0, fmt.Sprintf("%d ms after the kill", ms), false
-			}},
-		{Text: "failover: the group is stable again, or never stopped being (time_to_stable_ms is not never)",
-			check: func(x checkCtx) (bool, string, bool) {
-				ev, ok := x.era.eventNamed("coordinator-failover")
-				if !ok {
-					return false, "no coordinator-failover event", false
-				}
-				return ev.Figures.TimeToStableMs != NeverStable,
-					fmt.Sprintf("window end %s, time_to_stable_ms %d", ev.End, ev.Figures.TimeToStableMs), false
-			}},
-		{Text: "failover: duplicates <= records delivered past the commits acknowledged before the kill",
-			check: func(x checkCtx) (bool, string, bool) {
-				bound := x.era.uncommittedAt("coordinator-failover", "coordinator-return")
-				d, err := fig(FigDuplicates, x.era.Result.Totals)
-				if err != nil {
-					return false, err.Error(), false
-				}
-				return bound >= 0 && d <= bound, fmt.Sprintf("%d duplicates, bound %d", d, bound), false
-			}},
+		namedRel(nil, false, "failover: every member looks the coordinator up again and reaches it (coordinator_found_ms >= 0)", relCoordinatorFoundAgain, nil),
+		namedRel(nil, false, "failover: the group is stable again, or never stopped being (time_to_stable_ms is not never)", relStableAfterFailover, nil),
+		namedRel(nil, false, "failover: duplicates <= records delivered past the commits acknowledged before the kill", relDuplicatesBoundedByUncommitted, nil),
 		ownedOnce(nil),
 		totalFig(nil, FigLost, eq, 0),
 	}
@@ -221,35 +198,49 @@ func durability() *Scenario {
 	sc.Extra = durabilityFigures
 	sc.Relations = []Relation{
 		producerRel("acks=all: every acknowledged record is in the log (acks_all_lost == 0, acks_all_acked > 0)", "acks_all",
-			func(c ProducerCheck) (bool, string) {
-				return c.Lost == 0 && c.Acked > 0, fmt.Sprintf("%d lost of %d acknowledged", c.Lost, c.Acked)
-			}),
+			relProducerKeptAcknowledged),
 		producerRel("acks=all: the producer carried on with one of three replicas down (acknowledged after the kill > 0)", "acks_all",
-			func(c ProducerCheck) (bool, string) {
-				return c.AckedAfterDown > 0, fmt.Sprintf("%d acknowledged after the kill", c.AckedAfterDown)
-			}),
+			relProducerCarriedOn),
 		producerRel("acks=1: records lost only on the partitions the killed broker led (acks_1_lost_elsewhere == 0); acks_1_lost is the measurement", "acks_1",
-			func(c ProducerCheck) (bool, string) {
-				return len(c.DownLedPartitions) > 0 && c.LostElsewhere == 0,
-					fmt.Sprintf("%d lost of %d acknowledged, on partitions %v; the killed broker led %v; %d elsewhere",
-						c.Lost, c.Acked, c.LostPartitions, c.DownLedPartitions, c.LostElsewhere)
-			}),
+			relProducerLostOnlyWhereDownLed),
 		ownedOnce(nil),
 		totalFig(nil, FigLost, eq, 0),
 	}
 	return sc
 }
 
-// producerRel is a relation on the durability check of producer name, on every era.
-func producerRel(text, name string, f func(ProducerCheck) (bool, string)) Relation {
-	return Relation{Text: text, check: func(x checkCtx) (bool, string, bool) {
-		c, ok := x.era.producerCheck(name)
+// producerRel is the registered relation rel on the durability check of producer name, on every era.
+func producerRel(text, name, rel string) Relation {
+	return namedRel(nil, false, text, rel, map[string]string{"producer": name})
+}
+
+// onProducer is a registered relation on the durability check of the producer args["producer"].
+func onProducer(f func(ProducerCheck) (bool, string)) namedRelation {
+	return func(x checkCtx, args map[string]string) (bool, string, bool) {
+		c, ok := x.era.producerCheck(args["producer"])
 		if !ok {
-			return false, "no durability check of producer " + name, false
+			return false, "no durability check of producer " + args["producer"], false
 		}
 		ok, got := f(c)
 		return ok, got, false
-	}}
+	}
+}
+
+// producerKeptAcknowledged: every record the producer saw acknowledged is in the log.
+func producerKeptAcknowledged(c ProducerCheck) (bool, string) {
+	return c.Lost == 0 && c.Acked > 0, fmt.Sprintf("%d lost of %d acknowledged", c.Lost, c.Acked)
+}
+
+// producerCarriedOn: the producer had records acknowledged after the broker's kill.
+func producerCarriedOn(c ProducerCheck) (bool, string) {
+	return c.AckedAfterDown > 0, fmt.Sprintf("%d acknowledged after the kill", c.AckedAfterDown)
+}
+
+// producerLostOnlyWhereDownLed: records were lost only on the partitions the killed broker led.
+func producerLostOnlyWhereDownLed(c ProducerCheck) (bool, string) {
+	return len(c.DownLedPartitions) > 0 && c.LostElsewhere == 0,
+		fmt.Sprintf("%d lost of %d acknowledged, on partitions %v; the killed broker led %v; %d elsewhere",
+			c.Lost, c.Acked, c.LostPartitions, c.DownLedPartitions, c.LostElsewhere)
 }
 
 // bounceTrigger names the window of broker i's bounce (0-based i, 1-based name).

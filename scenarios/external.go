@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -60,7 +61,7 @@ func checkExternal(sc *Scenario, script []Step, eras []string, zkConnect string)
 		return nil
 	}
 	for _, e := range eras {
-		if e == "zk" && sc.NotApplicable["zk"] == "" {
+		if era := spec.Era(e); era.UsesZooKeeper() && sc.NotApplicable[era] == "" {
 			return ErrExternalNeedsZK
 		}
 	}
@@ -118,7 +119,7 @@ func (zkQuiet) Printf(string, ...any) {}
 // session expires), its topic and, in ZooKeeper, /consumers/<group>. Failures are the era's errors.
 func (r *eraRunner) cleanup() {
 	e := r.e
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(r.t.maxSession())*time.Millisecond+60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(r.t.MaxSessionMs())*time.Millisecond+60*time.Second)
 	defer cancel()
 	fail := func(format string, a ...any) {
 		msg := "cleanup: " + fmt.Sprintf(format, a...)
@@ -232,7 +233,7 @@ func deleteZNodes(ctx context.Context, connect, root string) (int, error) {
 func (r *eraRunner) routesOf(name string) ([]lab.Route, error) {
 	links := r.linksOf(name)
 	targets := map[lab.Link][]string{lab.LinkFetch: r.brokerAddrs}
-	if r.e.Era == "zk" {
+	if spec.Era(r.e.Era).UsesZooKeeper() {
 		targets[lab.LinkZooKeeper] = r.zkAddrs
 	} else {
 		targets[lab.LinkCoordinator] = r.brokerAddrs

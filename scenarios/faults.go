@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -53,10 +54,7 @@ func faultWants(script []Step, era string) []faultWant {
 		case ActStall, ActCut, ActLatency, ActHeal:
 			link := st.Link
 			if link == CoordinationLink {
-				link = linkCoordinator
-				if era == "zk" {
-					link = linkZooKeeper
-				}
+				link = string(spec.Era(era).CoordinationLink())
 			}
 			w.target, w.phase = st.Member+"/"+link, timeline.FaultBegin
 			switch {
@@ -132,68 +130,11 @@ func checkFaults(wants []faultWant, recs []timeline.Record) (missing []string) {
 // fault record on the era's timeline (up to the shutdown trigger), the proof that the fault took
 // effect. A run without fault steps holds it trivially ("no fault step").
 func faultRelation() Relation {
-	return Relation{Text: FaultRelationText, check: func(x checkCtx) (bool, string, bool) {
-		wants := faultWants(x.run.Script, x.era.Era)
-		if len(wants) == 0 {
-			return true, "no fault step", false
-		}
-		if missing := checkFaults(wants, x.era.Records); len(missing) > 0 {
-			return false, fmt.Sprintf("%d of %d fault steps left no fault record: %s", len(missing), len(wants), strings.Join(missing, "; ")), false
-		}
-		return true, fmt.Sprintf("%d fault steps, each with its record", len(wants)), false
-	}}
+	return namedRel(nil, false, FaultRelationText, relFaultsTookEffect, nil)
 }
 
 // streamsFaultRelation is faultRelation for a Streams run: each crash step's instance ended by SIGKILL,
 // and each remove-thread / add-thread step shows as the instance's thread_removed / thread_added line.
 func streamsFaultRelation() Relation {
-	return Relation{Text: FaultRelationText, check: func(x checkCtx) (bool, string, bool) {
-		s := x.run.Streams
-		if s == nil {
-			return false, "not a Streams run", false
-		}
-		n := 0
-		var missing []string
-		usedProc := map[int]bool{}
-		usedApp := map[int]bool{}
-		for _, st := range x.run.Script {
-			switch st.Action {
-			case ActCrash:
-				n++
-				found := false
-				for i, p := range s.Instances {
-					if !usedProc[i] && p.Member == st.Member && p.Signal == "SIGKILL" {
-						usedProc[i], found = true, true
-						break
-					}
-				}
-				if !found {
-					missing = append(missing, st.String())
-				}
-			case ActRemoveThread, ActAddThread:
-				n++
-				want := "thread_removed"
-				if st.Action == ActAddThread {
-					want = "thread_added"
-				}
-				found := false
-				for i, a := range s.App {
-					if !usedApp[i] && a.Instance == st.Member && a.Ev == want {
-						usedApp[i], found = true, true
-						break
-					}
-				}
-				if !found {
-					missing = append(missing, st.String())
-				}
-			}
-		}
-		if len(missing) > 0 {
-			return false, fmt.Sprintf("%d of %d fault steps left no record: %s", len(missing), n, strings.Join(missing, "; ")), false
-		}
-		if n == 0 {
-			return true, "no fault step", false
-		}
-		return true, fmt.Sprintf("%d fault steps, each with its record", n), false
-	}}
+	return namedRel(nil, false, FaultRelationText, relStreamsFaultsTookEffect, nil)
 }

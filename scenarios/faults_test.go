@@ -38,7 +38,7 @@ func TestFaultRelationNeedsItsRecords(t *testing.T) {
 	rel := faultRelation()
 	check := func(recs []timeline.Record) (bool, string) {
 		era := &EraRun{Era: "zk", Applies: true, Records: recs}
-		ok, got, skip := rel.check(checkCtx{run: &RunResult{Script: script}, era: era})
+		ok, got, skip := rel.evaluate(checkCtx{run: &RunResult{Script: script}, era: era})
 		if skip {
 			t.Fatalf("the fault relation skipped: %s", got)
 		}

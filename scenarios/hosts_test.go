@@ -81,8 +81,8 @@ func TestHostLinkDown(t *testing.T) {
 		for _, f := range e.Result.Faults {
 			if f.Action == string(ActHostDown) && f.Target == "h3" && !f.Open {
 				found = true
-				if f.DurationMs < res.Timing.maxSession() {
-					t.Errorf("%s: host-down window %d ms, want at least the session timeout %d ms", e.Era, f.DurationMs, res.Timing.maxSession())
+				if f.DurationMs < res.Timing.MaxSessionMs() {
+					t.Errorf("%s: host-down window %d ms, want at least the session timeout %d ms", e.Era, f.DurationMs, res.Timing.MaxSessionMs())
 				}
 			}
 		}

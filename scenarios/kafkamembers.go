@@ -40,6 +40,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/broker/coordinator"
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -105,7 +106,7 @@ func vcArgv(java, classpath, dir, name, topic string, props map[string]string) (
 	argv = append(argv, "-Dlog4j.configuration=file:"+filepath.Join(dir, "log4j.properties"),
 		"-cp", filepath.Join(classpath, "*"), VerifiableConsumerClass,
 		"--bootstrap-server", props["bootstrap.servers"], "--group-id", props["group.id"], "--topic", topic,
-		"--group-protocol", "classic", "--assignment-strategy", class, "--reset-policy", props["auto.offset.reset"])
+		"--group-protocol", spec.GroupProtocolClassic, "--assignment-strategy", class, "--reset-policy", props["auto.offset.reset"])
 	if id := props["group.instance.id"]; id != "" {
 		argv = append(argv, "--group-instance-id", id)
 	}
@@ -391,7 +392,7 @@ func (c *vcConsumer) zkSession() int64 { return 0 }
 // era the connector's ZooKeeper proxy fronts one server (zkNodes 1), and the harness commits only by
 // auto-commit (a scenario that turns it off commits itself, which the harness cannot).
 func kafkaMembersApply(era, members string, script []Step, zkNodes int, props map[string]string) (bool, string) {
-	if era == "zk" {
+	if spec.Era(era).UsesZooKeeper() {
 		if zkNodes > 1 {
 			return false, "members " + members + ": the 0.8.2.2 connector's counting ZooKeeper proxy fronts one server; the scenario needs an ensemble"
 		}
@@ -404,7 +405,7 @@ func kafkaMembersApply(era, members string, script []Step, zkNodes int, props ma
 		case ActStall, ActLatency, ActCut, ActHeal:
 			if isKafkaMember(members, era, st.Member) {
 				kind := "Kafka's VerifiableConsumer does"
-				if era == "zk" {
+				if spec.Era(era).UsesZooKeeper() {
 					kind = "the 0.8.2.2 connector does"
 				}
 				return false, fmt.Sprintf("members %s: the script faults %s's links, and %s not dial through the runner's proxies", members, st.Member, kind)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/newconsumer"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 	"github.com/rebalancelab/rebalancelab/wire"
 	"github.com/rebalancelab/rebalancelab/zkconsumer"
@@ -307,7 +308,7 @@ func (m *coordMember) zkSession() int64 { return 0 }
 func memberProps(era, name, group, connect string, t Timing, kafkaDefaults bool, extra map[string]string) map[string]string {
 	ms := func(v int64) string { return strconv.FormatInt(v, 10) }
 	var p map[string]string
-	if era == "zk" {
+	if spec.Era(era).UsesZooKeeper() {
 		p = map[string]string{"group.id": group, "zookeeper.connect": connect, "consumer.id": name,
 			"auto.offset.reset": zkconsumer.OffsetResetSmallest, "auto.commit.interval.ms": ms(t.ZKAutoCommitMs)}
 		if !kafkaDefaults {
@@ -317,11 +318,8 @@ func memberProps(era, name, group, connect string, t Timing, kafkaDefaults bool,
 	} else {
 		p = map[string]string{"group.id": group, "bootstrap.servers": connect, "client.id": name,
 			"auto.offset.reset": "earliest", "auto.commit.interval.ms": ms(t.AutoCommitIntervalMs),
-			"partition.assignment.strategy": "range"}
-		if era == "cooperative" {
-			p["partition.assignment.strategy"] = "cooperative-sticky"
-		}
-		if era == "static" {
+			"partition.assignment.strategy": spec.Era(era).Assignor()}
+		if spec.Era(era).Static() {
 			p["group.instance.id"] = name
 		}
 		if !kafkaDefaults {
@@ -344,7 +342,7 @@ type memberDialers interface {
 
 // newConsumer builds the era's client for one member, dialling through its links.
 func newConsumer(era, topic string, props map[string]string, links memberDialers, rec *timeline.Recorder, log *logrus.Entry) (consumer, error) {
-	if era == "zk" {
+	if spec.Era(era).UsesZooKeeper() {
 		cfg, err := zkconsumer.FromProperties(props)
 		if err != nil {
 			return nil, err

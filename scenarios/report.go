@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -92,15 +93,15 @@ type Plot struct {
 // Errors: the writer's.
 func RenderHTML(w io.Writer, rep Report) error {
 	page := htmlPage{Report: rep}
-	var traces []*trace
+	var traces []*figures.Trace
 	for _, er := range rep.Eras {
-		res, tr := compute(er.Records, er.Era, er.Options)
+		res, tr := figures.ComputeTrace(er.Records, er.Era, er.Options)
 		page.Results = append(page.Results, res)
 		traces = append(traces, tr)
 	}
 	axisMs := int64(1)
 	for _, tr := range traces {
-		axisMs = max(axisMs, tr.lastTs-tr.firstTs)
+		axisMs = max(axisMs, tr.LastTs-tr.FirstTs)
 	}
 	page.AxisMs = axisMs
 	page.Ticks = axisTicks(axisMs)
@@ -344,18 +345,18 @@ func colour(i int) string {
 }
 
 // partitionLabel names a lane by its partition number (with the topic when the era has several).
-func partitionLabel(t tp, topics int) string {
+func partitionLabel(t figures.TopicPartition, topics int) string {
 	if topics > 1 {
-		return fmt.Sprintf("%s p%d", t.topic, t.part)
+		return fmt.Sprintf("%s p%d", t.Topic(), t.Partition())
 	}
-	return fmt.Sprintf("partition %d", t.part)
+	return fmt.Sprintf("partition %d", t.Partition())
 }
 
-func eraView(er EraReport, res Result, tr *trace, axisMs int64) eraPage {
+func eraView(er EraReport, res Result, tr *figures.Trace, axisMs int64) eraPage {
 	p := eraPage{Era: er.Era, Timeline: er.Timeline, Events: res.Events, Faults: res.Faults, Warnings: res.Warnings,
 		Colour: template.CSS("border-left-color:" + EraColour(er.Era, 0))}
-	p.DurationMs = tr.lastTs - tr.firstTs
-	pct := func(ts int64) float64 { return float64(ts-tr.firstTs) * 100 / float64(axisMs) }
+	p.DurationMs = tr.LastTs - tr.FirstTs
+	pct := func(ts int64) float64 { return float64(ts-tr.FirstTs) * 100 / float64(axisMs) }
 	box := func(from, to int64) string {
 		l, wd := pct(from), pct(to)-pct(from)
 		if wd < 0.15 {
@@ -363,51 +364,51 @@ func eraView(er EraReport, res Result, tr *trace, axisMs int64) eraPage {
 		}
 		return fmt.Sprintf("left:%.3f%%;width:%.3f%%", l, wd)
 	}
-	col := func(ts int64) int { return int(float64(ts-tr.firstTs) * svgW / float64(axisMs)) }
+	col := func(ts int64) int { return int(float64(ts-tr.FirstTs) * svgW / float64(axisMs)) }
 	colours := map[string]string{}
-	for i, m := range tr.members {
+	for i, m := range tr.Members {
 		colours[m] = colour(i)
 		p.Legend = append(p.Legend, legendItem{Member: m, Style: template.CSS("background:" + colour(i))})
 	}
 	var marks []boxView
-	for _, m := range tr.marks {
+	for _, m := range tr.Marks {
 		kind := "trigger"
-		if m.kind == timeline.Fault {
+		if m.Kind == timeline.Fault {
 			kind = "fault"
 		}
-		at := m.ts - tr.firstTs
-		p.Marks = append(p.Marks, markView{Kind: kind, Text: m.text, AtMs: at})
-		marks = append(marks, boxView{Class: "mark " + kind, AtMs: at, Title: fmt.Sprintf("%s %s at %d ms", kind, m.text, at),
-			Style: template.CSS(fmt.Sprintf("left:%.3f%%", pct(m.ts)))})
+		at := m.Ts - tr.FirstTs
+		p.Marks = append(p.Marks, markView{Kind: kind, Text: m.Text, AtMs: at})
+		marks = append(marks, boxView{Class: "mark " + kind, AtMs: at, Title: fmt.Sprintf("%s %s at %d ms", kind, m.Text, at),
+			Style: template.CSS(fmt.Sprintf("left:%.3f%%", pct(m.Ts)))})
 	}
 	var busy []boxView
-	for _, b := range tr.busy {
-		if b.end == b.start {
+	for _, b := range tr.Busy {
+		if b.End == b.Start {
 			continue // a member that joined and was assigned in the same ms: nothing to see
 		}
-		busy = append(busy, boxView{Class: "rebalance", Title: fmt.Sprintf("rebalance %d–%d ms", b.start-tr.firstTs, b.end-tr.firstTs),
-			Style: template.CSS(box(b.start, b.end))})
+		busy = append(busy, boxView{Class: "rebalance", Title: fmt.Sprintf("rebalance %d–%d ms", b.Start-tr.FirstTs, b.End-tr.FirstTs),
+			Style: template.CSS(box(b.Start, b.End))})
 	}
 	for _, f := range res.Faults {
 		p.FaultBoxes = append(p.FaultBoxes, boxView{Class: "fault-window", FromMs: f.StartMs, ToMs: f.EndMs,
 			Title: fmt.Sprintf("%s %s from %d ms to %d ms", f.Action, f.Target, f.StartMs, f.EndMs),
-			Style: template.CSS(box(tr.firstTs+f.StartMs, tr.firstTs+f.EndMs))})
+			Style: template.CSS(box(tr.FirstTs+f.StartMs, tr.FirstTs+f.EndMs))})
 	}
 	topics := map[string]bool{}
-	for _, t := range tr.parts {
-		topics[t.topic] = true
+	for _, t := range tr.Parts {
+		topics[t.Topic()] = true
 	}
-	for _, t := range tr.parts {
-		lane := laneView{Era: er.Era, Topic: t.topic, Partition: strconv.Itoa(int(t.part)),
+	for _, t := range tr.Parts {
+		lane := laneView{Era: er.Era, Topic: t.Topic(), Partition: strconv.Itoa(int(t.Partition())),
 			FinalOwner: res.FinalOwners[t.String()], Label: partitionLabel(t, len(topics)), Busy: busy, Marks: marks}
 		// Stack concurrent owners: each segment takes the lowest row free at its start.
-		segs := append([]segment(nil), tr.segments[t]...)
-		sort.SliceStable(segs, func(i, j int) bool { return segs[i].start < segs[j].start })
+		segs := append([]figures.Segment(nil), tr.Segments[t]...)
+		sort.SliceStable(segs, func(i, j int) bool { return segs[i].Start < segs[j].Start })
 		var rowEnds []int64
 		for _, s := range segs {
 			row := -1
 			for i, e := range rowEnds {
-				if e <= s.start {
+				if e <= s.Start {
 					row = i
 					break
 				}
@@ -416,42 +417,42 @@ func eraView(er EraReport, res Result, tr *trace, axisMs int64) eraPage {
 				row = len(rowEnds)
 				rowEnds = append(rowEnds, 0)
 			}
-			rowEnds[row] = s.end
-			if s.open {
-				rowEnds[row] = tr.lastTs + 1
+			rowEnds[row] = s.End
+			if s.Open {
+				rowEnds[row] = tr.LastTs + 1
 			}
 			until := "end"
-			if !s.open {
-				until = fmt.Sprintf("%d ms", s.end-tr.firstTs)
+			if !s.Open {
+				until = fmt.Sprintf("%d ms", s.End-tr.FirstTs)
 			}
-			lane.Segs = append(lane.Segs, boxView{Class: "seg", Owner: s.member,
-				Title: fmt.Sprintf("%s owns %s from %d ms to %s", s.member, t, s.start-tr.firstTs, until),
+			lane.Segs = append(lane.Segs, boxView{Class: "seg", Owner: s.Member,
+				Title: fmt.Sprintf("%s owns %s from %d ms to %s", s.Member, t, s.Start-tr.FirstTs, until),
 				Style: template.CSS(fmt.Sprintf("%s;top:%dpx;height:%dpx;background:%s",
-					box(s.start, s.end), row*rowPx, rowPx-2, colours[s.member]))})
+					box(s.Start, s.End), row*rowPx, rowPx-2, colours[s.Member]))})
 		}
 		rows := len(rowEnds)
 		if rows == 0 {
 			rows = 1
 		}
 		lane.Height = template.CSS(fmt.Sprintf("height:%dpx", rows*rowPx))
-		lane.MaxLag, lane.LagPath = lagPath(tr.lag[t], col, col(tr.lastTs))
+		lane.MaxLag, lane.LagPath = lagPath(tr.Lag[t], col, col(tr.LastTs))
 		p.Lanes = append(p.Lanes, lane)
 	}
-	for i, m := range tr.members {
-		ml := memberLane{Era: er.Era, Member: m, Colour: template.CSS("background:" + colour(i)), Delivers: len(tr.delivers[m])}
-		ds := tr.delivers[m] // in ts order: the records were replayed sorted
-		for _, s := range tr.memberSpans[m] {
-			end := s.end
-			if end == tr.lastTs {
+	for i, m := range tr.Members {
+		ml := memberLane{Era: er.Era, Member: m, Colour: template.CSS("background:" + colour(i)), Delivers: len(tr.Delivers[m])}
+		ds := tr.Delivers[m] // in ts order: the records were replayed sorted
+		for _, s := range tr.MemberSpans[m] {
+			end := s.End
+			if end == tr.LastTs {
 				end++ // the timeline's last ms belongs to the span that runs to the end
 			}
-			n := sort.Search(len(ds), func(i int) bool { return ds[i] >= end }) - sort.Search(len(ds), func(i int) bool { return ds[i] >= s.start })
-			ml.Spans = append(ml.Spans, boxView{Class: "ms " + string(s.state), State: string(s.state),
-				FromMs: s.start - tr.firstTs, ToMs: s.end - tr.firstTs, Delivers: n,
-				Title: fmt.Sprintf("%s %s from %d ms to %d ms: %d deliveries", m, s.state, s.start-tr.firstTs, s.end-tr.firstTs, n),
-				Style: template.CSS(box(s.start, s.end))})
+			n := sort.Search(len(ds), func(i int) bool { return ds[i] >= end }) - sort.Search(len(ds), func(i int) bool { return ds[i] >= s.Start })
+			ml.Spans = append(ml.Spans, boxView{Class: "ms " + string(s.State), State: string(s.State),
+				FromMs: s.Start - tr.FirstTs, ToMs: s.End - tr.FirstTs, Delivers: n,
+				Title: fmt.Sprintf("%s %s from %d ms to %d ms: %d deliveries", m, s.State, s.Start-tr.FirstTs, s.End-tr.FirstTs, n),
+				Style: template.CSS(box(s.Start, s.End))})
 		}
-		ml.TickPath = tickPath(tr.delivers[m], col)
+		ml.TickPath = tickPath(tr.Delivers[m], col)
 		p.Members = append(p.Members, ml)
 	}
 	p.Columns = []string{"totals"}
@@ -470,20 +471,20 @@ func eraView(er EraReport, res Result, tr *trace, axisMs int64) eraPage {
 
 // lagPath draws a partition's lag (a step function, the max per pixel column) as an SVG path over
 // columns [0, last], scaled to its own maximum; max is that maximum (0: a flat line at the bottom).
-func lagPath(pts []lagPoint, col func(int64) int, last int) (maxLag int, path string) {
+func lagPath(pts []figures.LagPoint, col func(int64) int, last int) (maxLag int, path string) {
 	if last < 0 {
 		last = 0
 	}
 	vals := make([]int, last+1)
 	for i, pt := range pts {
-		from, to := col(pt.ts), last
+		from, to := col(pt.Ts), last
 		if i+1 < len(pts) {
-			to = col(pts[i+1].ts)
+			to = col(pts[i+1].Ts)
 		}
 		for c := max(from, 0); c <= to && c <= last; c++ {
-			vals[c] = max(vals[c], pt.pending)
+			vals[c] = max(vals[c], pt.Pending)
 		}
-		maxLag = max(maxLag, pt.pending)
+		maxLag = max(maxLag, pt.Pending)
 	}
 	y := func(v int) float64 {
 		if maxLag == 0 {

@@ -4,13 +4,16 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 // The report's opening: what the run showed, in sentences generated from the figures, and the
 // scenario's relations as checked. Nothing here is typed in: every number is a figure of the run.
 
 // summarize returns the opening sentences and the relations of every era.
-func summarize(eras []EraReport, results []Result, traces []*trace) ([]string, []relationView) {
+func summarize(eras []EraReport, results []Result, traces []*figures.Trace) ([]string, []relationView) {
 	var out []string
 	add := func(s string) {
 		if s != "" {
@@ -70,7 +73,7 @@ func summarize(eras []EraReport, results []Result, traces []*trace) ([]string, [
 }
 
 // participationSentence: per era, how many of its members each change made rebalance.
-func participationSentence(results []Result, traces []*trace) string {
+func participationSentence(results []Result, traces []*figures.Trace) string {
 	var clauses []string
 	for i, r := range results {
 		if len(r.Events) == 0 {
@@ -80,7 +83,7 @@ func participationSentence(results []Result, traces []*trace) string {
 		for _, ev := range r.Events {
 			lo, hi = min(lo, ev.Figures.RebalanceParticipants), max(hi, ev.Figures.RebalanceParticipants)
 		}
-		m, k := int64(len(traces[i].members)), len(r.Events)
+		m, k := int64(len(traces[i].Members)), len(r.Events)
 		changes := fmt.Sprintf("each of its %d changes", k)
 		if k == 1 {
 			changes = "its one change"
@@ -198,10 +201,10 @@ func invariantSentence(results []Result) string {
 func cooperativeCost(results []Result) *coopView {
 	var eager, coop *Result
 	for i := range results {
-		switch results[i].Era {
-		case "classic":
+		switch spec.Era(results[i].Era) {
+		case spec.Classic:
 			eager = &results[i]
-		case "cooperative":
+		case spec.Cooperative:
 			coop = &results[i]
 		}
 	}
@@ -220,7 +223,7 @@ func cooperativeCost(results []Result) *coopView {
 		}
 		if worse {
 			v.Costs = append(v.Costs, fmt.Sprintf("%s: cooperative %s, classic (eager) %s", name,
-				cell("cooperative", coop.Totals, coop.NotApplicable, name).Text, cell("classic", eager.Totals, eager.NotApplicable, name).Text))
+				cell(coop.Era, coop.Totals, coop.NotApplicable, name).Text, cell(eager.Era, eager.Totals, eager.NotApplicable, name).Text))
 		}
 	}
 	if len(v.Costs) == 0 {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -189,7 +190,7 @@ func (r *RunResult) checkRelations(sc *Scenario) {
 					Got: "n/a (not measured with these members)"})
 				continue
 			}
-			ok, got, skip := rel.check(checkCtx{run: r, era: e, p: r.Params, t: r.Timing})
+			ok, got, skip := rel.evaluate(checkCtx{run: r, era: e, p: r.Params, t: r.Timing})
 			e.Relations = append(e.Relations, RelationResult{Era: e.Era, Relation: rel.Text, OK: ok && !skip, Skipped: skip, Got: got})
 		}
 	}
@@ -544,7 +545,7 @@ func (r *RunResult) WriteTable(w io.Writer) error {
 		if c := e.ZKCrosscheck; c != nil {
 			fmt.Fprintf(w, "%s: zk cross-check: %s\n", e.Era, c.Summary())
 		}
-		if e.Era == "static" && r.scriptStops() {
+		if spec.Era(e.Era).Static() && r.scriptStops() {
 			fmt.Fprintf(w, "static: by design, a static member's graceful stop sends no LeaveGroup (KIP-345): its partitions wait "+
 				"for its return or its session.timeout.ms (%d ms) before anyone else gets them, and the leave's time_to_stable_ms includes that wait\n",
 				r.Timing.SessionTimeoutMs)

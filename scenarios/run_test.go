@@ -17,6 +17,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"go.uber.org/goleak"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -92,7 +93,7 @@ func runScenarioWith(t *testing.T, name string, p Params, opt func(o *Options)) 
 	}
 	for _, e := range res.Eras {
 		if !e.Applies {
-			if why, declared := sc.NotApplicable[e.Era]; !declared || e.Reason != why {
+			if why, declared := sc.NotApplicable[spec.Era(e.Era)]; !declared || e.Reason != why {
 				t.Errorf("%s: era %s did not run: %s", name, e.Era, e.Reason)
 			}
 			continue

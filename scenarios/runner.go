@@ -28,6 +28,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/broker"
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 	"github.com/rebalancelab/rebalancelab/zkconsumer"
 )
@@ -124,42 +125,13 @@ type StepInfo struct {
 	Processes func() []ChildProcess
 }
 
-// ResolveEras expands names ("all" = Eras) and checks them.
+// ResolveEras expands names ("all" = Eras) and checks them: spec.ParseEras, as names.
 func ResolveEras(names []string) ([]string, error) {
-	if len(names) == 0 {
-		return append([]string(nil), Eras...), nil
+	eras, err := spec.ParseEras(names)
+	if err != nil {
+		return nil, err
 	}
-	var out []string
-	seen := map[string]bool{}
-	for _, n := range names {
-		for _, e := range strings.Split(n, ",") {
-			e = strings.TrimSpace(e)
-			if e == "all" {
-				for _, x := range Eras {
-					if !seen[x] {
-						seen[x] = true
-						out = append(out, x)
-					}
-				}
-				continue
-			}
-			ok := false
-			for _, x := range Eras {
-				ok = ok || x == e
-			}
-			if !ok {
-				if e == "kip848" {
-					return nil, fmt.Errorf("era kip848 is not implemented yet (implemented: %s, or all)", strings.Join(Eras, ", "))
-				}
-				return nil, fmt.Errorf("unknown era %q (implemented: %s, or all)", e, strings.Join(Eras, ", "))
-			}
-			if !seen[e] {
-				seen[e] = true
-				out = append(out, e)
-			}
-		}
-	}
-	return out, nil
+	return spec.Names(eras), nil
 }
 
 // checkZKConfig refuses Options.ZKConfig that no zk member could start with (zkconsumer.FromProperties'
@@ -315,8 +287,8 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 	for _, era := range eras {
 		e := &EraRun{Era: era, Applies: true}
 		switch {
-		case sc.NotApplicable[era] != "":
-			e.Applies, e.Reason = false, sc.NotApplicable[era]
+		case sc.NotApplicable[spec.Era(era)] != "":
+			e.Applies, e.Reason = false, sc.NotApplicable[spec.Era(era)]
 		case sc.StopsZKNode && o.ExternalZK != "":
 			e.Applies, e.Reason = false, "stops ZooKeeper nodes: needs the 3-node ensemble the lab starts, not an external one (--zk)"
 		case o.Members != MembersRebalancelab:
@@ -383,7 +355,7 @@ func runEras(ctx context.Context, o Options, sc *Scenario, res *RunResult, eras 
 			res.Versions["kafka_members"] = v
 		}
 		for _, e := range eras {
-			if v := oldConsumerVersion(km.oldClasspath); e.Era == "zk" && v != "" {
+			if v := oldConsumerVersion(km.oldClasspath); spec.Era(e.Era).UsesZooKeeper() && v != "" {
 				res.Versions["kafka_members_zk"] = v // the zk era's: the 0.8.2.2 connector
 			}
 		}
@@ -564,10 +536,10 @@ func (r *eraRunner) run(parent context.Context) error {
 		parts[i] = int32(i)
 	}
 	r.opts = FigureOptions{Partitions: map[string][]int32{e.Topic: parts}}
-	if r.kafka != nil && e.Era == "zk" {
+	if r.kafka != nil && spec.Era(e.Era).UsesZooKeeper() {
 		r.opts.NotMeasured = notMeasuredOld
 	}
-	if r.kafka != nil && e.Era != "zk" {
+	if r.kafka != nil && !spec.Era(e.Era).UsesZooKeeper() {
 		r.kafka.setEra(r)
 		defer r.kafka.setEra(nil)
 		r.opts.NotMeasured = notMeasuredKafka
@@ -591,7 +563,7 @@ func (r *eraRunner) run(parent context.Context) error {
 		return err
 	}
 	var before ZKCounters
-	if e.Era == "zk" {
+	if spec.Era(e.Era).UsesZooKeeper() {
 		before = SnapshotZK(ctx, r.zkAddrs)
 	}
 
@@ -642,11 +614,11 @@ func (r *eraRunner) run(parent context.Context) error {
 	r.healAll()
 	r.healHosts(ctx)
 	r.stepf("draining")
-	e.Drained = r.drain(ctx, time.Duration(r.t.settleTimeout())*time.Millisecond)
+	e.Drained = r.drain(ctx, time.Duration(r.t.SettleTimeoutMs())*time.Millisecond)
 	owned := r.opts
-	owned.ownsRecords = true // this copy is only for the owners: Compute may redate it in place
+	owned.OwnsRecords = true // this copy is only for the owners: Compute may redate it in place
 	e.EndOwners = Compute(r.sortedRecords(), e.Era, owned).FinalOwners
-	if e.Era == "zk" {
+	if spec.Era(e.Era).UsesZooKeeper() {
 		e.ZKCrosscheck = r.watchCheck(ctx)
 	}
 	r.rec.Emit(timeline.Record{Kind: timeline.Trigger, Name: scriptEndTrigger})
@@ -658,7 +630,7 @@ func (r *eraRunner) run(parent context.Context) error {
 	all := r.col.TakeSorted() // every member has stopped: the collector's copy is not kept beside this one
 	e.Records, e.ShutdownRecords = splitAtShutdown(all)
 	e.Result = Compute(e.Records, e.Era, r.opts)
-	if e.Era == "zk" {
+	if spec.Era(e.Era).UsesZooKeeper() {
 		after := SnapshotZK(ctx, r.zkAddrs)
 		for _, rec := range all { // the server counted the shutdown too
 			switch rec.Kind {
@@ -959,10 +931,7 @@ func (r *eraRunner) current(name string) *member {
 // resolveLink maps the script's link names to the era's (CoordinationLink → zookeeper|coordinator).
 func (r *eraRunner) resolveLink(l string) lab.Link {
 	if l == CoordinationLink {
-		if r.e.Era == "zk" {
-			return lab.LinkZooKeeper
-		}
-		return lab.LinkCoordinator
+		return spec.Era(r.e.Era).CoordinationLink()
 	}
 	return lab.Link(l)
 }
@@ -974,7 +943,7 @@ func (r *eraRunner) checkLink(l lab.Link) error {
 	if !slices.Contains(crashLinks, l) {
 		return fmt.Errorf("no such link %q (want %s, %s, %s or %s)", l, CoordinationLink, lab.LinkZooKeeper, lab.LinkCoordinator, lab.LinkFetch)
 	}
-	if l == lab.LinkZooKeeper && r.e.Era != "zk" {
+	if l == lab.LinkZooKeeper && !spec.Era(r.e.Era).UsesZooKeeper() {
 		return fmt.Errorf("the %s era's members have no %s link (they talk to brokers only)", r.e.Era, l)
 	}
 	return nil
@@ -1003,7 +972,7 @@ func (r *eraRunner) onStep(ctx context.Context, i int, st Step, done, settled bo
 	info := StepInfo{Era: r.e.Era, Group: r.e.Group, Topic: r.e.Topic, Bootstrap: r.bootstrap,
 		ZKAddrs: r.zkAddrs, Index: i, Step: st, Done: done, Settled: settled, Records: r.sortedRecords,
 		Processes: r.childProcesses}
-	if r.e.Era == "zk" {
+	if spec.Era(r.e.Era).UsesZooKeeper() {
 		info.ZKWatchers = r.watchCheck
 	}
 	r.o.OnStep(ctx, info)
@@ -1107,7 +1076,7 @@ func (r *eraRunner) startMember(name, as string) {
 	g := &gate{next: r.col}
 	m := &member{name: name, gate: g, rec: &timeline.Recorder{Sink: g, Era: r.e.Era, Member: name}, done: make(chan struct{})}
 	connect := r.zkConnect
-	if r.e.Era != "zk" {
+	if !spec.Era(r.e.Era).UsesZooKeeper() {
 		connect = r.bootstrap
 	}
 	var extra map[string]string
@@ -1119,7 +1088,7 @@ func (r *eraRunner) startMember(name, as string) {
 		identity = as
 	}
 	props := memberProps(r.e.Era, identity, r.e.Group, connect, r.t, r.o.KafkaDefaults, extra)
-	if r.e.Era == "zk" {
+	if spec.Era(r.e.Era).UsesZooKeeper() {
 		for k, v := range r.o.ZKConfig {
 			props[k] = v
 		}
@@ -1127,7 +1096,7 @@ func (r *eraRunner) startMember(name, as string) {
 	var impl consumer
 	var err error
 	if r.kafka != nil && isKafkaMember(r.o.Members, r.e.Era, name) {
-		if r.e.Era == "zk" {
+		if spec.Era(r.e.Era).UsesZooKeeper() {
 			impl, err = r.newOC(name, props, m.rec)
 		} else {
 			impl, err = r.newVC(name, props, m.rec)
@@ -1325,7 +1294,7 @@ func stableAt(recs []timeline.Record, era string, opts FigureOptions, nowMs int6
 		nowMs = recs[n-1].TsMs
 	}
 	probe := append(recs, timeline.Record{TsMs: nowMs, Era: era, Kind: timeline.Trigger, Name: "probe"})
-	opts.ownsRecords = true // the probe is this call's: Compute may redate it in place
+	opts.OwnsRecords = true // the probe is this call's: Compute may redate it in place
 	res := Compute(probe, era, opts)
 	if len(res.Events) == 0 {
 		return false, last

@@ -163,7 +163,7 @@ func TestScriptShapes(t *testing.T) {
 			heal = s
 		}
 	}
-	if stall.Link != CoordinationLink || heal.Member != stall.Member || heal.DelayMs <= LabTiming().maxSession() {
+	if stall.Link != CoordinationLink || heal.Member != stall.Member || heal.DelayMs <= LabTiming().MaxSessionMs() {
 		t.Errorf("split-brain-zombie: stall %+v heal %+v: want the coordination link healed after more than a session", stall, heal)
 	}
 	rr := get("rolling-restart", 4)

@@ -33,15 +33,6 @@ import (
 // instances, not one of the consumer eras).
 const StreamsEra = "streams"
 
-// Streams script actions (member: the instance).
-const (
-	// ActRemoveThread: KafkaStreams.removeStreamThread() on the instance (its thread's consumer
-	// leaves the group).
-	ActRemoveThread Action = "remove-thread"
-	// ActAddThread: KafkaStreams.addStreamThread().
-	ActAddThread Action = "add-thread"
-)
-
 // StreamsSpec makes a Scenario a Streams scenario: its members are Streams instances of the lab's
 // application (two co-partitioned inputs merged, stateless, into an output), started as JVMs.
 type StreamsSpec struct {

@@ -33,112 +33,14 @@ func streamsThreads() *Scenario {
 			return s.steps
 		},
 		Relations: []Relation{
-			streamsRel("start: every task on one of s1's 3 threads, partitions/3 per thread", func(r *StreamsRun, p Params) (bool, string) {
-				ev, l, err := stableOf(r, "start")
-				if err != nil {
-					return false, err.Error()
-				}
-				ok := len(l.Members) == r.Threads && l.threadsOf("s1") == r.Threads
-				for _, m := range l.Members {
-					ok = ok && len(m.Tasks) == p.Partitions/r.Threads
-				}
-				return ok, fmt.Sprintf("generation %d: %s (time_to_stable_ms %d)", l.Generation, l.summary(), ev.TimeToStableMs)
-			}),
-			streamsRel("every stable generation: task 0_i reads partition i of both inputs", func(r *StreamsRun, _ Params) (bool, string) {
-				if len(r.Lanes) == 0 {
-					return false, "no stable generation"
-				}
-				for _, l := range r.Lanes {
-					if err := l.coPartitioned(r.Inputs); err != nil {
-						return false, err.Error()
-					}
-				}
-				return true, fmt.Sprintf("%d stable generations, each thread's partitions of %s and %s = its tasks' numbers",
-					len(r.Lanes), r.Inputs[0], r.Inputs[1])
-			}),
-			streamsRel("remove-thread: the removed thread's tasks move to s1's other threads", func(r *StreamsRun, _ Params) (bool, string) {
-				ev, l, err := stableOf(r, "remove-thread")
-				if err != nil {
-					return false, err.Error()
-				}
-				removed := ""
-				for _, a := range r.App {
-					if a.Ev == "thread_removed" {
-						removed = a.Thread
-					}
-				}
-				moved := 0
-				for _, mv := range ev.Moves {
-					if strings.Contains(mv, " "+removed+" -> ") {
-						moved++
-					}
-				}
-				ok := removed != "" && len(l.Members) == r.Threads-1 && l.threadsOf("s1") == r.Threads-1 && moved > 0
-				for _, m := range l.Members {
-					ok = ok && m.Thread != removed
-				}
-				return ok, fmt.Sprintf("removed %s, its %d tasks moved; generation %d: %s", removed, moved, l.Generation, l.summary())
-			}),
-			streamsRel("add-thread: every task on s1's 3 threads again", func(r *StreamsRun, _ Params) (bool, string) {
-				_, l, err := stableOf(r, "add-thread")
-				if err != nil {
-					return false, err.Error()
-				}
-				return len(l.Members) == r.Threads && l.threadsOf("s1") == r.Threads, fmt.Sprintf("generation %d: %s", l.Generation, l.summary())
-			}),
-			streamsRel("join: the tasks spread over both instances, every thread of each with a task", func(r *StreamsRun, _ Params) (bool, string) {
-				ev, l, err := stableOf(r, "join")
-				if err != nil {
-					return false, err.Error()
-				}
-				ok := l.threadsOf("s1") == r.Threads && l.threadsOf("s2") == r.Threads
-				for _, m := range l.Members {
-					ok = ok && len(m.Tasks) > 0
-				}
-				return ok, fmt.Sprintf("generation %d: %s; %d tasks moved", l.Generation, l.summary(), ev.TasksMoved)
-			}),
-			streamsRel("crash: the killed s2's tasks come back to s1's threads", func(r *StreamsRun, _ Params) (bool, string) {
-				ev, l, err := stableOf(r, "crash")
-				if err != nil {
-					return false, err.Error()
-				}
-				fromS2 := 0
-				for _, mv := range ev.Moves {
-					if strings.Contains(mv, " s2-StreamThread-") {
-						fromS2++
-					}
-				}
-				held := 0 // s2's tasks in the stable generation before the kill (the join's)
-				if _, before, err := stableOf(r, "join"); err == nil {
-					for _, m := range before.Members {
-						if m.Instance == "s2" {
-							held += len(m.Tasks)
-						}
-					}
-				}
-				killed := false
-				for _, ip := range r.Instances {
-					killed = killed || (ip.Member == "s2" && ip.Signal == "SIGKILL")
-				}
-				ok := killed && len(l.Members) == r.Threads && l.threadsOf("s1") == r.Threads && held > 0 && fromS2 == held
-				return ok, fmt.Sprintf("s2 SIGKILL %v; %d of its %d tasks moved to s1 (%d moved in all); generation %d: %s (time_to_stable_ms %d)",
-					killed, fromS2, held, ev.TasksMoved, l.Generation, l.summary(), ev.TimeToStableMs)
-			}),
-			streamsRel("every event: stable again (time_to_stable_ms >= 0)", func(r *StreamsRun, _ Params) (bool, string) {
-				var parts []string
-				ok := len(r.Events) == 5
-				for _, ev := range r.Events {
-					ok = ok && ev.TimeToStableMs >= 0
-					parts = append(parts, fmt.Sprintf("%s %d", ev.Trigger, ev.TimeToStableMs))
-				}
-				return ok, strings.Join(parts, ", ")
-			}),
-			streamsRel("records: every input came out at least once (lost == 0, distinct_out == records_in == records)", func(r *StreamsRun, _ Params) (bool, string) {
-				t := r.Totals
-				return t.Lost == 0 && t.DistinctOut == t.RecordsIn && t.RecordsIn == int64(streamsRecords(r)),
-					fmt.Sprintf("records_in %d, records_out %d, distinct_out %d, duplicates %d, lost %d, records_reprocessed %d",
-						t.RecordsIn, t.RecordsOut, t.DistinctOut, t.Duplicates, t.Lost, t.RecordsReprocessed)
-			}),
+			streamsRel("start: every task on one of s1's 3 threads, partitions/3 per thread", relStreamsStartOnThreads),
+			streamsRel("every stable generation: task 0_i reads partition i of both inputs", relStreamsCoPartitioned),
+			streamsRel("remove-thread: the removed thread's tasks move to s1's other threads", relStreamsRemovedThreadTasksMove),
+			streamsRel("add-thread: every task on s1's 3 threads again", relStreamsAddThread),
+			streamsRel("join: the tasks spread over both instances, every thread of each with a task", relStreamsJoinSpread),
+			streamsRel("crash: the killed s2's tasks come back to s1's threads", relStreamsCrashBackToS1),
+			streamsRel("every event: stable again (time_to_stable_ms >= 0)", relStreamsEveryEventStable),
+			streamsRel("records: every input came out at least once (lost == 0, distinct_out == records_in == records)", relStreamsRecordsOut),
 		},
 	}
 }
@@ -146,12 +48,26 @@ func streamsThreads() *Scenario {
 // streamsRecords is the records the scenario produces (its spec's).
 func streamsRecords(*StreamsRun) int { return streamsThreads().Streams.Records }
 
-// streamsRel is a relation on a Streams run.
-// Unless its text starts with "records:" it reads the group's generations, which only the rebalancelab
-// broker's observer sees: on another broker (StreamsRun.Observed false) it is skipped, not measured.
-func streamsRel(text string, f func(r *StreamsRun, p Params) (bool, string)) Relation {
-	observed := !strings.HasPrefix(text, "records:")
-	return Relation{Text: text, check: func(c checkCtx) (bool, string, bool) {
+// streamsRel is the registered relation rel on a Streams run, reported as text.
+func streamsRel(text, rel string) Relation { return namedRel(nil, false, text, rel, nil) }
+
+// The Streams scenario's registered relations.
+const (
+	relStreamsStartOnThreads         = "streams-start-on-threads"
+	relStreamsCoPartitioned          = "streams-co-partitioned"
+	relStreamsRemovedThreadTasksMove = "streams-removed-thread-tasks-move"
+	relStreamsAddThread              = "streams-add-thread"
+	relStreamsJoinSpread             = "streams-join-spread"
+	relStreamsCrashBackToS1          = "streams-crash-back-to-s1"
+	relStreamsEveryEventStable       = "streams-every-event-stable"
+	relStreamsRecordsOut             = "streams-records-out"
+)
+
+// onStreams is a registered relation on a Streams run (RunResult.Streams). Unless it reads only the
+// records (observed false) it reads the group's generations, which only the rebalancelab broker's
+// observer sees: on another broker (StreamsRun.Observed false) it is skipped, not measured.
+func onStreams(observed bool, f func(r *StreamsRun, p Params) (bool, string)) namedRelation {
+	return func(c checkCtx, _ map[string]string) (bool, string, bool) {
 		if c.run == nil || c.run.Streams == nil {
 			return false, errNoStreams.Error(), false
 		}
@@ -161,7 +77,129 @@ func streamsRel(text string, f func(r *StreamsRun, p Params) (bool, string)) Rel
 		}
 		ok, got := f(c.run.Streams, c.p)
 		return ok, got, false
-	}}
+	}
+}
+
+// streamsStartOnThreads: start: every task on one of s1's 3 threads, partitions/3 per thread
+func streamsStartOnThreads(r *StreamsRun, p Params) (bool, string) {
+	ev, l, err := stableOf(r, "start")
+	if err != nil {
+		return false, err.Error()
+	}
+	ok := len(l.Members) == r.Threads && l.threadsOf("s1") == r.Threads
+	for _, m := range l.Members {
+		ok = ok && len(m.Tasks) == p.Partitions/r.Threads
+	}
+	return ok, fmt.Sprintf("generation %d: %s (time_to_stable_ms %d)", l.Generation, l.summary(), ev.TimeToStableMs)
+}
+
+// streamsCoPartitioned: every stable generation: task 0_i reads partition i of both inputs
+func streamsCoPartitioned(r *StreamsRun, _ Params) (bool, string) {
+	if len(r.Lanes) == 0 {
+		return false, "no stable generation"
+	}
+	for _, l := range r.Lanes {
+		if err := l.coPartitioned(r.Inputs); err != nil {
+			return false, err.Error()
+		}
+	}
+	return true, fmt.Sprintf("%d stable generations, each thread's partitions of %s and %s = its tasks' numbers",
+		len(r.Lanes), r.Inputs[0], r.Inputs[1])
+}
+
+// streamsRemovedThreadTasksMove: remove-thread: the removed thread's tasks move to s1's other threads
+func streamsRemovedThreadTasksMove(r *StreamsRun, _ Params) (bool, string) {
+	ev, l, err := stableOf(r, "remove-thread")
+	if err != nil {
+		return false, err.Error()
+	}
+	removed := ""
+	for _, a := range r.App {
+		if a.Ev == "thread_removed" {
+			removed = a.Thread
+		}
+	}
+	moved := 0
+	for _, mv := range ev.Moves {
+		if strings.Contains(mv, " "+removed+" -> ") {
+			moved++
+		}
+	}
+	ok := removed != "" && len(l.Members) == r.Threads-1 && l.threadsOf("s1") == r.Threads-1 && moved > 0
+	for _, m := range l.Members {
+		ok = ok && m.Thread != removed
+	}
+	return ok, fmt.Sprintf("removed %s, its %d tasks moved; generation %d: %s", removed, moved, l.Generation, l.summary())
+}
+
+// streamsAddThread: add-thread: every task on s1's 3 threads again
+func streamsAddThread(r *StreamsRun, _ Params) (bool, string) {
+	_, l, err := stableOf(r, "add-thread")
+	if err != nil {
+		return false, err.Error()
+	}
+	return len(l.Members) == r.Threads && l.threadsOf("s1") == r.Threads, fmt.Sprintf("generation %d: %s", l.Generation, l.summary())
+}
+
+// streamsJoinSpread: join: the tasks spread over both instances, every thread of each with a task
+func streamsJoinSpread(r *StreamsRun, _ Params) (bool, string) {
+	ev, l, err := stableOf(r, "join")
+	if err != nil {
+		return false, err.Error()
+	}
+	ok := l.threadsOf("s1") == r.Threads && l.threadsOf("s2") == r.Threads
+	for _, m := range l.Members {
+		ok = ok && len(m.Tasks) > 0
+	}
+	return ok, fmt.Sprintf("generation %d: %s; %d tasks moved", l.Generation, l.summary(), ev.TasksMoved)
+}
+
+// streamsCrashBackToS1: crash: the killed s2's tasks come back to s1's threads
+func streamsCrashBackToS1(r *StreamsRun, _ Params) (bool, string) {
+	ev, l, err := stableOf(r, "crash")
+	if err != nil {
+		return false, err.Error()
+	}
+	fromS2 := 0
+	for _, mv := range ev.Moves {
+		if strings.Contains(mv, " s2-StreamThread-") {
+			fromS2++
+		}
+	}
+	held := 0 // s2's tasks in the stable generation before the kill (the join's)
+	if _, before, err := stableOf(r, "join"); err == nil {
+		for _, m := range before.Members {
+			if m.Instance == "s2" {
+				held += len(m.Tasks)
+			}
+		}
+	}
+	killed := false
+	for _, ip := range r.Instances {
+		killed = killed || (ip.Member == "s2" && ip.Signal == "SIGKILL")
+	}
+	ok := killed && len(l.Members) == r.Threads && l.threadsOf("s1") == r.Threads && held > 0 && fromS2 == held
+	return ok, fmt.Sprintf("s2 SIGKILL %v; %d of its %d tasks moved to s1 (%d moved in all); generation %d: %s (time_to_stable_ms %d)",
+		killed, fromS2, held, ev.TasksMoved, l.Generation, l.summary(), ev.TimeToStableMs)
+}
+
+// streamsEveryEventStable: every event: stable again (time_to_stable_ms >= 0)
+func streamsEveryEventStable(r *StreamsRun, _ Params) (bool, string) {
+	var parts []string
+	ok := len(r.Events) == 5
+	for _, ev := range r.Events {
+		ok = ok && ev.TimeToStableMs >= 0
+		parts = append(parts, fmt.Sprintf("%s %d", ev.Trigger, ev.TimeToStableMs))
+	}
+	return ok, strings.Join(parts, ", ")
+}
+
+// streamsRecordsOut: records: every input came out at least once (lost == 0, distinct_out == records_in == records)
+func streamsRecordsOut(r *StreamsRun, _ Params) (bool, string) {
+	t := r.Totals
+	return t.Lost == 0 && t.DistinctOut == t.RecordsIn && t.RecordsIn == int64(streamsRecords(r)),
+		fmt.Sprintf("records_in %d, records_out %d, distinct_out %d, duplicates %d, lost %d, records_reprocessed %d",
+			t.RecordsIn, t.RecordsOut, t.DistinctOut, t.Duplicates, t.Lost, t.RecordsReprocessed)
 }
 
 // stableOf is the event named trigger and its stable generation.

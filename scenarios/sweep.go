@@ -18,6 +18,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/sweep"
 )
 
@@ -291,8 +292,9 @@ type ZKReadsFit struct {
 // FitZKReads applies the fit rule to the zk era's zk_reads (medians) over N; ok=false with fewer
 // than two sizes.
 func (s *SweepResult) FitZKReads() (ZKReadsFit, bool) {
-	pts := s.finitePoints("zk", FigZKReads)
-	f := ZKReadsFit{Points: pts, Growth: sweep.GrowthOf("zk", pts, 2)}
+	zk := string(spec.ZK)
+	pts := s.finitePoints(zk, FigZKReads)
+	f := ZKReadsFit{Points: pts, Growth: sweep.GrowthOf(zk, pts, 2)}
 	if len(pts) < 2 {
 		return f, false
 	}
@@ -324,7 +326,7 @@ func (s *SweepResult) Crossover() (n int, ok bool) {
 		if len(z.Runs) == 0 {
 			continue
 		}
-		zk, okz := s.Median(z, "zk", FigTimeToStableMs)
+		zk, okz := s.Median(z, string(spec.ZK), FigTimeToStableMs)
 		if !okz {
 			continue
 		}
@@ -333,7 +335,7 @@ func (s *SweepResult) Crossover() (n int, ok bool) {
 		}
 		all, some := true, false
 		for _, era := range coordinatorEras {
-			v, ok := s.Median(z, era, FigTimeToStableMs)
+			v, ok := s.Median(z, string(era), FigTimeToStableMs)
 			if !ok {
 				continue
 			}
@@ -487,8 +489,8 @@ func (s *SweepResult) WriteSVG(w io.Writer) error {
 	if f, ok := s.FitZKReads(); ok {
 		if f.Fitted {
 			lo, hi := f.Points[0].X, f.Points[len(f.Points)-1].X
-			coord.Series = append(coord.Series, sweep.Series{Label: "zk_reads fit", Colour: EraColour("zk", 0), Dashed: true,
-				Points: sweep.Curve([]float64{f.C, f.B, f.A}, lo, hi, 24), Attrs: map[string]string{"era": "zk", "fit": "quadratic"}})
+			coord.Series = append(coord.Series, sweep.Series{Label: "zk_reads fit", Colour: EraColour(string(spec.ZK), 0), Dashed: true,
+				Points: sweep.Curve([]float64{f.C, f.B, f.A}, lo, hi, 24), Attrs: map[string]string{"era": string(spec.ZK), "fit": "quadratic"}})
 			coord.Notes = append(coord.Notes, "dashed: zk reads "+f.Growth.String())
 		} else {
 			coord.Notes = append(coord.Notes, "zk reads: "+f.Growth.String())

@@ -7,6 +7,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 // ModelCell is one era's figure at one size of a sweep: per run, the measured count of the measured
@@ -48,7 +50,7 @@ func (s *SweepResult) ModelCells() []ModelCell {
 	for _, z := range s.Sizes {
 		for _, era := range s.eras() {
 			figs := []string{FigGroupRequests}
-			if era == "zk" {
+			if spec.Era(era).UsesZooKeeper() {
 				figs = []string{FigZKReads, FigZKWatchEvents}
 			}
 			cells := make([]ModelCell, len(figs))
@@ -64,7 +66,7 @@ func (s *SweepResult) ModelCells() []ModelCell {
 				if !ok {
 					continue
 				}
-				if era != "zk" {
+				if !spec.Era(era).UsesZooKeeper() {
 					c, _ := GroupChangeOf(e.Records, era, ev)
 					g, ok := GroupRequests(c)
 					if !ok || len(e.Records) == 0 {

@@ -6,6 +6,7 @@ package scenarios
 import (
 	"strings"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/sweep"
 )
 
@@ -47,7 +48,7 @@ func (s *SweepResult) FigureCells() []sweep.FigureCells {
 			f.Unit = "ms"
 		}
 		if fig == FigZKReads {
-			f.FitDegree = map[string]int{"zk": 2}
+			f.FitDegree = map[string]int{string(spec.ZK): 2}
 		}
 		for _, z := range s.Sizes {
 			if len(z.Runs) == 0 {

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -32,17 +33,17 @@ func consumerBounce(clean bool, mode string) *Scenario {
 		how, stop = "clean", ActStop
 	}
 	rels := []Relation{
-		{Text: "after the bounces, every partition: consumed position == records consumed (no record consumed twice)",
-			check: perPartition(func(p partitionEnd) (int64, int64) { return p.position, p.consumed }, eq)},
-		{Text: "after the bounces, every partition: last acknowledged commit == consumed position",
-			check: perPartition(func(p partitionEnd) (int64, int64) { return p.lastCommit, p.position }, eq)},
+		perPartitionRel("after the bounces, every partition: consumed position == records consumed (no record consumed twice)",
+			endPosition, eq, endConsumed),
+		perPartitionRel("after the bounces, every partition: last acknowledged commit == consumed position",
+			endLastCommit, eq, endPosition),
 	}
 	if !clean {
 		rels = []Relation{
-			{Text: "after the bounces, every partition: consumed position <= records consumed (duplicates allowed)",
-				check: perPartition(func(p partitionEnd) (int64, int64) { return p.position, p.consumed }, le)},
-			{Text: "after the bounces, every partition: last acknowledged commit <= consumed position",
-				check: perPartition(func(p partitionEnd) (int64, int64) { return p.lastCommit, p.position }, le)},
+			perPartitionRel("after the bounces, every partition: consumed position <= records consumed (duplicates allowed)",
+				endPosition, le, endConsumed),
+			perPartitionRel("after the bounces, every partition: last acknowledged commit <= consumed position",
+				endLastCommit, le, endPosition),
 		}
 	}
 	return &Scenario{
@@ -102,8 +103,8 @@ func staticMemberBounce() *Scenario {
 		Small:        Params{Consumers: 3, Partitions: 3},
 		MinConsumers: 2,
 		ZKNodes:      1,
-		NotApplicable: map[string]string{
-			"cooperative": "Kafka's test uses eager assignment: cooperative rebalancing never revokes what does not move",
+		NotApplicable: map[spec.Era]string{
+			spec.Cooperative: "Kafka's test uses eager assignment: cooperative rebalancing never revokes what does not move",
 		},
 		Script: func(p Params, t Timing, r *scriptRand) []Step {
 			s := &script{t: t}
@@ -112,7 +113,7 @@ func staticMemberBounce() *Scenario {
 				for i := 2; i <= p.Consumers; i++ {
 					m := memberName(i)
 					s.trigger(fmt.Sprintf("bounce-%d-%s", round, m)).member(0, ActStop, m).
-						member(p.downMs(t), ActStart, m).settle()
+						member(p.DownMsOr(t), ActStart, m).settle()
 				}
 			}
 			return s.steps
@@ -121,9 +122,9 @@ func staticMemberBounce() *Scenario {
 			return map[string]int64{"revocations_of_" + kept: e.revocationsSince("bounce-1-"+memberName(2), kept)}
 		},
 		Relations: []Relation{
-			extraFig([]string{"static"}, "revocations_of_"+kept, eq, 0,
+			extraFig([]spec.Era{spec.Static}, "revocations_of_"+kept, eq, 0,
 				"bounces: the member never bounced revokes nothing (static membership: no rebalance)"),
-			extraFig([]string{"zk", "classic"}, "revocations_of_"+kept, ge, 1,
+			extraFig([]spec.Era{spec.ZK, spec.Classic}, "revocations_of_"+kept, ge, 1,
 				"bounces: the member never bounced revokes its partitions (every bounce rebalances)"),
 			totalFig(nil, FigLost, eq, 0),
 			ownedOnce(nil),
@@ -145,14 +146,14 @@ func staticFencing() *Scenario {
 		Small:        Params{Consumers: 2, Partitions: 2},
 		MinConsumers: 2,
 		ZKNodes:      1,
-		NotApplicable: map[string]string{
-			"zk":          "no group.instance.id: the 0.8 connector has no static membership",
-			"classic":     "no group.instance.id: dynamic members cannot collide",
-			"cooperative": "no group.instance.id: dynamic members cannot collide",
+		NotApplicable: map[spec.Era]string{
+			spec.ZK:          "no group.instance.id: the 0.8 connector has no static membership",
+			spec.Classic:     "no group.instance.id: dynamic members cannot collide",
+			spec.Cooperative: "no group.instance.id: dynamic members cannot collide",
 		},
 		// m1 delivers its partitions until its next request is fenced, after the newcomer got them: the
 		// classic protocol fences commits, not fetches.
-		ByDesign: map[string][]string{"static": {FigInvConsumedUnowned}},
+		ByDesign: map[spec.Era][]string{spec.Static: {FigInvConsumedUnowned}},
 		GivesUp:  []string{victim}, // its poll fails with FENCED_INSTANCE_ID: the measurement
 		Script: func(p Params, t Timing, r *scriptRand) []Step {
 			s := &script{t: t}
@@ -196,18 +197,7 @@ func staticFencing() *Scenario {
 func consumerFailure(autoCommit bool) *Scenario {
 	name := "consumer-failure"
 	rels := []Relation{
-		{Text: "crash: time_to_stable_ms <= 2 x session timeout + 5 s", check: func(x checkCtx) (bool, string, bool) {
-			ev, ok := x.era.eventNamed("crash")
-			if !ok {
-				return false, "no crash event", false
-			}
-			session := x.t.SessionTimeoutMs
-			if x.era.Era == "zk" {
-				session = x.t.ZKSessionTimeoutMs
-			}
-			bound, got := 2*session+5000, ev.Figures.TimeToStableMs
-			return got >= 0 && got <= bound, fmt.Sprintf("%d ms (bound %d ms)", got, bound), false
-		}},
+		namedRel(nil, false, "crash: time_to_stable_ms <= 2 x session timeout + 5 s", relCrashStableWithinTwoSessions, nil),
 		totalFig(nil, FigLost, eq, 0),
 		ownedOnce(nil),
 	}
@@ -215,8 +205,8 @@ func consumerFailure(autoCommit bool) *Scenario {
 		name = "consumer-failure-manual-commit"
 		// Kafka: `consumer.last_commit(partition) == consumer.current_position(partition)`, the last
 		// acknowledged commit against the consumed position.
-		rels = append(rels, Relation{Text: "after the stop, every partition: last acknowledged commit == consumed position",
-			check: perPartition(func(p partitionEnd) (int64, int64) { return p.lastCommit, p.position }, eq)})
+		rels = append(rels, perPartitionRel("after the stop, every partition: last acknowledged commit == consumed position",
+			endLastCommit, eq, endPosition))
 	}
 	return &Scenario{
 		Name: name,
@@ -230,7 +220,7 @@ func consumerFailure(autoCommit bool) *Scenario {
 			switch {
 			case autoCommit:
 				return nil
-			case era == "zk":
+			case spec.Era(era).UsesZooKeeper():
 				return map[string]string{"auto.commit.enable": "false"} // 0.8.2's key
 			}
 			return map[string]string{"enable.auto.commit": "false"}
@@ -252,28 +242,62 @@ func consumerFailure(autoCommit bool) *Scenario {
 // commit (last_commit: global_committed, set by each successful offsets_committed event), 0 without one.
 type partitionEnd struct{ position, consumed, lastCommit int64 }
 
-// perPartition checks a against b with c for every partition anything was consumed from (false when
-// nothing was), where f picks a and b from the partition's end.
-func perPartition(f func(partitionEnd) (a, b int64), c cmp) func(x checkCtx) (bool, string, bool) {
-	return func(x checkCtx) (bool, string, bool) {
-		ends := x.era.partitionEnds()
-		keys := make([]string, 0, len(ends))
-		for k := range ends {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		ok := len(keys) > 0
-		var got []string
-		for _, k := range keys {
-			a, b := f(ends[k])
-			ok = ok && c.holds(a, b)
-			got = append(got, fmt.Sprintf("%s: %d %s %d", k, a, c, b))
-		}
-		if len(got) == 0 {
-			return false, "nothing consumed", false
-		}
-		return ok, strings.Join(got, "; "), false
+// The quantities of a partition's end that the per-partition relation compares (its args "a", "b").
+const (
+	endPosition   = "position"    // the offset after the partition's last delivery
+	endConsumed   = "consumed"    // the records of the partition delivered
+	endLastCommit = "last_commit" // the last applied commit's offset
+)
+
+// of returns the partition end's quantity named name (endPosition, endConsumed, endLastCommit).
+func (p partitionEnd) of(name string) (int64, bool) {
+	switch name {
+	case endPosition:
+		return p.position, true
+	case endConsumed:
+		return p.consumed, true
+	case endLastCommit:
+		return p.lastCommit, true
 	}
+	return 0, false
+}
+
+// perPartitionRel is the registered relation per-partition (checkPerPartition): a c b for every
+// partition anything was consumed from, a and b quantities of the partition's end.
+func perPartitionRel(text, a string, c cmp, b string) Relation {
+	return namedRel(nil, false, text, relPerPartition, map[string]string{"a": a, "cmp": string(c), "b": b})
+}
+
+// checkPerPartition checks args "a" against "b" with "cmp" for every partition anything was consumed
+// from (false when nothing was); a and b name quantities of the partition's end (partitionEnd.of).
+func checkPerPartition(x checkCtx, args map[string]string) (bool, string, bool) {
+	c, err := spec.ParseCmp(args["cmp"])
+	if err != nil {
+		return false, err.Error(), false
+	}
+	for _, q := range []string{args["a"], args["b"]} {
+		if _, ok := (partitionEnd{}).of(q); !ok {
+			return false, fmt.Sprintf("unknown quantity %q (want %s, %s or %s)", q, endPosition, endConsumed, endLastCommit), false
+		}
+	}
+	ends := x.era.partitionEnds()
+	keys := make([]string, 0, len(ends))
+	for k := range ends {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	ok := len(keys) > 0
+	var got []string
+	for _, k := range keys {
+		a, _ := ends[k].of(args["a"])
+		b, _ := ends[k].of(args["b"])
+		ok = ok && c.Holds(a, b)
+		got = append(got, fmt.Sprintf("%s: %d %s %d", k, a, c, b))
+	}
+	if len(got) == 0 {
+		return false, "nothing consumed", false
+	}
+	return ok, strings.Join(got, "; "), false
 }
 
 // partitionEnds: per partition ("<topic>-<p>") with a delivery, its end (partitionEnd), from the merged

@@ -54,6 +54,26 @@ const (
 	FaultEnd   = "end"
 )
 
+// Link names one of a member's connections to the outside, each behind its own fault proxies (lab's
+// per-member proxies, docs/design.md): a link fault's target is "<member>/<link>".
+type Link string
+
+// The links.
+const (
+	LinkZooKeeper   Link = "zookeeper"   // the member's ZooKeeper session (zkconsumer)
+	LinkCoordinator Link = "coordinator" // the newconsumer's connection to its group coordinator
+	LinkFetch       Link = "fetch"       // fetch/metadata/produce connections to brokers
+)
+
+// The link faults, as a fault record's Action names them (a latency fault's record says
+// "latency <d>ms") and the lab's proxies report them (lab.FaultEvent).
+const (
+	FaultStall   = "stall"   // the link accepts bytes and delivers none, keeping its connections
+	FaultCut     = "cut"     // the link's connections are closed and new ones refused
+	FaultLatency = "latency" // every byte is delayed
+	FaultLoss    = "loss"    // a share of the bytes is lost (a TCP proxy: retransmission delays)
+)
+
 // ZKOwnerConflict is the Result of a zk_op write record for a failed owner-znode claim (the node
 // exists and names another consumer thread): the ownership_conflicts figure counts these.
 const ZKOwnerConflict = "conflict"

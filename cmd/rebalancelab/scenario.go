@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 func init() {
@@ -480,13 +481,13 @@ type catalogEntry struct {
 	Description string `json:"description"`
 	// Defaults: the size a run takes without --consumers/--partitions; Small: the one its test and
 	// make kafka-scenarios run (scenarios.Scenario.Small).
-	Defaults      scenarios.Params  `json:"defaults"`
-	Small         scenarios.Params  `json:"small"`
-	ZKNodes       int               `json:"zookeeper_nodes"`
-	Brokers       int               `json:"brokers"`
-	Hosts         int               `json:"hosts"`   // test hosts it needs (network namespaces: root, iproute2); 0: none
-	Streams       bool              `json:"streams"` // its members are Kafka Streams instances (one "streams" era)
-	NotApplicable map[string]string `json:"not_applicable,omitempty"`
+	Defaults      scenarios.Params    `json:"defaults"`
+	Small         scenarios.Params    `json:"small"`
+	ZKNodes       int                 `json:"zookeeper_nodes"`
+	Brokers       int                 `json:"brokers"`
+	Hosts         int                 `json:"hosts"`   // test hosts it needs (network namespaces: root, iproute2); 0: none
+	Streams       bool                `json:"streams"` // its members are Kafka Streams instances (one "streams" era)
+	NotApplicable map[spec.Era]string `json:"not_applicable,omitempty"`
 }
 
 func writeCatalogJSON(w io.Writer) error {

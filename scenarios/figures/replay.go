@@ -1,4 +1,4 @@
-package scenarios
+package figures
 
 import (
 	"fmt"
@@ -12,6 +12,16 @@ type tp struct {
 	part  int32
 }
 
+// TopicPartition is a partition as the figures key it (Trace's lanes): Kafka's TopicPartition.
+type TopicPartition = tp
+
+// Topic is the partition's topic.
+func (t tp) Topic() string { return t.topic }
+
+// Partition is the partition's number.
+func (t tp) Partition() int32 { return t.part }
+
+// String is Kafka's TopicPartition string, "<topic>-<partition>" (Result.FinalOwners' keys).
 func (t tp) String() string { return fmt.Sprintf("%s-%d", t.topic, t.part) }
 
 type tpo struct {
@@ -60,7 +70,7 @@ type replay struct {
 	universe map[tp]bool
 	claim    map[tp]int    // live members owning the partition
 	latest   map[tp]string // owner of record
-	pending  map[tp]int    // produced offsets not yet delivered
+	Pending  map[tp]int    // produced offsets not yet delivered
 	produced map[tpo]int   // first produce index of each offset
 	delivs   map[tpo]int   // deliveries per offset
 	deliv    map[tp]int    // members delivering the partition
@@ -76,8 +86,8 @@ type replay struct {
 	cur      *window
 	lastEv   *window // the latest trigger's window, open or not
 	warn     []string
-	tr       *trace
-	openSeg  map[tp]map[string]int // index into tr.segments[tp] of an open segment
+	tr       *Trace
+	openSeg  map[tp]map[string]int // index into tr.Segments[tp] of an open segment
 	busyFrom int64
 	inv      *invariantChecker
 	// forming: in the group's formation (the Start window) of a timeline that has triggers: from the
@@ -200,7 +210,7 @@ func (r *replay) know(t tp) {
 	if r.claim[t] != 1 {
 		r.bad++
 	}
-	if r.pending[t] > 0 && r.claim[t] == 0 {
+	if r.Pending[t] > 0 && r.claim[t] == 0 {
 		r.unowned++
 	}
 }
@@ -208,20 +218,20 @@ func (r *replay) know(t tp) {
 // adjust changes the claim or pending count of a known partition, keeping bad and unowned exact.
 func (r *replay) adjust(t tp, dClaim, dPending int) {
 	r.know(t)
-	wasBad, wasUnowned := r.claim[t] != 1, r.pending[t] > 0 && r.claim[t] == 0
+	wasBad, wasUnowned := r.claim[t] != 1, r.Pending[t] > 0 && r.claim[t] == 0
 	r.claim[t] += dClaim
-	r.pending[t] += dPending
-	isBad, isUnowned := r.claim[t] != 1, r.pending[t] > 0 && r.claim[t] == 0
+	r.Pending[t] += dPending
+	isBad, isUnowned := r.claim[t] != 1, r.Pending[t] > 0 && r.claim[t] == 0
 	r.bad += b2i(isBad) - b2i(wasBad)
 	r.unowned += b2i(isUnowned) - b2i(wasUnowned)
 	if dPending != 0 {
-		pts := r.tr.lag[t]
-		if n := len(pts); n > 0 && pts[n-1].ts == r.now {
-			pts[n-1].pending = r.pending[t]
+		pts := r.tr.Lag[t]
+		if n := len(pts); n > 0 && pts[n-1].Ts == r.now {
+			pts[n-1].Pending = r.Pending[t]
 		} else {
-			pts = append(pts, lagPoint{ts: r.now, pending: r.pending[t]})
+			pts = append(pts, LagPoint{Ts: r.now, Pending: r.Pending[t]})
 		}
-		r.tr.lag[t] = pts
+		r.tr.Lag[t] = pts
 	}
 }
 
@@ -260,7 +270,7 @@ func (r *replay) mutate(name string, ts int64, fn func(m *memberState)) {
 	} else {
 		r.busy--
 		if r.busy == 0 {
-			r.tr.busy = append(r.tr.busy, span{r.busyFrom, ts})
+			r.tr.Busy = append(r.tr.Busy, Span{r.busyFrom, ts})
 		}
 	}
 }
@@ -275,8 +285,8 @@ func (r *replay) gain(name string, m *memberState, t tp, ts int64) {
 	if r.openSeg[t] == nil {
 		r.openSeg[t] = map[string]int{}
 	}
-	r.openSeg[t][name] = len(r.tr.segments[t])
-	r.tr.segments[t] = append(r.tr.segments[t], segment{member: name, start: ts, open: true})
+	r.openSeg[t][name] = len(r.tr.Segments[t])
+	r.tr.Segments[t] = append(r.tr.Segments[t], Segment{Member: name, Start: ts, Open: true})
 }
 
 func (r *replay) lose(name string, m *memberState, t tp, ts int64) {
@@ -290,7 +300,7 @@ func (r *replay) lose(name string, m *memberState, t tp, ts int64) {
 		delete(r.latest, t)
 	}
 	if i, ok := r.openSeg[t][name]; ok {
-		r.tr.segments[t][i].end, r.tr.segments[t][i].open = ts, false
+		r.tr.Segments[t][i].End, r.tr.Segments[t][i].Open = ts, false
 		delete(r.openSeg[t], name)
 	}
 }
@@ -324,21 +334,21 @@ func (r *replay) ownerOfRecord(t tp) string {
 func (r *replay) finish(last int64) {
 	for _, i := range r.openFault {
 		w := &r.faults[i]
-		w.EndMs = last - r.tr.firstTs
+		w.EndMs = last - r.tr.FirstTs
 		w.DurationMs = w.EndMs - w.StartMs
 	}
 	for t, open := range r.openSeg {
 		for _, i := range open {
-			r.tr.segments[t][i].end = last
+			r.tr.Segments[t][i].End = last
 		}
 	}
 	if r.busy > 0 {
-		r.tr.busy = append(r.tr.busy, span{r.busyFrom, last})
+		r.tr.Busy = append(r.tr.Busy, Span{r.busyFrom, last})
 	}
-	for name, spans := range r.tr.memberSpans {
-		if n := len(spans); n > 0 && spans[n-1].end < 0 {
-			spans[n-1].end = last
+	for name, spans := range r.tr.MemberSpans {
+		if n := len(spans); n > 0 && spans[n-1].End < 0 {
+			spans[n-1].End = last
 		}
-		r.tr.memberSpans[name] = spans
+		r.tr.MemberSpans[name] = spans
 	}
 }

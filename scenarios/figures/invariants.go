@@ -1,4 +1,4 @@
-package scenarios
+package figures
 
 // Kafka's own consumer-group invariants, checked on every run of every era from the merged timeline.
 //
@@ -9,7 +9,8 @@ package scenarios
 // ahead of the member's position; nobody consumes behind the group's last committed offset; and
 // (cooperative) a member never revokes a partition it does not own. Here each is a figure counting its
 // violations, so that where an era breaks one by design (the zk split brain, the coordinator era's zombie
-// window) the count is the measurement; everywhere else a violation fails the run (invariantRelations).
+// window) the count is the measurement; everywhere else a violation fails the run (the scenarios' invariant
+// relations).
 
 import "github.com/rebalancelab/rebalancelab/timeline"
 
@@ -156,35 +157,4 @@ func (c *invariantChecker) observe(rec timeline.Record, owner func(tp) string) [
 		c.committed[t] = off
 	}
 	return out
-}
-
-// invariantRelations are the relations every scenario gets on every era: each invariant figure is 0,
-// except those the scenario breaks by design on that era (Scenario.ByDesign), which are measured and
-// reported, not asserted.
-func invariantRelations(sc *Scenario) []Relation {
-	var out []Relation
-	for _, name := range InvariantNames {
-		name := name
-		var eras []string
-		for _, era := range Eras {
-			if !sc.breaksByDesign(era, name) {
-				eras = append(eras, era)
-			}
-		}
-		if len(eras) == 0 {
-			continue
-		}
-		out = append(out, totalFig(eras, name, eq, 0))
-	}
-	return out
-}
-
-// breaksByDesign: the scenario breaks invariant figure name on era by design.
-func (sc *Scenario) breaksByDesign(era, name string) bool {
-	for _, n := range sc.ByDesign[era] {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }

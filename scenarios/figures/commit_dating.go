@@ -1,4 +1,4 @@
-package scenarios
+package figures
 
 // When a commit was applied: the replay judges a commit record at the moment its request reached the
 // coordinator (zk: ZooKeeper), not at its answer (docs/design.md, "What the members must emit").
@@ -6,7 +6,7 @@ package scenarios
 import (
 	"math"
 
-	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -41,36 +41,36 @@ func redateCommits(recs []timeline.Record, era string, owned bool) []timeline.Re
 
 // stallWindows are the stall faults' windows by target ("<member>/<link>"), from their begin and end
 // records in order; a stall without an end lasts to math.MaxInt64.
-func stallWindows(recs []timeline.Record) map[string][]span {
-	out := map[string][]span{}
+func stallWindows(recs []timeline.Record) map[string][]Span {
+	out := map[string][]Span{}
 	for _, rec := range recs {
-		if rec.Kind != timeline.Fault || rec.Action != lab.FaultStall {
+		if rec.Kind != timeline.Fault || rec.Action != timeline.FaultStall {
 			continue
 		}
 		ws := out[rec.Target]
 		switch rec.Phase {
 		case timeline.FaultBegin:
-			out[rec.Target] = append(ws, span{rec.TsMs, math.MaxInt64})
+			out[rec.Target] = append(ws, Span{rec.TsMs, math.MaxInt64})
 		case timeline.FaultEnd:
-			if n := len(ws); n > 0 && ws[n-1].end == math.MaxInt64 {
-				ws[n-1].end = rec.TsMs
+			if n := len(ws); n > 0 && ws[n-1].End == math.MaxInt64 {
+				ws[n-1].End = rec.TsMs
 			}
 		}
 	}
 	return out
 }
 
-// commitLink is the member's link (lab.Link) that carries a commit record's request in era: the
+// commitLink is the member's link that carries a commit record's request in era: the
 // coordinator link for the coordinator eras; in the zk era ZooKeeper for a write of its offsets znode
-// (api ""), the broker connections (lab.LinkFetch) for 0.8.2's OffsetCommit to Kafka.
-func commitLink(era, api string) lab.Link {
+// (api ""), the broker connections (timeline.LinkFetch) for 0.8.2's OffsetCommit to Kafka.
+func commitLink(era, api string) timeline.Link {
 	switch {
-	case era != "zk":
-		return lab.LinkCoordinator
+	case !spec.Era(era).UsesZooKeeper():
+		return timeline.LinkCoordinator
 	case api == "":
-		return lab.LinkZooKeeper
+		return timeline.LinkZooKeeper
 	}
-	return lab.LinkFetch
+	return timeline.LinkFetch
 }
 
 // commitAppliedMs is when the coordinator (zk: ZooKeeper) applied a commit record's request, as far
@@ -81,15 +81,15 @@ func commitLink(era, api string) lab.Link {
 // the stall took effect). Never after the answer (ts_ms), which bounds it; without sent_ms, ts_ms.
 // stalls is stallWindows' result. (The answer of a commit applied before a stall comes only after the
 // heal: dated by its answer, such a commit would be judged against the owners of after the stall.)
-func commitAppliedMs(rec timeline.Record, era string, stalls map[string][]span) int64 {
+func commitAppliedMs(rec timeline.Record, era string, stalls map[string][]Span) int64 {
 	sent := rec.SentMs
 	if sent <= 0 || sent > rec.TsMs {
 		return rec.TsMs
 	}
 	at := sent
 	for _, w := range stalls[rec.Member+"/"+string(commitLink(era, rec.API))] {
-		if w.start < sent && sent < w.end {
-			at = w.end
+		if w.Start < sent && sent < w.End {
+			at = w.End
 			break
 		}
 	}

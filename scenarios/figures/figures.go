@@ -1,4 +1,4 @@
-package scenarios
+package figures
 
 // Figures from a merged timeline (docs/design.md "Scenarios, timeline and figures"), pure functions of the
 // records: no clock, no I/O. This file is the API (Compute and what it returns); compute.go drives the
@@ -6,7 +6,11 @@ package scenarios
 // trace (trace.go). The rules a member must follow when emitting are docs/design.md's "What the members
 // must emit (the rules the figures read)"; each figure's definition is FigureTable's (figure_table.go).
 
-import "github.com/rebalancelab/rebalancelab/timeline"
+import (
+	"github.com/rebalancelab/rebalancelab/timeline"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
+)
 
 // Figure names, the JSON keys of Figures, in docs/design.md's order.
 const (
@@ -110,7 +114,7 @@ func (f *Figures) inc(name string) {
 			return
 		}
 	}
-	panic("scenarios: unknown figure " + name)
+	panic("figures: unknown figure " + name)
 }
 
 // Event is one trigger's window: from the trigger record until stable, the next trigger, or the end.
@@ -168,13 +172,10 @@ type FigureOptions struct {
 	// NotMeasured are figures this run cannot measure beside the era's NotApplicable (e.g. with Kafka's
 	// VerifiableConsumer as members, kafkamembers.go): they join the result's not_applicable (n/a).
 	NotMeasured []string `json:"not_measured,omitempty"`
-	// ownsRecords: the records are the caller's own copy, to be dropped after (the settle's probe):
+	// OwnsRecords: the records are the caller's own copy, to be dropped after (the settle's probe):
 	// Compute may reorder and redate them in place instead of copying them.
-	ownsRecords bool
+	OwnsRecords bool `json:"-"`
 }
-
-// Eras the figures know about (docs/design.md "Eras").
-var knownEras = map[string]bool{"zk": true, "classic": true, "cooperative": true, "static": true, "kip848": true}
 
 // NotApplicable returns the figures an era cannot produce, and why:
 //   - zk: group_requests (the 0.8 connector never talks to a group coordinator; its group is ZooKeeper) and
@@ -186,10 +187,10 @@ var knownEras = map[string]bool{"zk": true, "classic": true, "cooperative": true
 //
 // An unknown era gets nil (everything counted).
 func NotApplicable(era string) []string {
-	switch era {
-	case "zk":
+	switch e := spec.Era(era); {
+	case e.UsesZooKeeper():
 		return []string{FigGroupRequests, FigStaleCommitsRejected}
-	case "classic", "cooperative", "static", "kip848":
+	case e.Coordinated():
 		return []string{FigZKReads, FigZKWrites, FigZKOffsetWrites, FigZKWatchEvents, FigOwnershipConflicts}
 	}
 	return nil
@@ -214,4 +215,9 @@ func NotApplicable(era string) []string {
 func Compute(records []timeline.Record, era string, opts FigureOptions) Result {
 	res, _ := compute(records, era, opts)
 	return res
+}
+
+// ComputeTrace is Compute with the Trace the HTML report draws from the same replay.
+func ComputeTrace(records []timeline.Record, era string, opts FigureOptions) (Result, *Trace) {
+	return compute(records, era, opts)
 }

@@ -1,4 +1,4 @@
-package scenarios
+package figures
 
 // apply: one record of the timeline replayed, one method per record kind. What each kind means is
 // docs/design.md's "What the members must emit (the rules the figures read)".
@@ -242,7 +242,7 @@ func (r *replay) applyDeliver(i int, rec timeline.Record) {
 		r.adjust(t, 0, -1)
 	}
 	r.delivs[k]++
-	r.tr.delivers[rec.Member] = append(r.tr.delivers[rec.Member], rec.TsMs)
+	r.tr.Delivers[rec.Member] = append(r.tr.Delivers[rec.Member], rec.TsMs)
 	if m := r.member(rec.Member); m.live && !m.delivering[t] {
 		m.delivering[t] = true
 		r.addDeliv(t, 1)
@@ -294,14 +294,14 @@ func (r *replay) applyZKOp(i int, rec timeline.Record) {
 
 // applyTrigger: the trigger's mark in the report (compute opens its window).
 func (r *replay) applyTrigger(_ int, rec timeline.Record) {
-	r.tr.marks = append(r.tr.marks, mark{ts: rec.TsMs, kind: rec.Kind, text: rec.Name})
+	r.tr.Marks = append(r.tr.Marks, Mark{Ts: rec.TsMs, Kind: rec.Kind, Text: rec.Name})
 }
 
 // applyFault: a fault's phase (its window) and its mark in the report.
 func (r *replay) applyFault(i int, rec timeline.Record) {
 	r.faultPhase(i, rec)
 	text := strings.TrimSpace(rec.Action + " " + rec.Target + " " + rec.Phase)
-	r.tr.marks = append(r.tr.marks, mark{ts: rec.TsMs, kind: rec.Kind, text: text})
+	r.tr.Marks = append(r.tr.Marks, Mark{Ts: rec.TsMs, Kind: rec.Kind, Text: text})
 }
 
 // faultPhase opens a fault window at a begin record and closes it at the matching end record.
@@ -316,7 +316,7 @@ func (r *replay) faultPhase(i int, rec timeline.Record) {
 			return
 		}
 		r.openFault[key] = len(r.faults)
-		r.faults = append(r.faults, FaultWindow{Action: rec.Action, Target: rec.Target, StartMs: ts - r.tr.firstTs, Open: true})
+		r.faults = append(r.faults, FaultWindow{Action: rec.Action, Target: rec.Target, StartMs: ts - r.tr.FirstTs, Open: true})
 	case timeline.FaultEnd:
 		w, ok := r.openFault[key]
 		if !ok {
@@ -325,7 +325,7 @@ func (r *replay) faultPhase(i int, rec timeline.Record) {
 		}
 		delete(r.openFault, key)
 		f := &r.faults[w]
-		f.EndMs, f.DurationMs, f.Open = ts-r.tr.firstTs, ts-r.tr.firstTs-f.StartMs, false
+		f.EndMs, f.DurationMs, f.Open = ts-r.tr.FirstTs, ts-r.tr.FirstTs-f.StartMs, false
 	default:
 		r.warnf("%s: fault phase %q is neither begin nor end", r.where(i), rec.Phase)
 	}

@@ -1,4 +1,4 @@
-package scenarios
+package figures
 
 // The counts each era's code path gives for one change of the group (a member joins or leaves), to print
 // beside the measured figures (measured − model: the residual). Each model is a pure function of
@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -215,10 +216,9 @@ func (g GroupCount) String() string {
 // auto-commits during the window: measured − model ≥ 0, growing with the window's length.
 // ok=false for an era without a coordinator's classic protocol.
 func GroupRequests(c GroupChange) (g GroupCount, ok bool) {
-	static := c.Era == "static"
-	switch c.Era {
-	case "classic", "cooperative", "static":
-	default:
+	era := spec.Era(c.Era)
+	static := era.Static()
+	if era.GroupProtocol() != spec.GroupProtocolClassic {
 		return g, false
 	}
 	m := int64(c.Registered + c.Joined - c.Left - c.Crashed)
@@ -230,7 +230,7 @@ func GroupRequests(c GroupChange) (g GroupCount, ok bool) {
 		g.LeaveGroup = int64(c.Left)
 	}
 	g.OffsetCommit += int64(c.Left)
-	if c.Era == "cooperative" && c.Revokers > 0 {
+	if era.Protocol() == spec.ProtocolCooperative && c.Revokers > 0 {
 		g.Rounds = 2
 		g.JoinGroup += m
 		g.SyncGroup += m

@@ -1,4 +1,4 @@
-package scenarios
+package figures
 
 import (
 	"fmt"
@@ -6,11 +6,12 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
 // prepare filters records to era and sorts them by ts_ms (stable). The caller's records are changed
-// only when it owns them (FigureOptions.ownsRecords); else they are copied only when some must go or the
+// only when it owns them (FigureOptions.OwnsRecords); else they are copied only when some must go or the
 // order is not by ts_ms (a timeline of millions of records is not copied for nothing).
 func prepare(records []timeline.Record, era string, owned bool) (recs []timeline.Record, warn []string) {
 	skipped := 0
@@ -40,7 +41,7 @@ func prepare(records []timeline.Record, era string, owned bool) (recs []timeline
 		}
 		warn = append(warn, "records were not sorted by ts_ms; sorted (stable)")
 	}
-	if !knownEras[era] {
+	if !spec.Era(era).Known() {
 		warn = append(warn, fmt.Sprintf("unknown era %q: no figure marked not applicable", era))
 	}
 	return redateCommits(recs, era, owned), warn
@@ -89,14 +90,14 @@ func givenUp(recs []timeline.Record) map[int]bool {
 	return out
 }
 
-func compute(records []timeline.Record, era string, opts FigureOptions) (Result, *trace) {
-	recs, warn := prepare(records, era, opts.ownsRecords)
+func compute(records []timeline.Record, era string, opts FigureOptions) (Result, *Trace) {
+	recs, warn := prepare(records, era, opts.OwnsRecords)
 	r := &replay{
 		recs: recs, giveUp: givenUp(recs), members: map[string]*memberState{}, universe: map[tp]bool{},
-		claim: map[tp]int{}, latest: map[tp]string{}, pending: map[tp]int{}, produced: map[tpo]int{},
+		claim: map[tp]int{}, latest: map[tp]string{}, Pending: map[tp]int{}, produced: map[tpo]int{},
 		delivs: map[tpo]int{}, deliv: map[tp]int{}, touched: map[tp]bool{}, partsAll: map[string]bool{},
-		warn: warn, tr: &trace{segments: map[tp][]segment{}, memberSpans: map[string][]memberSpan{},
-			delivers: map[string][]int64{}, lag: map[tp][]lagPoint{}}, openSeg: map[tp]map[string]int{},
+		warn: warn, tr: &Trace{Segments: map[tp][]Segment{}, MemberSpans: map[string][]MemberSpan{},
+			Delivers: map[string][]int64{}, Lag: map[tp][]LagPoint{}}, openSeg: map[tp]map[string]int{},
 		inv: newInvariantChecker(), openFault: map[string]int{},
 	}
 	res := Result{Era: era, NotApplicable: withNotMeasured(NotApplicable(era), opts.NotMeasured), Events: []Event{}, FinalOwners: map[string]string{},
@@ -121,7 +122,7 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 		}
 	}
 	first := recs[0].TsMs
-	r.tr.firstTs, r.tr.lastTs = first, recs[len(recs)-1].TsMs
+	r.tr.FirstTs, r.tr.LastTs = first, recs[len(recs)-1].TsMs
 	if recs[0].Kind != timeline.Trigger {
 		r.openWindow(0, first, "start", true)
 	}
@@ -221,16 +222,16 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 		res.FinalOwners[t.String()] = strings.Join(owners[t], ",")
 	}
 	for t := range r.universe {
-		r.tr.parts = append(r.tr.parts, t)
+		r.tr.Parts = append(r.tr.Parts, t)
 	}
-	sort.Slice(r.tr.parts, func(i, j int) bool {
-		a, b := r.tr.parts[i], r.tr.parts[j]
+	sort.Slice(r.tr.Parts, func(i, j int) bool {
+		a, b := r.tr.Parts[i], r.tr.Parts[j]
 		return a.topic < b.topic || a.topic == b.topic && a.part < b.part
 	})
 	for name := range r.members {
-		r.tr.members = append(r.tr.members, name)
+		r.tr.Members = append(r.tr.Members, name)
 	}
-	sort.Strings(r.tr.members)
+	sort.Strings(r.tr.Members)
 	res.Warnings = r.warn
 	return res, r.tr
 }

@@ -1,4 +1,4 @@
-package scenarios
+package figures
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 // docs/design.md's figure table is FigureTable rendered: a figure added, renamed or redefined in one
 // and not the other fails here.
 func TestFigureTableInDesignDoc(t *testing.T) {
-	doc, err := os.ReadFile("../docs/design.md")
+	doc, err := os.ReadFile("../../docs/design.md")
 	if err != nil {
 		t.Fatal(err)
 	}
