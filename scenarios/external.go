@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/rebalancelab/rebalancelab/internal/zklog"
 	"path"
 	"strconv"
 	"strings"
@@ -88,7 +89,7 @@ func checkZKMode(ctx context.Context, connect string) error {
 
 // dialZK connects to ZooKeeper and waits for a session (at most 15 s, or ctx).
 func dialZK(ctx context.Context, connect string) (*zk.Conn, error) {
-	c, events, err := zk.Connect(strings.Split(connect, ","), 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(zkQuiet{}))
+	c, events, err := zk.Connect(strings.Split(connect, ","), 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(zklog.Discard))
 	if err != nil {
 		return nil, err
 	}
@@ -109,10 +110,6 @@ func dialZK(ctx context.Context, connect string) (*zk.Conn, error) {
 		}
 	}
 }
-
-type zkQuiet struct{}
-
-func (zkQuiet) Printf(string, ...any) {}
 
 // cleanup removes what the era made on an existing cluster: its group (DeleteGroups, retried while
 // members' sessions are still open: a static member's graceful stop leaves it in the group until its

@@ -2,7 +2,7 @@ package scenarios
 
 // Sweeps: one scenario run at several sizes N (and, for medians, several times per size), its measured
 // event's figures drawn against N for every era on the same axes (package sweep), the zk era's
-// ZooKeeper reads fitted to a·N² + b·N + c beside the algorithm's own count.
+// ZooKeeper reads fitted to a·N² + b·N + c (or their log–log slopes), beside the model's count (sweep_model.go).
 
 import (
 	"bytes"
@@ -314,11 +314,6 @@ func (s *SweepResult) FitZKReads() (ZKReadsFit, bool) {
 	return f, true
 }
 
-// AlgorithmZKReads is the 0.8 connector's own lower bound for the ZooKeeper reads of a join into a
-// group of n members: each of the n+1 woken members lists the ids children once and reads every
-// registration (n+1 of them): (n+1)·(n+2).
-func AlgorithmZKReads(n int) int64 { return int64(n+1) * int64(n+2) }
-
 // Crossover returns the smallest size at which every coordinator era that ran has a lower median
 // time_to_stable_ms than the zk era; ok=false when none has (up to the largest completed size).
 func (s *SweepResult) Crossover() (n int, ok bool) {
@@ -351,7 +346,7 @@ func (s *SweepResult) Crossover() (n int, ok bool) {
 
 // WriteTable prints, per figure of the measured event, one row per era with its cell at each size
 // (the median, [min–max] over two runs or more, the number of runs when fewer than three), then the
-// zk reads' growth (the fit rule) beside the algorithm's own count, and last the verdict (Verdict).
+// zk reads' growth (the fit rule), the model of the reads (WriteModel), and last the verdict (Verdict).
 func (s *SweepResult) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	head := []string{"figure (" + s.Trigger + ")", "era"}
@@ -413,11 +408,8 @@ func (s *SweepResult) WriteTable(w io.Writer) error {
 		}
 	}
 	if f, ok := s.FitZKReads(); ok {
-		fmt.Fprintf(w, "zk reads per %s: %s; the algorithm's own count, (N+1)(N+2):", s.Trigger, f.Growth)
-		for _, p := range f.Points {
-			fmt.Fprintf(w, " N=%g: %d (measured %s)", p.X, AlgorithmZKReads(int(p.X)), sweep.Sig(p.Y))
-		}
-		fmt.Fprintln(w)
+		// the growth only: the model of the reads (WriteModel, below) gives the expected count per size
+		fmt.Fprintf(w, "zk reads per %s: %s\n", s.Trigger, f.Growth)
 	}
 	if err := s.WriteModel(w); err != nil { // the measured counts beside the models' (sweep_model.go)
 		return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"io"
 	"maps"
 	"slices"
@@ -98,7 +99,7 @@ func sizesFor(small bool) sizes {
 			// The least connect-workers allows: its last layout's last worker is killed, so two workers
 			// (started together, before the connectors), one source and one sink task; sessioned only.
 			connect: connectSizes{protocols: []string{scenarios.ConnectSessioned}, layouts: []scenarios.ConnectLayout{{Workers: 2, SourceTasks: 1, SinkTasks: 1}}},
-			cluster: scenarios.Params{Consumers: 2, Partitions: 6}, clusterEras: []string{"classic"},
+			cluster: scenarios.Params{Consumers: 2, Partitions: 6}, clusterEras: spec.Names([]spec.Era{spec.Classic}),
 		}
 	}
 	// The scenarios' own defaults (scenarios.Catalog), and the herd-join sweep under make demo's rules:
@@ -109,7 +110,7 @@ func sizesFor(small bool) sizes {
 		herd: scenarios.Params{Consumers: 4, Partitions: 8}, zombie: scenarios.Params{Consumers: 2, Partitions: 4},
 		divergent: scenarios.Params{Consumers: 4, Partitions: 8}, rolling: scenarios.Params{Consumers: 4, Partitions: 8},
 		sweep: sweepSizes{sizes: []int{4, 16, 64, 256}, repeat: 3, partitionsPerMember: 2,
-			eraMaxN: map[string]int{"cooperative": 64, "static": 64}, brokerConfig: sweepBrokerConfig},
+			eraMaxN: map[string]int{string(spec.Cooperative): 64, string(spec.Static): 64}, brokerConfig: sweepBrokerConfig},
 		ch1Messages: 12,
 		connect:     connectSizes{protocols: []string{scenarios.ConnectSessioned, scenarios.ConnectEager}, layouts: scenarios.ConnectLayouts},
 		cluster:     scenarios.Params{Consumers: 3, Partitions: 6}, clusterEras: allEras,
@@ -166,7 +167,7 @@ const (
 	runStreams   = "streams-threads"
 )
 
-var allEras = []string{"zk", "classic", "cooperative", "static"}
+var allEras = spec.Names(spec.Eras())
 
 // scenarioRuns lists the runs for the selected chapters, in the order they run.
 func (s sizes) scenarioRuns(only map[string]bool) []scenarioRun {
@@ -182,7 +183,7 @@ func (s sizes) scenarioRuns(only map[string]bool) []scenarioRun {
 	case only["ch5"]:
 		add(runZombie, "split-brain-zombie", allEras, s.zombie, true)
 	case only["ch3"]: // the fencing excerpt alone
-		add(runZombie, "split-brain-zombie", []string{"classic"}, s.zombie, false)
+		add(runZombie, "split-brain-zombie", []string{string(spec.Classic)}, s.zombie, false)
 	}
 	if only["ch5"] {
 		add(runDivergent, "split-brain-divergent-views", allEras, s.divergent, true)
@@ -194,7 +195,7 @@ func (s sizes) scenarioRuns(only map[string]bool) []scenarioRun {
 		for _, name := range []string{runBrokerFailure, runCoordFailover, runDurability} {
 			eras := s.clusterEras
 			if name == runCoordFailover { // the zk era has no coordinator
-				eras = slices.DeleteFunc(slices.Clone(eras), func(e string) bool { return e == "zk" })
+				eras = slices.DeleteFunc(slices.Clone(eras), func(e string) bool { return spec.Era(e).UsesZooKeeper() })
 			}
 			runs = append(runs, scenarioRun{key: name, name: name, eras: eras, consumers: s.cluster.Consumers,
 				partitions: s.cluster.Partitions, report: true, cluster: true})
@@ -507,13 +508,13 @@ const sweepFile = "ch4-herd-sweep"
 
 func joinComma(s []string) string { return strings.Join(s, ",") }
 
-// eraOf returns the era's run, nil when it did not run or does not apply.
-func eraOf(res *scenarios.RunResult, era string) *scenarios.EraRun {
+// eraOf returns the era's run (era compared as spec.Era), nil when it did not run or does not apply.
+func eraOf(res *scenarios.RunResult, era spec.Era) *scenarios.EraRun {
 	if res == nil {
 		return nil
 	}
 	for _, e := range res.Eras {
-		if e.Era == era && e.Applies {
+		if spec.Era(e.Era) == era && e.Applies {
 			return e
 		}
 	}

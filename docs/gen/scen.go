@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"slices"
 	"sort"
 	"strings"
@@ -182,7 +183,7 @@ func (g *generator) ch4() error {
 
 	var sum strings.Builder
 	fmt.Fprintf(&sum, "In this run %d members shared %d partitions when a member joined (event `join`), and one left later (event `leave`).", n, p)
-	if zk := eraOf(res, "zk"); zk != nil {
+	if zk := eraOf(res, spec.ZK); zk != nil {
 		if ev, ok := event(zk, "join"); ok {
 			fmt.Fprintf(&sum, " In the **zk** era the join set off %d watch notifications and woke %d members into a rebalance; "+
 				"together they sent %d ZooKeeper reads and %d writes, revoked %d partitions (every one), and the group was stable after %s.",
@@ -190,14 +191,14 @@ func (g *generator) ch4() error {
 				fig(ev, scenarios.FigZKWrites), fig(ev, scenarios.FigRevocations), tts(ev.Figures.TimeToStableMs))
 		}
 	}
-	if cl := eraOf(res, "classic"); cl != nil {
+	if cl := eraOf(res, spec.Classic); cl != nil {
 		if ev, ok := event(cl, "join"); ok {
 			fmt.Fprintf(&sum, " In the **classic** era the coordinator also made all %d members rejoin (%d group requests), they revoked %d partitions, "+
 				"and the group was stable after %s — but nobody read anything from ZooKeeper, and only the coordinator had to notice the change.",
 				fig(ev, scenarios.FigRebalanceParticipants), fig(ev, scenarios.FigGroupRequests), fig(ev, scenarios.FigRevocations), tts(ev.Figures.TimeToStableMs))
 		}
 	}
-	if co := eraOf(res, "cooperative"); co != nil {
+	if co := eraOf(res, spec.Cooperative); co != nil {
 		if ev, ok := event(co, "join"); ok {
 			fmt.Fprintf(&sum, " The **cooperative** era revoked %s instead (chapter 6).", plural(int(fig(ev, scenarios.FigRevocations)), "partition"))
 		}
@@ -209,9 +210,9 @@ func (g *generator) ch4() error {
 	var pm strings.Builder
 	fmt.Fprintf(&pm, "Each member's own records in the `join` window (from the trigger until the group was stable again), %d members + the one joining.\n\n", n)
 	for _, era := range erasRun(res) {
-		e := eraOf(res, era)
+		e := eraOf(res, spec.Era(era))
 		counts, names := countByMember(windowRecords(e, "join"))
-		if era == "zk" {
+		if spec.Era(era).UsesZooKeeper() {
 			pm.WriteString("**zk** | watch notifications | ZooKeeper reads | ZooKeeper writes | rebalance attempts | partitions revoked\n---|---|---|---|---|---\n")
 			for _, m := range names {
 				c := counts[m]
@@ -338,15 +339,15 @@ func sweepGrowthTables(sw *scenarios.SweepResult) string {
 	for _, z := range sw.Sizes {
 		w, r := "–", "–"
 		res, bound := "–", "–"
-		if c, ok := modelOf(cells, "zk", scenarios.FigZKWatchEvents, z.N); ok {
+		if c, ok := modelOf(cells, string(spec.ZK), scenarios.FigZKWatchEvents, z.N); ok {
 			w = medianRange(c.Model)
 		}
-		if c, ok := modelOf(cells, "zk", scenarios.FigZKReads, z.N); ok {
+		if c, ok := modelOf(cells, string(spec.ZK), scenarios.FigZKReads, z.N); ok {
 			r, res, bound = medianRange(c.Model), signed(c.Residuals()), fmt.Sprintf("%+d..%+d", c.Lo, c.Hi)
 		}
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", z.N, sizePartitions(z),
-			sweepCellText(sw, z, "zk", scenarios.FigRebalanceParticipants), sweepCellText(sw, z, "zk", scenarios.FigZKWatchEvents), w,
-			sweepCellText(sw, z, "zk", scenarios.FigZKReads), r, res, bound)
+			sweepCellText(sw, z, string(spec.ZK), scenarios.FigRebalanceParticipants), sweepCellText(sw, z, string(spec.ZK), scenarios.FigZKWatchEvents), w,
+			sweepCellText(sw, z, string(spec.ZK), scenarios.FigZKReads), r, res, bound)
 	}
 	b.WriteString("\n| N | era | members woken | rebalance attempts | partitions revoked | group requests | model | measured − model, per run |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
@@ -446,7 +447,7 @@ func modelSentence(sw *scenarios.SweepResult) string {
 	var b strings.Builder
 	var zkSizes []*scenarios.SweepSize
 	for _, z := range sw.Sizes {
-		if _, ok := sw.Cell(z, "zk", scenarios.FigZKReads); ok {
+		if _, ok := sw.Cell(z, string(spec.ZK), scenarios.FigZKReads); ok {
 			zkSizes = append(zkSizes, z)
 		}
 	}
@@ -454,11 +455,11 @@ func modelSentence(sw *scenarios.SweepResult) string {
 		return "The sweep has no zk run, so it shows no ZooKeeper reads."
 	}
 	first, last := zkSizes[0], zkSizes[len(zkSizes)-1]
-	fc, _ := sw.Cell(first, "zk", scenarios.FigZKReads)
-	lc, _ := sw.Cell(last, "zk", scenarios.FigZKReads)
+	fc, _ := sw.Cell(first, string(spec.ZK), scenarios.FigZKReads)
+	lc, _ := sw.Cell(last, string(spec.ZK), scenarios.FigZKReads)
 	fmt.Fprintf(&b, "The zk era's ZooKeeper reads for one join went from %s at N=%d to %s at N=%d (medians; ×%s for ×%s members)",
 		sweep.Sig(fc.Median()), first.N, sweep.Sig(lc.Median()), last.N, sweep.Sig(lc.Median()/fc.Median()), sweep.Sig(float64(last.N)/float64(first.N)))
-	if g, ok := growthOf(v, scenarios.FigZKReads, "zk"); ok && len(zkSizes) > 1 {
+	if g, ok := growthOf(v, scenarios.FigZKReads, string(spec.ZK)); ok && len(zkSizes) > 1 {
 		fmt.Fprintf(&b, "; %s (1 is linear, 2 quadratic)", g)
 	}
 	b.WriteString(".")
@@ -468,7 +469,7 @@ func modelSentence(sw *scenarios.SweepResult) string {
 	var outside []string
 	var model []string
 	for _, z := range zkSizes {
-		c, ok := modelOf(cells, "zk", scenarios.FigZKReads, z.N)
+		c, ok := modelOf(cells, string(spec.ZK), scenarios.FigZKReads, z.N)
 		if !ok {
 			continue
 		}
@@ -501,7 +502,7 @@ func modelSentence(sw *scenarios.SweepResult) string {
 	}
 	var wRuns, wEqual int
 	for _, z := range zkSizes {
-		if c, ok := modelOf(cells, "zk", scenarios.FigZKWatchEvents, z.N); ok {
+		if c, ok := modelOf(cells, string(spec.ZK), scenarios.FigZKWatchEvents, z.N); ok {
 			for _, r := range c.Residuals() {
 				wRuns++
 				if r == 0 {
@@ -564,14 +565,14 @@ func (g *generator) ch5() error {
 	}
 	g.out.block("ch5-zombie-table", "```text\n"+table+"```")
 	var ex strings.Builder
-	for _, era := range []string{"zk", "classic"} {
-		e := eraOf(zres, era)
+	for _, era := range spec.Names([]spec.Era{spec.ZK, spec.Classic}) {
+		e := eraOf(zres, spec.Era(era))
 		if e == nil {
 			continue
 		}
 		zombie, stallAt, healAt := zombieOf(zres, e)
 		fmt.Fprintf(&ex, "# %s era: %s's %s link stalls at +0 ms, heals at %+d ms (<g> is the group and topic %s)\n", era, zombie,
-			map[bool]string{true: "ZooKeeper", false: "coordinator"}[era == "zk"], healAt-stallAt, e.Topic)
+			map[bool]string{true: "ZooKeeper", false: "coordinator"}[spec.Era(era).UsesZooKeeper()], healAt-stallAt, e.Topic)
 		ex.WriteString(excerptLegend)
 		for _, line := range shorten(excerpt(e.Records, stallAt, lastAssigned(e.Records), 70, map[string]bool{zombie: true}), e) {
 			ex.WriteString(line + "\n")
@@ -586,12 +587,12 @@ func (g *generator) ch5() error {
 	var sum strings.Builder
 	sum.WriteString("In this run:")
 	for _, era := range erasRun(zres) {
-		e := eraOf(zres, era)
+		e := eraOf(zres, spec.Era(era))
 		t := e.Result.Totals
 		fmt.Fprintf(&sum, "\n- **%s**: at most %s delivering the same partition at once; %d duplicate deliveries; "+
 			"commits for a partition another live member owned: %d applied, %d refused",
 			era, plural(int(t.MaxConcurrentOwners), "member"), t.Duplicates, e.Extra["commits_applied_for_others_partitions"], e.Extra["commits_rejected_for_others_partitions"])
-		if era == "zk" {
+		if spec.Era(era).UsesZooKeeper() {
 			fmt.Fprintf(&sum, "; stale commits applied: %d (ZooKeeper cannot refuse one).", t.StaleCommitsApplied)
 		} else {
 			fmt.Fprintf(&sum, "; stale commits refused by the coordinator: %d.", t.StaleCommitsRejected)
@@ -603,7 +604,7 @@ func (g *generator) ch5() error {
 	rate := []string{"| era | stall | zombie's deliveries per second of the stall | produced to its partitions per second | during the stall |",
 		"|---|---|---|---|---|"}
 	for _, era := range erasRun(zres) {
-		e := eraOf(zres, era)
+		e := eraOf(zres, spec.Era(era))
 		zombie, stallAt, healAt := zombieOf(zres, e)
 		if stallAt == 0 || healAt == 0 {
 			continue
@@ -619,7 +620,7 @@ func (g *generator) ch5() error {
 	}
 	g.out.block("ch5-divergent-table", "```text\n"+dtable+"```")
 	var dex, dshort strings.Builder
-	if zk := eraOf(dres, "zk"); zk != nil {
+	if zk := eraOf(dres, spec.ZK); zk != nil {
 		from, _ := triggerTs(zk.Records, "churn")
 		// Faults set just before the trigger (the delayed links) belong to the story.
 		for _, r := range zk.Records {
@@ -650,9 +651,9 @@ func (g *generator) ch5() error {
 	var dsum strings.Builder
 	dsum.WriteString("In this run:")
 	for _, era := range erasRun(dres) {
-		e := eraOf(dres, era)
+		e := eraOf(dres, spec.Era(era))
 		t := e.Result.Totals
-		if era == "zk" {
+		if spec.Era(era).UsesZooKeeper() {
 			fmt.Fprintf(&dsum, "\n- **zk**: %d failed owner-znode claims since the churn began (%d in all), %d rebalance attempts, %d rebalances given up, "+
 				"at most %s delivering one partition at once.", e.Extra["ownership_conflicts_since_churn"], t.OwnershipConflicts,
 				t.RebalanceAttempts, t.RebalanceFailures, plural(int(t.MaxConcurrentOwners), "member"))
@@ -700,7 +701,7 @@ func (g *generator) ch6() error {
 	type total struct{ revoked, others, unowned, rebalancing int64 }
 	totals := map[string]*total{}
 	for _, era := range erasRun(res) {
-		e := eraOf(res, era)
+		e := eraOf(res, spec.Era(era))
 		totals[era] = &total{}
 		for _, ev := range e.Result.Events {
 			m, ok := strings.CutPrefix(ev.Trigger, "restart-")
