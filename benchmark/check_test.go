@@ -4,9 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/rebalancelab/rebalancelab/newconsumer/assignor"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The benchmarks trust checkSyncAssignment to reject a broken assignment: each broken shape must

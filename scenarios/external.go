@@ -27,7 +27,7 @@ import (
 )
 
 // BrokerExternal is RunResult.Broker on an existing cluster (Options.Bootstrap).
-const BrokerExternal = "external"
+const BrokerExternal = spec.BrokerExternal
 
 // ExternalPrefix begins every topic and group name a run makes on an existing cluster:
 // rebalancelab.<run id>.<scenario>.<era>.

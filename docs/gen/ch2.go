@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rebalancelab/rebalancelab/internal/zklog"
-	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"path"
 	"sort"
 	"strconv"
@@ -14,9 +12,10 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/internal/zklog"
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 	"github.com/rebalancelab/rebalancelab/zkconsumer"
 )

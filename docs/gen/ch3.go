@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -161,7 +161,7 @@ func (g *generator) ch3Fencing() error {
 // ended (its fault records, stamped by the member's proxies).
 func zombieOf(res *scenarios.RunResult, e *scenarios.EraRun) (member string, stallAt, healAt int64) {
 	for _, st := range res.Script {
-		if st.Action == scenarios.ActStall {
+		if st.Action == spec.ActStall {
 			member = st.Member
 			break
 		}

@@ -7,11 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/rebalancelab/rebalancelab/scenarios"
 	"github.com/rebalancelab/rebalancelab/wire"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // ch7: the coordinator serves any protocol type. Two "Connect workers" (raw group requests with

@@ -8,17 +8,16 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/rebalancelab/rebalancelab/internal/zklog"
-	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
-
 	"github.com/rebalancelab/rebalancelab/broker/coordinator"
+	"github.com/rebalancelab/rebalancelab/internal/zklog"
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 	"github.com/rebalancelab/rebalancelab/zkdata"
 )
@@ -96,10 +95,10 @@ func (s *snapshots) onStep(run string) func(ctx context.Context, info scenarios.
 	killed := map[string]bool{} // era → the kill step has run (the runner's goroutine calls us, one era at a time)
 	return func(ctx context.Context, info scenarios.StepInfo) {
 		switch {
-		case info.Step.Action == scenarios.ActBrokerKill && !info.Done:
+		case info.Step.Action == spec.ActBrokerKill && !info.Done:
 			s.add(run, info.Era, snapshot(ctx, info, "before the kill"))
 			killed[info.Era] = true
-		case info.Step.Action == scenarios.ActSettle && info.Done && killed[info.Era]:
+		case info.Step.Action == spec.ActSettle && info.Done && killed[info.Era]:
 			if len(s.of(run, info.Era)) == 1 {
 				s.add(run, info.Era, snapshot(ctx, info, "after the kill"))
 				return
@@ -342,7 +341,7 @@ func (g *generator) ch8() error {
 // killTarget is the era's broker-kill fault target ("broker/2"), "no broker" when there was none.
 func killTarget(e *scenarios.EraRun) string {
 	for _, r := range e.Records {
-		if r.Kind == timeline.Fault && r.Action == string(scenarios.ActBrokerKill) && r.Phase == timeline.FaultBegin {
+		if r.Kind == timeline.Fault && r.Action == string(spec.ActBrokerKill) && r.Phase == timeline.FaultBegin {
 			return "`" + r.Target + "`"
 		}
 	}

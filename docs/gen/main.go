@@ -32,9 +32,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/sirupsen/logrus"
 )
 
 // chapters in course order; -only takes these names.
