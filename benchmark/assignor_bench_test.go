@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/rebalancelab/rebalancelab/newconsumer/assignor"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/newconsumer/assignor"
 )
 
 // Shape of the assignor benchmarks (issue #6): 10,000 members, 10 topics × 1,000 partitions, every

@@ -4,8 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rebalancelab/rebalancelab/newconsumer/assignor"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/newconsumer/assignor"
 )
 
 // The benchmarks trust checkSyncAssignment to reject a broken assignment: each broken shape must

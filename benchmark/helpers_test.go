@@ -10,9 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rebalancelab/rebalancelab/newconsumer/assignor"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
+
+	"github.com/rebalancelab/rebalancelab/newconsumer/assignor"
 )
 
 // Benchmarks start brokers, kfake clusters and connections: all must be gone when they end.

@@ -7,11 +7,12 @@ import (
 	"io"
 	"testing"
 
-	"github.com/rebalancelab/rebalancelab/internal/testutil"
-	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/lab"
 )
 
 // BenchmarkProduceBatchBytes: one franz-go producer (acks=all, uncompressed 1 KiB records, 6

@@ -12,11 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/scenarios"
 	"github.com/rebalancelab/rebalancelab/scenarios/figures"
-	"github.com/sirupsen/logrus"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func quietLog() *logrus.Entry {

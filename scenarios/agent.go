@@ -26,9 +26,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
-	"github.com/sirupsen/logrus"
 )
 
 // poolHello opens a pool on a member host.

@@ -26,7 +26,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"io"
 	"maps"
 	"os"
@@ -41,6 +40,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 

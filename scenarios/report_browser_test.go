@@ -15,10 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/html"
+
 	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
-	"golang.org/x/net/html"
 )
 
 // TestReportInChromium: the HTML report of a real run, loaded in headless Chromium (Debian's

@@ -7,10 +7,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rebalancelab/rebalancelab/scenarios"
-	"github.com/rebalancelab/rebalancelab/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/wire"
 )
 
 // ch7: the coordinator serves any protocol type. Two "Connect workers" (raw group requests with

@@ -11,12 +11,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rebalancelab/rebalancelab/lab"
-	"github.com/rebalancelab/rebalancelab/newconsumer"
-	"github.com/rebalancelab/rebalancelab/timeline"
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/newconsumer"
+	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
 // quietLog is the lab's and the members' log: warnings and errors on stderr.

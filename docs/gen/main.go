@@ -32,8 +32,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rebalancelab/rebalancelab/scenarios"
 	"github.com/sirupsen/logrus"
+
+	"github.com/rebalancelab/rebalancelab/scenarios"
 )
 
 // chapters in course order; -only takes these names.

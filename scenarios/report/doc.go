@@ -18,3 +18,5 @@
 // rule, the verdict) stays a package of its own, a leaf the report builds on, because `bench storm`
 // draws with it without any scenario result.
 package report
+
+import ()

@@ -6,9 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/net/html"
+
 	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 	"github.com/rebalancelab/rebalancelab/timeline"
-	"golang.org/x/net/html"
 )
 
 // splitBrainTL is the zk split brain of TestFiguresSplitBrain plus an idle partition 1 owned by m2.

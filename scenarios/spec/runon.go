@@ -1,5 +1,7 @@
 package spec
 
+import ()
+
 // How members run (the runner's Options.MembersAs; the result's params.members_as).
 const (
 	MembersAsGoroutines = "goroutines" // in the runner's process (default)
