@@ -151,8 +151,8 @@ func (s *SweepResult) WriteModel(w io.Writer) error {
 		}
 		fmt.Fprintln(w, line)
 	}
-	fmt.Fprintln(w, "  zk: 0.8.2's ZookeeperConsumerConnector per attempt (scenarios.ZKReads); its reads' bound is the fetchers' leader lookups that may fall after the window.")
-	fmt.Fprintln(w, "  coordinator eras: the group protocol's JoinGroup/SyncGroup per member per round, the Heartbeat that announces a round, the commit before each rejoin (scenarios.GroupRequests); the residual is the periodic heartbeats and auto-commits of the window.")
+	fmt.Fprintln(w, "  zk: 0.8.2's ZookeeperConsumerConnector per attempt (figures.ZKReads); its reads' bound is the fetchers' leader lookups that may fall after the window.")
+	fmt.Fprintln(w, "  coordinator eras: the group protocol's JoinGroup/SyncGroup per member per round, the Heartbeat that announces a round, the commit before each rejoin (figures.GroupRequests); the residual is the periodic heartbeats and auto-commits of the window.")
 	return nil
 }
 
