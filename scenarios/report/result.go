@@ -15,7 +15,9 @@ import (
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
-// RunResult is one scenario run over one or more eras.
+// RunResult is one scenario run over one or more eras, as the report reads it: the runner fills its
+// own scenarios.RunResult and hands it over as this one (scenarios.RunResult.Report; the eras are the
+// same memory, so what a writer sets, such as EraRun.Timeline, the runner sees).
 type RunResult struct {
 	Scenario      string
 	Description   string
@@ -57,7 +59,8 @@ type StreamsOutput interface {
 	JSONParams() map[string]any
 }
 
-// EraRun is one era of a run.
+// EraRun is one era of a run. The runner's scenarios.EraRun is this type (a defined type of it) with
+// the timeline helpers its relations read.
 type EraRun struct {
 	Era     string
 	Applies bool
