@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 )
 
 // The performance tables (docs/reference/performance.md) are generated from benchmark/history.jsonl, never pasted: each sits in a
@@ -326,7 +326,7 @@ func StormHistoryEntry(r *StormResult, commit string, conditions map[string]stri
 	}
 	med := map[string]float64{}
 	for _, c := range r.Cells {
-		if v := c.Figures[scenarios.FigTimeToStableMs]; v != nil {
+		if v := c.Figures[figures.FigTimeToStableMs]; v != nil {
 			med[fmt.Sprintf("%s/%d/%s/time_to_stable_ms", c.Era, c.N, c.Case)] = float64(*v)
 		}
 	}

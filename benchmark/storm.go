@@ -31,6 +31,8 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
@@ -63,9 +65,9 @@ const (
 	FigBrokerCPUMs = "broker_cpu_ms"
 )
 
-// CellFigureNames are the keys of every cell's figures: scenarios.FigureNames, then the resource
+// CellFigureNames are the keys of every cell's figures: figures.FigureNames, then the resource
 // figures.
-var CellFigureNames = append(append([]string(nil), scenarios.FigureNames...), FigPeakRSSBytes, FigGoroutinesPeak, FigCPUMs, FigBrokerCPUMs)
+var CellFigureNames = append(append([]string(nil), figures.FigureNames...), FigPeakRSSBytes, FigGoroutinesPeak, FigCPUMs, FigBrokerCPUMs)
 
 // DefaultStormDeadline is the per-cell deadline when StormOptions.Deadline is 0.
 const DefaultStormDeadline = 120 * time.Second
@@ -84,7 +86,7 @@ type StormOptions struct {
 	// Partitions of each run's topic; 0: N (one partition per member, at most 1000), at most
 	// scenarios.MaxPartitions.
 	Partitions int
-	// KafkaDefaults: Kafka's own timing (scenarios.KafkaTiming: 45 s sessions, 3 s heartbeats, the
+	// KafkaDefaults: Kafka's own timing (spec.KafkaTiming: 45 s sessions, 3 s heartbeats, the
 	// default 300 s max.poll.interval.ms and so rebalance timeout; 0.8.2's 6 s ZooKeeper sessions and
 	// 2 s rebalance.backoff.ms) instead of the lab's short one, on the members and the broker.
 	KafkaDefaults bool
@@ -164,14 +166,14 @@ type StormCell struct {
 	Case       string `json:"case"`
 	Partitions int    `json:"partitions"`
 	// Figures has every key of CellFigureNames; a value is null only when the cell did not run.
-	// time_to_stable_ms is scenarios.NeverStable (-1) when the group did not become stable.
+	// time_to_stable_ms is figures.NeverStable (-1) when the group did not become stable.
 	Figures map[string]*int64 `json:"figures"`
-	// NotApplicable: figures the era cannot produce (0 here, no evidence): scenarios.NotApplicable.
+	// NotApplicable: figures the era cannot produce (0 here, no evidence): figures.NotApplicable.
 	NotApplicable []string `json:"not_applicable"`
 	// StoppedReason is "" when the cell completed (stable within the deadline); otherwise where and why
 	// it stopped, or why it did not run.
 	StoppedReason string `json:"stopped_reason"`
-	// WindowEnd is the figures window's end (scenarios.EndStable, EndNextTrigger, EndOfRun).
+	// WindowEnd is the figures window's end (figures.EndStable, EndNextTrigger, EndOfRun).
 	WindowEnd string `json:"window_end,omitempty"`
 	// ElapsedMs: wall time of the cell, from its trigger until the group had stayed stable for the
 	// settle's quiet period (or the cell stopped).
@@ -184,7 +186,7 @@ type StormCell struct {
 	Checks []Check `json:"checks,omitempty"`
 	// ZKCrosscheck (zk era): the server's counters (mntr, wchp) over the cell's span against the
 	// timeline's records over the same span (trigger until settled, so it can exceed the window).
-	ZKCrosscheck *scenarios.ZKCrosscheck `json:"zk_crosscheck,omitempty"`
+	ZKCrosscheck *report.ZKCrosscheck `json:"zk_crosscheck,omitempty"`
 	// Peer (storm cells of classic and cooperative): franz-go kgo's storm on the same broker.
 	Peer *PeerStorm `json:"peer,omitempty"`
 }
@@ -323,11 +325,11 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 }
 
 // stormTiming is the members' timing: the lab's, or Kafka's own with KafkaDefaults.
-func stormTiming(o StormOptions) scenarios.Timing {
+func stormTiming(o StormOptions) spec.Timing {
 	if o.KafkaDefaults {
-		return scenarios.KafkaTiming()
+		return spec.KafkaTiming()
 	}
-	return scenarios.LabTiming()
+	return spec.LabTiming()
 }
 
 // replicationFactorParam is the storm topic's replication factor: StormOptions.ReplicationFactor, or

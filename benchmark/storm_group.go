@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -25,7 +27,7 @@ type stormGroup struct {
 	o        StormOptions
 	era      string
 	n, p     int
-	t        scenarios.Timing
+	t        spec.Timing
 	cancel   context.CancelCauseFunc
 	progress func(k int, note string)
 
@@ -36,7 +38,7 @@ type stormGroup struct {
 	mu    sync.Mutex
 	where string // the step running now, for the watchdog's message; and cells' ZKCrosscheck
 
-	zkBefore scenarios.ZKCounters
+	zkBefore report.ZKCounters
 	zkAddrs  []string      // the lab's ZooKeeper nodes (zk era)
 	ours     *groupWatcher // broker-side watch of our storm (peer eras)
 }
@@ -59,7 +61,7 @@ func runStormGroup(ctx context.Context, o StormOptions, era string, n int, progr
 	p := stormPartitions(o, n)
 	g := &stormGroup{o: o, era: era, n: n, p: p, t: stormTiming(o), progress: progress}
 	for k, c := range StormCases {
-		g.cells[k] = &StormCell{Era: era, N: n, Case: c, Partitions: p, NotApplicable: scenarios.NotApplicable(era)}
+		g.cells[k] = &StormCell{Era: era, N: n, Case: c, Partitions: p, NotApplicable: figures.NotApplicable(era)}
 	}
 	if why := fdShortage(o, n); why != "" {
 		for _, c := range g.cells {
@@ -72,7 +74,7 @@ func runStormGroup(ctx context.Context, o StormOptions, era string, n int, progr
 	g.cancel = cancel
 	res, err := scenarios.Run(runCtx, scenarios.Options{
 		Definition: g.scenario(), Eras: []string{era},
-		Params:  scenarios.Params{Consumers: n, Partitions: p, Seed: o.Seed},
+		Params:  spec.Params{Consumers: n, Partitions: p, Seed: o.Seed},
 		Version: o.Version, Log: o.LabLog, LabLog: o.LabLog, Progress: o.RunnerProgress, OnStep: g.onStep,
 		Broker: o.Broker, Bootstrap: o.Bootstrap, ExternalZK: o.ExternalZK, Keep: o.Keep,
 		KafkaDefaults: o.KafkaDefaults, BrokerConfig: o.BrokerConfig,
@@ -86,39 +88,39 @@ func runStormGroup(ctx context.Context, o StormOptions, era string, n int, progr
 // cell's deadline plus the quiet period the settle wants.
 func (g *stormGroup) scenario() *scenarios.Scenario {
 	timeout := g.o.Deadline.Milliseconds() + g.t.QuietMs()
-	settle := scenarios.Step{Action: scenarios.ActSettle, QuietMs: g.t.QuietMs(), TimeoutMs: timeout}
+	settle := spec.Step{Action: spec.ActSettle, QuietMs: g.t.QuietMs(), TimeoutMs: timeout}
 	member := func(i int) string { return "m" + strconv.Itoa(i) }
-	var steps []scenarios.Step
-	add := func(s scenarios.Step) { steps = append(steps, s) }
+	var steps []spec.Step
+	add := func(s spec.Step) { steps = append(steps, s) }
 	return &scenarios.Scenario{
 		Name:                   "bench-storm",
 		Description:            "N members start at once; one joins the stable group; one of the N leaves",
-		Defaults:               scenarios.Params{Consumers: g.n, Partitions: g.p},
+		Defaults:               spec.Params{Consumers: g.n, Partitions: g.p},
 		MinConsumers:           1,
 		MaxConsumers:           1 << 20,
 		ZKNodes:                1,
 		Brokers:                g.o.Brokers,
 		TopicReplicationFactor: g.o.ReplicationFactor,
-		Script: func(p scenarios.Params, t scenarios.Timing, r *rand.Rand) []scenarios.Step {
+		Script: func(p spec.Params, t spec.Timing, r *rand.Rand) []spec.Step {
 			steps = nil
 			g.triggerAt[0] = len(steps)
-			add(scenarios.Step{Action: scenarios.ActTrigger, Name: CaseStorm})
+			add(spec.Step{Action: spec.ActTrigger, Name: CaseStorm})
 			for _, i := range r.Perm(p.Consumers) {
-				add(scenarios.Step{Action: scenarios.ActStart, Member: member(i + 1)})
+				add(spec.Step{Action: spec.ActStart, Member: member(i + 1)})
 			}
 			g.settleAt[0] = len(steps)
 			add(settle)
 			g.triggerAt[1] = len(steps)
-			add(scenarios.Step{Action: scenarios.ActTrigger, Name: CaseJoin})
-			add(scenarios.Step{Action: scenarios.ActStart, Member: member(p.Consumers + 1)})
+			add(spec.Step{Action: spec.ActTrigger, Name: CaseJoin})
+			add(spec.Step{Action: spec.ActStart, Member: member(p.Consumers + 1)})
 			g.settleAt[1] = len(steps)
 			add(settle)
 			g.triggerAt[2] = len(steps)
-			add(scenarios.Step{Action: scenarios.ActTrigger, Name: CaseLeave})
+			add(spec.Step{Action: spec.ActTrigger, Name: CaseLeave})
 			// m1 sorts first by name: in the range eras it owns partition 0 (static members are sorted by
 			// group.instance.id), so a static leave, which sends no LeaveGroup, still changes the
 			// assignment once its session expires, however many members own nothing.
-			add(scenarios.Step{Action: scenarios.ActStop, Member: member(1)})
+			add(spec.Step{Action: spec.ActStop, Member: member(1)})
 			g.settleAt[2] = len(steps)
 			add(settle)
 			return steps
@@ -200,8 +202,8 @@ func (g *stormGroup) endCell(ctx context.Context, k int, s scenarios.StepInfo) {
 	c.Figures = resourceFigures(rss, gor, cpu)
 	c.Figures[FigBrokerCPUMs] = st.sampler.brokerMs
 	recs := s.Records()
-	opts := scenarios.FigureOptions{Partitions: map[string][]int32{s.Topic: partitionIDs(g.p)}}
-	ev, ok := findEvent(scenarios.Compute(recs, g.era, opts), c.Case)
+	opts := figures.FigureOptions{Partitions: map[string][]int32{s.Topic: partitionIDs(g.p)}}
+	ev, ok := findEvent(figures.Compute(recs, g.era, opts), c.Case)
 	c.Errors, c.ErrorsTotal = errorsSince(recs, st.start.UnixMilli())
 	if ctx.Err() != nil { // the watchdog or the caller stopped the run during the settle
 		st.interrupted = true
@@ -227,7 +229,7 @@ func (g *stormGroup) endCell(ctx context.Context, k int, s scenarios.StepInfo) {
 	}
 	if g.o.OnCell != nil {
 		if ok { // the window's figures as of now (finish sets the run's own, the same window)
-			for _, name := range scenarios.FigureNames {
+			for _, name := range figures.FigureNames {
 				v, _ := ev.Figures.Get(name)
 				c.Figures[name] = &v
 			}
@@ -241,17 +243,17 @@ func (g *stormGroup) endCell(ctx context.Context, k int, s scenarios.StepInfo) {
 }
 
 // stopReason says why cell k did not complete: no stable group within the deadline.
-func (g *stormGroup) stopReason(k int, found bool, ev scenarios.Event, recs []timeline.Record) string {
+func (g *stormGroup) stopReason(k int, found bool, ev figures.Event, recs []timeline.Record) string {
 	c := g.cells[k]
 	if !found {
 		return fmt.Sprintf("%s: no %s trigger in the timeline", c.Case, c.Case)
 	}
 	tts := ev.Figures.TimeToStableMs
-	if ev.End == scenarios.EndStable && tts <= g.o.Deadline.Milliseconds() {
+	if ev.End == figures.EndStable && tts <= g.o.Deadline.Milliseconds() {
 		return ""
 	}
 	state := g.groupState(recs)
-	if ev.End == scenarios.EndStable {
+	if ev.End == figures.EndStable {
 		return fmt.Sprintf("%s: stable only after %d ms, past the %s deadline (%s)", c.Case, tts, g.o.Deadline, state)
 	}
 	msg := fmt.Sprintf("%s: not stable within the %s deadline (%s)", c.Case, g.o.Deadline, state)
@@ -305,7 +307,7 @@ func (g *stormGroup) groupState(recs []timeline.Record) string {
 
 // zkCrosscheck compares the cell's ZooKeeper records with the server (the runner's cross-check over
 // the cell's span) and, for join, checks zk_watch_events >= N on both sides.
-func (g *stormGroup) zkCrosscheck(ctx context.Context, c *StormCell, s scenarios.StepInfo, recs []timeline.Record, fromMs int64, ev scenarios.Event) {
+func (g *stormGroup) zkCrosscheck(ctx context.Context, c *StormCell, s scenarios.StepInfo, recs []timeline.Record, fromMs int64, ev figures.Event) {
 	after := scenarios.SnapshotZK(ctx, s.ZKAddrs)
 	cc := s.ZKWatchers(ctx)
 	for _, r := range recs {
@@ -339,7 +341,7 @@ func (g *stormGroup) zkCrosscheck(ctx context.Context, c *StormCell, s scenarios
 // finish fills every cell once the run returned: final figures from the run's timeline, and the
 // reasons of cells that stopped or did not run.
 func (g *stormGroup) finish(runCtx, parent context.Context, res *scenarios.RunResult, runErr error) {
-	var evs []scenarios.Event
+	var evs []figures.Event
 	if res != nil && len(res.Eras) == 1 {
 		evs = res.Eras[0].Result.Events
 	}
@@ -384,14 +386,14 @@ func (g *stormGroup) finish(runCtx, parent context.Context, res *scenarios.RunRe
 				c.StoppedReason = c.Case + ": the run ended before the cell did"
 			}
 		}
-		if ev, ok := findEvent(scenarios.Result{Events: evs}, c.Case); ok {
-			for _, name := range scenarios.FigureNames {
+		if ev, ok := findEvent(figures.Result{Events: evs}, c.Case); ok {
+			for _, name := range figures.FigureNames {
 				v, _ := ev.Figures.Get(name)
 				c.Figures[name] = &v
 			}
 			c.WindowEnd = ev.End
 		} else {
-			for _, name := range scenarios.FigureNames {
+			for _, name := range figures.FigureNames {
 				c.Figures[name] = nil
 			}
 			if c.StoppedReason == "" {
@@ -418,7 +420,7 @@ func (g *stormGroup) zkServerNote(k int, cpuMs, elapsedMs int64) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cc := &scenarios.ZKCrosscheck{}
+	cc := &report.ZKCrosscheck{}
 	cc.DiffCounters(g.zkAddrs, g.zkBefore, scenarios.SnapshotZK(ctx, g.zkAddrs))
 	g.mu.Lock() // the watchdog's and the memory bound's goroutines call this beside the step's
 	if c.ZKCrosscheck == nil {
@@ -437,13 +439,13 @@ func (g *stormGroup) zkServerNote(k int, cpuMs, elapsedMs int64) string {
 	return note
 }
 
-func findEvent(r scenarios.Result, trigger string) (scenarios.Event, bool) {
+func findEvent(r figures.Result, trigger string) (figures.Event, bool) {
 	for _, ev := range r.Events {
 		if ev.Trigger == trigger {
 			return ev, true
 		}
 	}
-	return scenarios.Event{}, false
+	return figures.Event{}, false
 }
 
 func partitionIDs(p int) []int32 {

@@ -12,7 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/sweep"
 )
@@ -27,24 +28,24 @@ func (r *StormResult) WriteJSON(w io.Writer) error {
 
 // tableColumns are the figures the table shows (the JSON has them all), with short headers.
 var tableColumns = []struct{ fig, head string }{
-	{scenarios.FigTimeToStableMs, "stable ms"},
-	{scenarios.FigRebalanceParticipants, "particip."},
-	{scenarios.FigRebalanceAttempts, "attempts"},
-	{scenarios.FigRebalanceFailures, "failures"},
-	{scenarios.FigRevocations, "revoked"},
-	{scenarios.FigZKReads, "zk reads"},
-	{scenarios.FigZKWrites, "zk writes"},
-	{scenarios.FigZKWatchEvents, "zk watches"},
-	{scenarios.FigGroupRequests, "group reqs"},
-	{scenarios.FigOwnershipConflicts, "conflicts"},
-	{scenarios.FigUnownedPartitionMs, "unowned ms"},
-	{scenarios.FigDuplicates, "dups"},
-	{scenarios.FigLost, "lost"},
+	{figures.FigTimeToStableMs, "stable ms"},
+	{figures.FigRebalanceParticipants, "particip."},
+	{figures.FigRebalanceAttempts, "attempts"},
+	{figures.FigRebalanceFailures, "failures"},
+	{figures.FigRevocations, "revoked"},
+	{figures.FigZKReads, "zk reads"},
+	{figures.FigZKWrites, "zk writes"},
+	{figures.FigZKWatchEvents, "zk watches"},
+	{figures.FigGroupRequests, "group reqs"},
+	{figures.FigOwnershipConflicts, "conflicts"},
+	{figures.FigUnownedPartitionMs, "unowned ms"},
+	{figures.FigDuplicates, "dups"},
+	{figures.FigLost, "lost"},
 	{FigPeakRSSBytes, "peak RSS MiB"},
 	{FigGoroutinesPeak, "goroutines"},
 	{FigCPUMs, "cpu ms"},
 	{FigBrokerCPUMs, "broker cpu ms"},
-	{perMember + scenarios.FigGroupRequests, "group reqs/member"},
+	{perMember + figures.FigGroupRequests, "group reqs/member"},
 	{perMember + FigPeakRSSBytes, "KiB/member"},
 	{perMember + FigGoroutinesPeak, "goroutines/member"},
 }
@@ -82,7 +83,7 @@ func (r *StormResult) WriteTable(w io.Writer, markdown bool) error {
 				ratio = fmt.Sprintf("%.2f", p.Ratio)
 			}
 			why := strings.TrimSpace(strings.Join([]string{p.NewconsumerStoppedReason, p.StoppedReason}, " "))
-			tl := c.cellText(scenarios.FigTimeToStableMs)
+			tl := c.cellText(figures.FigTimeToStableMs)
 			peer = append(peer, []string{c.Era, strconv.Itoa(c.N), p.Balancer, msText(p.NewconsumerTimeToStableMs),
 				msText(p.TimeToStableMs), ratio, tl, fmt.Sprintf("%.0f", float64(p.Figures[FigCPUMs])), why})
 		}
@@ -158,7 +159,7 @@ func (c *StormCell) cellText(fig string) string {
 		return "-"
 	case fig == FigPeakRSSBytes:
 		return fmt.Sprintf("%.0f", float64(v)/(1<<20))
-	case fig == scenarios.FigTimeToStableMs && v == scenarios.NeverStable:
+	case fig == figures.FigTimeToStableMs && v == figures.NeverStable:
 		return "never"
 	}
 	return strconv.FormatInt(v, 10)
@@ -200,18 +201,18 @@ func writeRows(w io.Writer, markdown bool, head []string, rows [][]string) error
 const FigCoordinationRequests = "coordination_requests"
 
 // PlotFigures are the plot's rows, each a figure of the cells (or FigCoordinationRequests).
-var PlotFigures = []string{scenarios.FigTimeToStableMs, FigCoordinationRequests, scenarios.FigRebalanceAttempts,
-	scenarios.FigRevocations, scenarios.FigUnownedPartitionMs, FigPeakRSSBytes, FigGoroutinesPeak, FigCPUMs}
+var PlotFigures = []string{figures.FigTimeToStableMs, FigCoordinationRequests, figures.FigRebalanceAttempts,
+	figures.FigRevocations, figures.FigUnownedPartitionMs, FigPeakRSSBytes, FigGoroutinesPeak, FigCPUMs}
 
 var plotTitles = map[string]string{
-	scenarios.FigTimeToStableMs:     "time_to_stable_ms",
-	FigCoordinationRequests:         "zk_reads+zk_writes (zk) / group_requests",
-	scenarios.FigRebalanceAttempts:  "rebalance_attempts",
-	scenarios.FigRevocations:        "revocations",
-	scenarios.FigUnownedPartitionMs: "unowned_partition_ms",
-	FigPeakRSSBytes:                 "peak_rss_bytes",
-	FigGoroutinesPeak:               "goroutines_peak",
-	FigCPUMs:                        "cpu_ms",
+	figures.FigTimeToStableMs:     "time_to_stable_ms",
+	FigCoordinationRequests:       "zk_reads+zk_writes (zk) / group_requests",
+	figures.FigRebalanceAttempts:  "rebalance_attempts",
+	figures.FigRevocations:        "revocations",
+	figures.FigUnownedPartitionMs: "unowned_partition_ms",
+	FigPeakRSSBytes:               "peak_rss_bytes",
+	FigGoroutinesPeak:             "goroutines_peak",
+	FigCPUMs:                      "cpu_ms",
 }
 
 // plotValue is the value a completed cell plots for fig; ok=false for cells that stopped and figures
@@ -222,11 +223,11 @@ func (c *StormCell) plotValue(fig string) (int64, bool) {
 	}
 	if fig == FigCoordinationRequests {
 		if spec.Era(c.Era).UsesZooKeeper() {
-			r, ok1 := c.Figure(scenarios.FigZKReads)
-			w, ok2 := c.Figure(scenarios.FigZKWrites)
+			r, ok1 := c.Figure(figures.FigZKReads)
+			w, ok2 := c.Figure(figures.FigZKWrites)
 			return r + w, ok1 && ok2
 		}
-		return c.Figure(scenarios.FigGroupRequests)
+		return c.Figure(figures.FigGroupRequests)
 	}
 	return c.Figure(fig)
 }
@@ -279,7 +280,7 @@ func (r *StormResult) WriteSVG(w io.Writer) error {
 	return ch.WriteSVG(w)
 }
 
-func colourOf(era string, i int) string { return scenarios.EraColour(era, i) }
+func colourOf(era string, i int) string { return report.EraColour(era, i) }
 
 // powerFit is y ≈ k·N^e over a series' points (sweep.FitPowerLaw) and its curve across them.
 type powerFit struct {
@@ -308,7 +309,7 @@ func fitPoints(pts []sweep.Point) (powerFit, bool) {
 }
 
 // GrowthFigures are the figures whose growth with N the table's fit lines give.
-var GrowthFigures = []string{scenarios.FigTimeToStableMs, scenarios.FigGroupRequests, FigCPUMs, FigBrokerCPUMs,
+var GrowthFigures = []string{figures.FigTimeToStableMs, figures.FigGroupRequests, FigCPUMs, FigBrokerCPUMs,
 	FigPeakRSSBytes, FigGoroutinesPeak}
 
 // writeFits prints, per era and case with two sizes or more, each GrowthFigures figure's power law

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
-	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 )
 
 // TestStormInPools: the layout that fits 10,000 members under a per-process descriptor limit, at
@@ -46,10 +46,10 @@ func TestStormInPools(t *testing.T) {
 			t.Errorf("%s stopped: %s (errors %v)", name, c.StoppedReason, c.Errors)
 			continue
 		}
-		if got, _ := c.Figure(scenarios.FigRebalanceParticipants); got != participants[c.Case] {
+		if got, _ := c.Figure(figures.FigRebalanceParticipants); got != participants[c.Case] {
 			t.Errorf("%s: rebalance_participants %d, want %d", name, got, participants[c.Case])
 		}
-		if got, _ := c.Figure(scenarios.FigLost); got != 0 {
+		if got, _ := c.Figure(figures.FigLost); got != 0 {
 			t.Errorf("%s: lost %d", name, got)
 		}
 		cpu, _ := c.Figure(FigCPUMs)

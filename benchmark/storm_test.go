@@ -17,6 +17,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 )
 
 func quietLog() *logrus.Entry {
@@ -63,25 +64,25 @@ func TestStormSmallEveryEra(t *testing.T) {
 				t.Errorf("%s: figure %s missing", name, f)
 			}
 		}
-		if c.WindowEnd != scenarios.EndStable {
+		if c.WindowEnd != figures.EndStable {
 			t.Errorf("%s: window ended %q", name, c.WindowEnd)
 		}
-		tts, _ := c.Figure(scenarios.FigTimeToStableMs)
+		tts, _ := c.Figure(figures.FigTimeToStableMs)
 		if tts <= 0 || tts > 60000 {
 			t.Errorf("%s: time_to_stable_ms %d", name, tts)
 		}
-		if got, _ := c.Figure(scenarios.FigRebalanceParticipants); got != participants[c.Case] {
+		if got, _ := c.Figure(figures.FigRebalanceParticipants); got != participants[c.Case] {
 			t.Errorf("%s: rebalance_participants %d, want %d", name, got, participants[c.Case])
 		}
 		// (duplicates may happen: a partition that moves before its new offsets were committed is
 		// delivered again from the last commit, at least once by design)
-		for _, f := range []string{scenarios.FigLost, scenarios.FigRebalanceFailures} {
+		for _, f := range []string{figures.FigLost, figures.FigRebalanceFailures} {
 			if got, _ := c.Figure(f); got != 0 {
 				t.Errorf("%s: %s = %d, want 0", name, f, got)
 			}
 		}
 		// A storm window may end (stable) before the first delivery: 0 or 1, never two at once.
-		if got, _ := c.Figure(scenarios.FigMaxConcurrentOwners); got > 1 || (c.Case != CaseStorm && got != 1) {
+		if got, _ := c.Figure(figures.FigMaxConcurrentOwners); got > 1 || (c.Case != CaseStorm && got != 1) {
 			t.Errorf("%s: max_concurrent_owners %d", name, got)
 		}
 		if rss, _ := c.Figure(FigPeakRSSBytes); rss < 1<<20 {
@@ -94,8 +95,8 @@ func TestStormSmallEveryEra(t *testing.T) {
 			t.Errorf("%s: cpu_ms %d", name, cpu)
 		}
 		// The coordination traffic goes where the era says: ZooKeeper for zk, the coordinator otherwise.
-		zkOps, _ := c.Figure(scenarios.FigZKReads)
-		groupReqs, _ := c.Figure(scenarios.FigGroupRequests)
+		zkOps, _ := c.Figure(figures.FigZKReads)
+		groupReqs, _ := c.Figure(figures.FigGroupRequests)
 		if (c.Era == "zk") != (zkOps > 0) || (c.Era == "zk") == (groupReqs > 0) {
 			t.Errorf("%s: zk_reads %d, group_requests %d", name, zkOps, groupReqs)
 		}
@@ -127,7 +128,7 @@ func TestStormSmallEveryEra(t *testing.T) {
 	}
 	// zk join: the N members that watch the ids path are woken, and the server counted it too.
 	join := res.cell("zk", n, CaseJoin)
-	if w, _ := join.Figure(scenarios.FigZKWatchEvents); w < n {
+	if w, _ := join.Figure(figures.FigZKWatchEvents); w < n {
 		t.Errorf("zk join: zk_watch_events %d, want >= %d", w, n)
 	}
 	if cc := join.ZKCrosscheck; cc == nil || cc.ServerWatchesFired < n || cc.IdsWatchersServer != n+1 || len(join.Checks) != 3 {
@@ -195,7 +196,7 @@ func TestStormStaticLeaveOfAnOwner(t *testing.T) {
 		}
 		// The leaver's session (the lab's 2 s, from its last heartbeat, at most 500 ms before it
 		// stopped) has to expire before the group rebalances.
-		if ms, ok := leave.Figure(scenarios.FigTimeToStableMs); !ok || ms < 1500 {
+		if ms, ok := leave.Figure(figures.FigTimeToStableMs); !ok || ms < 1500 {
 			t.Fatalf("seed %d: the static leave was stable after %v ms (ok %v): want at least the session less a heartbeat interval, 1500 ms", seed, ms, ok)
 		}
 	}
@@ -241,7 +242,7 @@ func TestStormImpossibleDeadline(t *testing.T) {
 		if len(c.Figures) != len(CellFigureNames) {
 			t.Errorf("%s: %d figure keys", name, len(c.Figures))
 		}
-		if _, ok := c.Figure(scenarios.FigTimeToStableMs); ok {
+		if _, ok := c.Figure(figures.FigTimeToStableMs); ok {
 			t.Errorf("%s: a cell that did not run has figures", name)
 		}
 	}
@@ -300,11 +301,11 @@ func TestStormSVG(t *testing.T) {
 	for _, n := range []int{10, 100, 1000} {
 		for _, era := range []string{"zk", "classic", "cooperative"} {
 			for _, cs := range StormCases {
-				c := &StormCell{Era: era, N: n, Case: cs, Figures: nullFigures(), NotApplicable: scenarios.NotApplicable(era)}
+				c := &StormCell{Era: era, N: n, Case: cs, Figures: nullFigures(), NotApplicable: figures.NotApplicable(era)}
 				for _, f := range CellFigureNames {
 					c.Figures[f] = fig(int64(n)) // y = N: a straight diagonal on log-log axes
 				}
-				c.Figures[scenarios.FigRevocations] = fig(0)
+				c.Figures[figures.FigRevocations] = fig(0)
 				if era == "cooperative" && n == 1000 {
 					c.StoppedReason = "storm: not stable within the 2m0s deadline"
 				}
@@ -410,7 +411,7 @@ func TestStormSVG(t *testing.T) {
 					t.Errorf("%s/%s/%s: x not logarithmic: %v", era, f, cs, pts)
 				}
 				dy := pts[0][1] - pts[1][1]
-				if f == scenarios.FigRevocations {
+				if f == figures.FigRevocations {
 					if dy != 0 {
 						t.Errorf("%s/%s/%s: zeros not on one line: %v", era, f, cs, pts)
 					}

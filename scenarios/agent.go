@@ -29,6 +29,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 )
 
 // poolHello opens a pool on a member host.
@@ -228,7 +229,7 @@ func measureMemberHosts(ctx context.Context, addrs []string, progress func(strin
 		if err != nil {
 			return nil, fmt.Errorf("member host %s: clock: %w", a, err)
 		}
-		info.Clock = s
+		info.Clock = report.ClockSample(s)
 		progress("member host %s %s: clock offset %+.3f ms (± %.3f ms, best round trip of %d)", info.Name, a, s.OffsetMs, s.RTTMs/2, s.Samples)
 		out = append(out, info)
 	}

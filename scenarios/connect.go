@@ -33,6 +33,7 @@ import (
 	"github.com/rebalancelab/rebalancelab/broker/coordinator"
 	"github.com/rebalancelab/rebalancelab/groupview"
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 )
 
 // ConnectScenario is the scenario's name for `rebalancelab scenario run`.
@@ -116,11 +117,11 @@ type ConnectResult struct {
 	Rebalances int `json:"rebalances"`
 	// End to end: distinct source records acknowledged, distinct of them the sink consumed, the ones
 	// missing, and the records consumed more than once.
-	Produced   int64            `json:"produced"`
-	Consumed   int64            `json:"consumed"`
-	Missing    int64            `json:"missing"`
-	Duplicates int64            `json:"duplicates"`
-	Relations  []RelationResult `json:"relations"`
+	Produced   int64                   `json:"produced"`
+	Consumed   int64                   `json:"consumed"`
+	Missing    int64                   `json:"missing"`
+	Duplicates int64                   `json:"duplicates"`
+	Relations  []report.RelationResult `json:"relations"`
 	// Errors: what the run could not do and went on without (the worker to kill had already exited);
 	// any fails it (Passed).
 	Errors   []string `json:"errors,omitempty"`
@@ -135,7 +136,7 @@ func (r *ConnectResult) Passed() bool {
 		return false
 	}
 	var c RelationCounts
-	c.add(r.Relations)
+	c.Add(r.Relations)
 	return c.Failed == 0 && c.Held > 0
 }
 
@@ -692,7 +693,7 @@ func (ev *connectEvents) downtime(killedMs int64, victim string, untilMs int64) 
 // checkRelations fills r.Relations.
 func (r *ConnectResult) checkRelations() {
 	add := func(text string, ok bool, got string) {
-		r.Relations = append(r.Relations, RelationResult{Era: r.Protocol, Relation: text, OK: ok, Got: got})
+		r.Relations = append(r.Relations, report.RelationResult{Era: r.Protocol, Relation: text, OK: ok, Got: got})
 	}
 	compact := true
 	for _, p := range r.InternalTopics {
@@ -745,7 +746,7 @@ func (r *ConnectResult) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "records: produced %d, consumed %d, missing %d, duplicates %d\n", r.Produced, r.Consumed, r.Missing, r.Duplicates)
 	var c RelationCounts
-	c.add(r.Relations)
+	c.Add(r.Relations)
 	for _, rel := range r.Relations {
 		mark := map[bool]string{true: "ok  ", false: "FAIL"}[rel.OK]
 		if rel.Skipped {
@@ -756,7 +757,7 @@ func (r *ConnectResult) WriteTable(w io.Writer) error {
 	for _, msg := range r.Errors {
 		fmt.Fprintf(&b, "  error: %s\n", msg)
 	}
-	b.WriteString(verdict(c, len(r.Errors)) + "\n")
+	b.WriteString(report.VerdictLine(c, len(r.Errors)) + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -43,36 +43,6 @@ type ProducerSpec struct {
 	Acks string
 }
 
-// ProducerCheck is one side producer's outcome, read back from the side topic after the run.
-type ProducerCheck struct {
-	Producer string `json:"producer"`
-	Acks     string `json:"acks"`
-	Acked    int64  `json:"acked"` // records acknowledged
-	// AckedAfterDown: of those, acknowledged after the first broker stop or kill.
-	AckedAfterDown int64 `json:"acked_after_down"`
-	Failed         int64 `json:"failed"` // records never acknowledged (their produce failed or did not finish)
-	// FirstError is the first failed record's error, "" when none failed.
-	FirstError string `json:"first_error,omitempty"`
-	Lost       int64  `json:"lost"` // acknowledged, and not in the side topic at the end
-	// LostElsewhere: of the lost, those on partitions that the broker taken down did not lead when it
-	// went down. acks=1 can lose what a dying leader acknowledged, nothing else.
-	LostElsewhere int64 `json:"lost_elsewhere"`
-	// Duplicates: acknowledged records in the side topic more than once (a retry that the log kept twice).
-	Duplicates int64 `json:"duplicates"`
-	// MaxAckGapMs is the longest time, in ms, between two consecutive acknowledgments of any of the
-	// producer's records: how long the broker's death held the whole producer up. acks=all waits on
-	// every partition that had the dead broker in its ISR until the controller takes it out.
-	MaxAckGapMs int64 `json:"max_ack_gap_ms"`
-	// MaxPartitionAckGapMs is the same on one partition, the longest over the partitions: acks=1 waits
-	// there for the dead leader's successor.
-	MaxPartitionAckGapMs int64 `json:"max_partition_ack_gap_ms"`
-	// LostPartitions are the partitions of the lost records, ascending.
-	LostPartitions []int32 `json:"lost_partitions,omitempty"`
-	// DownLedPartitions are the side topic's partitions that the brokers taken down led when they
-	// went down, ascending.
-	DownLedPartitions []int32 `json:"down_led_partitions"`
-}
-
 // sideBufferSeconds is how many seconds of records a side producer buffers.
 const sideBufferSeconds = 30
 

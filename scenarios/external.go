@@ -20,13 +20,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rebalancelab/rebalancelab/internal/zklog"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
 // BrokerExternal is RunResult.Broker on an existing cluster (Options.Bootstrap).
-const BrokerExternal = "external"
+const BrokerExternal = spec.BrokerExternal
 
 // ExternalPrefix begins every topic and group name a run makes on an existing cluster:
 // rebalancelab.<run id>.<scenario>.<era>.
@@ -88,7 +89,7 @@ func checkZKMode(ctx context.Context, connect string) error {
 
 // dialZK connects to ZooKeeper and waits for a session (at most 15 s, or ctx).
 func dialZK(ctx context.Context, connect string) (*zk.Conn, error) {
-	c, events, err := zk.Connect(strings.Split(connect, ","), 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(zkQuiet{}))
+	c, events, err := zk.Connect(strings.Split(connect, ","), 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(zklog.Discard))
 	if err != nil {
 		return nil, err
 	}
@@ -109,10 +110,6 @@ func dialZK(ctx context.Context, connect string) (*zk.Conn, error) {
 		}
 	}
 }
-
-type zkQuiet struct{}
-
-func (zkQuiet) Printf(string, ...any) {}
 
 // cleanup removes what the era made on an existing cluster: its group (DeleteGroups, retried while
 // members' sessions are still open: a static member's graceful stop leaves it in the group until its

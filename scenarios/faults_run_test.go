@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 )
 
 // runFailingFault runs a script of one era (classic) on the lab, with real members, in which a fault's
@@ -57,7 +59,7 @@ func runFailingFault(t *testing.T, sc *Scenario, wantErrs []string, wantFaultRel
 	if !strings.Contains(js.String(), `"passed": false`) || !strings.Contains(js.String(), `"failures": [`) {
 		t.Errorf("the JSON does not say the run failed and why")
 	}
-	var faultRel *RelationResult
+	var faultRel *report.RelationResult
 	for i := range e.Relations {
 		if e.Relations[i].Relation == FaultRelationText {
 			faultRel = &e.Relations[i]

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -113,7 +114,7 @@ func TestFaultWantsOfEveryAction(t *testing.T) {
 // TestPassedNeedsNoErrors: a run whose relations all hold but which recorded an error (a fault that
 // could not be injected) fails, and says why; a skipped relation neither holds nor fails.
 func TestPassedNeedsNoErrors(t *testing.T) {
-	res := &RunResult{Eras: []*EraRun{{Era: "zk", Applies: true, Relations: []RelationResult{
+	res := &RunResult{Eras: []*EraRun{{Era: "zk", Applies: true, Relations: []report.RelationResult{
 		{Era: "zk", Relation: "a", OK: true, Got: "1"},
 		{Era: "zk", Relation: "b", Skipped: true, Got: "n/a"},
 	}}}}

@@ -14,24 +14,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 )
-
-// HostInfo is one test host of a run (the result JSON's "hosts").
-type HostInfo struct {
-	Name      string   `json:"name"` // "h1"
-	Addr      string   `json:"addr"`
-	Namespace string   `json:"namespace"`
-	Runs      []string `json:"runs"` // "zookeeper", "broker", and the members placed there
-	// Clock is the host's clock against the runner's, measured at the start: offset (host − runner)
-	// and the round trip of the best of the samples; the offset is known to ± RTT/2.
-	Clock lab.ClockSample `json:"clock"`
-}
 
 // clockSamples is how many round trips the runner makes to each host's clock.
 const clockSamples = 9
@@ -86,7 +75,7 @@ func startHosts(ctx context.Context, o Options, res *RunResult, progress func(st
 			hs.Close()
 			return nil, fmt.Errorf("test host %s: clock: %w", h.Name(), err)
 		}
-		info.Clock = s
+		info.Clock = report.ClockSample(s)
 		progress("host %s %s: clock offset %+.3f ms (± %.3f ms, best round trip of %d); runs %s", h.Name(), h.Addr(),
 			s.OffsetMs, s.RTTMs/2, s.Samples, strings.Join(info.Runs, " "))
 		res.Hosts = append(res.Hosts, info)
@@ -295,22 +284,4 @@ func (r *eraRunner) hostNetStep(ctx context.Context, h *lab.Host, st Step) error
 		r.stepf("%s: by %s", st, via)
 	}
 	return nil
-}
-
-// writeHosts prints the test hosts and their clock offsets beside the figures.
-func (r *RunResult) writeHosts(w io.Writer) {
-	if len(r.Hosts) == 0 {
-		return
-	}
-	kind := "test hosts (network namespaces"
-	if r.Hosts[0].Namespace == "" {
-		kind = "member hosts (member-pool --listen"
-	}
-	fmt.Fprintf(w, "%s; ts_ms are each host's clock, offsets measured at the start, host − runner):\n", kind)
-	for _, h := range r.Hosts {
-		fmt.Fprintf(w, "  %s %-15s clock offset %+.3f ms ± %.3f ms   %s\n", h.Name, h.Addr, h.Clock.OffsetMs, h.Clock.RTTMs/2, strings.Join(h.Runs, " "))
-	}
-	for _, n := range r.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
-	}
 }

@@ -46,10 +46,10 @@ import (
 
 // Members: whose consumers the coordinator eras run (Options.Members).
 const (
-	MembersRebalancelab = "rebalancelab" // newconsumer (the default)
-	MembersKafka        = "kafka"        // Kafka 3.9's VerifiableConsumer JVMs
+	MembersRebalancelab = spec.MembersRebalancelab // newconsumer (the default)
+	MembersKafka        = spec.MembersKafka        // Kafka 3.9's VerifiableConsumer JVMs
 	// MembersMixed: one group of both, odd members (m1, m3, ...) ours, even members Kafka's.
-	MembersMixed = "mixed"
+	MembersMixed = spec.MembersMixed
 )
 
 // MemberImplementations are the values of Options.Members.

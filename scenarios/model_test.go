@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -86,7 +87,7 @@ func TestZKModelArithmetic(t *testing.T) {
 // (−(1+B)·F ≤ measured − model ≤ 0 here, no attempt having failed): the only reads of the change the
 // window may miss are the fetchers' leader lookups, which run on their own thread after the rebalance.
 func TestZKModelRecordedSweep(t *testing.T) {
-	s := recordedSweep(t, filepath.Join("testdata", "herd-join-p64-sweep.json"))
+	s := recordedSweep(t, filepath.Join("report", "testdata", "herd-join-p64-sweep.json"))
 	var b strings.Builder
 	if err := s.WriteModel(&b); err != nil {
 		t.Fatal(err)
@@ -162,4 +163,19 @@ func TestChangeOfRecords(t *testing.T) {
 	if wantC := (GroupCount{JoinGroup: 2, SyncGroup: 1, LeaveGroup: 1}); got != wantC {
 		t.Errorf("GroupChangeOf's requests: got %+v, want %+v", got, wantC)
 	}
+}
+
+// recordedSweep is report.ReadSweep of the file at path.
+func recordedSweep(t *testing.T, path string) *SweepResult {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s, err := report.ReadSweep(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return s
 }

@@ -40,28 +40,15 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
 // How members run (Options.MembersAs).
 const (
-	MembersAsGoroutines = "goroutines" // in the runner's process (default)
-	MembersAsProcesses  = "processes"  // one `rebalancelab member` process per member incarnation
+	MembersAsGoroutines = spec.MembersAsGoroutines // in the runner's process (default)
+	MembersAsProcesses  = spec.MembersAsProcesses  // one `rebalancelab member` process per member incarnation
 )
-
-// MemberProcess is how one member process ended (EraRun.Processes, the result JSON's "processes").
-type MemberProcess struct {
-	Member string `json:"member"`
-	Host   string `json:"host,omitempty"` // the test host it ran in (--hosts)
-	PID    int    `json:"pid"`
-	// Stop is how the runner ended it: "sigterm" (graceful stop), "stop" (graceful stop by a "stop"
-	// line on its stdin: the 0.8.2.2 connector's harness, which has no shutdown hook), "sigkill"
-	// (crash, Ctrl-C), or "" when the process ended by itself (a member that gave up).
-	Stop     string `json:"stop,omitempty"`
-	Status   string `json:"status"`           // os.ProcessState's text: "exit status 0", "signal: killed"
-	ExitCode int    `json:"exit_code"`        // -1 when a signal ended it
-	Signal   string `json:"signal,omitempty"` // the signal that ended it: "SIGKILL", "SIGTERM", ...
-}
 
 // MemberOptions configures RunMember: one scenario member in this process (`rebalancelab member`).
 type MemberOptions struct {

@@ -30,6 +30,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -53,8 +54,8 @@ type goldenTimeline struct {
 	Scenario string `json:"scenario,omitempty"`
 	// Extra: the scenario's extra counters (Scenario.Extra); Relations: its relations (and the
 	// invariant and fault relations) checked on the run rebuilt from result.json.
-	Extra     map[string]int64 `json:"extra,omitempty"`
-	Relations []RelationResult `json:"relations,omitempty"`
+	Extra     map[string]int64        `json:"extra,omitempty"`
+	Relations []report.RelationResult `json:"relations,omitempty"`
 }
 
 // recordedResult is the part of a recorded result.json the replay needs.

@@ -17,6 +17,8 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -35,7 +37,7 @@ func TestReportInChromium(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	const partitions = 3
-	res, err := Run(ctx, Options{Scenario: "storm", Eras: []string{"zk", "classic"}, Params: Params{Consumers: 2, Partitions: partitions},
+	res, err := Run(ctx, Options{Scenario: "storm", Eras: []string{"zk", "classic"}, Params: spec.Params{Consumers: 2, Partitions: partitions},
 		ReportDir: dir, Log: quietLog(), LabLog: quietLog()})
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +174,7 @@ func TestReportInChromium(t *testing.T) {
 	// the plot beside the verdict, and still has the largest run's lanes.
 	sdir := t.TempDir()
 	sw, err := RunSweep(ctx, SweepOptions{Options: Options{Scenario: "storm", Eras: []string{"zk", "classic"},
-		Params: Params{Partitions: 1}, Log: quietLog(), LabLog: quietLog()}, Sizes: []int{2, 4}, PartitionsPerMember: 2})
+		Params: spec.Params{Partitions: 1}, Log: quietLog(), LabLog: quietLog()}, Sizes: []int{2, 4}, PartitionsPerMember: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +210,7 @@ func TestReportInChromium(t *testing.T) {
 	}
 	notes := 0
 	for _, fv := range sv.Figures {
-		if len(fv.Eras) < 2 || fv.Figure == FigZKReads || fv.Figure == FigZKWatchEvents {
+		if len(fv.Eras) < 2 || fv.Figure == figures.FigZKReads || fv.Figure == figures.FigZKWatchEvents {
 			continue
 		}
 		var want []string
@@ -264,7 +266,7 @@ func TestReportInChromium(t *testing.T) {
 			memberLanes++
 		}
 	})
-	for _, fig := range []string{"coordination", FigTimeToStableMs, FigRebalanceParticipants, FigPausedMemberMs, FigUnownedPartitionMs} {
+	for _, fig := range []string{"coordination", figures.FigTimeToStableMs, figures.FigRebalanceParticipants, figures.FigPausedMemberMs, figures.FigUnownedPartitionMs} {
 		if !panels[fig] {
 			t.Errorf("sweep page: no %s panel of the plot in its sweep section (panels %v)", fig, panels)
 		}
@@ -305,4 +307,34 @@ func dumpDOM(ctx context.Context, t *testing.T, browser, page string) *html.Node
 		t.Fatal(err)
 	}
 	return doc
+}
+
+// The DOM helpers of the report's tests (scenarios/report/html_test.go).
+
+func attr(n *html.Node, key string) (string, bool) {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val, true
+		}
+	}
+	return "", false
+}
+
+func hasClass(n *html.Node, class string) bool {
+	v, _ := attr(n, "class")
+	for _, c := range strings.Fields(v) {
+		if c == class {
+			return true
+		}
+	}
+	return false
+}
+
+func walk(n *html.Node, fn func(*html.Node)) {
+	if n.Type == html.ElementNode {
+		fn(n)
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		walk(c, fn)
+	}
 }

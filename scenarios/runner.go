@@ -315,7 +315,7 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 			return res, fmt.Errorf("report: %w", err)
 		}
 	case o.OutputDir != "":
-		if err := res.writeTimelines(o.OutputDir); err != nil {
+		if err := res.Report().WriteTimelines(o.OutputDir); err != nil {
 			return res, fmt.Errorf("timelines: %w", err)
 		}
 	}

@@ -226,7 +226,7 @@ func runStreams(ctx context.Context, o Options, sc *Scenario, p Params, t Timing
 			runErr = fmt.Errorf("report: %w", err)
 		}
 	case o.OutputDir != "":
-		if err := res.writeTimelines(o.OutputDir); err != nil && runErr == nil {
+		if err := res.Report().WriteTimelines(o.OutputDir); err != nil && runErr == nil {
 			runErr = fmt.Errorf("timelines: %w", err)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 )
 
 // Streams output files, in the report or output directory.
@@ -21,11 +23,11 @@ const (
 	streamsGroupFile = "streams-group.jsonl" // the observer's groupview.Generation of every transition
 )
 
-// writeStreamsTable writes the events' figures, the lanes, the totals and the relations.
-func (r *RunResult) writeStreamsTable(w io.Writer) error {
-	s := r.Streams
+// WriteTable writes the events' figures, the lanes, the totals and r's relations and verdict
+// (report.StreamsOutput).
+func (s *StreamsRun) WriteTable(w io.Writer, r *report.RunResult) error {
 	fmt.Fprintf(w, "%s (seed %d, %d instances x %d stream threads, %d partitions per input, broker %s, Kafka Streams %s as processes)\n",
-		r.Scenario, r.Seed, r.Params.Consumers, s.Threads, r.Params.Partitions, r.brokerName(), r.Versions["kafka-streams"])
+		r.Scenario, r.Seed, r.Params.Consumers, s.Threads, r.Params.Partitions, r.BrokerName(), r.Versions["kafka-streams"])
 	if !s.Observed {
 		fmt.Fprintf(w, "broker %s: no group observer; the events' group figures (time_to_stable_ms, rebalances, generations, tasks_moved) and the stable generations are not measured (0 and none below)\n", r.Broker)
 	}
@@ -72,9 +74,9 @@ func (r *RunResult) writeStreamsTable(w io.Writer) error {
 	return nil
 }
 
-// writeStreamsFiles writes streams-app.jsonl and streams-group.jsonl to dir and names them in the run.
-func (r *RunResult) writeStreamsFiles(dir string) error {
-	s := r.Streams
+// WriteFiles writes streams-app.jsonl and streams-group.jsonl to dir and names them in s
+// (report.StreamsOutput).
+func (s *StreamsRun) WriteFiles(dir string) error {
 	write := func(name string, n int, item func(i int) any) error {
 		f, err := os.Create(filepath.Join(dir, name))
 		if err != nil {
@@ -104,10 +106,11 @@ func (r *RunResult) writeStreamsFiles(dir string) error {
 	return nil
 }
 
-// writeStreamsReport writes dir/index.html: the relations, the events and the observer's lanes (a row
+// WriteReport writes dir/index.html: the relations, the events and the observer's lanes (a row
 // per stable generation, a column per stream thread, its tasks in the cell).
-func (r *RunResult) writeStreamsReport(dir string) error {
-	s := r.Streams
+//
+// (report.StreamsOutput.)
+func (s *StreamsRun) WriteReport(dir string, r *report.RunResult) error {
 	var b strings.Builder
 	e := html.EscapeString
 	fmt.Fprintf(&b, "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>%s</title>\n", e(r.Scenario))
@@ -115,7 +118,7 @@ func (r *RunResult) writeStreamsReport(dir string) error {
 		".ok{color:#070}.fail{color:#b00}td.t{background:#eef}</style></head><body>\n")
 	fmt.Fprintf(&b, "<h1>%s</h1><p>%s</p>\n", e(r.Scenario), e(r.Description))
 	var tbl strings.Builder
-	if err := r.writeStreamsTable(&tbl); err != nil {
+	if err := s.WriteTable(&tbl, r); err != nil {
 		return err
 	}
 	b.WriteString("<h2>Relations</h2><ul>\n")
@@ -177,4 +180,10 @@ func (r *RunResult) writeStreamsReport(dir string) error {
 	fmt.Fprintf(&b, "</table><p>Files: <a href=\"%s\">%s</a> (the instances' lines), <a href=\"%s\">%s</a> (every group transition, decoded).</p></body></html>\n",
 		streamsAppFile, streamsAppFile, streamsGroupFile, streamsGroupFile)
 	return os.WriteFile(filepath.Join(dir, "index.html"), []byte(b.String()), 0o644)
+}
+
+// JSONParams are the result JSON's params of a Streams run: threads_per_instance, records (acknowledged
+// to the inputs) and members_as (always processes) (report.StreamsOutput).
+func (s *StreamsRun) JSONParams() map[string]any {
+	return map[string]any{"threads_per_instance": s.Threads, "records": s.Totals.RecordsIn, "members_as": MembersAsProcesses}
 }

@@ -14,7 +14,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/internal/zklog"
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 	"github.com/rebalancelab/rebalancelab/zkconsumer"
 )
@@ -43,7 +45,7 @@ func (g *generator) ch2(ctx context.Context) error {
 		}
 	}()
 	start := func(name string) error {
-		m, err := startZK(ctx, name, group, topic, l.ZKConnect(), &timeline.Recorder{Sink: col, Era: "zk", Member: name})
+		m, err := startZK(ctx, name, group, topic, l.ZKConnect(), &timeline.Recorder{Sink: col, Era: string(spec.ZK), Member: name})
 		if err != nil {
 			return err
 		}
@@ -69,7 +71,7 @@ func (g *generator) ch2(ctx context.Context) error {
 	}
 
 	// The tree, once every offset is committed (auto.commit.interval.ms) with all three running.
-	z, _, err := zk.Connect(strings.Split(l.ZKConnect(), ","), 10*time.Second, zk.WithLogger(silentZK{}))
+	z, _, err := zk.Connect(strings.Split(l.ZKConnect(), ","), 10*time.Second, zk.WithLogger(zklog.Discard))
 	if err != nil {
 		return err
 	}
@@ -246,10 +248,6 @@ func naturalLess(a, b string) bool {
 	}
 	return a < b
 }
-
-type silentZK struct{}
-
-func (silentZK) Printf(string, ...any) {}
 
 // zkMember is one zkconsumer with an application that drains its stream.
 type zkMember struct {

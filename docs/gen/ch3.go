@@ -9,6 +9,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -26,7 +27,7 @@ func (g *generator) ch3(ctx context.Context) error {
 		return err
 	}
 	col := &timeline.Collector{}
-	runner := &timeline.Recorder{Sink: col, Era: "classic", Member: "runner"}
+	runner := &timeline.Recorder{Sink: col, Era: string(spec.Classic), Member: "runner"}
 	var live []*coordMember
 	var started []*coordMember
 	defer func() {
@@ -37,7 +38,7 @@ func (g *generator) ch3(ctx context.Context) error {
 	stable := func() bool { return coordStable(live, partitions) }
 	for _, name := range []string{"m1", "m2", "m3"} {
 		runner.Emit(timeline.Record{Kind: timeline.Trigger, Name: name + " starts"})
-		m, err := startCoord(ctx, name, topic, coordProps(group, l.Bootstrap(), name, nil), &timeline.Recorder{Sink: col, Era: "classic", Member: name})
+		m, err := startCoord(ctx, name, topic, coordProps(group, l.Bootstrap(), name, nil), &timeline.Recorder{Sink: col, Era: string(spec.Classic), Member: name})
 		if err != nil {
 			return err
 		}
@@ -104,7 +105,7 @@ func (g *generator) ch3(ctx context.Context) error {
 // and member id and the coordinator refuses them.
 func (g *generator) ch3Fencing() error {
 	res := g.result(runZombie)
-	e := eraOf(res, "classic")
+	e := eraOf(res, spec.Classic)
 	if e == nil {
 		return fmt.Errorf("split-brain-zombie did not run the classic era")
 	}
@@ -160,7 +161,7 @@ func (g *generator) ch3Fencing() error {
 // ended (its fault records, stamped by the member's proxies).
 func zombieOf(res *scenarios.RunResult, e *scenarios.EraRun) (member string, stallAt, healAt int64) {
 	for _, st := range res.Script {
-		if st.Action == scenarios.ActStall {
+		if st.Action == spec.ActStall {
 			member = st.Member
 			break
 		}

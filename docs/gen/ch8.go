@@ -16,7 +16,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/rebalancelab/rebalancelab/broker/coordinator"
+	"github.com/rebalancelab/rebalancelab/internal/zklog"
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 	"github.com/rebalancelab/rebalancelab/zkdata"
 )
@@ -29,7 +31,7 @@ const (
 )
 
 // coordinatorEras are the eras with a group coordinator.
-var coordinatorEras = []string{"classic", "cooperative", "static"}
+var coordinatorEras = spec.Names(slices.DeleteFunc(spec.Eras(), func(e spec.Era) bool { return !e.Coordinated() }))
 
 // clusterSnapshot is what the lab's ZooKeeper and brokers said at one moment of an era's run.
 type clusterSnapshot struct {
@@ -94,10 +96,10 @@ func (s *snapshots) onStep(run string) func(ctx context.Context, info scenarios.
 	killed := map[string]bool{} // era → the kill step has run (the runner's goroutine calls us, one era at a time)
 	return func(ctx context.Context, info scenarios.StepInfo) {
 		switch {
-		case info.Step.Action == scenarios.ActBrokerKill && !info.Done:
+		case info.Step.Action == spec.ActBrokerKill && !info.Done:
 			s.add(run, info.Era, snapshot(ctx, info, "before the kill"))
 			killed[info.Era] = true
-		case info.Step.Action == scenarios.ActSettle && info.Done && killed[info.Era]:
+		case info.Step.Action == spec.ActSettle && info.Done && killed[info.Era]:
 			if len(s.of(run, info.Era)) == 1 {
 				s.add(run, info.Era, snapshot(ctx, info, "after the kill"))
 				return
@@ -125,7 +127,7 @@ func (s *snapshots) onStep(run string) func(ctx context.Context, info scenarios.
 func snapshot(ctx context.Context, info scenarios.StepInfo, when string) clusterSnapshot {
 	c := clusterSnapshot{when: when, states: map[int32]zkdata.PartitionState{}, offsets: -1, coordinator: -1, controller: -1}
 	fail := func(format string, a ...any) { c.errs = append(c.errs, fmt.Sprintf(format, a...)) }
-	z, _, err := zk.Connect(info.ZKAddrs, 10*time.Second, zk.WithLogger(silentZK{}))
+	z, _, err := zk.Connect(info.ZKAddrs, 10*time.Second, zk.WithLogger(zklog.Discard))
 	if err != nil {
 		fail("zookeeper: %v", err)
 		return c
@@ -170,7 +172,7 @@ func snapshot(ctx context.Context, info scenarios.StepInfo, when string) cluster
 			}
 		}
 	}
-	if info.Era != "zk" {
+	if !spec.Era(info.Era).UsesZooKeeper() {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		if id, err := scenarios.GroupCoordinator(cctx, info.Bootstrap, info.Group); err != nil {
@@ -202,8 +204,8 @@ func stateCell(st zkdata.PartitionState, ok bool) string {
 func ch8Era(res *scenarios.RunResult, snaps *snapshots, run string) (*scenarios.EraRun, []clusterSnapshot) {
 	for _, coordinatorEra := range []bool{true, false} {
 		for _, era := range erasRun(res) {
-			if s := snaps.of(run, era); len(s) > 0 && (era != "zk") == coordinatorEra {
-				return eraOf(res, era), s
+			if s := snaps.of(run, era); len(s) > 0 && spec.Era(era).Coordinated() == coordinatorEra {
+				return eraOf(res, spec.Era(era)), s
 			}
 		}
 	}
@@ -278,7 +280,7 @@ func (g *generator) ch8() error {
 	b.Reset()
 	b.WriteString("| era | broker killed | members rebalancing (failure, return) | partitions delivering before the return | duplicates (failure, return) | lost |\n|---|---|---|---|---|---|\n")
 	for _, era := range erasRun(bf) {
-		e := eraOf(bf, era)
+		e := eraOf(bf, spec.Era(era))
 		fail, _ := event(e, "broker-failure")
 		ret, _ := event(e, "broker-return")
 		fmt.Fprintf(&b, "| %s | %s | %d, %d | %d of %d | %d, %d | %d |\n", era, killTarget(e),
@@ -292,7 +294,7 @@ func (g *generator) ch8() error {
 	b.Reset()
 	b.WriteString("| era | coordinator before → after | controller before → after | `__consumer_offsets` partition: leader epoch before → after | coordinator found after the kill | members rebalancing | duplicates (bound: delivered past the last commits) | lost |\n|---|---|---|---|---|---|---|---|\n")
 	for _, era := range erasRun(cf) {
-		e := eraOf(cf, era)
+		e := eraOf(cf, spec.Era(era))
 		ev, _ := event(e, "coordinator-failover")
 		ss := g.snaps.of(runCoordFailover, era)
 		coord, ctl, epoch := "(not read)", "(not read)", "(not read)"
@@ -314,7 +316,7 @@ func (g *generator) ch8() error {
 	b.WriteString("| era | producer | acknowledged | lost | lost on partitions | the killed broker led | written twice | longest without an acknowledgment: the producer | : its worst partition |\n|---|---|---|---|---|---|---|---|---|\n")
 	var lost1, acked1 int64
 	for _, era := range erasRun(du) {
-		e := eraOf(du, era)
+		e := eraOf(du, spec.Era(era))
 		for _, c := range e.Durability {
 			fmt.Fprintf(&b, "| %s | acks=%s | %d | %d | %s | %s | %d | %d ms | %d ms |\n", era, c.Acks, c.Acked, c.Lost, ids(c.LostPartitions),
 				ids(c.DownLedPartitions), c.Duplicates, c.MaxAckGapMs, c.MaxPartitionAckGapMs)
@@ -340,7 +342,7 @@ func (g *generator) ch8() error {
 // killTarget is the era's broker-kill fault target ("broker/2"), "no broker" when there was none.
 func killTarget(e *scenarios.EraRun) string {
 	for _, r := range e.Records {
-		if r.Kind == timeline.Fault && r.Action == string(scenarios.ActBrokerKill) && r.Phase == timeline.FaultBegin {
+		if r.Kind == timeline.Fault && r.Action == string(spec.ActBrokerKill) && r.Phase == timeline.FaultBegin {
 			return "`" + r.Target + "`"
 		}
 	}

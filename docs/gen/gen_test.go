@@ -15,6 +15,9 @@ import (
 	"testing"
 
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -403,7 +406,7 @@ func TestExcerptMarksTheZombie(t *testing.T) {
 	}
 }
 
-// windowRecords must count exactly what scenarios.Compute counts for an event.
+// windowRecords must count exactly what figures.Compute counts for an event.
 func TestWindowRecordsMatchCompute(t *testing.T) {
 	z := func(ts int64, m string, k timeline.Kind, mod func(*timeline.Record)) timeline.Record {
 		r := timeline.Record{TsMs: ts, Era: "zk", Member: m, Kind: k}
@@ -439,9 +442,9 @@ func TestWindowRecordsMatchCompute(t *testing.T) {
 		z(17, "m1", timeline.ZKOp, read), // after stable: not
 	}
 	e := &scenarios.EraRun{Era: "zk", Applies: true, Records: recs}
-	e.Result = scenarios.Compute(recs, "zk", scenarios.FigureOptions{Partitions: map[string][]int32{"t": {0, 1}}})
+	e.Result = figures.Compute(recs, "zk", figures.FigureOptions{Partitions: map[string][]int32{"t": {0, 1}}})
 	ev, found := event(e, "join")
-	if !found || ev.End != scenarios.EndStable {
+	if !found || ev.End != figures.EndStable {
 		t.Fatalf("join event %+v, %v", ev, found)
 	}
 	counts, names := countByMember(windowRecords(e, "join"))
@@ -523,33 +526,33 @@ func TestZombieRate(t *testing.T) {
 // sweepOf is a hand-made herd-join sweep under the demo's rules: N = 4, 16, 64 with P = 2·N, three runs
 // per size, cooperative cut above N=16. Every run's join woke all N+1 members, each taking one attempt
 // and owning partitions after it (N+1 distinct end owners), so the zk model's inputs come from the
-// figures (scenarios.ZKChangeFromFigures): reads (N+1)(N+10) + 6N + 5 with one broker and one topic
+// figures (figures.ZKChangeFromFigures): reads (N+1)(N+10) + 6N + 5 with one broker and one topic
 // (99, 543, 5199), watch events N. Run i measures i reads fewer than that and takes 10·i ms more than
 // times gives. The coordinator eras have no records, so no model of their group requests.
-func sweepOf(times map[int]map[string]int64) *scenarios.SweepResult {
-	sw := &scenarios.SweepResult{Scenario: "herd-join", Trigger: "join", EraMaxN: map[string]int{"cooperative": 16}}
+func sweepOf(times map[int]map[string]int64) *report.SweepResult {
+	sw := &report.SweepResult{Scenario: "herd-join", Trigger: "join", EraMaxN: map[string]int{"cooperative": 16}}
 	for _, n := range []int{4, 16, 64} {
-		z := &scenarios.SweepSize{N: n}
+		z := &report.SweepSize{N: n}
 		owners := map[string]string{}
 		for p := 0; p < 2*n; p++ {
 			owners[fmt.Sprintf("t/%d", p)] = fmt.Sprintf("m%d", p%(n+1)+1)
 		}
 		for i := 0; i < 3; i++ {
-			r := &scenarios.RunResult{Scenario: "herd-join", Params: scenarios.Params{Consumers: n, Partitions: 2 * n},
-				Script: []scenarios.Step{{Action: scenarios.ActTrigger, Name: "join"}, {Action: scenarios.ActStart, Member: fmt.Sprintf("m%d", n+1)}}}
+			r := &report.RunResult{Scenario: "herd-join", Params: spec.Params{Consumers: n, Partitions: 2 * n},
+				Script: []spec.Step{{Action: spec.ActTrigger, Name: "join"}, {Action: spec.ActStart, Member: fmt.Sprintf("m%d", n+1)}}}
 			for _, era := range allEras {
 				if era == "cooperative" && n > 16 {
 					continue
 				}
-				f := scenarios.Figures{TimeToStableMs: times[n][era] + int64(10*i), RebalanceParticipants: int64(n + 1),
+				f := figures.Figures{TimeToStableMs: times[n][era] + int64(10*i), RebalanceParticipants: int64(n + 1),
 					RebalanceAttempts: int64(n + 1), Revocations: int64(2 * n)}
 				if era == "zk" {
 					f.ZKReads, f.ZKWatchEvents = int64((n+1)*(n+10)+6*n+5-i), int64(n)
 				} else {
 					f.GroupRequests = int64(4 * (n + 1))
 				}
-				r.Eras = append(r.Eras, &scenarios.EraRun{Era: era, Applies: true, EndOwners: owners, Result: scenarios.Result{Era: era,
-					NotApplicable: scenarios.NotApplicable(era), Events: []scenarios.Event{{Trigger: "join", Figures: f}}}})
+				r.Eras = append(r.Eras, &report.EraRun{Era: era, Applies: true, EndOwners: owners, Result: figures.Result{Era: era,
+					NotApplicable: figures.NotApplicable(era), Events: []figures.Event{{Trigger: "join", Figures: f}}}})
 			}
 			z.Runs = append(z.Runs, r)
 		}

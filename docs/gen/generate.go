@@ -13,11 +13,13 @@ import (
 	"time"
 
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 // sizes are the knobs -small changes.
 type sizes struct {
-	herd, zombie, divergent, rolling scenarios.Params
+	herd, zombie, divergent, rolling spec.Params
 	// sweep is chapter 4's herd-join sweep under make demo's rules (scripts/demo.sh): every era, P = 2·N,
 	// three runs per size in rotated era order, the brokers' ZooKeeper session at Kafka's default.
 	sweep       sweepSizes
@@ -26,7 +28,7 @@ type sizes struct {
 	connect connectSizes
 	// cluster is chapter 8's three-broker runs (broker-failure, coordinator-failover, durability) and
 	// clusterEras the eras each runs (coordinator-failover: only those with a coordinator).
-	cluster     scenarios.Params
+	cluster     spec.Params
 	clusterEras []string
 }
 
@@ -92,13 +94,13 @@ func (s sweepSizes) consumers() string {
 func sizesFor(small bool) sizes {
 	if small {
 		return sizes{
-			herd: scenarios.Params{Consumers: 2, Partitions: 4}, zombie: scenarios.Params{Consumers: 2, Partitions: 4},
-			divergent: scenarios.Params{Consumers: 2, Partitions: 4}, rolling: scenarios.Params{Consumers: 2, Partitions: 4},
+			herd: spec.Params{Consumers: 2, Partitions: 4}, zombie: spec.Params{Consumers: 2, Partitions: 4},
+			divergent: spec.Params{Consumers: 2, Partitions: 4}, rolling: spec.Params{Consumers: 2, Partitions: 4},
 			sweep: sweepSizes{sizes: []int{2, 3, 4}, repeat: 1, partitionsPerMember: 2, brokerConfig: sweepBrokerConfig}, ch1Messages: 12,
 			// The least connect-workers allows: its last layout's last worker is killed, so two workers
 			// (started together, before the connectors), one source and one sink task; sessioned only.
 			connect: connectSizes{protocols: []string{scenarios.ConnectSessioned}, layouts: []scenarios.ConnectLayout{{Workers: 2, SourceTasks: 1, SinkTasks: 1}}},
-			cluster: scenarios.Params{Consumers: 2, Partitions: 6}, clusterEras: []string{"classic"},
+			cluster: spec.Params{Consumers: 2, Partitions: 6}, clusterEras: spec.Names([]spec.Era{spec.Classic}),
 		}
 	}
 	// The scenarios' own defaults (scenarios.Catalog), and the herd-join sweep under make demo's rules:
@@ -106,13 +108,13 @@ func sizesFor(small bool) sizes {
 	// static up to N=64 (about 9 minutes in all on 2 cores); connect-workers as `make connect-workers`
 	// runs it (the four layouts, sessioned then eager).
 	return sizes{
-		herd: scenarios.Params{Consumers: 4, Partitions: 8}, zombie: scenarios.Params{Consumers: 2, Partitions: 4},
-		divergent: scenarios.Params{Consumers: 4, Partitions: 8}, rolling: scenarios.Params{Consumers: 4, Partitions: 8},
+		herd: spec.Params{Consumers: 4, Partitions: 8}, zombie: spec.Params{Consumers: 2, Partitions: 4},
+		divergent: spec.Params{Consumers: 4, Partitions: 8}, rolling: spec.Params{Consumers: 4, Partitions: 8},
 		sweep: sweepSizes{sizes: []int{4, 16, 64, 256}, repeat: 3, partitionsPerMember: 2,
-			eraMaxN: map[string]int{"cooperative": 64, "static": 64}, brokerConfig: sweepBrokerConfig},
+			eraMaxN: map[string]int{string(spec.Cooperative): 64, string(spec.Static): 64}, brokerConfig: sweepBrokerConfig},
 		ch1Messages: 12,
 		connect:     connectSizes{protocols: []string{scenarios.ConnectSessioned, scenarios.ConnectEager}, layouts: scenarios.ConnectLayouts},
-		cluster:     scenarios.Params{Consumers: 3, Partitions: 6}, clusterEras: allEras,
+		cluster:     spec.Params{Consumers: 3, Partitions: 6}, clusterEras: allEras,
 	}
 }
 
@@ -166,12 +168,12 @@ const (
 	runStreams   = "streams-threads"
 )
 
-var allEras = []string{"zk", "classic", "cooperative", "static"}
+var allEras = spec.Names(spec.Eras())
 
 // scenarioRuns lists the runs for the selected chapters, in the order they run.
 func (s sizes) scenarioRuns(only map[string]bool) []scenarioRun {
 	var runs []scenarioRun
-	add := func(key, name string, eras []string, p scenarios.Params, report bool) {
+	add := func(key, name string, eras []string, p spec.Params, report bool) {
 		runs = append(runs, scenarioRun{key: key, name: name, eras: eras, consumers: p.Consumers, partitions: p.Partitions, report: report})
 	}
 	if only["ch4"] {
@@ -182,7 +184,7 @@ func (s sizes) scenarioRuns(only map[string]bool) []scenarioRun {
 	case only["ch5"]:
 		add(runZombie, "split-brain-zombie", allEras, s.zombie, true)
 	case only["ch3"]: // the fencing excerpt alone
-		add(runZombie, "split-brain-zombie", []string{"classic"}, s.zombie, false)
+		add(runZombie, "split-brain-zombie", []string{string(spec.Classic)}, s.zombie, false)
 	}
 	if only["ch5"] {
 		add(runDivergent, "split-brain-divergent-views", allEras, s.divergent, true)
@@ -194,14 +196,14 @@ func (s sizes) scenarioRuns(only map[string]bool) []scenarioRun {
 		for _, name := range []string{runBrokerFailure, runCoordFailover, runDurability} {
 			eras := s.clusterEras
 			if name == runCoordFailover { // the zk era has no coordinator
-				eras = slices.DeleteFunc(slices.Clone(eras), func(e string) bool { return e == "zk" })
+				eras = slices.DeleteFunc(slices.Clone(eras), func(e string) bool { return spec.Era(e).UsesZooKeeper() })
 			}
 			runs = append(runs, scenarioRun{key: name, name: name, eras: eras, consumers: s.cluster.Consumers,
 				partitions: s.cluster.Partitions, report: true, cluster: true})
 		}
 	}
 	if only["ch7"] { // Kafka Streams instances: one size (2 instances, 6 partitions), small or not
-		add(runStreams, "streams-threads", []string{scenarios.StreamsEra}, scenarios.Params{Consumers: 2, Partitions: 6}, false)
+		add(runStreams, "streams-threads", []string{scenarios.StreamsEra}, spec.Params{Consumers: 2, Partitions: 6}, false)
 		for _, p := range s.connect.protocols { // Kafka Connect workers
 			runs = append(runs, scenarioRun{key: connectKey(p), name: scenarios.ConnectScenario, connectProtocol: p, connectLayouts: s.connect.layouts})
 		}
@@ -218,7 +220,7 @@ type generator struct {
 
 	mu       sync.Mutex // progress lines and results
 	results  map[string]*scenarios.RunResult
-	sweeps   map[string]*scenarios.SweepResult
+	sweeps   map[string]*report.SweepResult
 	connects map[string]*scenarios.ConnectResult
 	snaps    snapshots // chapter 8's state znodes around its broker kills
 }
@@ -238,7 +240,7 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	return w.g.progress.Write(p)
 }
 
-func (g *generator) sweepResult(key string) *scenarios.SweepResult {
+func (g *generator) sweepResult(key string) *report.SweepResult {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.sweeps[key]
@@ -263,7 +265,7 @@ func (g *generator) result(key string) *scenarios.RunResult {
 // measured on a machine doing nothing else of ours.
 func (g *generator) generate(ctx context.Context) error {
 	g.results = map[string]*scenarios.RunResult{}
-	g.sweeps = map[string]*scenarios.SweepResult{}
+	g.sweeps = map[string]*report.SweepResult{}
 	g.connects = map[string]*scenarios.ConnectResult{}
 	labChapters := func(ctx context.Context) error {
 		steps := []struct {
@@ -381,7 +383,7 @@ func (g *generator) runScenario(ctx context.Context, r scenarioRun) error {
 	g.logf("scenario %s --era %s --consumers %d --partitions %d", r.name, joinComma(r.eras), r.consumers, r.partitions)
 	o := scenarios.Options{
 		Scenario: r.name, Eras: r.eras,
-		Params:  scenarios.Params{Consumers: r.consumers, Partitions: r.partitions, Seed: g.cfg.seed},
+		Params:  spec.Params{Consumers: r.consumers, Partitions: r.partitions, Seed: g.cfg.seed},
 		Version: g.cfg.version, Progress: lockedWriter{g},
 	}
 	if r.report {
@@ -454,7 +456,7 @@ func (g *generator) runConnect(ctx context.Context, r scenarioRun) error {
 
 // sweepRunDeadline bounds each run of a sweep (one repeat of a size, its eras one after the other: at
 // N=256 zk and classic take about 40 s together); a size that misses it ends the sweep, and the
-// chapter says so (scenarios.SweepSize.Stopped).
+// chapter says so (report.SweepSize.Stopped).
 const sweepRunDeadline = 4 * time.Minute
 
 // runSweep runs r's sweep as `rebalancelab scenario run herd-join --era all --consumers 4,16,64,256
@@ -468,7 +470,7 @@ func (g *generator) runSweep(ctx context.Context, r scenarioRun) error {
 	g.logf("scenario %s (a sweep)", r.describe())
 	res, err := scenarios.RunSweep(ctx, scenarios.SweepOptions{
 		Options: scenarios.Options{Scenario: r.name, Eras: r.eras,
-			Params:       scenarios.Params{Partitions: r.partitions, Seed: g.cfg.seed},
+			Params:       spec.Params{Partitions: r.partitions, Seed: g.cfg.seed},
 			BrokerConfig: maps.Clone(r.sweep.brokerConfig), MemberBinary: g.cfg.bin,
 			Version: g.cfg.version, Progress: lockedWriter{g}},
 		Sizes: r.sweep.sizes, Repeat: r.sweep.repeat, Deadline: sweepRunDeadline,
@@ -507,13 +509,13 @@ const sweepFile = "ch4-herd-sweep"
 
 func joinComma(s []string) string { return strings.Join(s, ",") }
 
-// eraOf returns the era's run, nil when it did not run or does not apply.
-func eraOf(res *scenarios.RunResult, era string) *scenarios.EraRun {
+// eraOf returns the era's run (era compared as spec.Era), nil when it did not run or does not apply.
+func eraOf(res *scenarios.RunResult, era spec.Era) *scenarios.EraRun {
 	if res == nil {
 		return nil
 	}
 	for _, e := range res.Eras {
-		if e.Era == era && e.Applies {
+		if spec.Era(e.Era) == era && e.Applies {
 			return e
 		}
 	}

@@ -8,6 +8,9 @@ import (
 	"strings"
 
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/sweep"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -15,13 +18,13 @@ import (
 // ---- helpers over scenario results ----
 
 // event returns the era's event window called trigger.
-func event(e *scenarios.EraRun, trigger string) (scenarios.Event, bool) {
+func event(e *scenarios.EraRun, trigger string) (figures.Event, bool) {
 	for _, ev := range e.Result.Events {
 		if ev.Trigger == trigger {
 			return ev, true
 		}
 	}
-	return scenarios.Event{}, false
+	return figures.Event{}, false
 }
 
 // windowRecords returns the records of the event window called trigger exactly as Compute counts
@@ -47,7 +50,7 @@ func windowRecords(e *scenarios.EraRun, trigger string) []timeline.Record {
 	end := start + 1
 	for ; end < len(recs); end++ {
 		r := recs[end]
-		if r.Kind == timeline.Trigger || (ev.End == scenarios.EndStable && r.TsMs > endTs) {
+		if r.Kind == timeline.Trigger || (ev.End == figures.EndStable && r.TsMs > endTs) {
 			break
 		}
 	}
@@ -113,7 +116,7 @@ func memberLess(a, b string) bool {
 }
 
 func tts(v int64) string {
-	if v == scenarios.NeverStable {
+	if v == figures.NeverStable {
 		return "never stable again within the window"
 	}
 	return fmt.Sprintf("%d ms", v)
@@ -161,7 +164,7 @@ func relationsSentence(res *scenarios.RunResult) string {
 }
 
 // fig returns ev's figure name; a name that is no figure is a bug in the generator, not a 0.
-func fig(ev scenarios.Event, name string) int64 {
+func fig(ev figures.Event, name string) int64 {
 	v, ok := ev.Figures.Get(name)
 	if !ok {
 		panic(fmt.Sprintf("docs/gen: unknown figure %q", name))
@@ -182,24 +185,24 @@ func (g *generator) ch4() error {
 
 	var sum strings.Builder
 	fmt.Fprintf(&sum, "In this run %d members shared %d partitions when a member joined (event `join`), and one left later (event `leave`).", n, p)
-	if zk := eraOf(res, "zk"); zk != nil {
+	if zk := eraOf(res, spec.ZK); zk != nil {
 		if ev, ok := event(zk, "join"); ok {
 			fmt.Fprintf(&sum, " In the **zk** era the join set off %d watch notifications and woke %d members into a rebalance; "+
 				"together they sent %d ZooKeeper reads and %d writes, revoked %d partitions (every one), and the group was stable after %s.",
-				fig(ev, scenarios.FigZKWatchEvents), fig(ev, scenarios.FigRebalanceParticipants), fig(ev, scenarios.FigZKReads),
-				fig(ev, scenarios.FigZKWrites), fig(ev, scenarios.FigRevocations), tts(ev.Figures.TimeToStableMs))
+				fig(ev, figures.FigZKWatchEvents), fig(ev, figures.FigRebalanceParticipants), fig(ev, figures.FigZKReads),
+				fig(ev, figures.FigZKWrites), fig(ev, figures.FigRevocations), tts(ev.Figures.TimeToStableMs))
 		}
 	}
-	if cl := eraOf(res, "classic"); cl != nil {
+	if cl := eraOf(res, spec.Classic); cl != nil {
 		if ev, ok := event(cl, "join"); ok {
 			fmt.Fprintf(&sum, " In the **classic** era the coordinator also made all %d members rejoin (%d group requests), they revoked %d partitions, "+
 				"and the group was stable after %s — but nobody read anything from ZooKeeper, and only the coordinator had to notice the change.",
-				fig(ev, scenarios.FigRebalanceParticipants), fig(ev, scenarios.FigGroupRequests), fig(ev, scenarios.FigRevocations), tts(ev.Figures.TimeToStableMs))
+				fig(ev, figures.FigRebalanceParticipants), fig(ev, figures.FigGroupRequests), fig(ev, figures.FigRevocations), tts(ev.Figures.TimeToStableMs))
 		}
 	}
-	if co := eraOf(res, "cooperative"); co != nil {
+	if co := eraOf(res, spec.Cooperative); co != nil {
 		if ev, ok := event(co, "join"); ok {
-			fmt.Fprintf(&sum, " The **cooperative** era revoked %s instead (chapter 6).", plural(int(fig(ev, scenarios.FigRevocations)), "partition"))
+			fmt.Fprintf(&sum, " The **cooperative** era revoked %s instead (chapter 6).", plural(int(fig(ev, figures.FigRevocations)), "partition"))
 		}
 	}
 	sum.WriteString(" " + relationsSentence(res))
@@ -209,9 +212,9 @@ func (g *generator) ch4() error {
 	var pm strings.Builder
 	fmt.Fprintf(&pm, "Each member's own records in the `join` window (from the trigger until the group was stable again), %d members + the one joining.\n\n", n)
 	for _, era := range erasRun(res) {
-		e := eraOf(res, era)
+		e := eraOf(res, spec.Era(era))
 		counts, names := countByMember(windowRecords(e, "join"))
-		if era == "zk" {
+		if spec.Era(era).UsesZooKeeper() {
 			pm.WriteString("**zk** | watch notifications | ZooKeeper reads | ZooKeeper writes | rebalance attempts | partitions revoked\n---|---|---|---|---|---\n")
 			for _, m := range names {
 				c := counts[m]
@@ -250,7 +253,7 @@ func (g *generator) ch4() error {
 // median, [min–max] over the runs, the number of runs when fewer than three, `never`); "stopped" where
 // the size did not finish, "cut" where the era did not run at that size (SweepResult.EraMaxN), "n/a"
 // where the figure does not apply.
-func sweepCellText(sw *scenarios.SweepResult, z *scenarios.SweepSize, era, fig string) string {
+func sweepCellText(sw *report.SweepResult, z *report.SweepSize, era, fig string) string {
 	if c, ok := sw.Cell(z, era, fig); ok {
 		return c.String()
 	}
@@ -286,21 +289,21 @@ func signed(v []int64) string {
 }
 
 // modelCells indexes the sweep's ModelCells by era, figure and N.
-func modelCells(sw *scenarios.SweepResult) map[string]scenarios.ModelCell {
-	out := map[string]scenarios.ModelCell{}
+func modelCells(sw *report.SweepResult) map[string]report.ModelCell {
+	out := map[string]report.ModelCell{}
 	for _, c := range sw.ModelCells() {
 		out[fmt.Sprintf("%s/%s/%d", c.Era, c.Figure, c.N)] = c
 	}
 	return out
 }
 
-func modelOf(cells map[string]scenarios.ModelCell, era, fig string, n int) (scenarios.ModelCell, bool) {
+func modelOf(cells map[string]report.ModelCell, era, fig string, n int) (report.ModelCell, bool) {
 	c, ok := cells[fmt.Sprintf("%s/%s/%d", era, fig, n)]
 	return c, ok
 }
 
 // sweepRuns is the most runs any size of the sweep has.
-func sweepRuns(sw *scenarios.SweepResult) int {
+func sweepRuns(sw *report.SweepResult) int {
 	n := 0
 	for _, z := range sw.Sizes {
 		n = max(n, len(z.Runs))
@@ -310,11 +313,11 @@ func sweepRuns(sw *scenarios.SweepResult) int {
 
 // sweepGrowthTables are the sweep's cells of its measured event (the join) per size, each the median
 // with [min–max] over the runs: the zk era's woken members, watch notifications and ZooKeeper reads
-// beside the model's counts (scenarios.ZKWatchEvents, ZKReads, evaluated on each run's measured inputs)
+// beside the model's counts (figures.ZKWatchEvents, ZKReads, evaluated on each run's measured inputs)
 // and the residuals; the coordinator eras' group requests beside their protocol's count
-// (scenarios.GroupRequests), with their rebalance attempts and revocations; then every era's time to
+// (figures.GroupRequests), with their rebalance attempts and revocations; then every era's time to
 // stable and stop-the-world pause.
-func sweepGrowthTables(sw *scenarios.SweepResult) string {
+func sweepGrowthTables(sw *report.SweepResult) string {
 	var b strings.Builder
 	if runs := sweepRuns(sw); runs > 1 {
 		fmt.Fprintf(&b, "Each cell: the median of %d runs at that size, [min–max] over them, the runs counted where fewer", runs)
@@ -338,34 +341,34 @@ func sweepGrowthTables(sw *scenarios.SweepResult) string {
 	for _, z := range sw.Sizes {
 		w, r := "–", "–"
 		res, bound := "–", "–"
-		if c, ok := modelOf(cells, "zk", scenarios.FigZKWatchEvents, z.N); ok {
+		if c, ok := modelOf(cells, string(spec.ZK), figures.FigZKWatchEvents, z.N); ok {
 			w = medianRange(c.Model)
 		}
-		if c, ok := modelOf(cells, "zk", scenarios.FigZKReads, z.N); ok {
+		if c, ok := modelOf(cells, string(spec.ZK), figures.FigZKReads, z.N); ok {
 			r, res, bound = medianRange(c.Model), signed(c.Residuals()), fmt.Sprintf("%+d..%+d", c.Lo, c.Hi)
 		}
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", z.N, sizePartitions(z),
-			sweepCellText(sw, z, "zk", scenarios.FigRebalanceParticipants), sweepCellText(sw, z, "zk", scenarios.FigZKWatchEvents), w,
-			sweepCellText(sw, z, "zk", scenarios.FigZKReads), r, res, bound)
+			sweepCellText(sw, z, string(spec.ZK), figures.FigRebalanceParticipants), sweepCellText(sw, z, string(spec.ZK), figures.FigZKWatchEvents), w,
+			sweepCellText(sw, z, string(spec.ZK), figures.FigZKReads), r, res, bound)
 	}
 	b.WriteString("\n| N | era | members woken | rebalance attempts | partitions revoked | group requests | model | measured − model, per run |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for _, z := range sw.Sizes {
 		for _, era := range allEras[1:] {
-			if _, ok := sw.Cell(z, era, scenarios.FigGroupRequests); !ok {
+			if _, ok := sw.Cell(z, era, figures.FigGroupRequests); !ok {
 				continue // cut, stopped or not run: the zk table and the header say
 			}
 			m, res := "–", "–"
-			if c, ok := modelOf(cells, era, scenarios.FigGroupRequests, z.N); ok {
+			if c, ok := modelOf(cells, era, figures.FigGroupRequests, z.N); ok {
 				m, res = medianRange(c.Model), signed(c.Residuals())
 			}
 			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s |\n", z.N, era,
-				sweepCellText(sw, z, era, scenarios.FigRebalanceParticipants), sweepCellText(sw, z, era, scenarios.FigRebalanceAttempts),
-				sweepCellText(sw, z, era, scenarios.FigRevocations), sweepCellText(sw, z, era, scenarios.FigGroupRequests), m, res)
+				sweepCellText(sw, z, era, figures.FigRebalanceParticipants), sweepCellText(sw, z, era, figures.FigRebalanceAttempts),
+				sweepCellText(sw, z, era, figures.FigRevocations), sweepCellText(sw, z, era, figures.FigGroupRequests), m, res)
 		}
 	}
 	for _, t := range []struct{ fig, title string }{
-		{scenarios.FigTimeToStableMs, "time to stable (ms)"}, {scenarios.FigPausedMemberMs, "paused member-ms"}} {
+		{figures.FigTimeToStableMs, "time to stable (ms)"}, {figures.FigPausedMemberMs, "paused member-ms"}} {
 		fmt.Fprintf(&b, "\n| N | %s: zk | classic | cooperative | static |\n|---|---|---|---|---|\n", t.title)
 		for _, z := range sw.Sizes {
 			fmt.Fprintf(&b, "| %d", z.N)
@@ -392,7 +395,7 @@ func sweepGrowthTables(sw *scenarios.SweepResult) string {
 // sweepErrors are the errors the sweep's runs recorded (a member that gave up, a fault that could not be
 // injected), as the CLI's FAIL lines name them: "N=256 run 1, zk: m20 gives up: ...", the era's group
 // and topic written <g>.
-func sweepErrors(sw *scenarios.SweepResult) []string {
+func sweepErrors(sw *report.SweepResult) []string {
 	var out []string
 	for _, z := range sw.Sizes {
 		for i, r := range z.Runs {
@@ -414,7 +417,7 @@ func sweepErrors(sw *scenarios.SweepResult) []string {
 }
 
 // sizePartitions is the topic's partitions at size z (its first run's).
-func sizePartitions(z *scenarios.SweepSize) string {
+func sizePartitions(z *report.SweepSize) string {
 	if len(z.Runs) == 0 {
 		return "–"
 	}
@@ -441,12 +444,12 @@ func growthOf(v sweep.Verdict, fig, era string) (sweep.Growth, bool) {
 // the fit rule), how far they lay from the model's count (the residuals over every run, and whether
 // each lay within its bound), whether the watch notifications matched the model, and the coordinator
 // eras' group requests against their protocol's count — every number read from the sweep.
-func modelSentence(sw *scenarios.SweepResult) string {
+func modelSentence(sw *report.SweepResult) string {
 	v := sw.Verdict()
 	var b strings.Builder
-	var zkSizes []*scenarios.SweepSize
+	var zkSizes []*report.SweepSize
 	for _, z := range sw.Sizes {
-		if _, ok := sw.Cell(z, "zk", scenarios.FigZKReads); ok {
+		if _, ok := sw.Cell(z, string(spec.ZK), figures.FigZKReads); ok {
 			zkSizes = append(zkSizes, z)
 		}
 	}
@@ -454,11 +457,11 @@ func modelSentence(sw *scenarios.SweepResult) string {
 		return "The sweep has no zk run, so it shows no ZooKeeper reads."
 	}
 	first, last := zkSizes[0], zkSizes[len(zkSizes)-1]
-	fc, _ := sw.Cell(first, "zk", scenarios.FigZKReads)
-	lc, _ := sw.Cell(last, "zk", scenarios.FigZKReads)
+	fc, _ := sw.Cell(first, string(spec.ZK), figures.FigZKReads)
+	lc, _ := sw.Cell(last, string(spec.ZK), figures.FigZKReads)
 	fmt.Fprintf(&b, "The zk era's ZooKeeper reads for one join went from %s at N=%d to %s at N=%d (medians; ×%s for ×%s members)",
 		sweep.Sig(fc.Median()), first.N, sweep.Sig(lc.Median()), last.N, sweep.Sig(lc.Median()/fc.Median()), sweep.Sig(float64(last.N)/float64(first.N)))
-	if g, ok := growthOf(v, scenarios.FigZKReads, "zk"); ok && len(zkSizes) > 1 {
+	if g, ok := growthOf(v, figures.FigZKReads, string(spec.ZK)); ok && len(zkSizes) > 1 {
 		fmt.Fprintf(&b, "; %s (1 is linear, 2 quadratic)", g)
 	}
 	b.WriteString(".")
@@ -468,7 +471,7 @@ func modelSentence(sw *scenarios.SweepResult) string {
 	var outside []string
 	var model []string
 	for _, z := range zkSizes {
-		c, ok := modelOf(cells, "zk", scenarios.FigZKReads, z.N)
+		c, ok := modelOf(cells, string(spec.ZK), figures.FigZKReads, z.N)
 		if !ok {
 			continue
 		}
@@ -501,7 +504,7 @@ func modelSentence(sw *scenarios.SweepResult) string {
 	}
 	var wRuns, wEqual int
 	for _, z := range zkSizes {
-		if c, ok := modelOf(cells, "zk", scenarios.FigZKWatchEvents, z.N); ok {
+		if c, ok := modelOf(cells, string(spec.ZK), figures.FigZKWatchEvents, z.N); ok {
 			for _, r := range c.Residuals() {
 				wRuns++
 				if r == 0 {
@@ -522,7 +525,7 @@ func modelSentence(sw *scenarios.SweepResult) string {
 		var rs []int64
 		var ns []int
 		for _, z := range sw.Sizes {
-			if c, ok := modelOf(cells, era, scenarios.FigGroupRequests, z.N); ok {
+			if c, ok := modelOf(cells, era, figures.FigGroupRequests, z.N); ok {
 				rs = append(rs, c.Residuals()...)
 				ns = append(ns, z.N)
 			}
@@ -531,7 +534,7 @@ func modelSentence(sw *scenarios.SweepResult) string {
 			continue
 		}
 		s := fmt.Sprintf("%s %+d..%+d (N=%d..%d)", era, slices.Min(rs), slices.Max(rs), ns[0], ns[len(ns)-1])
-		if g, ok := growthOf(v, scenarios.FigGroupRequests, era); ok && len(ns) > 1 {
+		if g, ok := growthOf(v, figures.FigGroupRequests, era); ok && len(ns) > 1 {
 			s += fmt.Sprintf(", its requests' %s", g)
 		}
 		coord = append(coord, s)
@@ -546,7 +549,7 @@ func modelSentence(sw *scenarios.SweepResult) string {
 // naming the sizes, the notation and the timings, then per figure who ranks best where and its
 // crossovers or "no crossover in N=a..b", then what each era wins and loses (sweep.Verdict's Lines
 // without the rankings, which the tables above and figures/ch4-herd-sweep.txt give).
-func verdictBlock(sw *scenarios.SweepResult) string {
+func verdictBlock(sw *report.SweepResult) string {
 	v := sw.Verdict()
 	if len(v.Lines) == 0 {
 		return "The sweep finished no size, so it has no verdict."
@@ -564,14 +567,14 @@ func (g *generator) ch5() error {
 	}
 	g.out.block("ch5-zombie-table", "```text\n"+table+"```")
 	var ex strings.Builder
-	for _, era := range []string{"zk", "classic"} {
-		e := eraOf(zres, era)
+	for _, era := range spec.Names([]spec.Era{spec.ZK, spec.Classic}) {
+		e := eraOf(zres, spec.Era(era))
 		if e == nil {
 			continue
 		}
 		zombie, stallAt, healAt := zombieOf(zres, e)
 		fmt.Fprintf(&ex, "# %s era: %s's %s link stalls at +0 ms, heals at %+d ms (<g> is the group and topic %s)\n", era, zombie,
-			map[bool]string{true: "ZooKeeper", false: "coordinator"}[era == "zk"], healAt-stallAt, e.Topic)
+			map[bool]string{true: "ZooKeeper", false: "coordinator"}[spec.Era(era).UsesZooKeeper()], healAt-stallAt, e.Topic)
 		ex.WriteString(excerptLegend)
 		for _, line := range shorten(excerpt(e.Records, stallAt, lastAssigned(e.Records), 70, map[string]bool{zombie: true}), e) {
 			ex.WriteString(line + "\n")
@@ -586,12 +589,12 @@ func (g *generator) ch5() error {
 	var sum strings.Builder
 	sum.WriteString("In this run:")
 	for _, era := range erasRun(zres) {
-		e := eraOf(zres, era)
+		e := eraOf(zres, spec.Era(era))
 		t := e.Result.Totals
 		fmt.Fprintf(&sum, "\n- **%s**: at most %s delivering the same partition at once; %d duplicate deliveries; "+
 			"commits for a partition another live member owned: %d applied, %d refused",
 			era, plural(int(t.MaxConcurrentOwners), "member"), t.Duplicates, e.Extra["commits_applied_for_others_partitions"], e.Extra["commits_rejected_for_others_partitions"])
-		if era == "zk" {
+		if spec.Era(era).UsesZooKeeper() {
 			fmt.Fprintf(&sum, "; stale commits applied: %d (ZooKeeper cannot refuse one).", t.StaleCommitsApplied)
 		} else {
 			fmt.Fprintf(&sum, "; stale commits refused by the coordinator: %d.", t.StaleCommitsRejected)
@@ -603,7 +606,7 @@ func (g *generator) ch5() error {
 	rate := []string{"| era | stall | zombie's deliveries per second of the stall | produced to its partitions per second | during the stall |",
 		"|---|---|---|---|---|"}
 	for _, era := range erasRun(zres) {
-		e := eraOf(zres, era)
+		e := eraOf(zres, spec.Era(era))
 		zombie, stallAt, healAt := zombieOf(zres, e)
 		if stallAt == 0 || healAt == 0 {
 			continue
@@ -619,7 +622,7 @@ func (g *generator) ch5() error {
 	}
 	g.out.block("ch5-divergent-table", "```text\n"+dtable+"```")
 	var dex, dshort strings.Builder
-	if zk := eraOf(dres, "zk"); zk != nil {
+	if zk := eraOf(dres, spec.ZK); zk != nil {
 		from, _ := triggerTs(zk.Records, "churn")
 		// Faults set just before the trigger (the delayed links) belong to the story.
 		for _, r := range zk.Records {
@@ -650,9 +653,9 @@ func (g *generator) ch5() error {
 	var dsum strings.Builder
 	dsum.WriteString("In this run:")
 	for _, era := range erasRun(dres) {
-		e := eraOf(dres, era)
+		e := eraOf(dres, spec.Era(era))
 		t := e.Result.Totals
-		if era == "zk" {
+		if spec.Era(era).UsesZooKeeper() {
 			fmt.Fprintf(&dsum, "\n- **zk**: %d failed owner-znode claims since the churn began (%d in all), %d rebalance attempts, %d rebalances given up, "+
 				"at most %s delivering one partition at once.", e.Extra["ownership_conflicts_since_churn"], t.OwnershipConflicts,
 				t.RebalanceAttempts, t.RebalanceFailures, plural(int(t.MaxConcurrentOwners), "member"))
@@ -700,7 +703,7 @@ func (g *generator) ch6() error {
 	type total struct{ revoked, others, unowned, rebalancing int64 }
 	totals := map[string]*total{}
 	for _, era := range erasRun(res) {
-		e := eraOf(res, era)
+		e := eraOf(res, spec.Era(era))
 		totals[era] = &total{}
 		for _, ev := range e.Result.Events {
 			m, ok := strings.CutPrefix(ev.Trigger, "restart-")

@@ -1,4 +1,4 @@
-package scenarios
+package report
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -63,12 +64,12 @@ func walk(n *html.Node, fn func(*html.Node)) {
 
 func TestRenderHTML(t *testing.T) {
 	zk, co := splitBrainTL(), classicTL()
-	zkRes := Compute(zk.recs, "zk", FigureOptions{Partitions: map[string][]int32{"t": {0, 1, 2}}})
-	coRes := Compute(co.recs, "classic", FigureOptions{})
+	zkRes := figures.Compute(zk.recs, "zk", figures.FigureOptions{Partitions: map[string][]int32{"t": {0, 1, 2}}})
+	coRes := figures.Compute(co.recs, "classic", figures.FigureOptions{})
 	var buf bytes.Buffer
 	err := RenderHTML(&buf, Report{Scenario: "split-brain", Seed: 7, Params: map[string]any{"consumers": 2},
 		Versions: map[string]string{"zookeeper": "3.8.0"}, Eras: []EraReport{
-			{Era: "zk", Records: zk.recs, Options: FigureOptions{Partitions: map[string][]int32{"t": {0, 1, 2}}}, Timeline: "timeline-zk.jsonl"},
+			{Era: "zk", Records: zk.recs, Options: figures.FigureOptions{Partitions: map[string][]int32{"t": {0, 1, 2}}}, Timeline: "timeline-zk.jsonl"},
 			{Era: "classic", Records: co.recs},
 		}})
 	if err != nil {
@@ -83,7 +84,7 @@ func TestRenderHTML(t *testing.T) {
 	lanes := map[laneKey]*html.Node{}
 	var order []laneKey
 	scripts, externals := 0, 0
-	figures := map[string]string{} // era/figure -> data-value
+	cells := map[string]string{} // era/figure -> data-value
 	walk(doc, func(n *html.Node) {
 		switch n.Data {
 		case "script", "link", "img", "iframe":
@@ -105,7 +106,7 @@ func TestRenderHTML(t *testing.T) {
 		if fig, ok := attr(n, "data-figure"); ok {
 			era, _ := attr(n, "data-era")
 			v, _ := attr(n, "data-value")
-			figures[era+"/"+fig] = v
+			cells[era+"/"+fig] = v
 		}
 	})
 	if scripts != 0 || externals != 0 {
@@ -179,12 +180,12 @@ func TestRenderHTML(t *testing.T) {
 		"classic/zk_reads": "n/a", "classic/group_requests": "1", "classic/revocations": "2",
 		"classic/time_to_stable_ms": "100",
 	} {
-		if figures[key] != want {
-			t.Errorf("%s = %q, want %q", key, figures[key], want)
+		if cells[key] != want {
+			t.Errorf("%s = %q, want %q", key, cells[key], want)
 		}
 	}
-	if len(figures) != 2*len(FigureNames) {
-		t.Errorf("%d figure cells, want %d", len(figures), 2*len(FigureNames))
+	if len(cells) != 2*len(figures.FigureNames) {
+		t.Errorf("%d figure cells, want %d", len(cells), 2*len(figures.FigureNames))
 	}
 	page := buf.String()
 	for _, s := range []string{"timeline-zk.jsonl", "consumers=2", "zookeeper 3.8.0", "expire-m1 &lt;script&gt;"} {
@@ -205,8 +206,8 @@ func TestRenderHTMLEmptyEra(t *testing.T) {
 }
 
 func TestRenderTable(t *testing.T) {
-	zk := Compute(splitBrainTL().recs, "zk", FigureOptions{})
-	co := Compute(newTL("classic").joined(0, "m1", 0).trigger(10, "crash").stop(10, "m1", "crash").recs, "classic", FigureOptions{})
+	zk := figures.Compute(splitBrainTL().recs, "zk", figures.FigureOptions{})
+	co := figures.Compute(newTL("classic").joined(0, "m1", 0).trigger(10, "crash").stop(10, "m1", "crash").recs, "classic", figures.FigureOptions{})
 	var buf bytes.Buffer
 	if err := RenderTable(&buf, zk, co); err != nil {
 		t.Fatal(err)
@@ -270,8 +271,8 @@ func cooperativeTL() *tlb {
 // sentences generated from the figures, the cooperative section and the embedded plot.
 func TestRenderHTMLTimeline(t *testing.T) {
 	eager, coop := eagerTL(), cooperativeTL()
-	eagerRes := Compute(eager.recs, "classic", FigureOptions{})
-	coopRes := Compute(coop.recs, "cooperative", FigureOptions{})
+	eagerRes := figures.Compute(eager.recs, "classic", figures.FigureOptions{})
+	coopRes := figures.Compute(coop.recs, "cooperative", figures.FigureOptions{})
 	if eagerRes.Totals.PausedMemberMs != 98 || coopRes.Totals.PausedMemberMs != 0 {
 		t.Fatalf("paused_member_ms: classic %d, cooperative %d; want 98, 0", eagerRes.Totals.PausedMemberMs, coopRes.Totals.PausedMemberMs)
 	}
@@ -417,18 +418,18 @@ func TestRenderHTMLTimeline(t *testing.T) {
 
 // TestCooperativeCost: the two-rounds section appears only for a cost a second round explains.
 func TestCooperativeCost(t *testing.T) {
-	res := func(era string, f Figures) Result {
-		return Result{Era: era, Totals: f, NotApplicable: NotApplicable(era)}
+	res := func(era string, f figures.Figures) figures.Result {
+		return figures.Result{Era: era, Totals: f, NotApplicable: figures.NotApplicable(era)}
 	}
-	if v := cooperativeCost([]Result{res("classic", Figures{RebalanceAttempts: 4}), res("cooperative", Figures{RebalanceAttempts: 4, Duplicates: 3})}); v != nil {
+	if v := cooperativeCost([]figures.Result{res("classic", figures.Figures{RebalanceAttempts: 4}), res("cooperative", figures.Figures{RebalanceAttempts: 4, Duplicates: 3})}); v != nil {
 		t.Errorf("more duplicates alone: section %+v, want none", v)
 	}
-	v := cooperativeCost([]Result{res("classic", Figures{TimeToStableMs: 100, UnownedPartitionMs: 10}),
-		res("cooperative", Figures{TimeToStableMs: NeverStable, UnownedPartitionMs: 30})})
+	v := cooperativeCost([]figures.Result{res("classic", figures.Figures{TimeToStableMs: 100, UnownedPartitionMs: 10}),
+		res("cooperative", figures.Figures{TimeToStableMs: figures.NeverStable, UnownedPartitionMs: 30})})
 	if v == nil || strings.Join(v.Costs, "; ") != "time_to_stable_ms: cooperative never, classic (eager) 100; unowned_partition_ms: cooperative 30, classic (eager) 10" {
 		t.Errorf("costs %+v", v)
 	}
-	if v := cooperativeCost([]Result{res("cooperative", Figures{RebalanceAttempts: 9})}); v != nil {
+	if v := cooperativeCost([]figures.Result{res("cooperative", figures.Figures{RebalanceAttempts: 9})}); v != nil {
 		t.Errorf("no classic era: section %+v", v)
 	}
 }

@@ -1,9 +1,12 @@
-package scenarios
+package report
 
 import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 // SplitBrain is one era's split brain, from its totals: how long, what it delivered again, and what the
@@ -21,7 +24,7 @@ type SplitBrain struct {
 
 // SplitBrains returns each result's SplitBrain, in the results' order; nil when no era had two members
 // delivering one partition at once (max_concurrent_owners < 2 everywhere): no split brain to show.
-func SplitBrains(results ...Result) []SplitBrain {
+func SplitBrains(results ...figures.Result) []SplitBrain {
 	var out []SplitBrain
 	split := false
 	for _, r := range results {
@@ -29,7 +32,7 @@ func SplitBrains(results ...Result) []SplitBrain {
 		sb := SplitBrain{Era: r.Era, ConcurrentOwnerMs: t.ConcurrentOwnerMs, MaxConcurrentOwners: t.MaxConcurrentOwners,
 			Duplicates: t.Duplicates, StaleCommitsApplied: t.StaleCommitsApplied, StaleCommitsRejected: t.StaleCommitsRejected}
 		for _, na := range r.NotApplicable {
-			if na == FigStaleCommitsRejected {
+			if na == figures.FigStaleCommitsRejected {
 				sb.RejectedNA = true
 			}
 		}
@@ -57,7 +60,7 @@ func (s SplitBrain) Line(timings string) string {
 // splitBrainSentence is the report's sentence on split brain: per era, most first, the time two or more
 // members delivered one partition, the records delivered again and the stale commits applied / refused;
 // "" without split brain.
-func splitBrainSentence(results []Result) string {
+func splitBrainSentence(results []figures.Result) string {
 	sbs := SplitBrains(results...)
 	if sbs == nil {
 		return ""
@@ -83,7 +86,7 @@ func (r *RunResult) timingName() string { return TimingName(r.KafkaDefaults, r.T
 
 // TimingName names timings t: "the lab's short sessions (...)" or, with kafkaDefaults, "Kafka's
 // defaults (...)", with the session timeouts in ms that the eras ran with.
-func TimingName(kafkaDefaults bool, t Timing) string {
+func TimingName(kafkaDefaults bool, t spec.Timing) string {
 	name := "the lab's short sessions"
 	if kafkaDefaults {
 		name = "Kafka's defaults"

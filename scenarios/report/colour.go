@@ -1,4 +1,4 @@
-package scenarios
+package report
 
 import (
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"

@@ -1,37 +1,27 @@
-package scenarios
+package report
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 )
 
-// recordedSweep reads a sweep's JSON (SweepResult.WriteJSON) back into a SweepResult holding what the
-// verdict and the models read: per run its size, partitions and script, and per era whether it
-// applied, its not-applicable figures, its events' figures and its end owners.
+// recordedSweep is ReadSweep of the file at path.
 func recordedSweep(t *testing.T, path string) *SweepResult {
 	t.Helper()
-	var doc struct {
-		Scenario string        `json:"scenario"`
-		Trigger  string        `json:"trigger"`
-		Runs     []recordedRun `json:"runs"`
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
 	}
-	readJSON(t, path, &doc)
-	s := &SweepResult{Scenario: doc.Scenario, Trigger: doc.Trigger}
-	for _, run := range doc.Runs {
-		r := &RunResult{Scenario: doc.Scenario, Script: run.Script,
-			Params: Params{Consumers: run.Params.Consumers, Partitions: run.Params.Partitions}}
-		for _, e := range run.Eras {
-			r.Eras = append(r.Eras, &EraRun{Era: e.Era, Applies: e.Applies, EndOwners: e.EndOwners,
-				Result: Result{Era: e.Era, NotApplicable: e.NotApplicable, Events: e.Events}})
-		}
-		if n := len(s.Sizes); n == 0 || s.Sizes[n-1].N != run.Params.Consumers {
-			s.Sizes = append(s.Sizes, &SweepSize{N: run.Params.Consumers})
-		}
-		z := s.Sizes[len(s.Sizes)-1]
-		z.Runs = append(z.Runs, r)
+	defer f.Close()
+	s, err := ReadSweep(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 	return s
 }
@@ -78,7 +68,7 @@ func TestSweepVerdictRecorded(t *testing.T) {
 	for _, r := range s.Sizes[2].Runs {
 		for _, e := range r.Eras {
 			if e.Era == "cooperative" {
-				e.Result.Events[0].Figures.TimeToStableMs = NeverStable
+				e.Result.Events[0].Figures.TimeToStableMs = figures.NeverStable
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package scenarios
+package report
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 // scenario's relations as checked. Nothing here is typed in: every number is a figure of the run.
 
 // summarize returns the opening sentences and the relations of every era.
-func summarize(eras []EraReport, results []Result, traces []*figures.Trace) ([]string, []relationView) {
+func summarize(eras []EraReport, results []figures.Result, traces []*figures.Trace) ([]string, []relationView) {
 	var out []string
 	add := func(s string) {
 		if s != "" {
@@ -23,12 +23,12 @@ func summarize(eras []EraReport, results []Result, traces []*figures.Trace) ([]s
 	add(participationSentence(results, traces))
 	add(loadSentence(results))
 	add(eraList("The stop-the-world pause (paused_member_ms: ms during which a member that held partitions when its "+
-		"rebalance began held none while it ran, summed over members), least first: ", results, FigPausedMemberMs, true))
-	add(eraList("Partitions with records waiting and no owner (unowned_partition_ms), least first: ", results, FigUnownedPartitionMs, true))
-	add(eraList("The longest time from a change to a stable group (time_to_stable_ms): ", results, FigTimeToStableMs, false))
-	add(eraList("Records delivered again (duplicates): ", results, FigDuplicates, false))
+		"rebalance began held none while it ran, summed over members), least first: ", results, figures.FigPausedMemberMs, true))
+	add(eraList("Partitions with records waiting and no owner (unowned_partition_ms), least first: ", results, figures.FigUnownedPartitionMs, true))
+	add(eraList("The longest time from a change to a stable group (time_to_stable_ms): ", results, figures.FigTimeToStableMs, false))
+	add(eraList("Records delivered again (duplicates): ", results, figures.FigDuplicates, false))
 	add(splitBrainSentence(results)) // split_brain.go
-	add(eraList("Records produced and never delivered (lost): ", results, FigLost, false))
+	add(eraList("Records produced and never delivered (lost): ", results, figures.FigLost, false))
 	add(invariantSentence(results))
 
 	var rels []relationView
@@ -73,7 +73,7 @@ func summarize(eras []EraReport, results []Result, traces []*figures.Trace) ([]s
 }
 
 // participationSentence: per era, how many of its members each change made rebalance.
-func participationSentence(results []Result, traces []*figures.Trace) string {
+func participationSentence(results []figures.Result, traces []*figures.Trace) string {
 	var clauses []string
 	for i, r := range results {
 		if len(r.Events) == 0 {
@@ -108,7 +108,7 @@ func participationSentence(results []Result, traces []*figures.Trace) string {
 
 // loadSentence: the coordination load after the group formed, ZooKeeper's for the zk era, the group
 // coordinator's for the others.
-func loadSentence(results []Result) string {
+func loadSentence(results []figures.Result) string {
 	var clauses []string
 	for _, r := range results {
 		na := map[string]bool{}
@@ -117,10 +117,10 @@ func loadSentence(results []Result) string {
 		}
 		t := r.Totals
 		switch {
-		case !na[FigZKReads] && na[FigGroupRequests]:
+		case !na[figures.FigZKReads] && na[figures.FigGroupRequests]:
 			clauses = append(clauses, fmt.Sprintf("the %s members made %d ZooKeeper reads and %d writes and received %d watch events",
 				r.Era, t.ZKReads, t.ZKWrites, t.ZKWatchEvents))
-		case na[FigZKReads] && !na[FigGroupRequests]:
+		case na[figures.FigZKReads] && !na[figures.FigGroupRequests]:
 			clauses = append(clauses, fmt.Sprintf("the %s members sent %d group request%s", r.Era, t.GroupRequests, plural(t.GroupRequests)))
 		default:
 			clauses = append(clauses, fmt.Sprintf("the %s members made %d ZooKeeper reads and sent %d group requests", r.Era, t.ZKReads, t.GroupRequests))
@@ -135,7 +135,7 @@ func loadSentence(results []Result) string {
 
 // eraList lists one figure per era ("zk 12 ms, classic 3 ms"), sorted ascending when sorted; "0 in
 // every era" when all are 0; eras where the figure does not apply are left out.
-func eraList(prefix string, results []Result, name string, sorted bool) string {
+func eraList(prefix string, results []figures.Result, name string, sorted bool) string {
 	type item struct {
 		era  string
 		v    int64
@@ -176,10 +176,10 @@ func eraList(prefix string, results []Result, name string, sorted bool) string {
 }
 
 // invariantSentence: whether Kafka's consumer invariants held, naming each break.
-func invariantSentence(results []Result) string {
+func invariantSentence(results []figures.Result) string {
 	var broken []string
 	for _, r := range results {
-		for _, name := range InvariantNames {
+		for _, name := range figures.InvariantNames {
 			if v, _ := r.Totals.Get(name); v > 0 {
 				broken = append(broken, fmt.Sprintf("%s %s %d", r.Era, name, v))
 			}
@@ -198,8 +198,8 @@ func invariantSentence(results []Result) string {
 // cooperativeCost compares the cooperative era with the classic (eager) one of the same run; nil when
 // either is missing or cooperative costs no more in any figure a second round explains
 // (rebalance_attempts, group_requests, time_to_stable_ms, unowned_partition_ms).
-func cooperativeCost(results []Result) *coopView {
-	var eager, coop *Result
+func cooperativeCost(results []figures.Result) *coopView {
+	var eager, coop *figures.Result
 	for i := range results {
 		switch spec.Era(results[i].Era) {
 		case spec.Classic:
@@ -214,12 +214,12 @@ func cooperativeCost(results []Result) *coopView {
 	v := &coopView{}
 	// The costs a second round explains: more attempts and requests, a later stable group, and the moving
 	// partitions unowned between the rounds.
-	for _, name := range []string{FigRebalanceAttempts, FigGroupRequests, FigTimeToStableMs, FigUnownedPartitionMs} {
+	for _, name := range []string{figures.FigRebalanceAttempts, figures.FigGroupRequests, figures.FigTimeToStableMs, figures.FigUnownedPartitionMs} {
 		c, _ := coop.Totals.Get(name)
 		e, _ := eager.Totals.Get(name)
 		worse := c > e
-		if name == FigTimeToStableMs {
-			worse = c == NeverStable && e != NeverStable || e != NeverStable && c > e
+		if name == figures.FigTimeToStableMs {
+			worse = c == figures.NeverStable && e != figures.NeverStable || e != figures.NeverStable && c > e
 		}
 		if worse {
 			v.Costs = append(v.Costs, fmt.Sprintf("%s: cooperative %s, classic (eager) %s", name,
@@ -229,7 +229,7 @@ func cooperativeCost(results []Result) *coopView {
 	if len(v.Costs) == 0 {
 		return nil
 	}
-	rounds := func(r *Result) string {
+	rounds := func(r *figures.Result) string {
 		var a, p int64
 		for _, ev := range r.Events {
 			a += ev.Figures.RebalanceAttempts

@@ -1,8 +1,10 @@
-package scenarios
+package report
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 )
 
 // TestRenderBrokerComparison: a figure equal on both brokers shows once, one that differs shows both
@@ -15,8 +17,8 @@ func TestRenderBrokerComparison(t *testing.T) {
 		}
 		for _, era := range []string{"zk", "classic", "static"} {
 			e := &EraRun{Era: era, Applies: era != "static" || staticRan}
-			e.Result = Result{Era: era, NotApplicable: NotApplicable(era),
-				Totals: Figures{TimeToStableMs: stable, Revocations: revocations, RebalanceParticipants: 5}}
+			e.Result = figures.Result{Era: era, NotApplicable: figures.NotApplicable(era),
+				Totals: figures.Figures{TimeToStableMs: stable, Revocations: revocations, RebalanceParticipants: 5}}
 			r.Eras = append(r.Eras, e)
 		}
 		return r

@@ -1,4 +1,4 @@
-package scenarios
+package report
 
 // A sweep's measured coordination counts beside the model's (model.go), per era and size.
 
@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
@@ -49,9 +50,9 @@ func (s *SweepResult) ModelCells() []ModelCell {
 	var out []ModelCell
 	for _, z := range s.Sizes {
 		for _, era := range s.eras() {
-			figs := []string{FigGroupRequests}
+			figs := []string{figures.FigGroupRequests}
 			if spec.Era(era).UsesZooKeeper() {
-				figs = []string{FigZKReads, FigZKWatchEvents}
+				figs = []string{figures.FigZKReads, figures.FigZKWatchEvents}
 			}
 			cells := make([]ModelCell, len(figs))
 			for i, fig := range figs {
@@ -62,13 +63,13 @@ func (s *SweepResult) ModelCells() []ModelCell {
 				if e == nil || !e.Applies {
 					continue
 				}
-				ev, ok := e.eventNamed(s.Trigger)
+				ev, ok := e.EventNamed(s.Trigger)
 				if !ok {
 					continue
 				}
 				if !spec.Era(era).UsesZooKeeper() {
-					c, _ := GroupChangeOf(e.Records, era, ev)
-					g, ok := GroupRequests(c)
+					c, _ := figures.GroupChangeOf(e.Records, era, ev)
+					g, ok := figures.GroupRequests(c)
 					if !ok || len(e.Records) == 0 {
 						continue
 					}
@@ -77,7 +78,7 @@ func (s *SweepResult) ModelCells() []ModelCell {
 					cells[0].Detail = g.String()
 					continue
 				}
-				c := ZKChangeOf(e.Records, ev, r.Params.Partitions)
+				c := figures.ZKChangeOf(e.Records, ev, r.Params.Partitions)
 				if len(e.Records) == 0 {
 					joined, left := changedMembers(r.Script, s.Trigger)
 					owners := map[string]bool{}
@@ -86,7 +87,7 @@ func (s *SweepResult) ModelCells() []ModelCell {
 							owners[o] = true
 						}
 					}
-					if c, ok = ZKChangeFromFigures(ev.Figures, r.Params.Consumers, joined, left, len(owners), r.Params.Partitions); !ok {
+					if c, ok = figures.ZKChangeFromFigures(ev.Figures, r.Params.Consumers, joined, left, len(owners), r.Params.Partitions); !ok {
 						continue
 					}
 					cells[0].Inputs, cells[1].Inputs = "figures", "figures"
@@ -95,15 +96,15 @@ func (s *SweepResult) ModelCells() []ModelCell {
 					cells[0].Note = "several changes in the window: the model counts one change at a time"
 					cells[1].Note = cells[0].Note
 				}
-				lo, hi := ZKReadsResidualBound(c)
+				lo, hi := figures.ZKReadsResidualBound(c)
 				if len(cells[0].Measured) == 0 || lo < cells[0].Lo {
 					cells[0].Lo = lo
 				}
 				cells[0].Hi = max(cells[0].Hi, hi)
 				cells[0].Measured = append(cells[0].Measured, ev.Figures.ZKReads)
-				cells[0].Model = append(cells[0].Model, ZKReads(c))
+				cells[0].Model = append(cells[0].Model, figures.ZKReads(c))
 				cells[1].Measured = append(cells[1].Measured, ev.Figures.ZKWatchEvents)
-				cells[1].Model = append(cells[1].Model, ZKWatchEvents(c))
+				cells[1].Model = append(cells[1].Model, figures.ZKWatchEvents(c))
 			}
 			for _, c := range cells {
 				if len(c.Measured) > 0 {
@@ -136,7 +137,7 @@ func (s *SweepResult) WriteModel(w io.Writer) error {
 	for _, c := range cells {
 		line := fmt.Sprintf("  %-11s N=%-4d %-16s measured %s  model %s  residual %s",
 			c.Era, c.N, c.Figure, spread(c.Measured, true), spread(c.Model, false), signedList(c.Residuals()))
-		if c.Figure == FigZKReads {
+		if c.Figure == figures.FigZKReads {
 			line += fmt.Sprintf(" (bound %+d..%+d)", c.Lo, c.Hi)
 		}
 		if c.Inputs == "figures" {
@@ -150,8 +151,8 @@ func (s *SweepResult) WriteModel(w io.Writer) error {
 		}
 		fmt.Fprintln(w, line)
 	}
-	fmt.Fprintln(w, "  zk: 0.8.2's ZookeeperConsumerConnector per attempt (scenarios.ZKReads); its reads' bound is the fetchers' leader lookups that may fall after the window.")
-	fmt.Fprintln(w, "  coordinator eras: the group protocol's JoinGroup/SyncGroup per member per round, the Heartbeat that announces a round, the commit before each rejoin (scenarios.GroupRequests); the residual is the periodic heartbeats and auto-commits of the window.")
+	fmt.Fprintln(w, "  zk: 0.8.2's ZookeeperConsumerConnector per attempt (figures.ZKReads); its reads' bound is the fetchers' leader lookups that may fall after the window.")
+	fmt.Fprintln(w, "  coordinator eras: the group protocol's JoinGroup/SyncGroup per member per round, the Heartbeat that announces a round, the commit before each rejoin (figures.GroupRequests); the residual is the periodic heartbeats and auto-commits of the window.")
 	return nil
 }
 
@@ -191,10 +192,10 @@ func signedList(v []int64) string {
 
 // changedMembers counts the script's start and stop steps between the trigger named trigger and the
 // next trigger: the members that joined and left in the change.
-func changedMembers(steps []Step, trigger string) (joined, left int) {
+func changedMembers(steps []spec.Step, trigger string) (joined, left int) {
 	in := false
 	for _, s := range steps {
-		if s.Action == ActTrigger {
+		if s.Action == spec.ActTrigger {
 			if in {
 				break
 			}
@@ -203,9 +204,9 @@ func changedMembers(steps []Step, trigger string) (joined, left int) {
 		}
 		if in {
 			switch s.Action {
-			case ActStart:
+			case spec.ActStart:
 				joined++
-			case ActStop:
+			case spec.ActStop:
 				left++
 			}
 		}

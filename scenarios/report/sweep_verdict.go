@@ -1,4 +1,4 @@
-package scenarios
+package report
 
 // A sweep's verdict (sweep.Judge) over its figures: the cells are every era's values of a figure in
 // each run of a size, as the measured event gave them.
@@ -6,6 +6,7 @@ package scenarios
 import (
 	"strings"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/sweep"
 )
@@ -24,7 +25,7 @@ func (s *SweepResult) Cell(z *SweepSize, era, fig string) (sweep.Cell, bool) {
 				return sweep.Cell{}, false
 			}
 		}
-		ev, ok := e.eventNamed(s.Trigger)
+		ev, ok := e.EventNamed(s.Trigger)
 		if !ok {
 			continue
 		}
@@ -47,7 +48,7 @@ func (s *SweepResult) FigureCells() []sweep.FigureCells {
 		if strings.HasSuffix(fig, "_ms") {
 			f.Unit = "ms"
 		}
-		if fig == FigZKReads {
+		if fig == figures.FigZKReads {
 			f.FitDegree = map[string]int{string(spec.ZK): 2}
 		}
 		for _, z := range s.Sizes {

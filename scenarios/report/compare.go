@@ -1,9 +1,12 @@
-package scenarios
+package report
 
 import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 // RenderBrokerComparison writes the figures of one scenario run on several brokers or with several
@@ -20,16 +23,16 @@ func RenderBrokerComparison(w io.Writer, runs ...*RunResult) error {
 		if r.Scenario != runs[0].Scenario {
 			return fmt.Errorf("scenarios: runs of %s and %s cannot be compared", runs[0].Scenario, r.Scenario)
 		}
-		name := r.brokerName()
-		if r.Members != "" && r.Members != MembersRebalancelab {
+		name := r.BrokerName()
+		if r.Members != "" && r.Members != spec.MembersRebalancelab {
 			name += " with " + r.Members + " members"
 		}
 		names = append(names, name)
 	}
 	// The eras every run has, in the first run's order, and each run's results by era.
-	byEra := make([]map[string]Result, len(runs))
+	byEra := make([]map[string]figures.Result, len(runs))
 	for i, r := range runs {
-		byEra[i] = map[string]Result{}
+		byEra[i] = map[string]figures.Result{}
 		for _, e := range r.Eras {
 			if e.Applies {
 				byEra[i][e.Era] = e.Result
@@ -49,7 +52,7 @@ func RenderBrokerComparison(w io.Writer, runs ...*RunResult) error {
 	}
 	tables := make([][]figRow, len(runs))
 	for i := range runs {
-		var rs []Result
+		var rs []figures.Result
 		for _, e := range eras {
 			rs = append(rs, byEra[i][e])
 		}

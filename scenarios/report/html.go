@@ -1,4 +1,4 @@
-package scenarios
+package report
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 type EraReport struct {
 	Era      string
 	Records  []timeline.Record
-	Options  FigureOptions
+	Options  figures.FigureOptions
 	Timeline string // the timeline file's name, shown in the page; may be ""
 	// Relations are the scenario's relations as checked on this era (RunResult's); the page's opening
 	// lists them. May be nil.
@@ -155,7 +155,7 @@ func axisTicks(axisMs int64) []tickView {
 // RenderTable writes the eras' total figures side by side as an aligned text table: one row per figure
 // (FigureNames order), one column per result. A not-applicable figure shows "n/a"; a time_to_stable_ms of
 // NeverStable shows "never". Errors: the writer's.
-func RenderTable(w io.Writer, results ...Result) error {
+func RenderTable(w io.Writer, results ...figures.Result) error {
 	lines := [][]string{{"figure"}}
 	for _, r := range results {
 		lines[0] = append(lines[0], r.Era)
@@ -202,7 +202,7 @@ type figRow struct {
 
 // totalsLabels say what a totals cell is where it is not the run's sum: the run's time_to_stable_ms is
 // its worst event's (max_concurrent_owners says it in its name).
-var totalsLabels = map[string]string{FigTimeToStableMs: FigTimeToStableMs + " (worst event)"}
+var totalsLabels = map[string]string{figures.FigTimeToStableMs: figures.FigTimeToStableMs + " (worst event)"}
 
 type figCell struct {
 	Era   string
@@ -210,7 +210,7 @@ type figCell struct {
 	Value string // for machines: "n/a" or the integer
 }
 
-func cell(era string, f Figures, na []string, name string) figCell {
+func cell(era string, f figures.Figures, na []string, name string) figCell {
 	for _, n := range na {
 		if n == name {
 			return figCell{Era: era, Text: "n/a", Value: "n/a"}
@@ -218,15 +218,15 @@ func cell(era string, f Figures, na []string, name string) figCell {
 	}
 	v, _ := f.Get(name)
 	c := figCell{Era: era, Text: strconv.FormatInt(v, 10), Value: strconv.FormatInt(v, 10)}
-	if name == FigTimeToStableMs && v == NeverStable {
+	if name == figures.FigTimeToStableMs && v == figures.NeverStable {
 		c.Text = "never"
 	}
 	return c
 }
 
-func figureTable(results []Result) []figRow {
+func figureTable(results []figures.Result) []figRow {
 	var rows []figRow
-	for _, name := range FigureNames {
+	for _, name := range figures.FigureNames {
 		row := figRow{Name: name, Label: name}
 		if l, ok := totalsLabels[name]; ok {
 			row.Label = l
@@ -242,7 +242,7 @@ func figureTable(results []Result) []figRow {
 // The page's view model.
 type htmlPage struct {
 	Report
-	Results     []Result
+	Results     []figures.Result
 	Table       []figRow
 	Params      []string
 	VersionList []string
@@ -282,8 +282,8 @@ type eraPage struct {
 	Marks         []markView
 	Columns       []string // "totals", then each event
 	Rows          []figRow // figures × (totals, events)
-	Events        []Event
-	Faults        []FaultWindow
+	Events        []figures.Event
+	Faults        []figures.FaultWindow
 	Warnings      []string
 }
 
@@ -352,7 +352,7 @@ func partitionLabel(t figures.TopicPartition, topics int) string {
 	return fmt.Sprintf("partition %d", t.Partition())
 }
 
-func eraView(er EraReport, res Result, tr *figures.Trace, axisMs int64) eraPage {
+func eraView(er EraReport, res figures.Result, tr *figures.Trace, axisMs int64) eraPage {
 	p := eraPage{Era: er.Era, Timeline: er.Timeline, Events: res.Events, Faults: res.Faults, Warnings: res.Warnings,
 		Colour: template.CSS("border-left-color:" + EraColour(er.Era, 0))}
 	p.DurationMs = tr.LastTs - tr.FirstTs
@@ -459,7 +459,7 @@ func eraView(er EraReport, res Result, tr *figures.Trace, axisMs int64) eraPage 
 	for _, ev := range res.Events {
 		p.Columns = append(p.Columns, fmt.Sprintf("%s @%d ms", ev.Trigger, ev.AtMs))
 	}
-	for _, name := range FigureNames {
+	for _, name := range figures.FigureNames {
 		row := figRow{Name: name, Cells: []figCell{cell(er.Era, res.Totals, res.NotApplicable, name)}}
 		for _, ev := range res.Events {
 			row.Cells = append(row.Cells, cell(er.Era, ev.Figures, res.NotApplicable, name))
@@ -663,11 +663,11 @@ func (r *RunResult) writeReport(dir string, plots []Plot) error {
 // writeReportVerdict is writeReport with a sweep's verdict at the top of the page (Report.Verdict and
 // VerdictRankings).
 func (r *RunResult) writeReportVerdict(dir string, plots []Plot, verdict, rankings []string) error {
-	if err := r.writeTimelines(dir); err != nil {
+	if err := r.WriteTimelines(dir); err != nil {
 		return err
 	}
 	if r.Streams != nil {
-		return r.writeStreamsReport(dir)
+		return r.Streams.WriteReport(dir, r)
 	}
 	rep := Report{Scenario: r.Scenario, Description: r.Description, Seed: r.Seed, Params: r.ParamsMap(),
 		Versions: r.Versions, Plots: plots, Verdict: verdict, VerdictRankings: rankings}

@@ -1,0 +1,85 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
+)
+
+// TestSweepTableCut: an era cut above its largest N (EraMaxN) prints "cut" in its cells above it and a
+// "stopped" line; the timings are named.
+func TestSweepTableCut(t *testing.T) {
+	cut := map[string]int{"cooperative": 64, "static": 64}
+	s := &SweepResult{Scenario: "herd-join", Trigger: "join", EraMaxN: cut, Timings: TimingName(false, spec.LabTiming())}
+	for _, n := range []int{64, 256} {
+		z := &SweepSize{N: n}
+		figs := map[string]figures.Figures{"zk": {TimeToStableMs: int64(n)}, "classic": {TimeToStableMs: 300}}
+		if n <= 64 {
+			figs["cooperative"] = figures.Figures{TimeToStableMs: 900}
+		}
+		z.Runs = append(z.Runs, fakeRun(n, figs))
+		s.Sizes = append(s.Sizes, z)
+	}
+	var b strings.Builder
+	if err := s.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"stopped: cooperative at N=64, cut above it (--era-max-consumers)",
+		"reached: zk N=256 (1 run(s)), classic N=256 (1 run(s)), cooperative N=64 (1 run(s))\n",
+		"time_to_stable_ms [the lab's short sessions] (ms): N=64:", "time_to_stable_ms [the lab's short sessions]: ",
+		", timings: the lab's short sessions: zookeeper.session.timeout.ms 2000, session.timeout.ms 2000:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	var row string
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 2 && f[0] == figures.FigTimeToStableMs && f[1] == "cooperative" {
+			row = l
+		}
+		if f := strings.Fields(l); len(f) > 2 && f[0] == figures.FigZKReads && f[1] == "cooperative" {
+			t.Errorf("a row of zk_reads for cooperative (n/a, then cut): %q", l)
+		}
+	}
+	if f := strings.Fields(row); len(f) != 6 || f[2] != "900" || f[5] != "cut" {
+		t.Errorf("cooperative's time_to_stable_ms row %q: want its N=256 cell cut", row)
+	}
+}
+
+// TestSplitBrainLines: a run's table has a line per era with its split brain, naming the timings, the
+// zk era's zombie commits "n/a rejected"; none without a split brain.
+func TestSplitBrainLines(t *testing.T) {
+	r := &RunResult{Scenario: "split-brain-zombie", Params: spec.Params{Consumers: 2, Partitions: 4}, Timing: spec.LabTiming()}
+	for _, era := range []string{"zk", "classic"} {
+		tot := figures.Figures{ConcurrentOwnerMs: 8166, MaxConcurrentOwners: 2, Duplicates: 154, StaleCommitsApplied: 2}
+		if era == "classic" {
+			tot = figures.Figures{ConcurrentOwnerMs: 6600, MaxConcurrentOwners: 2, Duplicates: 134, StaleCommitsRejected: 2}
+		}
+		r.Eras = append(r.Eras, &EraRun{Era: era, Applies: true, Result: figures.Result{Era: era, NotApplicable: figures.NotApplicable(era), Totals: tot}})
+	}
+	var b strings.Builder
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"split brain zk: concurrent_owner_ms 8166 (2 members at most; the lab's short sessions: zookeeper.session.timeout.ms 2000, session.timeout.ms 2000), 154 records delivered again, zombie commits 2 applied / n/a rejected (nothing in the era can refuse one)\n",
+		"split brain classic: concurrent_owner_ms 6600 (2 members at most; the lab's short sessions: zookeeper.session.timeout.ms 2000, session.timeout.ms 2000), 134 records delivered again, zombie commits 0 applied / 2 rejected\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	for _, e := range r.Eras {
+		e.Result.Totals.MaxConcurrentOwners = 1
+	}
+	b.Reset()
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "split brain") {
+		t.Errorf("no split brain, yet a split-brain line:\n%s", b.String())
+	}
+}
