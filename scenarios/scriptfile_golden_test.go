@@ -1,0 +1,91 @@
+package scenarios
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
+)
+
+var updateCatalogGolden = flag.Bool("update-catalog-scripts", false, "rewrite testdata/catalog-scripts from the catalogue")
+
+// fileCatalogNames are the catalogue scenarios expressed as embedded files (catalog/*.yaml).
+var fileCatalogNames = []string{"herd-effect", "herd-join", "consumer-crash", "split-brain-zombie", "rolling-restart", "storm"}
+
+// catalogScriptDump renders sc's scripts for several params, seeds and both timings, then its
+// relations' eras and Describe texts, its not-applicable eras, by-design invariants and member
+// properties: what the Go-built scenario gave before it became a file (testdata/catalog-scripts).
+func catalogScriptDump(t *testing.T, sc *Scenario) string {
+	t.Helper()
+	var b strings.Builder
+	sizes := []Params{{}, sc.Small, {Consumers: max(sc.MinConsumers, 5), Partitions: 10}, {Consumers: max(sc.MinConsumers, 3), Partitions: 7, DownMs: 1500}}
+	for _, p := range sizes {
+		for _, seed := range []int64{1, 2, 7, 12345} {
+			for _, tm := range []struct {
+				name string
+				t    Timing
+			}{{"lab", LabTiming()}, {"kafka", KafkaTiming()}} {
+				p.Seed = seed
+				steps, err := sc.ScriptFor(p, tm.t)
+				if err != nil {
+					t.Fatalf("%s %+v: %v", sc.Name, p, err)
+				}
+				fmt.Fprintf(&b, "# consumers=%d partitions=%d down_ms=%d seed=%d timing=%s\n", p.Consumers, p.Partitions, p.DownMs, seed, tm.name)
+				b.Write(FormatScript(steps))
+			}
+		}
+	}
+	b.WriteString("# relations\n")
+	for _, r := range sc.Relations {
+		fmt.Fprintf(&b, "%v cross=%v fig=%q: %s\n", spec.Names(r.Eras), r.CrossEra, r.Fig, r.Text)
+	}
+	b.WriteString("# not applicable, by design, member props, gives up\n")
+	for _, era := range spec.Eras() {
+		fmt.Fprintf(&b, "%s: na=%q bydesign=%v", era, sc.NotApplicable[era], sc.ByDesign[era])
+		if sc.MemberProps != nil {
+			fmt.Fprintf(&b, " props=%v", sc.MemberProps(string(era), LabTiming()))
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "defaults=%+v small=%+v min=%d max=%d zk=%d brokers=%d hosts=%d stopszk=%v givesup=%v extra=%v\n",
+		sc.Defaults, sc.Small, sc.MinConsumers, sc.MaxConsumers, sc.ZKNodes, sc.Brokers, sc.MinHosts, sc.StopsZKNode, sc.GivesUp, sc.Extra != nil)
+	return b.String()
+}
+
+// TestCatalogFileScriptsMatchGolden: the catalogue's scenarios that are files build, for every size,
+// seed and timing above, the byte-identical script (FormatScript) the Go Script funcs built, and the
+// same relations (Describe texts, eras), not-applicable eras, by-design invariants and properties
+// (testdata/catalog-scripts, captured from the Go scenarios before they became files).
+func TestCatalogFileScriptsMatchGolden(t *testing.T) {
+	for _, name := range fileCatalogNames {
+		sc, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := catalogScriptDump(t, sc)
+		path := filepath.Join("testdata", "catalog-scripts", name+".golden")
+		if *updateCatalogGolden {
+			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != string(want) {
+			gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
+			for i := range min(len(gl), len(wl)) {
+				if gl[i] != wl[i] {
+					t.Fatalf("%s: line %d differs:\n got  %s\n want %s", name, i+1, gl[i], wl[i])
+				}
+			}
+			t.Fatalf("%s: %d lines, want %d", name, len(gl), len(wl))
+		}
+	}
+}
