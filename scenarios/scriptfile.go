@@ -1,0 +1,169 @@
+package scenarios
+
+// Scenarios as files (issue #31, part 2): a scenario file (spec.DecodeFile, docs/reference/
+// scenarios.md "Scenario files") made into the runner's Scenario, and the catalogue's scenarios that
+// are files (catalog/*.yaml, embedded).
+
+import (
+	"embed"
+	"fmt"
+	"os"
+	"path"
+	"sort"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
+	"github.com/rebalancelab/rebalancelab/timeline"
+)
+
+//go:embed catalog/*.yaml
+var catalogFiles embed.FS
+
+// extraCounters are the extra counter sets registered in Go that a scenario file's extras: may name:
+// the counters each computes from an era's timeline (the result's "extra") and the function.
+var extraCounters = map[string]struct {
+	keys []string
+	fn   func(e *EraRun) map[string]int64
+}{
+	// commits-for-others: commits made for a partition another live member owned then, applied and
+	// rejected (the split-brain zombie's).
+	"commits-for-others": {[]string{"commits_applied_for_others_partitions", "commits_rejected_for_others_partitions"},
+		func(e *EraRun) map[string]int64 {
+			return map[string]int64{"commits_applied_for_others_partitions": e.commitsForOthers(timeline.CommitApplied),
+				"commits_rejected_for_others_partitions": e.commitsForOthers(timeline.CommitRejected)}
+		}},
+	// restart-revocations-of-others: partitions revoked from members not being restarted during the
+	// restart-<m> and rejoin-<m> windows.
+	"restart-revocations-of-others": {[]string{"restart_revocations_of_others"},
+		func(e *EraRun) map[string]int64 {
+			return map[string]int64{"restart_revocations_of_others": e.restartRevocationsOfOthers()}
+		}},
+}
+
+// FileVocabulary is what a scenario file may name: the figures (FigureTable), the invariants, the
+// relations registered in Go (NamedRelations), the extra counter sets, and the runner's bounds.
+func FileVocabulary() spec.Vocabulary {
+	v := spec.Vocabulary{Invariants: InvariantNames, Named: NamedRelations(), Extras: map[string][]string{},
+		MaxMembers: MaxMembers, MaxPartitions: MaxPartitions}
+	for _, d := range FigureTable {
+		v.Figures = append(v.Figures, d.Name)
+	}
+	for name, x := range extraCounters {
+		v.Extras[name] = x.keys
+	}
+	return v
+}
+
+// ScenarioFile is a scenario file loaded for a run: the decoded file and the Scenario made of it,
+// which the runner takes as Options.Definition.
+type ScenarioFile struct {
+	File     *spec.File
+	Scenario *Scenario
+}
+
+// LoadScenarioFile reads and decodes the scenario file at p (YAML or JSON). Errors: the file cannot
+// be read (os.ReadFile's), or spec.DecodeFile's "FILE:LINE: field X: ..." refusals.
+func LoadScenarioFile(p string) (*ScenarioFile, error) {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	f, err := spec.DecodeFile(p, data, FileVocabulary())
+	if err != nil {
+		return nil, err
+	}
+	return &ScenarioFile{File: f, Scenario: scenarioOfFile(f)}, nil
+}
+
+// Check fills p's defaults, checks its bounds (as a run does) and builds the script for p with both
+// timings: the errors the file gives at this size, before anything starts.
+func (sf *ScenarioFile) Check(p Params) error {
+	p, err := sf.Scenario.params(p)
+	if err != nil {
+		return err
+	}
+	for _, t := range []Timing{LabTiming(), KafkaTiming()} {
+		if _, err := sf.File.Build(p, t, newRandSource(p.Seed, sf.Scenario.Name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scenarioOfFile is f as the runner's Scenario. Its Script builds f's steps; an error there (a size
+// ScenarioFile.Check was not asked about) ends the script at the failing step.
+func scenarioOfFile(f *spec.File) *Scenario {
+	sc := &Scenario{Name: f.Name, Description: f.Description, Defaults: f.Defaults, Small: f.Small,
+		MinConsumers: f.MinConsumers, MaxConsumers: f.MaxConsumers, ZKNodes: f.ZKNodes, StopsZKNode: f.StopsZKNode,
+		MinHosts: f.MinHosts, NotApplicable: f.NotApplicable, GivesUp: f.GivesUp}
+	if f.Brokers > 1 {
+		sc.Brokers = f.Brokers
+	}
+	if len(f.ByDesign) > 0 {
+		sc.ByDesign = f.ByDesign
+	}
+	if len(f.MemberProps) > 0 {
+		sc.MemberProps = func(era string, _ Timing) map[string]string { return f.MemberPropsFor(spec.Era(era)) }
+	}
+	sc.Script = func(p Params, t Timing, r *scriptRand) []Step {
+		steps, _ := f.Build(p, t, r)
+		return steps
+	}
+	if len(f.Extras) > 0 {
+		sc.Extra = func(e *EraRun) map[string]int64 {
+			out := map[string]int64{}
+			for _, name := range f.Extras {
+				for k, v := range extraCounters[name].fn(e) {
+					out[k] = v
+				}
+			}
+			return out
+		}
+	}
+	for _, r := range f.Relations {
+		sc.Relations = append(sc.Relations, dataRelation(r))
+	}
+	return sc
+}
+
+// catalogFromFiles returns the catalogue's scenarios that are embedded files, by name. A file that
+// does not decode is a bug of this binary: it panics, and TestCatalogFilesDecode says which.
+func catalogFromFiles() map[string]*Scenario {
+	entries, err := catalogFiles.ReadDir("catalog")
+	if err != nil {
+		panic(err)
+	}
+	out := map[string]*Scenario{}
+	v := FileVocabulary()
+	for _, e := range entries {
+		p := path.Join("catalog", e.Name())
+		data, err := catalogFiles.ReadFile(p)
+		if err != nil {
+			panic(err)
+		}
+		f, err := spec.DecodeFile("scenarios/"+p, data, v)
+		if err != nil {
+			panic(fmt.Sprintf("embedded scenario file: %v", err))
+		}
+		out[f.Name] = scenarioOfFile(f)
+	}
+	return out
+}
+
+// CatalogFileNames lists the catalogue's scenarios that are embedded files, sorted.
+func CatalogFileNames() []string {
+	var out []string
+	for n := range catalogFromFiles() {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// fileScenario returns the catalogue's file scenario called name (catalogFromFiles).
+func fileScenario(name string) *Scenario {
+	sc, ok := catalogFromFiles()[name]
+	if !ok {
+		panic("no embedded scenario file for " + name)
+	}
+	return sc
+}
