@@ -711,7 +711,9 @@ func (f *File) step(n *yaml.Node, at loc, vars map[string]bool) (fstep, error) {
 	return st, nil
 }
 
-func isBrokerAction(a Action) bool { return a == ActBrokerStop || a == ActBrokerStart || a == ActBrokerKill }
+func isBrokerAction(a Action) bool {
+	return a == ActBrokerStop || a == ActBrokerStart || a == ActBrokerKill
+}
 
 // takesNumber: the action's own value is a node or host number (an expression).
 func takesNumber(a Action) bool {
