@@ -170,7 +170,7 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 	for _, w := range r.wins {
 		tts := int64(0)
 		switch {
-		case w.End == EndStable:
+		case w.end == EndStable:
 			tts = w.stableAt - w.startTs
 		case w.seenUnstable:
 			tts = NeverStable
@@ -181,7 +181,7 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 			}
 			w.f.TimeToStableMs = tts
 			w.f.RebalanceParticipants = int64(len(w.participants))
-			res.Start = &Event{Trigger: w.trigger, AtMs: 0, EndMs: w.endTs - first, End: w.End, Figures: w.f}
+			res.Start = &Event{Trigger: w.trigger, AtMs: 0, EndMs: w.endTs - first, End: w.end, Figures: w.f}
 			continue
 		}
 		w.f.TimeToStableMs = tts
@@ -190,7 +190,7 @@ func compute(records []timeline.Record, era string, opts FigureOptions) (Result,
 			totalTTS = tts
 		}
 		res.Events = append(res.Events, Event{Trigger: w.trigger, AtMs: w.startTs - first,
-			EndMs: w.endTs - first, End: w.End, Figures: w.f})
+			EndMs: w.endTs - first, End: w.end, Figures: w.f})
 	}
 	r.totals.TimeToStableMs = totalTTS
 	r.totals.RebalanceParticipants = int64(len(r.partsAll))

@@ -114,7 +114,7 @@ func (f *Figures) inc(name string) {
 			return
 		}
 	}
-	panic("scenarios: unknown figure " + name)
+	panic("figures: unknown figure " + name)
 }
 
 // Event is one trigger's window: from the trigger record until stable, the next trigger, or the end.

@@ -50,9 +50,9 @@ type window struct {
 	startIdx, endIdx int
 	startTs, endTs   int64
 	trigger          string
-	End              string
+	end              string
 	implicit         bool // the formation window: reported as Result.Start, not as an event
-	Open             bool
+	open             bool
 	seenUnstable     bool
 	stableAt         int64
 	participants     map[string]bool
@@ -131,7 +131,7 @@ func (r *replay) each(fn func(f *Figures)) {
 }
 
 func (r *replay) openWindow(idx int, ts int64, name string, implicit bool) {
-	r.cur = &window{startIdx: idx, startTs: ts, trigger: name, implicit: implicit, Open: true,
+	r.cur = &window{startIdx: idx, startTs: ts, trigger: name, implicit: implicit, open: true,
 		participants: map[string]bool{}}
 	r.wins = append(r.wins, r.cur)
 	if !implicit {
@@ -146,7 +146,7 @@ func (r *replay) openWindow(idx int, ts int64, name string, implicit bool) {
 }
 
 func (r *replay) closeWindow(idx int, ts int64, why string) {
-	r.cur.endIdx, r.cur.endTs, r.cur.End, r.cur.Open = idx, ts, why, false
+	r.cur.endIdx, r.cur.endTs, r.cur.end, r.cur.open = idx, ts, why, false
 	if why == EndStable {
 		r.cur.stableAt = ts
 	}

@@ -25,28 +25,28 @@ import (
 //	{"named": "owned-once"}
 type Relation struct {
 	// Eras it applies to; none: every era.
-	Eras []Era `json:"eras,omitempty"`
+	Eras []Era `json:"eras,omitempty" yaml:"eras,omitempty"`
 	// CrossEra relations compare eras of one run (a Named relation's business); checked once, on the
 	// first of Eras.
-	CrossEra bool `json:"cross_era,omitempty"`
+	CrossEra bool `json:"cross_era,omitempty" yaml:"cross_era,omitempty"`
 	// Text is how a run reports the relation; "" for a comparison: its Describe.
-	Text string `json:"text,omitempty"`
+	Text string `json:"text,omitempty" yaml:"text,omitempty"`
 
 	// Event: the figure is the event's whose trigger is named so (its first); "": the run's totals.
-	Event string `json:"event,omitempty"`
+	Event string `json:"event,omitempty" yaml:"event,omitempty"`
 	// Figure is a figure name (figures.FigureTable): the subject, of Event or of the totals.
-	Figure string `json:"figure,omitempty"`
+	Figure string `json:"figure,omitempty" yaml:"figure,omitempty"`
 	// Extra, instead of Figure: the scenario's extra counter named so (its result's "extra").
-	Extra string `json:"extra,omitempty"`
+	Extra string `json:"extra,omitempty" yaml:"extra,omitempty"`
 	// Cmp compares the subject with Value.
-	Cmp Cmp `json:"cmp,omitempty"`
+	Cmp Cmp `json:"cmp,omitempty" yaml:"cmp,omitempty"`
 	// Value is an integer expression of the run (Expr: N, P, H, integers, + - * / and parentheses).
-	Value Expr `json:"value,omitempty"`
+	Value Expr `json:"value,omitempty" yaml:"value,omitempty"`
 
 	// Named is the name of a relation registered in Go, instead of a comparison.
-	Named string `json:"named,omitempty"`
+	Named string `json:"named,omitempty" yaml:"named,omitempty"`
 	// Args are the Named relation's arguments (e.g. a member's name).
-	Args map[string]string `json:"args,omitempty"`
+	Args map[string]string `json:"args,omitempty" yaml:"args,omitempty"`
 }
 
 // AppliesTo reports whether the relation is checked on era.

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -72,6 +73,20 @@ func TestRelationData(t *testing.T) {
 	for a, want := range map[Cmp]bool{Eq: false, Ne: true, Lt: true, Le: true, Gt: false, Ge: false, "=": false} {
 		if got := a.Holds(1, 2); got != want {
 			t.Errorf("1 %s 2 = %v, want %v", a, got, want)
+		}
+	}
+}
+
+// TestYAMLNamesAreJSONs: a scenario file spells every field of a step, the params and a relation the
+// same in YAML as in JSON (the result JSON's script, FormatScript's lines).
+func TestYAMLNamesAreJSONs(t *testing.T) {
+	for _, typ := range []reflect.Type{reflect.TypeOf(Step{}), reflect.TypeOf(Params{}), reflect.TypeOf(Relation{})} {
+		for i := 0; i < typ.NumField(); i++ {
+			f := typ.Field(i)
+			j, y := f.Tag.Get("json"), f.Tag.Get("yaml")
+			if j == "" || j != y {
+				t.Errorf("%s.%s: json %q, yaml %q: want both, the same", typ.Name(), f.Name, j, y)
+			}
 		}
 	}
 }

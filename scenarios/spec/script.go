@@ -73,20 +73,20 @@ const (
 // Step is one scripted event. DelayMs is waited after the previous step finished (a settle finishes
 // when the group is stable, a stop when the member has stopped; a start returns at once).
 type Step struct {
-	DelayMs   int64   `json:"delay_ms"`
-	Action    Action  `json:"action"`
-	Name      string  `json:"name,omitempty"`       // trigger name
-	Member    string  `json:"member,omitempty"`     // member steps
-	As        string  `json:"as,omitempty"`         // start: the identity the member takes (see ActStart)
-	Link      string  `json:"link,omitempty"`       // stall, latency, cut, heal
-	Node      int     `json:"node,omitempty"`       // zk-* and broker-* steps: node index
-	LatencyMs int64   `json:"latency_ms,omitempty"` // latency
-	QuietMs   int64   `json:"quiet_ms,omitempty"`   // settle: how long stable must last
-	TimeoutMs int64   `json:"timeout_ms,omitempty"` // settle: give up after this long
-	Host      int     `json:"host,omitempty"`       // host-down, host-up, partition*: test host (1-based)
-	Peer      int     `json:"peer,omitempty"`       // partition*: the other host
-	LossPct   float64 `json:"loss_pct,omitempty"`   // host-loss
-	Broker    string  `json:"broker,omitempty"`     // broker-*: a BrokerRole* chosen at run time instead of Node
+	DelayMs   int64   `json:"delay_ms" yaml:"delay_ms"`
+	Action    Action  `json:"action" yaml:"action"`
+	Name      string  `json:"name,omitempty" yaml:"name,omitempty"`             // trigger name
+	Member    string  `json:"member,omitempty" yaml:"member,omitempty"`         // member steps
+	As        string  `json:"as,omitempty" yaml:"as,omitempty"`                 // start: the identity the member takes (see ActStart)
+	Link      string  `json:"link,omitempty" yaml:"link,omitempty"`             // stall, latency, cut, heal
+	Node      int     `json:"node,omitempty" yaml:"node,omitempty"`             // zk-* and broker-* steps: node index
+	LatencyMs int64   `json:"latency_ms,omitempty" yaml:"latency_ms,omitempty"` // latency
+	QuietMs   int64   `json:"quiet_ms,omitempty" yaml:"quiet_ms,omitempty"`     // settle: how long stable must last
+	TimeoutMs int64   `json:"timeout_ms,omitempty" yaml:"timeout_ms,omitempty"` // settle: give up after this long
+	Host      int     `json:"host,omitempty" yaml:"host,omitempty"`             // host-down, host-up, partition*: test host (1-based)
+	Peer      int     `json:"peer,omitempty" yaml:"peer,omitempty"`             // partition*: the other host
+	LossPct   float64 `json:"loss_pct,omitempty" yaml:"loss_pct,omitempty"`     // host-loss
+	Broker    string  `json:"broker,omitempty" yaml:"broker,omitempty"`         // broker-*: a BrokerRole* chosen at run time instead of Node
 }
 
 // Broker roles of broker steps (Step.Broker), resolved when the step runs, against the era's group
@@ -200,16 +200,16 @@ func (t Timing) DownTimeMs() int64 { return min(t.ZKSessionTimeoutMs, t.SessionT
 
 // Params are a run's knobs; zero values take the scenario's defaults (Scenario.Defaults).
 type Params struct {
-	Consumers  int   `json:"consumers"`
-	Partitions int   `json:"partitions"`
-	Seed       int64 `json:"seed"`
+	Consumers  int   `json:"consumers" yaml:"consumers"`
+	Partitions int   `json:"partitions" yaml:"partitions"`
+	Seed       int64 `json:"seed" yaml:"seed"`
 	// DownMs is how long a restarted member stays down (rolling-restart, static-member-bounce), in ms;
 	// 0 takes half the shorter session timeout of the run's timing (Timing.downTime).
-	DownMs int64 `json:"down_ms,omitempty"`
+	DownMs int64 `json:"down_ms,omitempty" yaml:"down_ms,omitempty"`
 	// Hosts is the number of test hosts (network namespaces, scenario run --hosts): members as processes
 	// spread round-robin over them (m1 on h1, m2 on h2, ...), ZooKeeper and the broker on h1. 0: none,
 	// everything on this host's loopback.
-	Hosts int `json:"hosts,omitempty"`
+	Hosts int `json:"hosts,omitempty" yaml:"hosts,omitempty"`
 }
 
 // DownMsOr is p.DownMs, or t's default down time (Timing.DownTimeMs) when it is 0.
