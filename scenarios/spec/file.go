@@ -202,10 +202,10 @@ func (f *File) decodeTop(n *yaml.Node, v Vocabulary) error {
 		p     Params
 		field string
 	}{{f.Defaults, "defaults"}, {f.Small, "small"}} {
-		at := loc{seen[p.field].Line, p.field}
-		if p.field == "small" && seen["small"] == nil {
+		if seen[p.field] == nil {
 			continue
 		}
+		at := loc{seen[p.field].Line, p.field}
 		switch {
 		case p.p.Consumers < f.MinConsumers:
 			return f.errAt(at, "consumers %d: below min_consumers %d", p.p.Consumers, f.MinConsumers)
