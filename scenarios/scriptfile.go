@@ -37,6 +37,15 @@ var extraCounters = map[string]struct {
 		func(e *EraRun) map[string]int64 {
 			return map[string]int64{"restart_revocations_of_others": e.restartRevocationsOfOthers()}
 		}},
+	// zk-outage: records between the quorum-loss and recover triggers: deliveries during the outage,
+	// and commits rejected from quorum-loss to the end (zk-quorum-loss's).
+	"zk-outage": {[]string{"deliveries_during_outage", "commits_rejected_after_outage"},
+		func(e *EraRun) map[string]int64 {
+			return map[string]int64{
+				"deliveries_during_outage":      e.countBetween("quorum-loss", "recover", isDeliver),
+				"commits_rejected_after_outage": e.countBetween("quorum-loss", "", isRejectedCommit),
+			}
+		}},
 }
 
 // FileVocabulary is what a scenario file may name: the figures (FigureTable), the invariants, the
