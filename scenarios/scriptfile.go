@@ -46,6 +46,48 @@ var extraCounters = map[string]struct {
 				"commits_rejected_after_outage": e.countBetween("quorum-loss", "", isRejectedCommit),
 			}
 		}},
+	// partition-ends: the partitions' ends summed (partitionEnds, as VerifiableConsumer's handlers see
+	// them): consumed position, records consumed, last acknowledged commit (the consumer-bounce tests').
+	"partition-ends": {[]string{"consumed_position", "records_consumed", "committed_position"},
+		func(e *EraRun) map[string]int64 {
+			var pos, consumed, committed int64
+			for _, p := range e.partitionEnds() {
+				pos, consumed, committed = pos+p.position, consumed+p.consumed, committed+p.lastCommit
+			}
+			return map[string]int64{"consumed_position": pos, "records_consumed": consumed, "committed_position": committed}
+		}},
+	// revocations-of-m1: partitions m1 revoked from the bounce-1-m2 trigger on (static-member-bounce's
+	// member that is never bounced).
+	"revocations-of-m1": {[]string{"revocations_of_m1"},
+		func(e *EraRun) map[string]int64 {
+			return map[string]int64{"revocations_of_m1": e.revocationsSince("bounce-1-m2", "m1")}
+		}},
+	// fencing: from the fence trigger on, m1's requests answered FENCED_INSTANCE_ID, m1's stops, and
+	// the rebalances of the members other than m1 and the newcomer "fencer" (static-fencing's).
+	"fencing": {[]string{"fenced_requests_of_m1", "m1_stopped", "rebalances_of_the_others"},
+		func(e *EraRun) map[string]int64 { return fencingCounters(e, "m1", "fencer") }},
+}
+
+// fencingCounters counts, from the fence trigger on, victim's requests answered FENCED_INSTANCE_ID,
+// victim's stops, and the rebalances of the members other than victim and newcomer.
+func fencingCounters(e *EraRun, victim, newcomer string) map[string]int64 {
+	var fenced, stopped, othersRebalancing int64
+	start, _ := e.triggerTs("fence")
+	for _, r := range e.Records {
+		if r.TsMs < start {
+			continue
+		}
+		switch {
+		case r.Member == victim && r.Kind == timeline.GroupRequest && r.Err == "FENCED_INSTANCE_ID":
+			fenced++
+		case r.Member == victim && r.Kind == timeline.MemberStop:
+			stopped++
+		case r.Member != victim && r.Member != newcomer && r.Kind == timeline.RebalanceBegin:
+			othersRebalancing++
+		}
+	}
+	return map[string]int64{"fenced_requests_of_" + victim: fenced, victim + "_stopped": stopped,
+		"rebalances_of_the_others": othersRebalancing}
 }
 
 // FileVocabulary is what a scenario file may name: the figures (FigureTable), the invariants, the

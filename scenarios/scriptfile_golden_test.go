@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -14,7 +15,9 @@ import (
 var updateCatalogGolden = flag.Bool("update-catalog-scripts", false, "rewrite testdata/catalog-scripts from the catalogue")
 
 // fileCatalogNames are the catalogue scenarios expressed as embedded files (catalog/*.yaml).
-var fileCatalogNames = []string{"herd-effect", "herd-join", "consumer-crash", "split-brain-zombie", "rolling-restart", "storm", "zk-quorum-loss"}
+var fileCatalogNames = []string{"herd-effect", "herd-join", "consumer-crash", "split-brain-zombie", "rolling-restart", "storm", "zk-quorum-loss",
+	"consumer-bounce-clean-all", "consumer-bounce-clean-rolling", "consumer-bounce-hard-all", "consumer-bounce-hard-rolling",
+	"static-member-bounce", "static-fencing", "consumer-failure", "consumer-failure-manual-commit"}
 
 // catalogScriptDump renders sc's scripts for several params, seeds and both timings, then its
 // relations' eras and Describe texts, its not-applicable eras, by-design invariants and member
@@ -41,15 +44,19 @@ func catalogScriptDump(t *testing.T, sc *Scenario) string {
 	}
 	b.WriteString("# relations\n")
 	for _, r := range sc.Relations {
-		fmt.Fprintf(&b, "%v cross=%v fig=%q: %s\n", spec.Names(r.Eras), r.CrossEra, r.Fig, r.Text)
+		data, err := json.Marshal(r.Spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%v cross=%v fig=%q: %s\n  %s\n", spec.Names(r.Eras), r.CrossEra, r.Fig, r.Text, data)
 	}
 	b.WriteString("# not applicable, by design, member props, gives up\n")
 	for _, era := range spec.Eras() {
-		fmt.Fprintf(&b, "%s: na=%q bydesign=%v", era, sc.NotApplicable[era], sc.ByDesign[era])
+		var props map[string]string // no MemberProps and one that gives none alike
 		if sc.MemberProps != nil {
-			fmt.Fprintf(&b, " props=%v", sc.MemberProps(string(era), LabTiming()))
+			props = sc.MemberProps(string(era), LabTiming())
 		}
-		b.WriteString("\n")
+		fmt.Fprintf(&b, "%s: na=%q bydesign=%v props=%v\n", era, sc.NotApplicable[era], sc.ByDesign[era], props)
 	}
 	fmt.Fprintf(&b, "defaults=%+v small=%+v min=%d max=%d zk=%d brokers=%d hosts=%d stopszk=%v givesup=%v extra=%v\n",
 		sc.Defaults, sc.Small, sc.MinConsumers, sc.MaxConsumers, sc.ZKNodes, sc.Brokers, sc.MinHosts, sc.StopsZKNode, sc.GivesUp, sc.Extra != nil)
@@ -58,7 +65,7 @@ func catalogScriptDump(t *testing.T, sc *Scenario) string {
 
 // TestCatalogFileScriptsMatchGolden: the catalogue's scenarios that are files build, for every size,
 // seed and timing above, the byte-identical script (FormatScript) the Go Script funcs built, and the
-// same relations (Describe texts, eras), not-applicable eras, by-design invariants and properties
+// same relations (Describe texts, eras, their data as JSON), not-applicable eras, by-design invariants and properties
 // (testdata/catalog-scripts, captured from the Go scenarios before they became files).
 func TestCatalogFileScriptsMatchGolden(t *testing.T) {
 	for _, name := range fileCatalogNames {

@@ -90,7 +90,7 @@ func TestScenarioFileMalformed(t *testing.T) {
 		{"out of range", "defaults: {consumers: 2, partitions: 4}", "defaults: {consumers: 2, partitions: 4}\nzk_nodes: 5",
 			`bad.yaml:4: field zk_nodes: 5: want 1..3`},
 		{"no member 0", "  - crash: m{N}", "  - crash: m{N-N}",
-			`bad.yaml:12: field steps[3].crash: "m0": want a member m1, m2, ... (m{EXPR} with EXPR >= 1)`},
+			`bad.yaml:12: field steps[3].crash: "m0": want a member m1, m2, ... (m{EXPR} with EXPR >= 1) or a lower-case name`},
 		{"negative delay", "  - settle\n  - trigger", "  - settle\n  - trigger: crash\n    delay_ms: 100 - heartbeat_ms\n  - trigger",
 			`bad.yaml:12: field steps[2].delay_ms: -400: want 0 or more`},
 		{"not yaml", "    in: 1..N", "    in: 1..N: 2",

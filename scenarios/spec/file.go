@@ -909,7 +909,13 @@ func (f *File) expand(s string, at loc, env map[string]int64, v Vars) (string, e
 
 // ---- building the script ----
 
-var memberRE = regexp.MustCompile(`^m[1-9][0-9]*$`)
+// memberRE: a member's name, m1, m2, ... or another lower-case name (a newcomer such as "fencer");
+// mIndexRE: a name of the form m<digits>, which must then be m1, m2, ...
+var (
+	memberRE = regexp.MustCompile(`^(m[1-9][0-9]*|[a-z][a-z0-9-]*)$`)
+	mIndexRE = regexp.MustCompile(`^m-?[0-9]+$`)
+	mNameRE  = regexp.MustCompile(`^m[1-9][0-9]*$`)
+)
 
 // Build returns the script of the file for p (defaults filled in) and t, drawing from r (the
 // scenario's source, NewRand(p.Seed, Name)) where the file says random( ) or perm( ): the same bytes
@@ -1034,8 +1040,8 @@ func (f *File) buildStep(st fstep, env map[string]int64, v Vars, t Timing) (Step
 	}
 	arg := func() (string, error) { return f.expand(st.arg, st.argAt, env, v) }
 	member := func(name string, at loc) error {
-		if !memberRE.MatchString(name) {
-			return f.errAt(at, "%q: want a member m1, m2, ... (m{EXPR} with EXPR >= 1)", name)
+		if !memberRE.MatchString(name) || (mIndexRE.MatchString(name) && !mNameRE.MatchString(name)) {
+			return f.errAt(at, "%q: want a member m1, m2, ... (m{EXPR} with EXPR >= 1) or a lower-case name", name)
 		}
 		return nil
 	}
