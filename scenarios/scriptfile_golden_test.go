@@ -17,7 +17,8 @@ var updateCatalogGolden = flag.Bool("update-catalog-scripts", false, "rewrite te
 // fileCatalogNames are the catalogue scenarios expressed as embedded files (catalog/*.yaml).
 var fileCatalogNames = []string{"herd-effect", "herd-join", "consumer-crash", "split-brain-zombie", "rolling-restart", "storm", "zk-quorum-loss",
 	"consumer-bounce-clean-all", "consumer-bounce-clean-rolling", "consumer-bounce-hard-all", "consumer-bounce-hard-rolling",
-	"static-member-bounce", "static-fencing", "consumer-failure", "consumer-failure-manual-commit"}
+	"static-member-bounce", "static-fencing", "consumer-failure", "consumer-failure-manual-commit",
+	"host-link-down", "host-slow-link"}
 
 // catalogScriptDump renders sc's scripts for several params, seeds and both timings, then its
 // relations' eras and Describe texts, its not-applicable eras, by-design invariants and member
