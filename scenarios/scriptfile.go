@@ -66,6 +66,23 @@ var extraCounters = map[string]struct {
 	// the rebalances of the members other than m1 and the newcomer "fencer" (static-fencing's).
 	"fencing": {[]string{"fenced_requests_of_m1", "m1_stopped", "rebalances_of_the_others"},
 		func(e *EraRun) map[string]int64 { return fencingCounters(e, "m1", "fencer") }},
+	// broker-failure: the partitions with a delivery between the broker-failure and broker-return
+	// triggers.
+	"broker-failure": {[]string{"partitions_delivered_after_failure"},
+		func(e *EraRun) map[string]int64 {
+			return map[string]int64{
+				"partitions_delivered_after_failure": e.partitionsDeliveredBetween("broker-failure", "broker-return"),
+			}
+		}},
+	// coordinator-failover: when every member found the coordinator again after the
+	// coordinator-failover trigger, and the records delivered past the commits acknowledged before it.
+	"coordinator-failover": {[]string{"coordinator_found_ms", "uncommitted_at_kill"},
+		func(e *EraRun) map[string]int64 {
+			return map[string]int64{
+				"coordinator_found_ms": e.coordinatorFoundMs("coordinator-failover"),
+				"uncommitted_at_kill":  e.uncommittedAt("coordinator-failover", "coordinator-return"),
+			}
+		}},
 }
 
 // fencingCounters counts, from the fence trigger on, victim's requests answered FENCED_INSTANCE_ID,
@@ -153,7 +170,10 @@ func scenarioOfFile(f *spec.File) *Scenario {
 		sc.ByDesign = f.ByDesign
 	}
 	if len(f.MemberProps) > 0 {
-		sc.MemberProps = func(era string, _ Timing) map[string]string { return f.MemberPropsFor(spec.Era(era)) }
+		sc.MemberProps = func(era string, t Timing) map[string]string {
+			props, _ := f.MemberPropsFor(spec.Era(era), t) // checked by DecodeFile with both timings
+			return props
+		}
 	}
 	sc.Script = func(p Params, t Timing, r *scriptRand) []Step {
 		steps, _ := f.Build(p, t, r)

@@ -74,7 +74,7 @@ func TestScenarioFileMalformed(t *testing.T) {
 		{"bad expression", "      - start: m{i}", "      - start: m{i+}",
 			`bad.yaml:9: field steps[0].do[0].start: expression "i+": expression "(1)+": ends where a value is due`},
 		{"unknown name in an expression", "    every_ms: 50", "    every_ms: 50 + backof_ms",
-			`bad.yaml:7: field steps[0].every_ms: expression "50 + backof_ms": unknown name "backof_ms" (known: N, P, H, backoff_ms, down_ms, heartbeat_ms, max_session_ms, quiet_ms, session_ms, settle_timeout_ms, zk_session_ms)`},
+			`bad.yaml:7: field steps[0].every_ms: expression "50 + backof_ms": unknown name "backof_ms" (known: N, P, H, auto_commit_ms, backoff_ms, broker_zk_session_ms, down_ms, heartbeat_ms, max_session_ms, quiet_ms, session_ms, settle_timeout_ms, zk_session_ms; max( ), min( ))`},
 		{"unknown figure", `figure: rebalance_participants,`, `figure: rebalance_participant,`,
 			`bad.yaml:15: field relations[0].figure: unknown figure "rebalance_participant" (docs/design.md's figure table)`},
 		{"unknown field", `description: "two members, one crashes"`, "description: \"two members, one crashes\"\ntimeout_ms: 5",

@@ -48,8 +48,9 @@ type File struct {
 	// NotApplicable: era → why the scenario does not apply there (not_applicable:, and the eras
 	// missing from eras:).
 	NotApplicable map[Era]string
-	// MemberProps: "all" or an era → consumer properties (an era's own override "all"'s).
-	MemberProps map[string]map[string]string
+	// MemberProps: "all" or an era → consumer properties (an era's own override "all"'s); a value
+	// may hold {EXPR} of the timing (MemberPropsFor).
+	MemberProps map[string]map[string]fval
 	// ByDesign: era → the invariant figures the scenario breaks there by design ("all" expanded).
 	ByDesign map[Era][]string
 	// GivesUp: members whose giving up is what the scenario measures.
@@ -92,6 +93,13 @@ func DecodeFile(path string, data []byte, v Vocabulary) (*File, error) {
 	root := doc.Content[0]
 	if err := f.decodeTop(root, v); err != nil {
 		return nil, err
+	}
+	for _, e := range Eras() {
+		for _, t := range []Timing{LabTiming(), KafkaTiming()} {
+			if _, err := f.MemberPropsFor(e, t); err != nil {
+				return nil, err
+			}
+		}
 	}
 	// The script must build at the sizes the file names (a member m0, a negative delay, a division
 	// by 0 show here, before anything starts).
@@ -394,17 +402,20 @@ func (f *File) notApplicable(n *yaml.Node, at loc) error {
 	})
 }
 
-func (f *File) memberProps(n *yaml.Node, at loc) (map[string]map[string]string, error) {
-	out := map[string]map[string]string{}
+func (f *File) memberProps(n *yaml.Node, at loc) (map[string]map[string]fval, error) {
+	out := map[string]map[string]fval{}
 	err := f.mapping(n, at, nil, func(k string, kat loc, v *yaml.Node) error {
 		if _, err := f.era(v, kat, k, true); err != nil {
 			return err
 		}
-		props := map[string]string{}
+		props := map[string]fval{}
 		out[k] = props
 		return f.mapping(v, kat, nil, func(pk string, pat loc, pv *yaml.Node) error {
 			s, err := f.str(pv, pat)
-			props[pk] = s
+			if err == nil {
+				err = f.checkTemplate(s, pat, nil)
+			}
+			props[pk] = fval{s, pat}
 			return err
 		})
 	})
@@ -823,22 +834,70 @@ func (f *File) decodeFor(n, v *yaml.Node, at loc, vars map[string]bool, st *fste
 // ---- expressions with variables ----
 
 // timingNames are the names of the run's timing (and down time) an expression may use, in ms.
-var timingNames = []string{"backoff_ms", "down_ms", "heartbeat_ms", "max_session_ms", "quiet_ms",
-	"session_ms", "settle_timeout_ms", "zk_session_ms"}
+var timingNames = []string{"auto_commit_ms", "backoff_ms", "broker_zk_session_ms", "down_ms", "heartbeat_ms",
+	"max_session_ms", "quiet_ms", "session_ms", "settle_timeout_ms", "zk_session_ms"}
 
 func timingVar(name string) bool { return slices.Contains(timingNames, name) }
 
 func timingVars(p Params, t Timing) map[string]int64 {
-	return map[string]int64{"backoff_ms": t.RebalanceBackoffMs, "down_ms": p.DownMsOr(t),
+	return map[string]int64{"auto_commit_ms": t.AutoCommitIntervalMs, "backoff_ms": t.RebalanceBackoffMs,
+		"broker_zk_session_ms": t.BrokerZKSessionTimeoutMs, "down_ms": p.DownMsOr(t),
 		"heartbeat_ms": t.HeartbeatIntervalMs, "max_session_ms": t.MaxSessionMs(), "quiet_ms": t.QuietMs(),
 		"session_ms": t.SessionTimeoutMs, "settle_timeout_ms": t.SettleTimeoutMs(), "zk_session_ms": t.ZKSessionTimeoutMs}
 }
 
 var identAnyRE = regexp.MustCompile(`[a-z][a-z0-9_]*`)
 
+var funcRE = regexp.MustCompile(`\b(max|min)\(`)
+
 // eval evaluates s: an Expr of N, P, H with the lower-case names of env (timing names, let and for
-// variables) substituted by their values.
+// variables) substituted by their values, and max(a, b, ...) and min(a, b, ...) by theirs.
 func (f *File) eval(s string, at loc, env map[string]int64, v Vars) (int64, error) {
+	orig := s
+	for {
+		locs := funcRE.FindAllStringIndex(s, -1)
+		if locs == nil {
+			break
+		}
+		// the last call has no call in its arguments
+		start, open := locs[len(locs)-1][0], locs[len(locs)-1][1]-1
+		depth, end := 0, -1
+		var commas []int
+		for i := open; i < len(s) && end < 0; i++ {
+			switch s[i] {
+			case '(':
+				depth++
+			case ')':
+				if depth--; depth == 0 {
+					end = i
+				}
+			case ',':
+				if depth == 1 {
+					commas = append(commas, i)
+				}
+			}
+		}
+		if end < 0 {
+			return 0, f.errAt(at, "expression %q: no ) for %s(", orig, s[start:open])
+		}
+		var args []string
+		from := open + 1
+		for _, c := range append(commas, end) {
+			args = append(args, s[from:c])
+			from = c + 1
+		}
+		var x int64
+		for i, a := range args {
+			y, err := f.eval(a, at, env, v)
+			if err != nil {
+				return 0, err
+			}
+			if i == 0 || (s[start:open] == "max" && y > x) || (s[start:open] == "min" && y < x) {
+				x = y
+			}
+		}
+		s = s[:start] + "(" + strconv.FormatInt(x, 10) + ")" + s[end+1:]
+	}
 	var unknown string
 	sub := identAnyRE.ReplaceAllStringFunc(s, func(name string) string {
 		x, ok := env[name]
@@ -853,15 +912,15 @@ func (f *File) eval(s string, at loc, env map[string]int64, v Vars) (int64, erro
 			names = append(names, k)
 		}
 		sort.Strings(names)
-		return 0, f.errAt(at, "expression %q: unknown name %q (known: N, P, H, %s)", s, unknown, strings.Join(names, ", "))
+		return 0, f.errAt(at, "expression %q: unknown name %q (known: N, P, H, %s; max( ), min( ))", orig, unknown, strings.Join(names, ", "))
 	}
 	if strings.TrimSpace(s) == "" {
 		return 0, f.errAt(at, "empty expression")
 	}
 	x, err := Expr(sub).Eval(v)
 	if err != nil {
-		if sub != s {
-			return 0, f.errAt(at, "expression %q: %v", s, err)
+		if sub != orig {
+			return 0, f.errAt(at, "expression %q: %v", orig, err)
 		}
 		return 0, f.errAt(at, "%v", err)
 	}
@@ -1107,19 +1166,26 @@ func (f *File) buildStep(st fstep, env map[string]int64, v Vars, t Timing) (Step
 	return s, err
 }
 
-// MemberPropsFor returns the consumer properties the file gives era: "all"'s, then era's own over them;
-// nil when the file gives none.
-func (f *File) MemberPropsFor(era Era) map[string]string {
-	if len(f.MemberProps) == 0 {
-		return nil
-	}
-	out := map[string]string{}
+// MemberPropsFor returns the consumer properties the file gives era with timing t: "all"'s, then
+// era's own over them, each {EXPR} replaced by its value (the timing names, N = P = H = 0); nil when
+// it gives era none. Errors: an expression that does not evaluate (DecodeFile checked them with
+// both timings).
+func (f *File) MemberPropsFor(era Era, t Timing) (map[string]string, error) {
+	var out map[string]string
+	env := timingVars(Params{}, t)
 	for _, key := range []string{All, string(era)} {
 		for k, v := range f.MemberProps[key] {
-			out[k] = v
+			s, err := f.expand(v.src, v.at, env, Vars{})
+			if err != nil {
+				return nil, err
+			}
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = s
 		}
 	}
-	return out
+	return out, nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {
