@@ -179,9 +179,20 @@ func scenarioOfFile(f *spec.File) *Scenario {
 		steps, _ := f.Build(p, t, r)
 		return steps
 	}
-	if len(f.Extras) > 0 {
+	if f.Durability != nil {
+		sc.Durability = &DurabilitySpec{TopicConfigs: f.Durability.TopicConfigs, RecordsPerSec: f.Durability.RecordsPerSec}
+		for _, p := range f.Durability.Producers {
+			sc.Durability.Producers = append(sc.Durability.Producers, ProducerSpec{Name: p.Name, Acks: p.Acks})
+		}
+	}
+	if len(f.Extras) > 0 || f.Durability != nil {
 		sc.Extra = func(e *EraRun) map[string]int64 {
 			out := map[string]int64{}
+			if f.Durability != nil {
+				for k, v := range durabilityFigures(e) {
+					out[k] = v
+				}
+			}
 			for _, name := range f.Extras {
 				for k, v := range extraCounters[name].fn(e) {
 					out[k] = v

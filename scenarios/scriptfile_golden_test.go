@@ -18,7 +18,7 @@ var updateCatalogGolden = flag.Bool("update-catalog-scripts", false, "rewrite te
 var fileCatalogNames = []string{"herd-effect", "herd-join", "consumer-crash", "split-brain-zombie", "rolling-restart", "storm", "zk-quorum-loss",
 	"consumer-bounce-clean-all", "consumer-bounce-clean-rolling", "consumer-bounce-hard-all", "consumer-bounce-hard-rolling",
 	"static-member-bounce", "static-fencing", "consumer-failure", "consumer-failure-manual-commit",
-	"host-link-down", "host-slow-link", "broker-failure", "coordinator-failover", "broker-rolling-bounce"}
+	"host-link-down", "host-slow-link", "broker-failure", "coordinator-failover", "broker-rolling-bounce", "durability"}
 
 // catalogScriptDump renders sc's scripts for several params, seeds and both timings, then its
 // relations' eras and Describe texts, its not-applicable eras, by-design invariants and member
@@ -58,6 +58,9 @@ func catalogScriptDump(t *testing.T, sc *Scenario) string {
 			props, kafkaProps = sc.MemberProps(string(era), LabTiming()), sc.MemberProps(string(era), KafkaTiming())
 		}
 		fmt.Fprintf(&b, "%s: na=%q bydesign=%v props=%v kafka-defaults props=%v\n", era, sc.NotApplicable[era], sc.ByDesign[era], props, kafkaProps)
+	}
+	if sc.Durability != nil {
+		fmt.Fprintf(&b, "durability=%+v\n", *sc.Durability)
 	}
 	fmt.Fprintf(&b, "defaults=%+v small=%+v min=%d max=%d zk=%d brokers=%d hosts=%d stopszk=%v givesup=%v extra=%v\n",
 		sc.Defaults, sc.Small, sc.MinConsumers, sc.MaxConsumers, sc.ZKNodes, sc.Brokers, sc.MinHosts, sc.StopsZKNode, sc.GivesUp, sc.Extra != nil)

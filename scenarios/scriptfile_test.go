@@ -78,7 +78,7 @@ func TestScenarioFileMalformed(t *testing.T) {
 		{"unknown figure", `figure: rebalance_participants,`, `figure: rebalance_participant,`,
 			`bad.yaml:15: field relations[0].figure: unknown figure "rebalance_participant" (docs/design.md's figure table)`},
 		{"unknown field", `description: "two members, one crashes"`, "description: \"two members, one crashes\"\ntimeout_ms: 5",
-			`bad.yaml:3: field timeout_ms: unknown field (known: name, description, defaults, small, min_consumers, max_consumers, zk_nodes, brokers, min_hosts, eras, not_applicable, member_props, by_design, gives_up, extras, steps, relations)`},
+			`bad.yaml:3: field timeout_ms: unknown field (known: name, description, defaults, small, min_consumers, max_consumers, zk_nodes, brokers, min_hosts, eras, not_applicable, member_props, by_design, gives_up, extras, durability, steps, relations)`},
 		{"a field the action does not take", "  - crash: m{N}", "  - crash: m{N}\n    link: fetch",
 			`bad.yaml:13: field steps[3].link: not a field of a crash step (its fields: delay_ms, crash)`},
 		{"unknown named relation", "  - named: owned-once", "  - named: owned-twice",

@@ -61,9 +61,28 @@ type File struct {
 	Relations []Relation
 	// StopsZKNode: the script stops a ZooKeeper node (zk-stop).
 	StopsZKNode bool
+	// Durability, when given: side producers writing a side topic under the script, read back after
+	// it (scenarios.DurabilitySpec).
+	Durability *FileDurability
 
 	steps []fstep
 }
+
+// FileDurability is a file's durability: side producers (each a name and acks, "all" or "1") at
+// RecordsPerSec each, on a side topic with TopicConfigs. Their counters (NAME_acked, NAME_lost,
+// NAME_lost_elsewhere, NAME_duplicates, NAME_failed, NAME_max_ack_gap_ms,
+// NAME_max_partition_ack_gap_ms) are extra counters a relation may read.
+type FileDurability struct {
+	Producers     []FileProducer
+	TopicConfigs  map[string]string
+	RecordsPerSec int
+}
+
+// FileProducer is one side producer of a file's durability.
+type FileProducer struct{ Name, Acks string }
+
+// DurabilityCounters are the extra counters of one durability producer, by suffix.
+var DurabilityCounters = []string{"acked", "lost", "lost_elsewhere", "duplicates", "failed", "max_ack_gap_ms", "max_partition_ack_gap_ms"}
 
 // loc is where a value stands in the file: its line and its field path ("steps[2].delay_ms").
 type loc struct {
@@ -176,10 +195,12 @@ func (f *File) decodeTop(n *yaml.Node, v Vocabulary) error {
 					}
 				}
 			}
+		case "durability":
+			f.Durability, err = f.durability(val, at)
 		case "steps", "relations":
 			// after the rest: relations read extras:
 		default:
-			return f.errAt(at, "unknown field (known: name, description, defaults, small, min_consumers, max_consumers, zk_nodes, brokers, min_hosts, eras, not_applicable, member_props, by_design, gives_up, extras, steps, relations)")
+			return f.errAt(at, "unknown field (known: name, description, defaults, small, min_consumers, max_consumers, zk_nodes, brokers, min_hosts, eras, not_applicable, member_props, by_design, gives_up, extras, durability, steps, relations)")
 		}
 		if err != nil {
 			return err
@@ -450,6 +471,59 @@ func (f *File) byDesign(n *yaml.Node, at loc, v Vocabulary) (map[Era][]string, e
 	return out, err
 }
 
+func (f *File) durability(n *yaml.Node, at loc) (*FileDurability, error) {
+	d := &FileDurability{}
+	err := f.mapping(n, at, []string{"producers", "topic_configs", "records_per_sec"}, func(k string, kat loc, v *yaml.Node) error {
+		var err error
+		switch k {
+		case "records_per_sec":
+			d.RecordsPerSec, err = f.intIn(v, kat, 1, 1_000_000)
+		case "topic_configs":
+			d.TopicConfigs = map[string]string{}
+			err = f.mapping(v, kat, nil, func(ck string, cat loc, cv *yaml.Node) error {
+				s, err := f.str(cv, cat)
+				d.TopicConfigs[ck] = s
+				return err
+			})
+		case "producers":
+			if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+				return f.errAt(kat, "want a list of producers ({name, acks}), got %s", kindOf(v))
+			}
+			for i, pn := range v.Content {
+				var pr FileProducer
+				pat := loc{pn.Line, fmt.Sprintf("%s[%d]", kat.field, i)}
+				if err := f.mapping(pn, pat, []string{"name", "acks"}, func(pk string, fat loc, pv *yaml.Node) error {
+					s, err := f.str(pv, fat)
+					switch {
+					case err != nil:
+					case pk == "name" && !identRE.MatchString(s):
+						err = f.errAt(fat, "%q: want a lower-case name (it prefixes the producer's counters)", s)
+					case pk == "acks" && s != "all" && s != "1":
+						err = f.errAt(fat, "%q: want all or 1", s)
+					}
+					if pk == "name" {
+						pr.Name = s
+					} else {
+						pr.Acks = s
+					}
+					return err
+				}); err != nil {
+					return err
+				}
+				if pr.Name == "" || pr.Acks == "" {
+					return f.errAt(pat, "a producer needs name and acks")
+				}
+				d.Producers = append(d.Producers, pr)
+			}
+		}
+		return err
+	})
+	if err == nil && (len(d.Producers) == 0 || d.RecordsPerSec == 0) {
+		err = f.errAt(at, "durability needs producers and records_per_sec")
+	}
+	return d, err
+}
+
 // ---- relations ----
 
 var relationFields = []string{"eras", "cross_era", "text", "event", "figure", "extra", "cmp", "value", "named", "args"}
@@ -462,6 +536,13 @@ func (f *File) relations(n *yaml.Node, v Vocabulary) error {
 	var extras []string
 	for _, e := range f.Extras {
 		extras = append(extras, v.Extras[e]...)
+	}
+	if f.Durability != nil {
+		for _, p := range f.Durability.Producers {
+			for _, c := range DurabilityCounters {
+				extras = append(extras, p.Name+"_"+c)
+			}
+		}
 	}
 	for i, rn := range n.Content {
 		rat := loc{rn.Line, fmt.Sprintf("relations[%d]", i)}
