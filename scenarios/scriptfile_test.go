@@ -93,6 +93,10 @@ func TestScenarioFileMalformed(t *testing.T) {
 			`bad.yaml:12: field steps[3].crash: "m0": want a member m1, m2, ... (m{EXPR} with EXPR >= 1) or a lower-case name`},
 		{"negative delay", "  - settle\n  - trigger", "  - settle\n  - trigger: crash\n    delay_ms: 100 - heartbeat_ms\n  - trigger",
 			`bad.yaml:12: field steps[2].delay_ms: -400: want 0 or more`},
+		{"bad template in a consumer property", "defaults: {consumers: 2, partitions: 4}", "defaults: {consumers: 2, partitions: 4}\nmember_props:\n  classic: {session.timeout.ms: \"{max(session_ms, 3*beat_ms)}\"}",
+			`bad.yaml:5: field member_props.classic.session.timeout.ms: expression "3*beat_ms": unknown name "beat_ms" (known: N, P, H, auto_commit_ms, backoff_ms, broker_zk_session_ms, down_ms, heartbeat_ms, max_session_ms, quiet_ms, session_ms, settle_timeout_ms, zk_session_ms; max( ), min( ))`},
+		{"durability acks", "defaults: {consumers: 2, partitions: 4}", "defaults: {consumers: 2, partitions: 4}\ndurability:\n  producers: [{name: p, acks: \"2\"}]\n  records_per_sec: 10",
+			`bad.yaml:5: field durability.producers[0].acks: "2": want all or 1`},
 		{"not yaml", "    in: 1..N", "    in: 1..N: 2",
 			"bad.yaml: yaml: line 6: mapping values are not allowed in this context"},
 	}

@@ -964,7 +964,7 @@ func (f *File) eval(s string, at loc, env map[string]int64, v Vars) (int64, erro
 		var args []string
 		from := open + 1
 		for _, c := range append(commas, end) {
-			args = append(args, s[from:c])
+			args = append(args, strings.TrimSpace(s[from:c]))
 			from = c + 1
 		}
 		var x int64
