@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,8 +10,6 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
-
-var updateCatalogGolden = flag.Bool("update-catalog-scripts", false, "rewrite testdata/catalog-scripts from the catalogue")
 
 // fileCatalogNames are the catalogue scenarios expressed as embedded files (catalog/*.yaml).
 var fileCatalogNames = []string{"herd-effect", "herd-join", "consumer-crash", "split-brain-zombie", "rolling-restart", "storm", "zk-quorum-loss",
@@ -70,7 +67,8 @@ func catalogScriptDump(t *testing.T, sc *Scenario) string {
 // TestCatalogFileScriptsMatchGolden: the catalogue's scenarios that are files build, for every size,
 // seed and timing above, the byte-identical script (FormatScript) the Go Script funcs built, and the
 // same relations (Describe texts, eras, their data as JSON), not-applicable eras, by-design invariants and properties
-// (testdata/catalog-scripts, captured from the Go scenarios before they became files).
+// (testdata/catalog-scripts, captured from the Go scenarios before they became files, with a test
+// flag since removed: the Go scripts are gone, the golden files are their record).
 func TestCatalogFileScriptsMatchGolden(t *testing.T) {
 	for _, name := range fileCatalogNames {
 		sc, err := Lookup(name)
@@ -78,17 +76,7 @@ func TestCatalogFileScriptsMatchGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := catalogScriptDump(t, sc)
-		if files := catalogFromFiles(); files[name] != nil && !*updateCatalogGolden {
-			got = catalogScriptDump(t, files[name]) // the file's differences show below
-		}
-		path := filepath.Join("testdata", "catalog-scripts", name+".golden")
-		if *updateCatalogGolden {
-			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
+		want, err := os.ReadFile(filepath.Join("testdata", "catalog-scripts", name+".golden"))
 		if err != nil {
 			t.Fatal(err)
 		}
