@@ -127,16 +127,18 @@ func (r Relation) appliesTo(era string) bool {
 
 // Catalog returns every scenario, by name.
 func Catalog() []*Scenario {
-	out := []*Scenario{herdEffect(), herdJoin(), consumerCrash(), splitBrainZombie(), splitBrainDivergentViews(),
-		rollingRestart(), zkQuorumLoss(), storm(),
-		// Kafka's own consumer system tests (systemtests.go).
-		consumerBounce(true, "all"), consumerBounce(true, "rolling"), consumerBounce(false, "all"),
-		consumerBounce(false, "rolling"), staticMemberBounce(), staticFencing(), consumerFailure(true),
-		consumerFailure(false),
-		// A three-broker cluster (cluster_scenarios.go).
-		brokerFailure(), coordinatorFailover(), brokerRollingBounce(), durability(),
-		// Over test hosts (host_scenarios.go).
-		hostLinkDown(), hostSlowLink(),
+	// The scenarios that are files (catalog/*.yaml, scriptfile.go), two built in Go.
+	f := catalogFromFiles()
+	out := []*Scenario{f["herd-effect"], f["herd-join"], f["consumer-crash"], f["split-brain-zombie"], splitBrainDivergentViews(),
+		f["rolling-restart"], f["zk-quorum-loss"], f["storm"],
+		// Kafka's own consumer system tests (catalog/consumer-*.yaml, static-*.yaml).
+		f["consumer-bounce-clean-all"], f["consumer-bounce-clean-rolling"], f["consumer-bounce-hard-all"],
+		f["consumer-bounce-hard-rolling"], f["static-member-bounce"], f["static-fencing"], f["consumer-failure"],
+		f["consumer-failure-manual-commit"],
+		// A three-broker cluster (catalog/broker-*.yaml, coordinator-failover.yaml, durability.yaml).
+		f["broker-failure"], f["coordinator-failover"], f["broker-rolling-bounce"], f["durability"],
+		// Over test hosts (catalog/host-*.yaml).
+		f["host-link-down"], f["host-slow-link"],
 		// Kafka Streams instances on this broker (streams.go).
 		streamsThreads()}
 	return out
@@ -296,120 +298,6 @@ func extraFig(eras []spec.Era, key string, c cmp, want int64, text string) Relat
 
 // ---- the scenarios ----
 
-func herdEffect() *Scenario { return herd(true) }
-
-// herdJoin is herd-effect's join alone: the measured event of a sweep over N (make demo), without the
-// leave that herd-effect goes on to (a static leave waits out the session).
-func herdJoin() *Scenario { return herd(false) }
-
-// herd is herd-effect (N stable members, one joins, then one leaves) or, without the leave,
-// herd-join; the join's relations are the same.
-func herd(leave bool) *Scenario {
-	sc := &Scenario{
-		Name:         "herd-effect",
-		Description:  "N stable members, one joins, then one leaves: who wakes up, and what each change costs",
-		Defaults:     Params{Consumers: 4, Partitions: 8},
-		Small:        Params{Consumers: 2, Partitions: 4},
-		MinConsumers: 1,
-		ZKNodes:      1,
-		Script: func(p Params, t Timing, r *scriptRand) []Step {
-			s := &script{t: t}
-			s.startAll(p.Consumers)
-			s.trigger("join").member(0, ActStart, memberName(p.Consumers+1)).settle()
-			if leave {
-				s.trigger("leave").member(0, ActStop, memberName(1+r.IntN(p.Consumers+1))).settle()
-			}
-			return s.steps
-		},
-		Relations: []Relation{
-			eventFig(nil, "join", FigRebalanceParticipants, eq, "N+1"),
-			eventFig([]spec.Era{spec.ZK}, "join", FigZKWatchEvents, ge, "N"),
-			eventFig([]spec.Era{spec.ZK, spec.Classic, spec.Static}, "join", FigRevocations, eq, "P"),
-			eventFig([]spec.Era{spec.Classic, spec.Static}, "join", FigGroupRequests, ge, "2(N+1)"),
-			eventFig([]spec.Era{spec.Cooperative}, "join", FigRevocations, lt, "P"),
-		},
-	}
-	if !leave {
-		sc.Name = "herd-join"
-		sc.Description = "N stable members, one joins: herd-effect's join alone, the event a sweep over N measures"
-	}
-	return sc
-}
-
-func consumerCrash() *Scenario {
-	return &Scenario{
-		Name:         "consumer-crash",
-		Description:  "a member crashes (links cut, no goodbye): the others notice only when its session expires",
-		Defaults:     Params{Consumers: 2, Partitions: 4},
-		Small:        Params{Consumers: 2, Partitions: 2},
-		MinConsumers: 2,
-		ZKNodes:      1,
-		Script: func(p Params, t Timing, r *scriptRand) []Step {
-			s := &script{t: t}
-			s.startAll(p.Consumers)
-			s.trigger("crash").member(0, ActCrash, memberName(1+r.IntN(p.Consumers))).settle()
-			return s.steps
-		},
-		Relations: []Relation{
-			ownedOnce(nil),
-			namedRel(nil, false, "end: the crashed member owns nothing", relCrashedOwnNothing, nil),
-			totalFig(nil, FigLost, eq, 0),
-			namedRel(nil, false, "crash: time_to_stable_ms >= session timeout - liveness interval (the server cannot know sooner)", relCrashNoticedAfterSession, nil),
-		},
-	}
-}
-
-func splitBrainZombie() *Scenario {
-	return &Scenario{
-		Name: "split-brain-zombie",
-		Description: "one member's coordination link (ZooKeeper / coordinator) stalls past its session timeout " +
-			"while it keeps fetching, then heals: does the zombie deliver and commit for partitions others took?",
-		Defaults:     Params{Consumers: 2, Partitions: 4},
-		Small:        Params{Consumers: 2, Partitions: 2},
-		MinConsumers: 2,
-		ZKNodes:      1,
-		MemberProps: func(era string, t Timing) map[string]string {
-			// The zombie's auto-commit interval is well below the stall, so it tries to commit during it.
-			p := map[string]string{"auto.commit.interval.ms": "300"}
-			return p
-		},
-		Script: func(p Params, t Timing, r *scriptRand) []Step {
-			s := &script{t: t}
-			s.startAll(p.Consumers)
-			z := memberName(1 + r.IntN(p.Consumers))
-			s.trigger("stall").link(0, ActStall, z, CoordinationLink)
-			// Past the session timeout plus the time for the others to take the partitions over.
-			s.link(2*t.MaxSessionMs()+1000, ActHeal, z, CoordinationLink).settle()
-			return s.steps
-		},
-		// The zombie delivers partitions that a later claim (zk) or generation gave to another member,
-		// some of them behind that member's commits: the split brain this scenario measures. The zk
-		// zombie also goes on delivering after it learnt that its session expired, until its rebalance
-		// stops the fetchers (0.8.2's handleNewSession).
-		ByDesign: func() map[spec.Era][]string {
-			m := allEras(FigInvConsumedUnowned, FigInvConsumedBehindCommitted)
-			m[spec.ZK] = append(m[spec.ZK], FigInvConsumedNotMember)
-			return m
-		}(),
-		Extra: func(e *EraRun) map[string]int64 {
-			return map[string]int64{"commits_applied_for_others_partitions": e.commitsForOthers(timeline.CommitApplied),
-				"commits_rejected_for_others_partitions": e.commitsForOthers(timeline.CommitRejected)}
-		},
-		Relations: []Relation{
-			totalFig([]spec.Era{spec.ZK}, FigMaxConcurrentOwners, ge, 2),
-			totalFig([]spec.Era{spec.ZK}, FigStaleCommitsApplied, ge, 1),
-			extraFig([]spec.Era{spec.ZK}, "commits_applied_for_others_partitions", ge, 1,
-				"a commit lands for a partition another live member owns (the zombie's) >= 1"),
-			extraFig(coordinatorEras, "commits_applied_for_others_partitions", eq, 0,
-				"no commit lands for a partition another live member owns"),
-			totalFig(coordinatorEras, FigStaleCommitsApplied, eq, 0),
-			totalFig(coordinatorEras, FigStaleCommitsRejected, ge, 1),
-			totalFig(nil, FigLost, eq, 0),
-			totalFig(nil, FigInvConsumedUnowned, ge, 1),
-		},
-	}
-}
-
 func splitBrainDivergentViews() *Scenario {
 	return &Scenario{
 		Name: "split-brain-divergent-views",
@@ -477,39 +365,6 @@ func splitBrainDivergentViews() *Scenario {
 	}
 }
 
-func rollingRestart() *Scenario {
-	return &Scenario{
-		Name:         "rolling-restart",
-		Description:  "each member is stopped, kept down (--down-ms, default half the session timeout) and started again in turn, as in a deployment",
-		Defaults:     Params{Consumers: 4, Partitions: 8},
-		Small:        Params{Consumers: 2, Partitions: 4},
-		MinConsumers: 2,
-		ZKNodes:      1,
-		Script: func(p Params, t Timing, r *scriptRand) []Step {
-			s := &script{t: t}
-			s.startAll(p.Consumers)
-			for _, i := range r.Perm(p.Consumers) {
-				m := memberName(i + 1)
-				// Two windows per restart: the leave (from the stop) and the rejoin (from the start).
-				s.trigger("restart-"+m).member(0, ActStop, m).
-					add(Step{DelayMs: p.DownMsOr(t), Action: ActTrigger, Name: "rejoin-" + m}).member(0, ActStart, m).settle()
-			}
-			return s.steps
-		},
-		Extra: func(e *EraRun) map[string]int64 {
-			return map[string]int64{"restart_revocations_of_others": e.restartRevocationsOfOthers()}
-		},
-		Relations: []Relation{
-			namedRel([]spec.Era{spec.ZK, spec.Classic}, false, "each restart rebalances the whole group twice: rebalance_participants == N-1 on the leave, N on the rejoin", relRestartRebalancesTwice, nil),
-			extraFig([]spec.Era{spec.Static}, "restart_revocations_of_others", eq, 0,
-				"restarts: revocations of the members not restarted == 0"),
-			namedRel([]spec.Era{spec.Cooperative}, true, "restarts: revocations below classic's", relRestartRevocationsBelowClassic, nil),
-			namedRel([]spec.Era{spec.Classic}, false, "each leave and rejoin: every other member pauses (revokes everything it held)", relRestartOthersPause, nil),
-			namedRel([]spec.Era{spec.Static}, false, "each restart: no member pauses, and the restarted member's partitions wait about the down time", relStaticRestartNoPause, nil),
-		},
-	}
-}
-
 // staticRestartUnownedBounds bounds, for one restart in the static era, the partition-ms the restarted
 // member's own partitions wait unowned: from its stop (the restart- window) until it owns them again
 // (the rejoin- window). Range gives each member k = P/N of them, and they wait from the stop through the
@@ -527,90 +382,6 @@ func staticRestartUnownedBounds(p Params, t Timing) (lo, hi int64) {
 	k := int64(p.Partitions / p.Consumers)
 	down := p.DownMsOr(t)
 	return down * k * 8 / 10, (down*3/2 + 2*t.HeartbeatIntervalMs) * k
-}
-
-// zkQuorumLoss: on a real ZooKeeper (3.8) a session cannot expire while the ensemble has no quorum —
-// expiry is decided by the serving leader, and a newly elected leader restarts every session's timeout
-// (SessionTrackerImpl is rebuilt from the snapshot) — so members that reconnect within the session
-// timeout after the quorum returns keep their sessions, registrations, owner znodes and watches: the zk
-// group does not rebalance. The zk era's commits (offsets live in ZooKeeper) wait for the quorum, as
-// every ZkClient operation waits for a connection (retryUntilConnected), and land after it; the
-// fetchers, which talk to brokers only, go on delivering. The coordinator eras do not notice at all.
-func zkQuorumLoss() *Scenario {
-	return &Scenario{
-		Name: "zk-quorum-loss",
-		Description: "2 of a 3-node ZooKeeper ensemble stop for longer than the session timeout, then restart: " +
-			"zk-era commits wait for the quorum; sessions survive the outage; the coordinator eras do not notice",
-		Defaults:     Params{Consumers: 3, Partitions: 6},
-		Small:        Params{Consumers: 2, Partitions: 2},
-		MinConsumers: 1,
-		ZKNodes:      3,
-		StopsZKNode:  true,
-		Script: func(p Params, t Timing, r *scriptRand) []Step {
-			s := &script{t: t}
-			s.startAll(p.Consumers)
-			keep := r.IntN(3)
-			var stop []int
-			for i := 0; i < 3; i++ {
-				if i != keep {
-					stop = append(stop, i)
-				}
-			}
-			s.trigger("quorum-loss")
-			for _, n := range stop {
-				s.add(Step{Action: ActZKStop, Node: n})
-			}
-			s.trigger("recover")
-			for i, n := range stop {
-				d := int64(0)
-				if i == 0 {
-					d = 2*t.ZKSessionTimeoutMs + 1000 // the outage outlasts every session timeout
-				}
-				s.add(Step{DelayMs: d, Action: ActZKStart, Node: n})
-			}
-			// Past another session timeout: a session that was going to expire has expired.
-			s.add(Step{DelayMs: t.MaxSessionMs() + 500, Action: ActSettle, QuietMs: t.QuietMs(), TimeoutMs: t.SettleTimeoutMs()})
-			return s.steps
-		},
-		Extra: func(e *EraRun) map[string]int64 {
-			return map[string]int64{
-				"deliveries_during_outage":      e.countBetween("quorum-loss", "recover", isDeliver),
-				"commits_rejected_after_outage": e.countBetween("quorum-loss", "", isRejectedCommit),
-			}
-		},
-		Relations: []Relation{
-			extraFig([]spec.Era{spec.ZK}, "commits_rejected_after_outage", eq, 0, "outage: commits wait for the quorum, none rejected (ZkClient.retryUntilConnected)"),
-			extraFig(nil, "deliveries_during_outage", ge, 1, "outage: deliveries continue (>= 1)"),
-			namedRel(nil, false, "outage and recovery: rebalance_participants == 0 (no session expires without a quorum)", relNoRebalanceThroughOutage, nil),
-			ownedOnce(nil),
-			totalFig(nil, FigLost, eq, 0),
-		},
-	}
-}
-
-func storm() *Scenario {
-	return &Scenario{
-		Name:         "storm",
-		Description:  "N members start at once: how long until the group converges, at what cost",
-		Defaults:     Params{Consumers: 6, Partitions: 12},
-		Small:        Params{Consumers: 4, Partitions: 8},
-		MinConsumers: 1,
-		ZKNodes:      1,
-		Script: func(p Params, t Timing, r *scriptRand) []Step {
-			s := &script{t: t}
-			s.trigger("storm")
-			for _, i := range r.Perm(p.Consumers) {
-				s.member(0, ActStart, memberName(i+1))
-			}
-			s.settle()
-			return s.steps
-		},
-		Relations: []Relation{
-			namedRel(nil, false, "storm: the group converges (window ends stable)", relWindowEndsStable, map[string]string{"event": "storm"}),
-			ownedOnce(nil),
-			eventFig([]spec.Era{spec.ZK}, "storm", FigRebalanceAttempts, ge, "N"),
-		},
-	}
 }
 
 func sortedKeys(m map[string]bool) []string {

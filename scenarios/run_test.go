@@ -229,7 +229,7 @@ func TestStorm(t *testing.T) {
 	runScenario(t, "storm", small(t, "storm"))
 }
 
-// The scenarios of Kafka's consumer system tests (systemtests.go), each with its test's relation.
+// The scenarios of Kafka's consumer system tests (catalog/consumer-*.yaml, static-*.yaml), each with its test's relation.
 
 func TestConsumerBounceCleanRolling(t *testing.T) {
 	runScenario(t, "consumer-bounce-clean-rolling", small(t, "consumer-bounce-clean-rolling"))

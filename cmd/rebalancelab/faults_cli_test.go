@@ -13,7 +13,7 @@ import (
 	"github.com/rebalancelab/rebalancelab/scenarios"
 )
 
-// TestCLIFaultThatFailsFailsTheRun: `scenario run storm --script FILE` with storm's own steps and then
+// TestCLIFaultThatFailsFailsTheRun: `scenario run storm --steps FILE` with storm's own steps and then
 // a crash of m2 twice — the second finds m2 already gone, a fault that cannot be injected. Storm's
 // own relations hold (the group converged, every partition is owned once), yet the binary exits 1
 // naming the error; the table prints it and ends with result: FAIL; the JSON says passed false with
@@ -36,7 +36,7 @@ func TestCLIFaultThatFailsFailsTheRun(t *testing.T) {
 	}
 	out := filepath.Join(dir, "result.json")
 	r := runCLI(t, bin, "", 4*time.Minute, "scenario", "run", "storm", "--era", "classic", "--consumers", "2", "--partitions", "2",
-		"--script", script, "--json", out)
+		"--steps", script, "--json", out)
 	t.Logf("exit %d\nstdout:\n%s", r.code, r.stdout)
 	const wantErr = "classic: error: crash m2: not running"
 	if r.code != 1 {
@@ -93,7 +93,7 @@ func TestCLIFaultThatFailsFailsTheRun(t *testing.T) {
 	}
 }
 
-// TestReadStepsBadInput: --script's file is refused, naming the line, when a line is no step, has a
+// TestReadStepsBadInput: --steps's file is refused, naming the line, when a line is no step, has a
 // field no step has, or names no action; an empty file has no step.
 func TestReadStepsBadInput(t *testing.T) {
 	for in, want := range map[string]string{

@@ -75,11 +75,12 @@ connect-workers runs it).`,
 		hosts         int
 		connectProtos []string
 		scriptFile    string
+		stepsFile     string
 		perMember     int
 		eraMaxN       map[string]int
 	)
 	run := &cobra.Command{
-		Use:   "run NAME [--script FILE] [--era all] [--broker rebalancelab|kafka|rebalancelab,kafka] [--consumers N|N1,N2,...] [--partitions P] [--json FILE] [--report DIR] [--plot FILE.svg] [--seed S] [--zk ADDRS] [--zk-config k=v ...] [--members-as goroutines|processes] [--hosts N] [--bootstrap ADDRS [--keep]]",
+		Use:   "run NAME|--script FILE [--steps FILE] [--era all] [--broker rebalancelab|kafka|rebalancelab,kafka] [--consumers N|N1,N2,...] [--partitions P] [--json FILE] [--report DIR] [--plot FILE.svg] [--seed S] [--zk ADDRS] [--zk-config k=v ...] [--members-as goroutines|processes] [--hosts N] [--bootstrap ADDRS [--keep]]",
 		Short: "Run a scenario on one or more eras and print the figures side by side",
 		Long: `Starts a lab (a real ZooKeeper — three nodes for zk-quorum-loss — and one broker), then for each era a
 topic, a producer (one record every 20 ms, acks=all) and the scenario's members, running as goroutines of
@@ -111,8 +112,13 @@ scripted fault took effect", checked on every era). The table and JSON are writt
 with "result: PASS" or "result: FAIL" and the counts of relations held, failed and skipped, and the JSON
 says "passed", why not ("failures") and the same counts ("relation_counts"). A skipped relation (a figure
 not measured with these members or this broker) is neither held nor failed.
---script FILE runs the scenario's members and relations on the steps of FILE instead of its script: JSON
-lines, one step each, as FormatScript writes them and the result JSON's "script" holds.
+--script FILE runs the scenario a scenario file defines (YAML or JSON: its defaults, eras, steps and
+relations; docs/reference/scenarios.md "Scenario files") instead of a catalogue scenario: no NAME then
+(giving both is an error). The file is checked before anything starts, and a malformed one is refused
+with its line and field (FILE:LINE: field X: what is wrong). Every other flag works as with a NAME.
+--steps FILE runs the scenario NAME's members and relations on the steps of FILE instead of its script:
+JSON lines, one step each, as FormatScript (and scenario show) writes them and the result JSON's
+"script" holds.
 
 With a list of sizes (--consumers 4,16,64,256) the scenario runs at each size (--repeat times, medians
 reported with their min–max), every era on the same axes: a table of the measured event's figures
@@ -133,14 +139,23 @@ rebalancelab broker, once per --connect-protocol (sessioned, eager): the four la
 killed with -9; the table shows each worker's connectors and tasks per generation (the coordinator's
 group observer), task downtime per worker, rebalances, records produced and consumed, the relations.
 Of the flags above only --json applies (a list of the runs).`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] == scenarios.ConnectScenario {
+			name, sf, err := scenarioTarget("run", args, scriptFile)
+			if err != nil {
+				return err
+			}
+			if sf != nil && stepsFile != "" {
+				return fmt.Errorf("--script %s and --steps %s: a scenario file has its own steps; --steps replays steps on a catalogue scenario NAME", scriptFile, stepsFile)
+			}
+			if name == scenarios.ConnectScenario {
 				return runConnect(cmd, connectProtos, jsonFile)
 			}
 			if !cmd.Flags().Changed("members-as") {
 				needs := hosts > 0
-				if sc, err := scenarios.Lookup(args[0]); err == nil && sc.Defaults.Hosts > 0 {
+				if sf != nil {
+					needs = needs || sf.Scenario.Defaults.Hosts > 0
+				} else if sc, err := scenarios.Lookup(name); err == nil && sc.Defaults.Hosts > 0 {
 					needs = true
 				}
 				if needs { // members run inside their test hosts, as processes
@@ -185,9 +200,17 @@ Of the flags above only --json applies (a list of the runs).`,
 				return err
 			}
 			var definition *scenarios.Scenario
-			if scriptFile != "" {
-				if definition, err = scriptDefinition(args[0], scriptFile); err != nil {
+			if stepsFile != "" {
+				if definition, err = scriptDefinition(name, stepsFile); err != nil {
 					return err
+				}
+			}
+			if sf != nil {
+				definition = sf.Scenario
+				for _, n := range sizes { // the file's script at every size, before anything starts
+					if err := sf.Check(scenarios.Params{Consumers: n, Partitions: partitions, Seed: seed, DownMs: downMs, Hosts: hosts}); err != nil {
+						return fmt.Errorf("--script %s: %w", scriptFile, err)
+					}
 				}
 			}
 			brokerConfig, err := parseBrokerConfig(brokerConf)
@@ -196,7 +219,7 @@ Of the flags above only --json applies (a list of the runs).`,
 			}
 			options := func(brokerImpl, members, jsonFile, reportDir string) scenarios.Options {
 				o := scenarios.Options{Members: members, BrokerConfig: brokerConfig,
-					Scenario: args[0], Eras: eras, KafkaDefaults: kafkaDefaults, ExternalZK: zkAddrs, ZKConfig: zkConfig,
+					Scenario: name, Eras: eras, KafkaDefaults: kafkaDefaults, ExternalZK: zkAddrs, ZKConfig: zkConfig,
 					Broker: brokerImpl, MembersAs: membersAs, MembersPerProcess: perProcess, MemberHosts: memberHosts, MemberBinary: memberBin, Bootstrap: bootstrap, Keep: keep,
 					Params:    scenarios.Params{Consumers: sizes[0], Partitions: partitions, Seed: seed, DownMs: downMs, Hosts: hosts},
 					ReportDir: reportDir, Version: version, Progress: cmd.ErrOrStderr(), Definition: definition,
@@ -249,7 +272,7 @@ Of the flags above only --json applies (a list of the runs).`,
 					}
 				}
 				if err != nil {
-					return res, fmt.Errorf("scenario %s: %w", args[0], err)
+					return res, fmt.Errorf("scenario %s: %w", name, err)
 				}
 				if reportDir != "" {
 					fmt.Fprintf(cmd.ErrOrStderr(), "report: %s\n", filepath.Join(reportDir, "index.html"))
@@ -261,7 +284,7 @@ Of the flags above only --json applies (a list of the runs).`,
 				if err != nil {
 					return err
 				}
-				return failed(args[0], res)
+				return failed(name, res)
 			}
 			var runs []*scenarios.RunResult
 			type spec struct{ broker, members, dir string }
@@ -299,7 +322,7 @@ Of the flags above only --json applies (a list of the runs).`,
 			}
 			var errs []error
 			for _, res := range runs {
-				if err := failed(args[0]+" on "+res.Broker+" (members "+res.Members+")", res); err != nil {
+				if err := failed(name+" on "+res.Broker+" (members "+res.Members+")", res); err != nil {
 					errs = append(errs, err)
 				}
 			}
@@ -309,7 +332,8 @@ Of the flags above only --json applies (a list of the runs).`,
 	f := run.Flags()
 	f.StringSliceVar(&connectProtos, "connect-protocol", []string{scenarios.ConnectSessioned, scenarios.ConnectEager},
 		"connect-workers: the Connect protocols to run (connect.protocol: sessioned, eager)")
-	f.StringVar(&scriptFile, "script", "", "run these steps (JSON lines, a step each, as the result JSON's script) instead of the scenario's script")
+	f.StringVar(&scriptFile, "script", "", "run the scenario FILE defines (YAML or JSON; docs/reference/scenarios.md \"Scenario files\") instead of a catalogue NAME")
+	f.StringVar(&stepsFile, "steps", "", "run NAME on these steps (JSON lines, a step each, as the result JSON's script and scenario show print) instead of its script")
 	f.StringSliceVar(&eras, "era", []string{"all"}, "eras to run: zk, classic, cooperative, static, or all (comma-separated or repeated)")
 	f.StringVar(&consumers, "consumers", "", "members N, or a comma-separated list of sizes to sweep (default: the scenario's)")
 	f.IntVar(&partitions, "partitions", 0, "partitions P of the topic (0: the scenario's default)")
@@ -337,7 +361,7 @@ Of the flags above only --json applies (a list of the runs).`,
 	f.Int64Var(&downMs, "down-ms", 0, "how long a restarted member stays down, in ms (rolling-restart, static-member-bounce; 0: half the session timeout)")
 
 	list.Flags().BoolVar(&listJSON, "json", false, "a JSON list: each scenario's name, description, default and small sizes, ZooKeeper nodes, brokers, test hosts needed, kind")
-	scenarioCmd.AddCommand(list, run)
+	scenarioCmd.AddCommand(list, run, showCommand())
 	rootCmd.AddCommand(scenarioCmd)
 }
 
@@ -428,16 +452,16 @@ func scriptDefinition(name, file string) (*scenarios.Scenario, error) {
 		return nil, err
 	}
 	if sc.Streams != nil {
-		return nil, fmt.Errorf("--script: %s's members are Kafka Streams instances; its script is its own", name)
+		return nil, fmt.Errorf("--steps: %s's members are Kafka Streams instances; its script is its own", name)
 	}
 	f, err := os.Open(file)
 	if err != nil {
-		return nil, fmt.Errorf("--script: %w", err)
+		return nil, fmt.Errorf("--steps: %w", err)
 	}
 	defer f.Close()
 	steps, err := readSteps(f)
 	if err != nil {
-		return nil, fmt.Errorf("--script %s: %w", file, err)
+		return nil, fmt.Errorf("--steps %s: %w", file, err)
 	}
 	def := *sc
 	def.Script = func(scenarios.Params, scenarios.Timing, *rand.Rand) []scenarios.Step {

@@ -1,0 +1,116 @@
+package main
+
+// scenario run --script FILE and scenario show: a scenario given as a file (issue #31, part 2).
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rebalancelab/rebalancelab/scenarios"
+)
+
+// scenarioTarget resolves what `scenario <verb>` runs: the catalogue scenario NAME (args[0]) or the
+// scenario file given by --script (script), never both and never neither. It returns the scenario's
+// name and, for a file, the loaded file (the Scenario to run as Options.Definition). Errors: NAME and
+// --script together; neither; a file that cannot be read ("--script FILE: open ...: no such file");
+// a malformed file ("FILE:LINE: field X: what is wrong").
+func scenarioTarget(verb string, args []string, script string) (string, *scenarios.ScenarioFile, error) {
+	switch {
+	case len(args) == 1 && script != "":
+		return "", nil, fmt.Errorf("scenario %s: NAME %q and --script %s: give one (a catalogue scenario by NAME, or a scenario file with --script)", verb, args[0], script)
+	case len(args) == 0 && script == "":
+		return "", nil, fmt.Errorf("scenario %s: give a scenario NAME (scenario list) or --script FILE", verb)
+	case len(args) == 1:
+		return args[0], nil, nil
+	}
+	sf, err := scenarios.LoadScenarioFile(script)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return "", nil, fmt.Errorf("--script %s: cannot read it: %w", script, pe.Err)
+		}
+		return "", nil, err // FILE:LINE: field X: ...
+	}
+	return sf.Scenario.Name, sf, nil
+}
+
+// showCommand is `scenario show NAME|--script FILE`: the scenario's script for a size, seed and
+// timing, as JSON lines (FormatScript: what a run performs, and what --steps reads).
+func showCommand() *cobra.Command {
+	var (
+		script        string
+		consumers     int
+		partitions    int
+		seed          int64
+		downMs        int64
+		hosts         int
+		kafkaDefaults bool
+		relations     bool
+	)
+	show := &cobra.Command{
+		Use:   "show NAME|--script FILE [--consumers N] [--partitions P] [--seed S] [--down-ms MS] [--hosts H] [--kafka-defaults] [--relations]",
+		Short: "Print a scenario's script (JSON lines, one step each) for a size, seed and timing",
+		Long: `Prints the script a run of the scenario performs: JSON lines, one step each, as the result JSON's
+"script" holds and scenario run --steps reads, for --consumers, --partitions, --seed (the scenario's
+defaults and seed 1 when not given) and the lab's timing (--kafka-defaults: Kafka's). NAME is a catalogue
+scenario; --script FILE a scenario file (YAML or JSON, docs/reference/scenarios.md "Scenario files"),
+checked as scenario run checks it. --relations then prints the relations, one line each: the eras they
+apply to ("all" for every era) and the relation as a run reports it.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, sf, err := scenarioTarget("show", args, script)
+			if err != nil {
+				return err
+			}
+			var sc *scenarios.Scenario
+			if sf != nil {
+				sc = sf.Scenario
+			} else if sc, err = scenarios.Lookup(name); err != nil {
+				return err
+			}
+			t := scenarios.LabTiming()
+			if kafkaDefaults {
+				t = scenarios.KafkaTiming()
+			}
+			p := scenarios.Params{Consumers: consumers, Partitions: partitions, Seed: seed, DownMs: downMs, Hosts: hosts}
+			if sf != nil {
+				if err := sf.Check(p); err != nil {
+					return fmt.Errorf("--script %s: %w", script, err)
+				}
+			}
+			steps, err := sc.ScriptFor(p, t)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if _, err := out.Write(scenarios.FormatScript(steps)); err != nil {
+				return err
+			}
+			if relations {
+				for _, r := range sc.Relations {
+					eras := "all"
+					if len(r.Eras) > 0 {
+						eras = fmt.Sprint(r.Eras)
+					}
+					if _, err := fmt.Fprintf(out, "relation %s: %s\n", eras, r.Text); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		},
+	}
+	f := show.Flags()
+	f.StringVar(&script, "script", "", "a scenario file (YAML or JSON) instead of a catalogue NAME")
+	f.IntVar(&consumers, "consumers", 0, "members N (0: the scenario's default)")
+	f.IntVar(&partitions, "partitions", 0, "partitions P (0: the scenario's default)")
+	f.Int64Var(&seed, "seed", 1, "seed of the scripted events")
+	f.Int64Var(&downMs, "down-ms", 0, "how long a restarted member stays down, in ms (0: half the session timeout)")
+	f.IntVar(&hosts, "hosts", 0, "test hosts H (0: the scenario's default)")
+	f.BoolVar(&kafkaDefaults, "kafka-defaults", false, "Kafka's own timing instead of the lab's short settings")
+	f.BoolVar(&relations, "relations", false, "then print the relations, one line each")
+	return show
+}

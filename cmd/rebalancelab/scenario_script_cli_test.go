@@ -1,0 +1,56 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
+)
+
+// TestCLIScenarioScriptRefusals: `scenario run` and `scenario show` refuse, before anything starts
+// (exit 1, nothing on stdout), NAME with --script, neither, a file that cannot be read, a malformed file
+// (its line and field) and --script with --steps; `scenario show --script` prints the example file's
+// script.
+func TestCLIScenarioScriptRefusals(t *testing.T) {
+	bin := testutil.Binary(t)
+	dir := t.TempDir()
+	example := filepath.Join("..", "..", "scenarios", "examples", "two-crashes.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("name: bad\ndescription: x\ndefaults: {consumers: 2, partitions: 2}\nsteps:\n  - start: m1\n  - explode: m1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.yaml")
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"scenario", "run", "herd-effect", "--script", example},
+			`rebalancelab: scenario run: NAME "herd-effect" and --script ` + example + `: give one (a catalogue scenario by NAME, or a scenario file with --script)`},
+		{[]string{"scenario", "show", "storm", "--script", example},
+			`rebalancelab: scenario show: NAME "storm" and --script ` + example + `: give one (a catalogue scenario by NAME, or a scenario file with --script)`},
+		{[]string{"scenario", "run"}, "rebalancelab: scenario run: give a scenario NAME (scenario list) or --script FILE"},
+		{[]string{"scenario", "run", "--script", missing}, "rebalancelab: --script " + missing + ": cannot read it: no such file or directory"},
+		{[]string{"scenario", "run", "--script", bad, "--era", "classic"},
+			"rebalancelab: " + bad + `:6: field steps[1].explode: unknown action "explode" (actions: broker-kill, broker-start, broker-stop, crash, cut, heal, host-delay, host-down, host-loss, host-up, latency, partition, partition-heal, settle, stall, start, stop, trigger, zk-start, zk-stop, let, for)`},
+		{[]string{"scenario", "run", "--script", example, "--steps", bad},
+			"rebalancelab: --script " + example + " and --steps " + bad + ": a scenario file has its own steps; --steps replays steps on a catalogue scenario NAME"},
+		{[]string{"scenario", "run", "--script", example, "--consumers", "2"},
+			"rebalancelab: --script " + example + ": --consumers 2: two-crashes needs at least 3"},
+	}
+	for _, c := range cases {
+		r := runCLI(t, bin, "", time.Minute, c.args...)
+		if r.code != 1 || strings.TrimSpace(r.stderr) != c.want || r.stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr:\n %s\nwant exit 1 and:\n %s", c.args, r.code, r.stdout, strings.TrimSpace(r.stderr), c.want)
+		}
+	}
+	r := runCLI(t, bin, "", time.Minute, "scenario", "show", "--script", example, "--seed", "3")
+	const want = `{"delay_ms":0,"action":"trigger","name":"crash-1"}
+{"delay_ms":0,"action":"crash","member":"m2"}
+`
+	if r.code != 0 || !strings.Contains(r.stdout, want) || strings.Count(r.stdout, "\n") != 10 {
+		t.Errorf("show --script: exit %d, stdout:\n%s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+}
