@@ -122,8 +122,9 @@ JSON lines, one step each, as FormatScript (and scenario show) writes them and t
 
 With a list of sizes (--consumers 4,16,64,256) the scenario runs at each size (--repeat times, medians
 reported with their min–max), every era on the same axes: a table of the measured event's figures
-against N, the zk era's ZooKeeper reads beside the algorithm's own count (fitted to a·N² + b·N + c over
-five sizes or more, else the log-log slopes between consecutive sizes), and last the verdict: per figure
+against N, the zk era's ZooKeeper reads fitted to a·N² + b·N + c over five sizes or more (else the
+log-log slopes between consecutive sizes), the measured counts beside the models' (0.8.2's connector
+counted read by read, the coordinator protocols' group requests) with their residuals, and last the verdict: per figure
 which era ranks best at each N, ties (overlapping min–max ranges), crossovers as intervals of N or "no
 crossover in N=a..b", what each era wins and loses. --plot FILE.svg the log-log plots, --json FILE the
 single-size results as a list under "runs" and the verdict under "verdict", --report DIR the HTML page
