@@ -65,6 +65,7 @@ func startMemberHostIn(t *testing.T, h *lab.Host) string {
 // closed its connection, and every relation of the scenario holds. The hosts outlive the run
 // (they serve the next era's pools too) and stop with exit status 0 on SIGTERM.
 func TestMemberHosts(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Root)
 	a1, a2 := startMemberHost(t), startMemberHost(t)
 	res := runScenarioWith(t, "herd-effect", Params{Consumers: 4, Partitions: 8, Seed: 1}, func(o *Options) {
 		o.Eras, o.MemberBinary, o.MemberHosts = []string{"zk", "classic"}, testutil.Binary(t), []string{a1, a2}
@@ -149,6 +150,7 @@ func TestMemberHostsRefused(t *testing.T) {
 // h2's clock is measured over the bridge, all of m1..m5 run there and stamp their records with its
 // name, every relation holds, and the run leaves no topic behind.
 func TestMemberHostsAcrossNamespaces(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Root)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	hs, err := lab.CreateHosts(ctx, 2)

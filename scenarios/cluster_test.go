@@ -38,6 +38,7 @@ func killedBroker(recs []timeline.Record) string {
 }
 
 func TestBrokerFailure(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	res := runScenarioWith(t, "broker-failure", small(t, "broker-failure"), withBrokerBinary(t, nil))
 	for _, e := range res.Eras {
 		if !e.Applies {
@@ -62,6 +63,7 @@ func TestBrokerFailure(t *testing.T) {
 }
 
 func TestCoordinatorFailover(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	// After the settle that follows the kill: the group's coordinator is another broker, the group is
 	// Stable there, and the offsets it holds are at least those acknowledged before the kill.
 	type check struct {
@@ -177,6 +179,7 @@ func TestCoordinatorFailover(t *testing.T) {
 }
 
 func TestBrokerRollingBounce(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	res := runScenario(t, "broker-rolling-bounce", small(t, "broker-rolling-bounce"))
 	for _, e := range res.Eras {
 		// Every broker was stopped and restarted once: three fault begin/end pairs, broker/1..3.
@@ -203,6 +206,7 @@ func TestBrokerRollingBounce(t *testing.T) {
 // producer's losses, if any, are on the partitions the killed broker led. Two eras: the producers'
 // side of the scenario does not depend on the group's.
 func TestDurability(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	res := runScenarioWith(t, "durability", small(t, "durability"), withBrokerBinary(t, func(o *Options) {
 		o.Eras = []string{"zk", "classic"}
 	}))

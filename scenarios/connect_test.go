@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 )
 
@@ -18,6 +19,7 @@ import (
 // protocol, its tasks wait scheduled.rebalance.max.delay.ms (3000) before they move, while the other
 // workers' tasks never stop; every record the source produced is consumed by the sink.
 func TestConnectWorkers(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Connect)
 	if _, err := lab.FindConnectClasspath(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
 )
 
@@ -94,6 +95,7 @@ func faultScenario(name string, zkNodes int, steps func(s *script)) *Scenario {
 // second stop finds it down (the lab's Stop would do nothing): the run's error, and the step left no
 // fault record.
 func TestFaultFailsZKNodeAlreadyStopped(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	sc := faultScenario("fault-zk", 3, func(s *script) {
 		s.add(Step{Action: ActZKStop, Node: 1}).add(Step{Action: ActZKStop, Node: 1}).add(Step{Action: ActZKStart, Node: 1}).settle()
 	})
@@ -105,6 +107,7 @@ func TestFaultFailsZKNodeAlreadyStopped(t *testing.T) {
 // ZooKeeper link of a coordinator-era member (it has none): both the run's errors, neither leaves a
 // fault record; the heal of the coordination link that was really stalled does.
 func TestFaultFailsLinkThatDoesNotExist(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	sc := faultScenario("fault-link", 1, func(s *script) {
 		s.link(0, ActStall, "m1", "coordinatr").link(0, ActStall, "m1", linkZooKeeper).
 			link(0, ActStall, "m2", CoordinationLink).link(200, ActHeal, "m2", CoordinationLink).settle()
@@ -118,6 +121,7 @@ func TestFaultFailsLinkThatDoesNotExist(t *testing.T) {
 // TestFaultFailsCrashOfExitedMember: m2 is crashed, the group settles, and m2 is crashed again: it
 // has already exited, so the second crash is the run's error and leaves no crash record.
 func TestFaultFailsCrashOfExitedMember(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	sc := faultScenario("fault-crash", 1, func(s *script) {
 		s.member(0, ActCrash, "m2").settle().member(0, ActCrash, "m2")
 	})
@@ -127,6 +131,7 @@ func TestFaultFailsCrashOfExitedMember(t *testing.T) {
 // TestFaultFailsBrokerAlreadyStopped: the lab's broker is stopped, stopped again (it is gone: the
 // lab's Stop would do nothing), and started: the second stop is the run's error and leaves no record.
 func TestFaultFailsBrokerAlreadyStopped(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	sc := faultScenario("fault-broker", 1, func(s *script) {
 		s.add(Step{Action: ActBrokerStop, Node: 0}).add(Step{Action: ActBrokerStop, Node: 0}).
 			add(Step{Action: ActBrokerStart, Node: 0}).settle()
@@ -138,6 +143,7 @@ func TestFaultFailsBrokerAlreadyStopped(t *testing.T) {
 // TestFaultFailsHostThatDoesNotExist: a host-down of test host 2 on a run without test hosts: the
 // run's error, and no host-down record.
 func TestFaultFailsHostThatDoesNotExist(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	sc := faultScenario("fault-host", 1, func(s *script) {
 		s.add(Step{Action: ActHostDown, Host: 2}).add(Step{DelayMs: 200, Action: ActHostUp, Host: 2}).settle()
 	})

@@ -31,6 +31,7 @@ func hostEras() []string {
 // its records carry that host's name; every host's clock offset was measured and is 0 within ± RTT/2
 // (one kernel clock); the link-down is a fault window on h3.
 func TestHostLinkDown(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Root)
 	bin := testutil.Binary(t)
 	res := runScenarioWith(t, "host-link-down", small(t, "host-link-down"), func(o *Options) {
 		o.Eras, o.MembersAs, o.MemberBinary = hostEras(), MembersAsProcesses, bin
@@ -97,6 +98,7 @@ func TestHostLinkDown(t *testing.T) {
 // has no netem (as here) the run says so and every link of m3 and m6 had the same latency and loss
 // through its proxies; the group stays whole (every partition owned once at the end, nothing lost).
 func TestHostSlowLink(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Root)
 	bin := testutil.Binary(t)
 	res := runScenarioWith(t, "host-slow-link", small(t, "host-slow-link"), func(o *Options) {
 		o.Eras, o.MembersAs, o.MemberBinary = hostEras(), MembersAsProcesses, bin

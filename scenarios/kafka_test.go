@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 // a real Kafka 3.9 broker instead of this project's: every relation holds, and the result names the
 // broker and its version (table header, params.broker, versions.kafka).
 func TestHerdEffectOnKafka39(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Kafka)
 	res := runScenarioOn(t, lab.BrokerKafka, "herd-effect", Params{Consumers: 2, Partitions: 4, Seed: 1})
 	if res.Broker != lab.BrokerKafka || res.ParamsMap()["broker"] != lab.BrokerKafka || !strings.HasPrefix(res.Versions["kafka"], "3.9.") {
 		t.Fatalf("broker %q, params.broker %v, versions %v; want kafka 3.9.x", res.Broker, res.ParamsMap()["broker"], res.Versions)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -150,6 +151,7 @@ func checkMixed(t *testing.T, res *RunResult) {
 // members, m4 (Kafka's) joins, then one leaves. Every relation holds (rebalance_participants of the
 // join == 4), Kafka's invariants hold, every partition is owned once at the end.
 func TestMixedGroupOnRebalancelab(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.JVM)
 	res := runWithMembers(t, lab.BrokerRebalancelab, MembersMixed, "herd-effect", []string{"classic", "cooperative", "static"},
 		Params{Consumers: 3, Partitions: 6, Seed: 1})
 	checkMixed(t, res)
@@ -159,6 +161,7 @@ func TestMixedGroupOnRebalancelab(t *testing.T) {
 // observer there: a cooperative member that moves nothing begins no rebalance, so the join's
 // participants are not asserted, only the invariants and the end's owners).
 func TestMixedGroupOnKafka39(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Kafka, testutil.JVM)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	var progress bytes.Buffer
@@ -182,6 +185,7 @@ func TestMixedGroupOnKafka39(t *testing.T) {
 // 5 s, nothing lost, every partition owned once, and after the stop the last acknowledged commit of
 // every partition equals its consumed position (its offsets_committed against its records_consumed).
 func TestConsumerFailureKafkaMembers(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.JVM)
 	res := runWithMembers(t, lab.BrokerRebalancelab, MembersKafka, "consumer-failure-manual-commit", []string{"classic"},
 		Params{Consumers: 3, Partitions: 3, Seed: 1})
 	e := res.Eras[0]

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 // FID-OFFSETS-STORAGE in a scenario run: Options.ZKConfig reaches every zk member, and
@@ -14,6 +16,7 @@ import (
 // releases) and not once with offsets.storage=kafka without dual commit, while its commits still
 // land (applied commit records, nothing lost).
 func TestFIDOffsetsStorageScenarioZKOffsetWrites(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	run := func(zkConfig map[string]string) (*RunResult, Figures) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -85,6 +86,7 @@ func TestOCTranslator(t *testing.T) {
 // ZooKeeper figures — counted by each member's proxy — are present and not zero, the server's
 // watches fired equal to the members' notifications (the broker sets none during the era).
 func TestZKEraKafkaMembers(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.OldConnector)
 	res := runWithMembers(t, lab.BrokerRebalancelab, MembersKafka, "herd-effect", []string{"zk"},
 		Params{Consumers: 3, Partitions: 6, Seed: 1})
 	e := res.Eras[0]
@@ -129,6 +131,7 @@ func TestZKEraKafkaMembers(t *testing.T) {
 // with -9: its session expires on the server, the others take its partitions no sooner than the
 // session timeout less a liveness interval, nothing is lost, every partition is owned once.
 func TestZKEraKafkaMemberCrash(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.OldConnector)
 	res := runWithMembers(t, lab.BrokerRebalancelab, MembersKafka, "consumer-crash", []string{"zk"},
 		Params{Consumers: 3, Partitions: 6, Seed: 1})
 	kills := 0

@@ -21,6 +21,7 @@ import (
 // process); every relation of the scenario holds; and each member's records came through the pool
 // that holds it (every member has records).
 func TestMembersInPools(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	bin := testutil.Binary(t)
 	res := runScenarioWith(t, "consumer-crash", Params{Consumers: 4, Partitions: 4, Seed: 1}, func(o *Options) {
 		o.Eras, o.MemberBinary, o.MembersPerProcess = []string{"zk", "classic"}, bin, 2

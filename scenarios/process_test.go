@@ -34,6 +34,7 @@ func starts(script []Step) map[string]int {
 // up to its member_stop{crash} and none after; and every relation of the scenario holds (the time to
 // stable at least the session timeout less one liveness interval: the kill sends no goodbye).
 func TestConsumerCrashAsProcesses(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	res := runScenarioWith(t, "consumer-crash", Params{Consumers: 2, Partitions: 4, Seed: 1}, asProcesses(t, "zk", "classic"))
 	if res.MembersAs != MembersAsProcesses || res.ParamsMap()["members_as"] != MembersAsProcesses {
 		t.Fatalf("members as %q, params %v", res.MembersAs, res.ParamsMap()["members_as"])
@@ -92,6 +93,7 @@ func TestConsumerCrashAsProcesses(t *testing.T) {
 // same member name: 2N processes, two per member with distinct pids, every relation holding (each
 // restart rebalances the whole group twice).
 func TestRollingRestartAsProcesses(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	res := runScenarioWith(t, "rolling-restart", Params{Consumers: 2, Partitions: 4, Seed: 1}, asProcesses(t, "zk", "classic"))
 	want := starts(res.Script)
 	for _, e := range res.Eras {
@@ -127,6 +129,7 @@ func TestRollingRestartAsProcesses(t *testing.T) {
 // relation holds on the zk and classic eras (two owners at once; zk's stale commits land, classic's are
 // fenced).
 func TestSplitBrainZombieAsProcesses(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	res := runScenarioWith(t, "split-brain-zombie", Params{Consumers: 2, Partitions: 4, Seed: 1}, asProcesses(t, "zk", "classic"))
 	for _, e := range res.Eras {
 		link := map[string]string{"zk": "zookeeper", "classic": "coordinator"}[e.Era]

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
@@ -29,6 +30,7 @@ import (
 // one run each) through the whole path, figures → verdict → table, SVG and HTML: the verdict's lines
 // in the table and on the page, its crossovers or "no crossover" on the plot, the plot's panels embedded.
 func TestReportInChromium(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Chromium)
 	browser, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Fatalf("chromium not found (scripts/deps.sh installs Debian's chromium): %v", err)

@@ -17,6 +17,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"go.uber.org/goleak"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -127,6 +128,7 @@ func runScenarioWith(t *testing.T, name string, p Params, opt func(o *Options)) 
 }
 
 func TestHerdEffect(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	res := runScenario(t, "herd-effect", small(t, "herd-effect"))
 	// The JSON has docs/design.md's shape and the run's script.
 	var buf bytes.Buffer
@@ -202,48 +204,59 @@ func TestHerdEffect(t *testing.T) {
 }
 
 func TestHerdJoin(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	runScenario(t, "herd-join", small(t, "herd-join"))
 }
 
 func TestConsumerCrash(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	runScenario(t, "consumer-crash", small(t, "consumer-crash"))
 }
 
 func TestSplitBrainZombie(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	runScenario(t, "split-brain-zombie", small(t, "split-brain-zombie"))
 }
 
 func TestSplitBrainDivergentViews(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	runScenario(t, "split-brain-divergent-views", small(t, "split-brain-divergent-views"))
 }
 
 func TestRollingRestart(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	runScenario(t, "rolling-restart", small(t, "rolling-restart"))
 }
 
 func TestZKQuorumLoss(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	runScenario(t, "zk-quorum-loss", small(t, "zk-quorum-loss"))
 }
 
 func TestStorm(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	runScenario(t, "storm", small(t, "storm"))
 }
 
 // The scenarios of Kafka's consumer system tests (catalog/consumer-*.yaml, static-*.yaml), each with its test's relation.
 
 func TestConsumerBounceCleanRolling(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	runScenario(t, "consumer-bounce-clean-rolling", small(t, "consumer-bounce-clean-rolling"))
 }
 
 func TestConsumerBounceCleanAll(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	runScenario(t, "consumer-bounce-clean-all", small(t, "consumer-bounce-clean-all"))
 }
 
 func TestConsumerBounceHardRolling(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	runScenario(t, "consumer-bounce-hard-rolling", small(t, "consumer-bounce-hard-rolling"))
 }
 
 func TestConsumerBounceHardAll(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	res := runScenario(t, "consumer-bounce-hard-all", small(t, "consumer-bounce-hard-all"))
 	// A crash commits nothing: every era re-delivers what the crashed members had not committed.
 	for _, e := range res.Eras {
@@ -254,6 +267,7 @@ func TestConsumerBounceHardAll(t *testing.T) {
 }
 
 func TestStaticMemberBounce(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	res := runScenario(t, "static-member-bounce", small(t, "static-member-bounce"))
 	if e := res.era("cooperative"); e == nil || e.Applies {
 		t.Errorf("cooperative ran: Kafka's static bounce test is eager-only")
@@ -261,6 +275,7 @@ func TestStaticMemberBounce(t *testing.T) {
 }
 
 func TestStaticFencing(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	res := runScenario(t, "static-fencing", small(t, "static-fencing"))
 	if e := res.era("static"); e == nil || !e.Applies {
 		t.Fatalf("the static era did not run")
@@ -268,15 +283,18 @@ func TestStaticFencing(t *testing.T) {
 }
 
 func TestConsumerFailure(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	runScenario(t, "consumer-failure", small(t, "consumer-failure"))
 }
 
 func TestConsumerFailureManualCommit(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	runScenario(t, "consumer-failure-manual-commit", small(t, "consumer-failure-manual-commit"))
 }
 
 // TestReportDir: --report writes index.html and a timeline per era that reads back to the records.
 func TestReportDir(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -312,6 +330,7 @@ func TestReportDir(t *testing.T) {
 
 // TestCancel: a cancelled context stops the run promptly and cleans up (goleak checks the rest).
 func TestCancel(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	progress := &cancelAt{at: "step 2/", cancel: cancel}
@@ -351,6 +370,7 @@ func (c *cancelAt) Write(p []byte) (int, error) {
 // delay before the heal. The records are stamped by the member's proxies (when the fault really took
 // effect), and the era's fault windows are computed from them.
 func TestFIDStallTimeSplitBrainZombie(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var progress bytes.Buffer

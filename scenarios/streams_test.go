@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rebalancelab/rebalancelab/groupview"
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 )
 
@@ -22,6 +23,7 @@ import (
 // least once (duplicates counted, not forbidden); the observer's stable generations show the 6 tasks
 // and their moves, task i always on partition i of both inputs.
 func TestStreamsThreads(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Streams)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
@@ -174,6 +176,7 @@ func TestStreamsRefusals(t *testing.T) {
 // relations on the observer's generations are skipped as not measured — neither held nor failed; the
 // run passes.
 func TestStreamsThreadsOnKafka39(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper, testutil.Kafka, testutil.Streams)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var progress bytes.Buffer

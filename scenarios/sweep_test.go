@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
@@ -14,6 +15,7 @@ import (
 // than linearly (the growth exponent between the two largest sizes above 1.5) and reach at least N+1 per woken member; the coordinator
 // era's ZooKeeper figures are not applicable.
 func TestHerdSweep(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	s, err := RunSweep(ctx, SweepOptions{Options: Options{Scenario: "herd-effect", Eras: []string{"zk", "classic"},

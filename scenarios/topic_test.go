@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 )
 
@@ -16,6 +17,7 @@ import (
 // exist keeps the wait going until its deadline, with the broker's error in the reason; a created one
 // ends it. The CreateTopics timeout grows with the replicas (10,000 partitions of factor 1: 80 s).
 func TestAwaitTopicLeaders(t *testing.T) {
+	testutil.Needs(t, testutil.ZooKeeper)
 	if got := createTopicTimeout(10000, 1); got != 80*time.Second {
 		t.Errorf("createTopicTimeout(10000, 1) = %s, want 80s", got)
 	}
