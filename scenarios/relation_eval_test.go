@@ -75,9 +75,9 @@ func TestEvalRelation(t *testing.T) {
 // bounce (position 2, consumed 4), committed 2; t-1 delivered 0..1, committed 2.
 func TestPerPartitionRelation(t *testing.T) {
 	b := newTL("classic")
-	b.deliver(1, "m1", 0, 0, 1, 2).deliver(2, "m2", 0, 1).commit(3, "m2", 0, 2, 1, timeline.CommitApplied)
-	b.deliver(4, "m1", 1, 0, 1).commit(5, "m1", 1, 2, 1, timeline.CommitApplied)
-	x := checkCtx{era: &EraRun{Era: "classic", Records: b.recs}}
+	b.Deliver(1, "m1", 0, 0, 1, 2).Deliver(2, "m2", 0, 1).Commit(3, "m2", 0, 2, 1, timeline.CommitApplied)
+	b.Deliver(4, "m1", 1, 0, 1).Commit(5, "m1", 1, 2, 1, timeline.CommitApplied)
+	x := checkCtx{era: &EraRun{Era: "classic", Records: b.Recs}}
 	for _, c := range []struct {
 		a    string
 		cmp  cmp

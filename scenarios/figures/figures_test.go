@@ -8,94 +8,24 @@ import (
 	"testing"
 
 	"github.com/rebalancelab/rebalancelab/timeline"
+	"github.com/rebalancelab/rebalancelab/timeline/timelinetest"
 )
 
-// base is an arbitrary wall clock so that at_ms is visibly relative.
-const base int64 = 1_700_000_000_000
+// tlb is the tests' hand-written timeline (timeline/timelinetest).
+type tlb = timelinetest.Builder
 
-// tlb builds a hand-written timeline: every helper appends one record at base+ms, on topic "t".
-type tlb struct {
-	era  string
-	recs []timeline.Record
-}
+var (
+	newTL = timelinetest.New
+	ps    = timelinetest.Partitions
+)
 
-func newTL(era string) *tlb { return &tlb{era: era} }
+// base is timelinetest's wall clock: at_ms is visibly relative to it.
+const base = timelinetest.Base
 
-func (b *tlb) add(ms int64, member string, kind timeline.Kind, fill func(*timeline.Record)) *tlb {
-	r := timeline.Record{TsMs: base + ms, Era: b.era, Member: member, Kind: kind}
-	if fill != nil {
-		fill(&r)
-	}
-	b.recs = append(b.recs, r)
-	return b
-}
-
-func ps(p ...int32) map[string][]int32 {
-	if len(p) == 0 {
-		return nil // what an empty map becomes after a JSON round trip (omitempty)
-	}
-	return map[string][]int32{"t": p}
-}
-
-func (b *tlb) start(ms int64, m string) *tlb { return b.add(ms, m, timeline.MemberStart, nil) }
-func (b *tlb) stop(ms int64, m, how string) *tlb {
-	return b.add(ms, m, timeline.MemberStop, func(r *timeline.Record) { r.How = how })
-}
-func (b *tlb) begin(ms int64, m string) *tlb { return b.add(ms, m, timeline.RebalanceBegin, nil) }
-func (b *tlb) end(ms int64, m string, ok bool, attempt int) *tlb {
-	return b.add(ms, m, timeline.RebalanceEnd, func(r *timeline.Record) { r.OK, r.Attempt = timeline.Bool(ok), attempt })
-}
-func (b *tlb) assign(ms int64, m string, p ...int32) *tlb {
-	return b.add(ms, m, timeline.Assigned, func(r *timeline.Record) { r.Partitions, r.Generation = ps(p...), timeline.I32(1) })
-}
-func (b *tlb) revoke(ms int64, m string, p ...int32) *tlb {
-	return b.add(ms, m, timeline.Revoked, func(r *timeline.Record) { r.Partitions = ps(p...) })
-}
-func (b *tlb) deliver(ms int64, m string, p int32, offs ...int64) *tlb {
-	for _, o := range offs {
-		b.add(ms, m, timeline.Deliver, func(r *timeline.Record) { r.Topic, r.Partition, r.Offset = "t", timeline.I32(p), timeline.I64(o) })
-	}
-	return b
-}
-func (b *tlb) produce(ms int64, p int32, offs ...int64) *tlb {
-	for _, o := range offs {
-		b.add(ms, "producer", timeline.Produce, func(r *timeline.Record) { r.Topic, r.Partition, r.Offset = "t", timeline.I32(p), timeline.I64(o) })
-	}
-	return b
-}
-func (b *tlb) commit(ms int64, m string, p int32, off int64, gen int32, result string) *tlb {
-	return b.add(ms, m, timeline.Commit, func(r *timeline.Record) {
-		r.Topic, r.Partition, r.Offset, r.Generation, r.Result = "t", timeline.I32(p), timeline.I64(off), timeline.I32(gen), result
-	})
-}
-func (b *tlb) zk(ms int64, m, op, path, result string) *tlb {
-	return b.add(ms, m, timeline.ZKOp, func(r *timeline.Record) { r.Op, r.Path, r.Result = op, path, result })
-}
-func (b *tlb) watch(ms int64, m, path string) *tlb {
-	return b.add(ms, m, timeline.ZKWatch, func(r *timeline.Record) { r.Path, r.Type = path, "EventNodeChildrenChanged" })
-}
-func (b *tlb) greq(ms int64, m, api string) *tlb {
-	return b.add(ms, m, timeline.GroupRequest, func(r *timeline.Record) { r.API = api })
-}
-func (b *tlb) trigger(ms int64, name string) *tlb {
-	return b.add(ms, "runner", timeline.Trigger, func(r *timeline.Record) { r.Name = name })
-}
-func (b *tlb) fault(ms int64, action, target string) *tlb {
-	return b.add(ms, "runner", timeline.Fault, func(r *timeline.Record) { r.Action, r.Target = action, target })
-}
-
-func (b *tlb) faultPhase(ms int64, action, target, phase string) *tlb {
-	return b.add(ms, "runner", timeline.Fault, func(r *timeline.Record) { r.Action, r.Target, r.Phase = action, target, phase })
-}
-
-// joined is the usual stable start: m joins and gets p at ms.
-func (b *tlb) joined(ms int64, m string, p ...int32) *tlb {
-	return b.start(ms, m).begin(ms, m).assign(ms, m, p...).end(ms, m, true, 1)
-}
-
-func (b *tlb) compute(t *testing.T, opts FigureOptions) Result {
+// computeTL replays b's records and fails t on any warning.
+func computeTL(t *testing.T, b *tlb, opts FigureOptions) Result {
 	t.Helper()
-	res := Compute(b.recs, b.era, opts)
+	res := Compute(b.Recs, b.Era, opts)
 	if len(res.Warnings) != 0 {
 		t.Fatalf("unexpected warnings: %q", res.Warnings)
 	}
@@ -126,19 +56,19 @@ func oneEvent(t *testing.T, res Result, n int) {
 // Eager join in the classic era: everything measured in the window, nothing after stable.
 func TestFiguresEagerJoin(t *testing.T) {
 	b := newTL("classic").
-		start(0, "m1").begin(0, "m1").greq(10, "m1", "JoinGroup").greq(12, "m1", "SyncGroup").
-		assign(20, "m1", 0, 1).end(20, "m1", true, 1).
-		produce(500, 0, 0).produce(500, 1, 0).deliver(510, "m1", 0, 0).deliver(510, "m1", 1, 0).
-		trigger(1000, "join").
-		start(1005, "m2").begin(1006, "m2").greq(1006, "m2", "JoinGroup").
-		greq(1010, "m1", "Heartbeat").begin(1011, "m1").commit(1011, "m1", 0, 1, 1, timeline.CommitApplied).
-		revoke(1012, "m1", 0, 1).greq(1013, "m1", "JoinGroup").greq(1013, "m1", "FindCoordinator").
-		produce(1020, 0, 1).produce(1050, 1, 1).
-		greq(1090, "m1", "SyncGroup").greq(1090, "m2", "SyncGroup").
-		assign(1100, "m1", 0).end(1100, "m1", true, 1).assign(1100, "m2", 1).end(1100, "m2", true, 1).
-		deliver(1120, "m1", 0, 1).deliver(1150, "m2", 1, 0, 1). // m2 starts at the last commit: 0 again
-		greq(1500, "m1", "Heartbeat").greq(1500, "m2", "Heartbeat")
-	res := b.compute(t, FigureOptions{})
+		Start(0, "m1").Begin(0, "m1").GroupRequest(10, "m1", "JoinGroup").GroupRequest(12, "m1", "SyncGroup").
+		Assign(20, "m1", 0, 1).End(20, "m1", true, 1).
+		Produce(500, 0, 0).Produce(500, 1, 0).Deliver(510, "m1", 0, 0).Deliver(510, "m1", 1, 0).
+		Trigger(1000, "join").
+		Start(1005, "m2").Begin(1006, "m2").GroupRequest(1006, "m2", "JoinGroup").
+		GroupRequest(1010, "m1", "Heartbeat").Begin(1011, "m1").Commit(1011, "m1", 0, 1, 1, timeline.CommitApplied).
+		Revoke(1012, "m1", 0, 1).GroupRequest(1013, "m1", "JoinGroup").GroupRequest(1013, "m1", "FindCoordinator").
+		Produce(1020, 0, 1).Produce(1050, 1, 1).
+		GroupRequest(1090, "m1", "SyncGroup").GroupRequest(1090, "m2", "SyncGroup").
+		Assign(1100, "m1", 0).End(1100, "m1", true, 1).Assign(1100, "m2", 1).End(1100, "m2", true, 1).
+		Deliver(1120, "m1", 0, 1).Deliver(1150, "m2", 1, 0, 1). // m2 starts at the last commit: 0 again
+		GroupRequest(1500, "m1", "Heartbeat").GroupRequest(1500, "m2", "Heartbeat")
+	res := computeTL(t, b, FigureOptions{})
 	oneEvent(t, res, 1)
 	ev := res.Events[0]
 	if ev.Trigger != "join" || ev.AtMs != 1000 || ev.EndMs != 1100 || ev.End != EndStable {
@@ -170,13 +100,13 @@ func TestFiguresEagerJoin(t *testing.T) {
 // A window that never becomes stable ends at the next trigger; records at the trigger's millisecond
 // before the trigger belong to the earlier window.
 func TestFiguresWindowEndsAtNextTrigger(t *testing.T) {
-	b := newTL("zk").joined(0, "m1", 0).joined(0, "m2", 1).
-		trigger(1000, "crash-m2").stop(1000, "m2", "crash").
-		zk(1500, "m1", "read", "/consumers/g/ids", "").zk(2000, "m1", "read", "/consumers/g/ids", "").
-		trigger(2000, "join-m3").zk(2000, "m1", "write", "/consumers/g/ids/m3", "").
-		start(2010, "m3").begin(2010, "m3").begin(2020, "m1").revoke(2020, "m1", 0).
-		assign(2100, "m1", 0).end(2100, "m1", true, 1).assign(2100, "m3", 1).end(2100, "m3", true, 1)
-	res := b.compute(t, FigureOptions{})
+	b := newTL("zk").Joined(0, "m1", 0).Joined(0, "m2", 1).
+		Trigger(1000, "crash-m2").Stop(1000, "m2", "crash").
+		ZK(1500, "m1", "read", "/consumers/g/ids", "").ZK(2000, "m1", "read", "/consumers/g/ids", "").
+		Trigger(2000, "join-m3").ZK(2000, "m1", "write", "/consumers/g/ids/m3", "").
+		Start(2010, "m3").Begin(2010, "m3").Begin(2020, "m1").Revoke(2020, "m1", 0).
+		Assign(2100, "m1", 0).End(2100, "m1", true, 1).Assign(2100, "m3", 1).End(2100, "m3", true, 1)
+	res := computeTL(t, b, FigureOptions{})
 	oneEvent(t, res, 2)
 	a, c := res.Events[0], res.Events[1]
 	if a.Trigger != "crash-m2" || a.AtMs != 1000 || a.EndMs != 2000 || a.End != EndNextTrigger {
@@ -198,15 +128,15 @@ func TestFiguresWindowEndsAtNextTrigger(t *testing.T) {
 // A crash (member_stop how=crash) ends the member's ownership and delivery at once; its partition is
 // unowned with a backlog until the survivor claims it.
 func TestFiguresCrashEndsOwnership(t *testing.T) {
-	b := newTL("zk").joined(0, "m1", 0).joined(0, "m2", 1).
-		produce(100, 1, 0).deliver(110, "m2", 1, 0).
-		trigger(1000, "crash-m2").stop(1000, "m2", "crash").
-		produce(1200, 1, 1).produce(1300, 1, 2).
-		watch(3000, "m1", "/consumers/g/ids").begin(3000, "m1").revoke(3002, "m1", 0).
-		zk(3005, "m1", "write", "/consumers/g/owners/t/0", "").zk(3005, "m1", "write", "/consumers/g/owners/t/1", "").
-		assign(3010, "m1", 0, 1).end(3010, "m1", true, 1).
-		deliver(3050, "m1", 1, 1, 2)
-	res := b.compute(t, FigureOptions{})
+	b := newTL("zk").Joined(0, "m1", 0).Joined(0, "m2", 1).
+		Produce(100, 1, 0).Deliver(110, "m2", 1, 0).
+		Trigger(1000, "crash-m2").Stop(1000, "m2", "crash").
+		Produce(1200, 1, 1).Produce(1300, 1, 2).
+		Watch(3000, "m1", "/consumers/g/ids").Begin(3000, "m1").Revoke(3002, "m1", 0).
+		ZK(3005, "m1", "write", "/consumers/g/owners/t/0", "").ZK(3005, "m1", "write", "/consumers/g/owners/t/1", "").
+		Assign(3010, "m1", 0, 1).End(3010, "m1", true, 1).
+		Deliver(3050, "m1", 1, 1, 2)
+	res := computeTL(t, b, FigureOptions{})
 	oneEvent(t, res, 1)
 	ev := res.Events[0]
 	if ev.End != EndStable || ev.EndMs != 3010 {
@@ -225,20 +155,20 @@ func TestFiguresCrashEndsOwnership(t *testing.T) {
 // zk split brain: m1's session is gone but it keeps delivering p0 while m2 owns it; m1's offset commit
 // lands (ZooKeeper refuses nothing).
 func TestFiguresSplitBrain(t *testing.T) {
-	b := newTL("zk").joined(0, "m1", 0)
+	b := newTL("zk").Joined(0, "m1", 0)
 	for o := int64(0); o < 10; o++ {
-		b.produce(10+o, 0, o)
+		b.Produce(10+o, 0, o)
 	}
-	b.deliver(20, "m1", 0, 0, 1, 2, 3, 4).
-		trigger(100, "expire-m1").fault(100, "stall", "m1/zookeeper").
-		start(200, "m2").begin(200, "m2").zk(210, "m2", "write", "/consumers/g/owners/t/0", "").
-		assign(210, "m2", 0).end(210, "m2", true, 1).
-		deliver(220, "m2", 0, 3, 4, 5).deliver(230, "m1", 0, 5, 6).
-		commit(240, "m1", 0, 7, 0, timeline.CommitApplied).commit(250, "m2", 0, 6, 0, timeline.CommitApplied).
-		fault(300, "heal", "m1/zookeeper").
-		begin(400, "m1").revoke(400, "m1", 0).assign(410, "m1").end(410, "m1", true, 1).
-		deliver(420, "m2", 0, 6, 7, 8, 9)
-	res := b.compute(t, FigureOptions{})
+	b.Deliver(20, "m1", 0, 0, 1, 2, 3, 4).
+		Trigger(100, "expire-m1").Fault(100, "stall", "m1/zookeeper").
+		Start(200, "m2").Begin(200, "m2").ZK(210, "m2", "write", "/consumers/g/owners/t/0", "").
+		Assign(210, "m2", 0).End(210, "m2", true, 1).
+		Deliver(220, "m2", 0, 3, 4, 5).Deliver(230, "m1", 0, 5, 6).
+		Commit(240, "m1", 0, 7, 0, timeline.CommitApplied).Commit(250, "m2", 0, 6, 0, timeline.CommitApplied).
+		Fault(300, "heal", "m1/zookeeper").
+		Begin(400, "m1").Revoke(400, "m1", 0).Assign(410, "m1").End(410, "m1", true, 1).
+		Deliver(420, "m2", 0, 6, 7, 8, 9)
+	res := computeTL(t, b, FigureOptions{})
 	oneEvent(t, res, 1)
 	ev := res.Events[0]
 	if ev.End != EndStable || ev.EndMs != 410 {
@@ -262,16 +192,16 @@ func TestFiguresSplitBrain(t *testing.T) {
 // stale commit refused; a commit after its own revoke that lands is a stale commit applied; the owner's
 // own refused commit is not stale.
 func TestFiguresStaleCommits(t *testing.T) {
-	b := newTL("classic").joined(0, "A", 1, 2).
-		produce(1, 1, 0).produce(1, 2, 0, 1, 2).deliver(5, "A", 1, 0).deliver(10, "A", 2, 0, 1).
-		trigger(100, "join-B").start(100, "B").begin(100, "B").
-		assign(400, "B", 1, 2).end(400, "B", true, 1).
-		deliver(410, "B", 2, 1, 2).commit(420, "B", 2, 3, 2, timeline.CommitApplied).
-		commit(450, "B", 1, 1, 2, timeline.CommitRejected).
-		commit(500, "A", 2, 2, 1, timeline.CommitRejected).
-		begin(510, "A").revoke(510, "A", 1, 2).assign(600, "A").end(600, "A", true, 1).
-		commit(700, "A", 1, 0, -1, timeline.CommitApplied)
-	res := b.compute(t, FigureOptions{})
+	b := newTL("classic").Joined(0, "A", 1, 2).
+		Produce(1, 1, 0).Produce(1, 2, 0, 1, 2).Deliver(5, "A", 1, 0).Deliver(10, "A", 2, 0, 1).
+		Trigger(100, "join-B").Start(100, "B").Begin(100, "B").
+		Assign(400, "B", 1, 2).End(400, "B", true, 1).
+		Deliver(410, "B", 2, 1, 2).Commit(420, "B", 2, 3, 2, timeline.CommitApplied).
+		Commit(450, "B", 1, 1, 2, timeline.CommitRejected).
+		Commit(500, "A", 2, 2, 1, timeline.CommitRejected).
+		Begin(510, "A").Revoke(510, "A", 1, 2).Assign(600, "A").End(600, "A", true, 1).
+		Commit(700, "A", 1, 0, -1, timeline.CommitApplied)
+	res := computeTL(t, b, FigureOptions{})
 	oneEvent(t, res, 1)
 	ev := res.Events[0]
 	if ev.End != EndStable || ev.EndMs != 600 {
@@ -284,12 +214,6 @@ func TestFiguresStaleCommits(t *testing.T) {
 	want(t, "totals", res.Totals, map[string]int64{FigStaleCommitsRejected: 1, FigStaleCommitsApplied: 1})
 }
 
-// sent sets the last record's sent_ms (ms after base) and API: a commit whose request went out at ms.
-func (b *tlb) sent(ms int64, api string) *tlb {
-	b.recs[len(b.recs)-1].SentMs, b.recs[len(b.recs)-1].API = base+ms, api
-	return b
-}
-
 // A commit is judged at the moment it was applied, not at its answer: the split-brain zombie Z's
 // coordinator link stalls 1000..6000 ms; B takes Z's partition 0 at 3000. Z's commit sent at 999 (or
 // in the millisecond the stall began) went through before the stall and was applied while Z owned
@@ -298,46 +222,46 @@ func (b *tlb) sent(ms int64, api string) *tlb {
 // sent_ms is judged at its answer as before: stale applied. Dated by their answers (the old rule),
 // the first two would count as 2 stale commits applied.
 func TestFiguresCommitJudgedWhenApplied(t *testing.T) {
-	b := newTL("classic").joined(0, "Z", 0).joined(0, "B", 1).
-		produce(1, 0, 0, 1, 2, 3, 4).produce(1, 1, 0).deliver(5, "Z", 0, 0, 1, 2).deliver(5, "B", 1, 0).
-		trigger(1000, "stall").faultPhase(1000, "stall", "Z/coordinator", timeline.FaultBegin).
-		begin(2900, "B").revoke(2900, "B", 1).assign(3000, "B", 0, 1).end(3000, "B", true, 1).
-		deliver(3010, "B", 0, 3, 4).
-		faultPhase(6000, "stall", "Z/coordinator", timeline.FaultEnd).
-		commit(6002, "Z", 0, 3, 1, timeline.CommitApplied).sent(999, "OffsetCommit").
-		commit(6003, "Z", 0, 3, 1, timeline.CommitApplied).sent(1000, "OffsetCommit").
-		commit(6004, "Z", 0, 3, 1, timeline.CommitRejected).sent(1500, "OffsetCommit").
-		commit(6005, "Z", 0, 3, 1, timeline.CommitApplied).
-		begin(6010, "Z").revoke(6010, "Z", 0).assign(6100, "Z").end(6100, "Z", true, 1)
-	res := b.compute(t, FigureOptions{})
+	b := newTL("classic").Joined(0, "Z", 0).Joined(0, "B", 1).
+		Produce(1, 0, 0, 1, 2, 3, 4).Produce(1, 1, 0).Deliver(5, "Z", 0, 0, 1, 2).Deliver(5, "B", 1, 0).
+		Trigger(1000, "stall").FaultPhase(1000, "stall", "Z/coordinator", timeline.FaultBegin).
+		Begin(2900, "B").Revoke(2900, "B", 1).Assign(3000, "B", 0, 1).End(3000, "B", true, 1).
+		Deliver(3010, "B", 0, 3, 4).
+		FaultPhase(6000, "stall", "Z/coordinator", timeline.FaultEnd).
+		Commit(6002, "Z", 0, 3, 1, timeline.CommitApplied).Sent(999, "OffsetCommit").
+		Commit(6003, "Z", 0, 3, 1, timeline.CommitApplied).Sent(1000, "OffsetCommit").
+		Commit(6004, "Z", 0, 3, 1, timeline.CommitRejected).Sent(1500, "OffsetCommit").
+		Commit(6005, "Z", 0, 3, 1, timeline.CommitApplied).
+		Begin(6010, "Z").Revoke(6010, "Z", 0).Assign(6100, "Z").End(6100, "Z", true, 1)
+	res := computeTL(t, b, FigureOptions{})
 	want(t, "totals", res.Totals, map[string]int64{FigStaleCommitsApplied: 1, FigStaleCommitsRejected: 1})
 
-	stalls := stallWindows(b.recs)
-	for i, exp := range map[int]int64{len(b.recs) - 8: 999, len(b.recs) - 7: 1000, len(b.recs) - 6: 6000, len(b.recs) - 5: 6005} {
-		if got := commitAppliedMs(b.recs[i], "classic", stalls) - base; got != exp {
-			t.Errorf("record %d (sent %d, answered %d): applied at %d, want %d", i, b.recs[i].SentMs-base, b.recs[i].TsMs-base, got, exp)
+	stalls := stallWindows(b.Recs)
+	for i, exp := range map[int]int64{len(b.Recs) - 8: 999, len(b.Recs) - 7: 1000, len(b.Recs) - 6: 6000, len(b.Recs) - 5: 6005} {
+		if got := commitAppliedMs(b.Recs[i], "classic", stalls) - base; got != exp {
+			t.Errorf("record %d (sent %d, answered %d): applied at %d, want %d", i, b.Recs[i].SentMs-base, b.Recs[i].TsMs-base, got, exp)
 		}
 	}
-	if b.recs[len(b.recs)-8].TsMs != base+6002 {
-		t.Errorf("Compute changed its input: %+v", b.recs[len(b.recs)-8])
+	if b.Recs[len(b.Recs)-8].TsMs != base+6002 {
+		t.Errorf("Compute changed its input: %+v", b.Recs[len(b.Recs)-8])
 	}
 }
 
 // zk era: a write of the offsets znode rides on the ZooKeeper link, 0.8.2's OffsetCommit to Kafka on
 // the broker connections; only a stall of the carrying link holds a commit.
 func TestCommitAppliedMsByLink(t *testing.T) {
-	b := newTL("zk").faultPhase(100, "stall", "Z/zookeeper", timeline.FaultBegin).
-		commit(900, "Z", 0, 1, 0, timeline.CommitApplied).sent(200, "").
-		commit(901, "Z", 0, 1, 0, timeline.CommitApplied).sent(200, "OffsetCommit").
-		faultPhase(800, "stall", "Z/zookeeper", timeline.FaultEnd).
-		commit(950, "Z", 0, 1, 0, timeline.CommitApplied).sent(300, "").
-		commit(960, "Z", 0, 1, 0, timeline.CommitApplied).sent(970, "")
-	stalls := stallWindows(b.recs)
+	b := newTL("zk").FaultPhase(100, "stall", "Z/zookeeper", timeline.FaultBegin).
+		Commit(900, "Z", 0, 1, 0, timeline.CommitApplied).Sent(200, "").
+		Commit(901, "Z", 0, 1, 0, timeline.CommitApplied).Sent(200, "OffsetCommit").
+		FaultPhase(800, "stall", "Z/zookeeper", timeline.FaultEnd).
+		Commit(950, "Z", 0, 1, 0, timeline.CommitApplied).Sent(300, "").
+		Commit(960, "Z", 0, 1, 0, timeline.CommitApplied).Sent(970, "")
+	stalls := stallWindows(b.Recs)
 	for i, exp := range []int64{0, 800, 200, 0, 800, 960} {
 		if i == 0 || i == 3 {
 			continue // the fault records
 		}
-		if got := commitAppliedMs(b.recs[i], "zk", stalls) - base; got != exp {
+		if got := commitAppliedMs(b.Recs[i], "zk", stalls) - base; got != exp {
 			t.Errorf("record %d: applied at %d, want %d", i, got, exp)
 		}
 	}
@@ -345,16 +269,16 @@ func TestCommitAppliedMsByLink(t *testing.T) {
 
 // Duplicates and lost counted exactly; each lost offset in the first window ending at/after its produce.
 func TestFiguresDuplicatesAndLost(t *testing.T) {
-	b := newTL("classic").joined(0, "m1", 0, 1).
-		produce(10, 0, 0, 1, 2, 3, 4).produce(15, 1, 0, 1, 2).
-		deliver(20, "m1", 0, 0, 1, 2).deliver(30, "m1", 0, 1, 2).
-		deliver(40, "m1", 1, 0).deliver(41, "m1", 1, 0).
-		deliver(50, "m1", 0, 99). // never produced: neither duplicate nor lost
-		trigger(100, "stop-m1").stop(100, "m1", "graceful").
-		start(110, "m2").begin(110, "m2").assign(120, "m2", 0, 1).end(120, "m2", true, 1).
-		produce(130, 1, 3).deliver(150, "m2", 1, 0).
-		trigger(200, "nothing").deliver(250, "m2", 0, 0).greq(300, "m2", "Heartbeat")
-	res := b.compute(t, FigureOptions{})
+	b := newTL("classic").Joined(0, "m1", 0, 1).
+		Produce(10, 0, 0, 1, 2, 3, 4).Produce(15, 1, 0, 1, 2).
+		Deliver(20, "m1", 0, 0, 1, 2).Deliver(30, "m1", 0, 1, 2).
+		Deliver(40, "m1", 1, 0).Deliver(41, "m1", 1, 0).
+		Deliver(50, "m1", 0, 99). // never produced: neither duplicate nor lost
+		Trigger(100, "stop-m1").Stop(100, "m1", "graceful").
+		Start(110, "m2").Begin(110, "m2").Assign(120, "m2", 0, 1).End(120, "m2", true, 1).
+		Produce(130, 1, 3).Deliver(150, "m2", 1, 0).
+		Trigger(200, "nothing").Deliver(250, "m2", 0, 0).GroupRequest(300, "m2", "Heartbeat")
+	res := computeTL(t, b, FigureOptions{})
 	oneEvent(t, res, 2)
 	a, c := res.Events[0], res.Events[1]
 	want(t, "stop-m1", a.Figures, map[string]int64{
@@ -375,19 +299,19 @@ func TestFiguresDuplicatesAndLost(t *testing.T) {
 // stop or the end of the timeline; a crash is not a give-up. Conflicts are zk_op writes result=conflict.
 func TestFiguresRebalanceFailuresAndConflicts(t *testing.T) {
 	b := newTL("zk").
-		begin(0, "m1").end(10, "m1", false, 1).end(510, "m1", false, 2).end(1010, "m1", false, 3).
-		end(1510, "m1", false, 4).add(1510, "m1", timeline.Error, func(r *timeline.Record) { r.Text = "can't rebalance after 4 retries" }).
-		begin(5000, "m1").end(5010, "m1", true, 1).
-		begin(0, "m2").end(10, "m2", false, 1).end(510, "m2", true, 2).
-		begin(0, "m3").end(10, "m3", false, 1).stop(20, "m3", "graceful").
-		begin(0, "m4").end(10, "m4", false, 1).stop(20, "m4", "crash").
-		begin(0, "m5").end(6000, "m5", false, 1).
-		zk(10, "m1", "write", "/consumers/g/owners/t/0", ZKOwnerConflict).
-		zk(10, "m1", "write", "/consumers/g/owners/t/1", ZKOwnerConflict).
-		zk(10, "m1", "write", "/consumers/g/owners/t/2", "").
-		zk(10, "m1", "read", "/consumers/g/owners/t/0", ZKOwnerConflict)
-	b.recs = sortedCopy(b.recs)
-	res := b.compute(t, FigureOptions{})
+		Begin(0, "m1").End(10, "m1", false, 1).End(510, "m1", false, 2).End(1010, "m1", false, 3).
+		End(1510, "m1", false, 4).Add(1510, "m1", timeline.Error, func(r *timeline.Record) { r.Text = "can't rebalance after 4 retries" }).
+		Begin(5000, "m1").End(5010, "m1", true, 1).
+		Begin(0, "m2").End(10, "m2", false, 1).End(510, "m2", true, 2).
+		Begin(0, "m3").End(10, "m3", false, 1).Stop(20, "m3", "graceful").
+		Begin(0, "m4").End(10, "m4", false, 1).Stop(20, "m4", "crash").
+		Begin(0, "m5").End(6000, "m5", false, 1).
+		ZK(10, "m1", "write", "/consumers/g/owners/t/0", ZKOwnerConflict).
+		ZK(10, "m1", "write", "/consumers/g/owners/t/1", ZKOwnerConflict).
+		ZK(10, "m1", "write", "/consumers/g/owners/t/2", "").
+		ZK(10, "m1", "read", "/consumers/g/owners/t/0", ZKOwnerConflict)
+	b.Recs = sortedCopy(b.Recs)
+	res := computeTL(t, b, FigureOptions{})
 	want(t, "totals", res.Totals, map[string]int64{
 		FigRebalanceFailures: 3, FigRebalanceAttempts: 10, FigRebalanceParticipants: 5,
 		FigOwnershipConflicts: 2, FigZKWrites: 3, FigZKReads: 1,
@@ -396,11 +320,11 @@ func TestFiguresRebalanceFailuresAndConflicts(t *testing.T) {
 
 // Between a failed attempt and the next one the rebalance is still running: stable only at the success.
 func TestFiguresBackoffIsNotStable(t *testing.T) {
-	b := newTL("zk").joined(0, "m1", 0).joined(0, "m2", 1).
-		trigger(1000, "leave-m2").stop(1000, "m2", "graceful").
-		begin(1001, "m1").revoke(1001, "m1", 0).end(1010, "m1", false, 1).
-		assign(1510, "m1", 0, 1).end(1510, "m1", true, 2)
-	res := b.compute(t, FigureOptions{})
+	b := newTL("zk").Joined(0, "m1", 0).Joined(0, "m2", 1).
+		Trigger(1000, "leave-m2").Stop(1000, "m2", "graceful").
+		Begin(1001, "m1").Revoke(1001, "m1", 0).End(1010, "m1", false, 1).
+		Assign(1510, "m1", 0, 1).End(1510, "m1", true, 2)
+	res := computeTL(t, b, FigureOptions{})
 	oneEvent(t, res, 1)
 	want(t, "leave", res.Events[0].Figures, map[string]int64{
 		FigTimeToStableMs: 510, FigRebalanceAttempts: 2, FigRebalanceFailures: 0, FigRevocations: 1,
@@ -410,14 +334,14 @@ func TestFiguresBackoffIsNotStable(t *testing.T) {
 // Cooperative: assigned lists the full set, revoked only what moves; a repeated revoke counts once;
 // kept partitions keep delivering.
 func TestFiguresCooperative(t *testing.T) {
-	b := newTL("cooperative").joined(0, "m1", 0, 1, 2, 3).produce(1, 0, 0).deliver(5, "m1", 0, 0).
-		trigger(100, "join-m2").start(101, "m2").begin(101, "m2").begin(102, "m1").
-		revoke(103, "m1", 2, 3).revoke(104, "m1", 3).
-		assign(105, "m1", 0, 1).end(105, "m1", true, 1).assign(105, "m2").end(106, "m2", true, 1).
-		begin(200, "m1").begin(200, "m2").
-		assign(210, "m1", 0, 1).end(210, "m1", true, 1).assign(210, "m2", 2, 3).end(210, "m2", true, 1).
-		produce(220, 0, 1).deliver(230, "m1", 0, 1)
-	res := b.compute(t, FigureOptions{})
+	b := newTL("cooperative").Joined(0, "m1", 0, 1, 2, 3).Produce(1, 0, 0).Deliver(5, "m1", 0, 0).
+		Trigger(100, "join-m2").Start(101, "m2").Begin(101, "m2").Begin(102, "m1").
+		Revoke(103, "m1", 2, 3).Revoke(104, "m1", 3).
+		Assign(105, "m1", 0, 1).End(105, "m1", true, 1).Assign(105, "m2").End(106, "m2", true, 1).
+		Begin(200, "m1").Begin(200, "m2").
+		Assign(210, "m1", 0, 1).End(210, "m1", true, 1).Assign(210, "m2", 2, 3).End(210, "m2", true, 1).
+		Produce(220, 0, 1).Deliver(230, "m1", 0, 1)
+	res := computeTL(t, b, FigureOptions{})
 	oneEvent(t, res, 1)
 	want(t, "join-m2", res.Events[0].Figures, map[string]int64{
 		FigTimeToStableMs: 110, FigRevocations: 2, FigRebalanceParticipants: 2, FigRebalanceAttempts: 4,
@@ -437,9 +361,9 @@ func TestFiguresConcurrentOwnersResolution(t *testing.T) {
 		want     int64
 		wantMs   int64 // concurrent_owner_ms: the overlap's whole milliseconds
 	}{{100, 1, 0}, {101, 2, 1}, {140, 2, 40}} {
-		b := newTL("classic").joined(0, "m1", 0).produce(1, 0, 0, 1).deliver(10, "m1", 0, 0).
-			assign(100, "m2", 0).deliver(100, "m2", 0, 1).revoke(tc.revokeAt, "m1", 0)
-		res := b.compute(t, FigureOptions{})
+		b := newTL("classic").Joined(0, "m1", 0).Produce(1, 0, 0, 1).Deliver(10, "m1", 0, 0).
+			Assign(100, "m2", 0).Deliver(100, "m2", 0, 1).Revoke(tc.revokeAt, "m1", 0)
+		res := computeTL(t, b, FigureOptions{})
 		want(t, "handover", res.Totals, map[string]int64{FigMaxConcurrentOwners: tc.want, FigConcurrentOwnerMs: tc.wantMs})
 	}
 }
@@ -451,18 +375,18 @@ func TestFiguresConcurrentOwnersResolution(t *testing.T) {
 // from 550 to the end, holds p0's last 50 ms; the totals hold all 450 ms, the 50 ms between the windows
 // too. The formation ends stable at 0, before any delivery.
 func TestFiguresConcurrentOwnerMs(t *testing.T) {
-	b := newTL("zk").joined(0, "m1", 0, 1).joined(0, "m2")
+	b := newTL("zk").Joined(0, "m1", 0, 1).Joined(0, "m2")
 	for o := int64(0); o < 10; o++ {
-		b.produce(1, 0, o).produce(1, 1, o)
+		b.Produce(1, 0, o).Produce(1, 1, o)
 	}
-	b.deliver(10, "m1", 0, 0, 1).deliver(10, "m1", 1, 0, 1).
-		trigger(100, "expire-m1").
-		begin(200, "m2").assign(200, "m2", 0, 1).end(200, "m2", true, 1).
-		deliver(250, "m2", 0, 1, 2).deliver(300, "m3", 0, 2).deliver(400, "m2", 1, 1, 2).
-		stop(500, "m1", "crash").
-		trigger(550, "noop").
-		revoke(600, "m3", 0).deliver(700, "m2", 0, 3)
-	res := b.compute(t, FigureOptions{})
+	b.Deliver(10, "m1", 0, 0, 1).Deliver(10, "m1", 1, 0, 1).
+		Trigger(100, "expire-m1").
+		Begin(200, "m2").Assign(200, "m2", 0, 1).End(200, "m2", true, 1).
+		Deliver(250, "m2", 0, 1, 2).Deliver(300, "m3", 0, 2).Deliver(400, "m2", 1, 1, 2).
+		Stop(500, "m1", "crash").
+		Trigger(550, "noop").
+		Revoke(600, "m3", 0).Deliver(700, "m2", 0, 3)
+	res := computeTL(t, b, FigureOptions{})
 	oneEvent(t, res, 2)
 	if ev := res.Events[0]; ev.End != EndStable || ev.EndMs != 500 {
 		t.Fatalf("first event = %+v", ev)
@@ -478,18 +402,18 @@ func TestFiguresConcurrentOwnerMs(t *testing.T) {
 
 // A started member without an assignment is joining; known partitions must all be owned.
 func TestFiguresFormation(t *testing.T) {
-	b := newTL("classic").start(0, "m1").begin(0, "m1").greq(5, "m1", "JoinGroup").assign(10, "m1", 0).end(12, "m1", true, 1).
-		greq(50, "m1", "Heartbeat")
-	want(t, "formation", b.compute(t, FigureOptions{}).Totals, map[string]int64{FigTimeToStableMs: 12})
+	b := newTL("classic").Start(0, "m1").Begin(0, "m1").GroupRequest(5, "m1", "JoinGroup").Assign(10, "m1", 0).End(12, "m1", true, 1).
+		GroupRequest(50, "m1", "Heartbeat")
+	want(t, "formation", computeTL(t, b, FigureOptions{}).Totals, map[string]int64{FigTimeToStableMs: 12})
 	opts := FigureOptions{Partitions: map[string][]int32{"t": {0, 1}}}
-	res := b.compute(t, opts)
+	res := computeTL(t, b, opts)
 	want(t, "formation+p1", res.Totals, map[string]int64{FigTimeToStableMs: NeverStable})
 	if !reflect.DeepEqual(res.FinalOwners, map[string]string{"t-0": "m1", "t-1": ""}) {
 		t.Errorf("final owners = %v", res.FinalOwners)
 	}
 	// A member that starts and never gets an assigned record keeps the group unstable.
-	b = newTL("classic").joined(0, "m1", 0).trigger(100, "join").start(100, "m2").greq(150, "m2", "JoinGroup")
-	res = b.compute(t, FigureOptions{})
+	b = newTL("classic").Joined(0, "m1", 0).Trigger(100, "join").Start(100, "m2").GroupRequest(150, "m2", "JoinGroup")
+	res = computeTL(t, b, FigureOptions{})
 	oneEvent(t, res, 1)
 	if ev := res.Events[0]; ev.Figures.TimeToStableMs != NeverStable || ev.End != EndOfRun {
 		t.Errorf("joining member: %+v", ev)
@@ -497,9 +421,9 @@ func TestFiguresFormation(t *testing.T) {
 }
 
 func TestFiguresNotApplicable(t *testing.T) {
-	zkLike := newTL("").zk(0, "m1", "read", "/x", "").zk(0, "m1", "write", "/x", ZKOwnerConflict).watch(0, "m1", "/x").
-		greq(1, "m1", "JoinGroup").begin(2, "m1").assign(3, "m1", 0).end(3, "m1", true, 1).revoke(4, "m1", 0).
-		commit(5, "m1", 0, 0, 1, timeline.CommitRejected).commit(5, "m1", 0, 0, 1, timeline.CommitApplied)
+	zkLike := newTL("").ZK(0, "m1", "read", "/x", "").ZK(0, "m1", "write", "/x", ZKOwnerConflict).Watch(0, "m1", "/x").
+		GroupRequest(1, "m1", "JoinGroup").Begin(2, "m1").Assign(3, "m1", 0).End(3, "m1", true, 1).Revoke(4, "m1", 0).
+		Commit(5, "m1", 0, 0, 1, timeline.CommitRejected).Commit(5, "m1", 0, 0, 1, timeline.CommitApplied)
 	for _, tc := range []struct {
 		era  string
 		na   []string
@@ -515,7 +439,7 @@ func TestFiguresNotApplicable(t *testing.T) {
 		{"static", []string{"zk_reads", "zk_writes", "zk_offset_writes", "zk_watch_events", "ownership_conflicts"}, nil},
 		{"kip848", []string{"zk_reads", "zk_writes", "zk_offset_writes", "zk_watch_events", "ownership_conflicts"}, nil},
 	} {
-		res := Compute(zkLike.recs, tc.era, FigureOptions{})
+		res := Compute(zkLike.Recs, tc.era, FigureOptions{})
 		if !reflect.DeepEqual(res.NotApplicable, tc.na) || !reflect.DeepEqual(NotApplicable(tc.era), tc.na) {
 			t.Errorf("%s: not_applicable = %v, want %v", tc.era, res.NotApplicable, tc.na)
 		}
@@ -524,7 +448,7 @@ func TestFiguresNotApplicable(t *testing.T) {
 			t.Errorf("%s: warnings %q", tc.era, res.Warnings)
 		}
 	}
-	res := Compute(zkLike.recs, "zookeeper", FigureOptions{})
+	res := Compute(zkLike.Recs, "zookeeper", FigureOptions{})
 	if len(res.NotApplicable) != 0 || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], `unknown era "zookeeper"`) {
 		t.Errorf("unknown era: na=%v warnings=%q", res.NotApplicable, res.Warnings)
 	}
@@ -532,15 +456,15 @@ func TestFiguresNotApplicable(t *testing.T) {
 
 // Bad input: skipped and described, never a crash; other eras' records are ignored; order is restored.
 func TestFiguresBadInput(t *testing.T) {
-	b := newTL("classic").joined(0, "m1", 0).produce(5, 0, 0).
-		add(6, "m1", timeline.Deliver, func(r *timeline.Record) { r.Topic = "t" }).                               // no partition
-		add(7, "m1", timeline.Deliver, func(r *timeline.Record) { r.Topic, r.Partition = "t", timeline.I32(0) }). // no offset
-		add(8, "m1", timeline.RebalanceEnd, nil).                                                                 // no ok
-		add(9, "m1", "bogus", nil)
-	b.recs = append(b.recs, timeline.Record{TsMs: base + 1, Era: "zk", Member: "z", Kind: timeline.ZKOp, Op: "read"})
-	b.recs = append(b.recs, timeline.Record{TsMs: base + 3, Era: "classic", Member: "m1", Kind: timeline.Deliver,
+	b := newTL("classic").Joined(0, "m1", 0).Produce(5, 0, 0).
+		Add(6, "m1", timeline.Deliver, func(r *timeline.Record) { r.Topic = "t" }).                               // no partition
+		Add(7, "m1", timeline.Deliver, func(r *timeline.Record) { r.Topic, r.Partition = "t", timeline.I32(0) }). // no offset
+		Add(8, "m1", timeline.RebalanceEnd, nil).                                                                 // no ok
+		Add(9, "m1", "bogus", nil)
+	b.Recs = append(b.Recs, timeline.Record{TsMs: base + 1, Era: "zk", Member: "z", Kind: timeline.ZKOp, Op: "read"})
+	b.Recs = append(b.Recs, timeline.Record{TsMs: base + 3, Era: "classic", Member: "m1", Kind: timeline.Deliver,
 		Topic: "t", Partition: timeline.I32(0), Offset: timeline.I64(0)})
-	res := Compute(b.recs, "classic", FigureOptions{})
+	res := Compute(b.Recs, "classic", FigureOptions{})
 	for _, w := range []string{"1 records of other eras skipped", "not sorted", "no topic/partition",
 		"no offset", "no ok field", "unknown kind"} {
 		found := false
@@ -599,20 +523,20 @@ func sortedCopy(recs []timeline.Record) []timeline.Record {
 // not paused; a joiner that held nothing is never paused.
 func TestPausedMemberMs(t *testing.T) {
 	eager := newTL("classic")
-	eager.joined(0, "m1", 0).joined(0, "m2", 1).trigger(10, "join").start(100, "m3").begin(100, "m3")
-	eager.begin(100, "m1").revoke(100, "m1", 0).begin(120, "m2").revoke(120, "m2", 1)
-	eager.assign(300, "m1", 0).end(300, "m1", true, 1).assign(350, "m2", 1).end(350, "m2", true, 1)
-	eager.assign(350, "m3").end(350, "m3", true, 1)
-	res := eager.compute(t, FigureOptions{})
+	eager.Joined(0, "m1", 0).Joined(0, "m2", 1).Trigger(10, "join").Start(100, "m3").Begin(100, "m3")
+	eager.Begin(100, "m1").Revoke(100, "m1", 0).Begin(120, "m2").Revoke(120, "m2", 1)
+	eager.Assign(300, "m1", 0).End(300, "m1", true, 1).Assign(350, "m2", 1).End(350, "m2", true, 1)
+	eager.Assign(350, "m3").End(350, "m3", true, 1)
+	res := computeTL(t, eager, FigureOptions{})
 	want(t, "eager", res.Events[0].Figures, map[string]int64{FigPausedMemberMs: (300 - 100) + (350 - 120)})
 
 	coop := newTL("cooperative")
-	coop.joined(0, "m1", 0, 1).joined(0, "m2", 2).trigger(10, "join").start(100, "m3").begin(100, "m3")
-	coop.begin(100, "m1").begin(100, "m2")
-	coop.revoke(200, "m1", 1).assign(200, "m1", 0).end(200, "m1", true, 1) // keeps 0: not paused
-	coop.revoke(200, "m2", 2).assign(260, "m2", 2).end(260, "m2", true, 1) // gave up all it had: paused 60 ms
-	coop.assign(300, "m3", 1).end(300, "m3", true, 1)
-	res = coop.compute(t, FigureOptions{})
+	coop.Joined(0, "m1", 0, 1).Joined(0, "m2", 2).Trigger(10, "join").Start(100, "m3").Begin(100, "m3")
+	coop.Begin(100, "m1").Begin(100, "m2")
+	coop.Revoke(200, "m1", 1).Assign(200, "m1", 0).End(200, "m1", true, 1) // keeps 0: not paused
+	coop.Revoke(200, "m2", 2).Assign(260, "m2", 2).End(260, "m2", true, 1) // gave up all it had: paused 60 ms
+	coop.Assign(300, "m3", 1).End(300, "m3", true, 1)
+	res = computeTL(t, coop, FigureOptions{})
 	want(t, "cooperative", res.Events[0].Figures, map[string]int64{FigPausedMemberMs: 60})
 }
 
@@ -621,15 +545,15 @@ func TestPausedMemberMs(t *testing.T) {
 // latency of m2's coordinator link that overlap, a cut still in force at the end (open), instants
 // (crash, no phase) that are no window, and an end without a begin (warned, no window).
 func TestFIDStallTimeWindowsFromRecords(t *testing.T) {
-	b := newTL("zk").joined(0, "m1", 0).
-		faultPhase(100, "stall", "m1/zookeeper", timeline.FaultBegin).
-		faultPhase(150, "latency 300ms", "m2/coordinator", timeline.FaultBegin).
-		fault(200, "crash", "m3").
-		faultPhase(5102, "stall", "m1/zookeeper", timeline.FaultEnd).
-		faultPhase(6150, "latency 300ms", "m2/coordinator", timeline.FaultEnd).
-		faultPhase(7000, "cut", "m1/fetch", timeline.FaultBegin).
-		deliver(8000, "m1", 0, 0)
-	res := b.compute(t, FigureOptions{})
+	b := newTL("zk").Joined(0, "m1", 0).
+		FaultPhase(100, "stall", "m1/zookeeper", timeline.FaultBegin).
+		FaultPhase(150, "latency 300ms", "m2/coordinator", timeline.FaultBegin).
+		Fault(200, "crash", "m3").
+		FaultPhase(5102, "stall", "m1/zookeeper", timeline.FaultEnd).
+		FaultPhase(6150, "latency 300ms", "m2/coordinator", timeline.FaultEnd).
+		FaultPhase(7000, "cut", "m1/fetch", timeline.FaultBegin).
+		Deliver(8000, "m1", 0, 0)
+	res := computeTL(t, b, FigureOptions{})
 	want := []FaultWindow{
 		{Action: "stall", Target: "m1/zookeeper", StartMs: 100, EndMs: 5102, DurationMs: 5002},
 		{Action: "latency 300ms", Target: "m2/coordinator", StartMs: 150, EndMs: 6150, DurationMs: 6000},
@@ -639,8 +563,8 @@ func TestFIDStallTimeWindowsFromRecords(t *testing.T) {
 		t.Errorf("fault windows\n%+v\nwant\n%+v", res.Faults, want)
 	}
 
-	orphan := newTL("zk").joined(0, "m1", 0).faultPhase(10, "stall", "m1/zookeeper", timeline.FaultEnd)
-	got := Compute(orphan.recs, "zk", FigureOptions{})
+	orphan := newTL("zk").Joined(0, "m1", 0).FaultPhase(10, "stall", "m1/zookeeper", timeline.FaultEnd)
+	got := Compute(orphan.Recs, "zk", FigureOptions{})
 	if len(got.Faults) != 0 || len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], "ends without a begin") {
 		t.Errorf("an end without a begin: windows %+v, warnings %q", got.Faults, got.Warnings)
 	}
@@ -651,16 +575,16 @@ func TestFIDStallTimeWindowsFromRecords(t *testing.T) {
 // "offsets"), are not offset writes. For coordinator eras the figure is n/a.
 func TestFIDOffsetsStorageFigureZKOffsetWrites(t *testing.T) {
 	b := newTL("zk").
-		zk(0, "m1", "write", "/consumers/g/offsets/t/0", "").
-		zk(0, "m1", "write", "/consumers/g/offsets/t", "").
-		zk(0, "m1", "write", "/consumers/g/offsets", "").
-		zk(0, "m1", "read", "/consumers/g/offsets/t/0", "").
-		zk(0, "m1", "write", "/consumers/g/owners/t/0", "").
-		zk(0, "m1", "write", "/consumers/offsets/ids/c", "").
-		trigger(100, "join").
-		zk(150, "m2", "write", "/consumers/g/offsets/t/1", "").
-		zk(150, "m2", "write", "/consumers/g/offsetsx/t/1", "")
-	res := b.compute(t, FigureOptions{})
+		ZK(0, "m1", "write", "/consumers/g/offsets/t/0", "").
+		ZK(0, "m1", "write", "/consumers/g/offsets/t", "").
+		ZK(0, "m1", "write", "/consumers/g/offsets", "").
+		ZK(0, "m1", "read", "/consumers/g/offsets/t/0", "").
+		ZK(0, "m1", "write", "/consumers/g/owners/t/0", "").
+		ZK(0, "m1", "write", "/consumers/offsets/ids/c", "").
+		Trigger(100, "join").
+		ZK(150, "m2", "write", "/consumers/g/offsets/t/1", "").
+		ZK(150, "m2", "write", "/consumers/g/offsetsx/t/1", "")
+	res := computeTL(t, b, FigureOptions{})
 	// Before the trigger is the group's formation (Start); the totals begin at the trigger.
 	want(t, "start", res.Start.Figures, map[string]int64{FigZKOffsetWrites: 3, FigZKWrites: 5, FigZKReads: 1})
 	want(t, "totals", res.Totals, map[string]int64{FigZKOffsetWrites: 1, FigZKWrites: 2, FigZKReads: 0})

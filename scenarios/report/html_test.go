@@ -14,24 +14,24 @@ import (
 
 // splitBrainTL is the zk split brain of TestFiguresSplitBrain plus an idle partition 1 owned by m2.
 func splitBrainTL() *tlb {
-	b := newTL("zk").joined(0, "m1", 0)
+	b := newTL("zk").Joined(0, "m1", 0)
 	for o := int64(0); o < 10; o++ {
-		b.produce(10+o, 0, o)
+		b.Produce(10+o, 0, o)
 	}
-	return b.deliver(20, "m1", 0, 0, 1, 2, 3, 4).
-		trigger(100, `expire-m1 <script>alert(1)</script>`).fault(100, "stall", "m1/zookeeper").
-		start(200, "m2").begin(200, "m2").assign(210, "m2", 0, 1).end(210, "m2", true, 1).
-		deliver(220, "m2", 0, 3, 4, 5).deliver(230, "m1", 0, 5, 6).
-		commit(240, "m1", 0, 7, 0, timeline.CommitApplied).
-		fault(300, "heal", "m1/zookeeper").
-		begin(400, "m1").revoke(400, "m1", 0).assign(410, "m1").end(410, "m1", true, 1).
-		deliver(420, "m2", 0, 6, 7, 8, 9)
+	return b.Deliver(20, "m1", 0, 0, 1, 2, 3, 4).
+		Trigger(100, `expire-m1 <script>alert(1)</script>`).Fault(100, "stall", "m1/zookeeper").
+		Start(200, "m2").Begin(200, "m2").Assign(210, "m2", 0, 1).End(210, "m2", true, 1).
+		Deliver(220, "m2", 0, 3, 4, 5).Deliver(230, "m1", 0, 5, 6).
+		Commit(240, "m1", 0, 7, 0, timeline.CommitApplied).
+		Fault(300, "heal", "m1/zookeeper").
+		Begin(400, "m1").Revoke(400, "m1", 0).Assign(410, "m1").End(410, "m1", true, 1).
+		Deliver(420, "m2", 0, 6, 7, 8, 9)
 }
 
 func classicTL() *tlb {
-	return newTL("classic").joined(0, "m1", 0, 1).greq(1050, "m1", "Heartbeat").
-		trigger(1000, "join").start(1000, "m2").begin(1001, "m2").begin(1002, "m1").revoke(1002, "m1", 0, 1).
-		assign(1100, "m1", 0).end(1100, "m1", true, 1).assign(1100, "m2", 1).end(1100, "m2", true, 1)
+	return newTL("classic").Joined(0, "m1", 0, 1).GroupRequest(1050, "m1", "Heartbeat").
+		Trigger(1000, "join").Start(1000, "m2").Begin(1001, "m2").Begin(1002, "m1").Revoke(1002, "m1", 0, 1).
+		Assign(1100, "m1", 0).End(1100, "m1", true, 1).Assign(1100, "m2", 1).End(1100, "m2", true, 1)
 }
 
 func attr(n *html.Node, key string) (string, bool) {
@@ -64,13 +64,13 @@ func walk(n *html.Node, fn func(*html.Node)) {
 
 func TestRenderHTML(t *testing.T) {
 	zk, co := splitBrainTL(), classicTL()
-	zkRes := figures.Compute(zk.recs, "zk", figures.FigureOptions{Partitions: map[string][]int32{"t": {0, 1, 2}}})
-	coRes := figures.Compute(co.recs, "classic", figures.FigureOptions{})
+	zkRes := figures.Compute(zk.Recs, "zk", figures.FigureOptions{Partitions: map[string][]int32{"t": {0, 1, 2}}})
+	coRes := figures.Compute(co.Recs, "classic", figures.FigureOptions{})
 	var buf bytes.Buffer
 	err := RenderHTML(&buf, Report{Scenario: "split-brain", Seed: 7, Params: map[string]any{"consumers": 2},
 		Versions: map[string]string{"zookeeper": "3.8.0"}, Eras: []EraReport{
-			{Era: "zk", Records: zk.recs, Options: figures.FigureOptions{Partitions: map[string][]int32{"t": {0, 1, 2}}}, Timeline: "timeline-zk.jsonl"},
-			{Era: "classic", Records: co.recs},
+			{Era: "zk", Records: zk.Recs, Options: figures.FigureOptions{Partitions: map[string][]int32{"t": {0, 1, 2}}}, Timeline: "timeline-zk.jsonl"},
+			{Era: "classic", Records: co.Recs},
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -206,8 +206,8 @@ func TestRenderHTMLEmptyEra(t *testing.T) {
 }
 
 func TestRenderTable(t *testing.T) {
-	zk := figures.Compute(splitBrainTL().recs, "zk", figures.FigureOptions{})
-	co := figures.Compute(newTL("classic").joined(0, "m1", 0).trigger(10, "crash").stop(10, "m1", "crash").recs, "classic", figures.FigureOptions{})
+	zk := figures.Compute(splitBrainTL().Recs, "zk", figures.FigureOptions{})
+	co := figures.Compute(newTL("classic").Joined(0, "m1", 0).Trigger(10, "crash").Stop(10, "m1", "crash").Recs, "classic", figures.FigureOptions{})
 	var buf bytes.Buffer
 	if err := RenderTable(&buf, zk, co); err != nil {
 		t.Fatal(err)
@@ -252,18 +252,18 @@ func TestRenderTable(t *testing.T) {
 // and is paused until the single round assigns t-0 back (1002..1100 ms). Cooperative: m1 keeps both
 // through the first round, gives t-1 up after it, and a second round gives t-1 to m2.
 func eagerTL() *tlb {
-	return newTL("classic").joined(0, "m1", 0, 1).produce(10, 0, 0, 1, 2, 3, 4).deliver(20, "m1", 0, 0, 1).
-		trigger(1000, "join").start(1000, "m2").begin(1001, "m2").begin(1002, "m1").revoke(1002, "m1", 0, 1).
-		assign(1100, "m1", 0).end(1100, "m1", true, 1).assign(1100, "m2", 1).end(1100, "m2", true, 1).
-		deliver(1200, "m1", 0, 2, 3, 4)
+	return newTL("classic").Joined(0, "m1", 0, 1).Produce(10, 0, 0, 1, 2, 3, 4).Deliver(20, "m1", 0, 0, 1).
+		Trigger(1000, "join").Start(1000, "m2").Begin(1001, "m2").Begin(1002, "m1").Revoke(1002, "m1", 0, 1).
+		Assign(1100, "m1", 0).End(1100, "m1", true, 1).Assign(1100, "m2", 1).End(1100, "m2", true, 1).
+		Deliver(1200, "m1", 0, 2, 3, 4)
 }
 
 func cooperativeTL() *tlb {
-	return newTL("cooperative").joined(0, "m1", 0, 1).produce(10, 0, 0, 1, 2, 3, 4).deliver(20, "m1", 0, 0, 1).
-		trigger(1000, "join").start(1000, "m2").begin(1001, "m2").begin(1002, "m1").
-		assign(1100, "m1", 0).end(1100, "m1", true, 1).assign(1100, "m2").end(1100, "m2", true, 1).
-		begin(1101, "m1").begin(1101, "m2").assign(1150, "m1", 0).end(1150, "m1", true, 2).
-		assign(1150, "m2", 1).end(1150, "m2", true, 2).deliver(1200, "m1", 0, 2, 3, 4).greq(1500, "m2", "Heartbeat")
+	return newTL("cooperative").Joined(0, "m1", 0, 1).Produce(10, 0, 0, 1, 2, 3, 4).Deliver(20, "m1", 0, 0, 1).
+		Trigger(1000, "join").Start(1000, "m2").Begin(1001, "m2").Begin(1002, "m1").
+		Assign(1100, "m1", 0).End(1100, "m1", true, 1).Assign(1100, "m2").End(1100, "m2", true, 1).
+		Begin(1101, "m1").Begin(1101, "m2").Assign(1150, "m1", 0).End(1150, "m1", true, 2).
+		Assign(1150, "m2", 1).End(1150, "m2", true, 2).Deliver(1200, "m1", 0, 2, 3, 4).GroupRequest(1500, "m2", "Heartbeat")
 }
 
 // TestRenderHTMLTimeline: one axis for every era (each x is ms·100/axis), partition lanes labelled by
@@ -271,16 +271,16 @@ func cooperativeTL() *tlb {
 // sentences generated from the figures, the cooperative section and the embedded plot.
 func TestRenderHTMLTimeline(t *testing.T) {
 	eager, coop := eagerTL(), cooperativeTL()
-	eagerRes := figures.Compute(eager.recs, "classic", figures.FigureOptions{})
-	coopRes := figures.Compute(coop.recs, "cooperative", figures.FigureOptions{})
+	eagerRes := figures.Compute(eager.Recs, "classic", figures.FigureOptions{})
+	coopRes := figures.Compute(coop.Recs, "cooperative", figures.FigureOptions{})
 	if eagerRes.Totals.PausedMemberMs != 98 || coopRes.Totals.PausedMemberMs != 0 {
 		t.Fatalf("paused_member_ms: classic %d, cooperative %d; want 98, 0", eagerRes.Totals.PausedMemberMs, coopRes.Totals.PausedMemberMs)
 	}
 	svg := `<?xml version="1.0" encoding="UTF-8"?>` + "\n" + `<svg xmlns="http://www.w3.org/2000/svg"><g data-figure="zk_reads"></g></svg>`
 	var buf bytes.Buffer
 	err := RenderHTML(&buf, Report{Scenario: "join", Eras: []EraReport{
-		{Era: "classic", Records: eager.recs, Relations: []RelationResult{{Era: "classic", Relation: "join: paused_member_ms > 0", OK: true, Got: "98"}}},
-		{Era: "cooperative", Records: coop.recs, Relations: []RelationResult{{Era: "cooperative", Relation: "join: revocations == 0", OK: false, Got: "1"}}},
+		{Era: "classic", Records: eager.Recs, Relations: []RelationResult{{Era: "classic", Relation: "join: paused_member_ms > 0", OK: true, Got: "98"}}},
+		{Era: "cooperative", Records: coop.Recs, Relations: []RelationResult{{Era: "cooperative", Relation: "join: revocations == 0", OK: false, Got: "1"}}},
 	}, Plots: []Plot{{Title: "herd-effect sweep", File: "sweep.svg", SVG: []byte(svg)}}})
 	if err != nil {
 		t.Fatal(err)
@@ -408,7 +408,7 @@ func TestRenderHTMLTimeline(t *testing.T) {
 
 	// Without a cooperative cost (classic alone) there is no cooperative section.
 	buf.Reset()
-	if err := RenderHTML(&buf, Report{Scenario: "join", Eras: []EraReport{{Era: "classic", Records: eager.recs}}}); err != nil {
+	if err := RenderHTML(&buf, Report{Scenario: "join", Eras: []EraReport{{Era: "classic", Records: eager.Recs}}}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(buf.String(), "cooperative-rounds") || strings.Contains(buf.String(), `id="sweep"`) {
@@ -440,7 +440,7 @@ func TestCooperativeCost(t *testing.T) {
 func TestRenderHTMLSaysSkippedAndErrors(t *testing.T) {
 	eager := eagerTL()
 	var buf bytes.Buffer
-	err := RenderHTML(&buf, Report{Scenario: "join", Eras: []EraReport{{Era: "classic", Records: eager.recs,
+	err := RenderHTML(&buf, Report{Scenario: "join", Eras: []EraReport{{Era: "classic", Records: eager.Recs,
 		Relations: []RelationResult{
 			{Era: "classic", Relation: "join: paused_member_ms > 0", OK: true, Got: "98"},
 			{Era: "classic", Relation: "join: rebalance_attempts == 2", Skipped: true, Got: "n/a (not measured with these members)"},
