@@ -223,6 +223,57 @@ func TestCommittedLinksResolve(t *testing.T) {
 	}
 }
 
+// TestRepositoryPagesLinksResolve: the pages around the course — README.md, CONTRIBUTING.md and
+// docs/reference/*.md — link only files that exist, each link read from the page's own folder.
+func TestRepositoryPagesLinksResolve(t *testing.T) {
+	pages, err := filepath.Glob(filepath.Join("reference", "*.md"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no pages in docs/reference: %v", err)
+	}
+	pages = append(pages, filepath.Join("..", "README.md"), filepath.Join("..", "CONTRIBUTING.md"))
+	seen := 0
+	for _, page := range pages {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range links(string(b)) {
+			seen++
+			if _, err := os.Stat(filepath.Join(filepath.Dir(page), filepath.FromSlash(l))); err != nil {
+				t.Errorf("%s links %s: %v", page, l, err)
+			}
+		}
+	}
+	if seen < 20 {
+		t.Errorf("only %d links found in %v; the pages should link the course and each other", seen, pages)
+	}
+}
+
+// TestScenarioFileExampleInReference: the example scenario file docs/reference/scenarios.md shows is
+// scenarios/examples/two-crashes.yaml as committed (from its name line on: the file's header comment
+// says how to run it, which the page says in its own words).
+func TestScenarioFileExampleInReference(t *testing.T) {
+	page, err := os.ReadFile(filepath.Join("reference", "scenarios.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := os.ReadFile(filepath.Join("..", "scenarios", "examples", "two-crashes.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := string(file)
+	want = want[strings.Index(want, "name: two-crashes"):]
+	start := strings.Index(string(page), "```yaml\nname: two-crashes")
+	if start < 0 {
+		t.Fatal("docs/reference/scenarios.md shows no ```yaml block of two-crashes")
+	}
+	block := string(page[start+len("```yaml\n"):])
+	block = block[:strings.Index(block, "```")]
+	if block != want {
+		t.Errorf("docs/reference/scenarios.md's two-crashes block differs from scenarios/examples/two-crashes.yaml:\n%s\nwant:\n%s", block, want)
+	}
+}
+
 func tail(b []byte, lines int) string {
 	ls := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	if len(ls) > lines {

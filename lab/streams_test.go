@@ -6,12 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 // TestFindStreamsClasspath: from the repository (make deps has run) it finds interop/streams-3.9/target/lib
 // with the application's jar; $REBALANCELAB_STREAMS_CLASSPATH without that jar is an error wrapping
 // ErrNoStreams that names it and `make deps`.
 func TestFindStreamsClasspath(t *testing.T) {
+	testutil.Needs(t, testutil.Interop)
 	t.Setenv(StreamsClasspathEnv, "")
 	cp, err := FindStreamsClasspath()
 	if err != nil {

@@ -32,6 +32,8 @@ const (
 	OldConnector Need = "the Kafka 0.8.2.2 connector (JVM)"
 	// JVM: any other JVM (the Java clients of interop/).
 	JVM Need = "a JVM"
+	// Interop: the interop build's output (interop/*/target/lib, made by `make deps` with Maven).
+	Interop Need = "the interop build (make deps)"
 	// Kcat: the kcat tool (librdkafka's client).
 	Kcat Need = "kcat"
 	// KafkaPython: python3 with the kafka-python package.

@@ -121,15 +121,18 @@ func (e Era) GroupProtocol() string {
 
 // ParseEra returns the implemented era named name. Errors: kip848 (not implemented yet), or an
 // unknown name; each lists the implemented eras.
-func ParseEra(name string) (Era, error) {
+func ParseEra(name string) (Era, error) { return parseEra(name, "") }
+
+// parseEra is ParseEra; orAll ends the list of implemented eras in its errors (ParseEras: ", or all").
+func parseEra(name, orAll string) (Era, error) {
 	e := Era(strings.TrimSpace(name))
 	switch {
 	case e.Implemented():
 		return e, nil
 	case e == KIP848:
-		return "", fmt.Errorf("era kip848 is not implemented yet (implemented: %s, or all)", eraList())
+		return "", fmt.Errorf("era kip848 is not implemented yet (implemented: %s%s)", eraList(), orAll)
 	}
-	return "", fmt.Errorf("unknown era %q (implemented: %s, or all)", string(e), eraList())
+	return "", fmt.Errorf("unknown era %q (implemented: %s%s)", string(e), eraList(), orAll)
 }
 
 // ParseEras expands names, each a name or a comma-separated list of them, All ("all") standing for
@@ -155,7 +158,7 @@ func ParseEras(names []string) ([]Era, error) {
 				}
 				continue
 			}
-			e, err := ParseEra(s)
+			e, err := parseEra(s, ", or all")
 			if err != nil {
 				return nil, err
 			}

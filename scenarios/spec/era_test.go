@@ -75,6 +75,9 @@ func TestParseEras(t *testing.T) {
 	if want := `unknown era "eager" (implemented: zk, classic, cooperative, static, or all)`; err == nil || err.Error() != want {
 		t.Errorf("eager: %v, want %q", err, want)
 	}
+	if _, err := ParseEra("eager"); err == nil || err.Error() != `unknown era "eager" (implemented: zk, classic, cooperative, static)` {
+		t.Errorf("ParseEra(eager): %v (one era: no \"or all\")", err)
+	}
 	if e, err := ParseEra(" cooperative "); err != nil || e != Cooperative {
 		t.Errorf("ParseEra(cooperative) = %q, %v", e, err)
 	}

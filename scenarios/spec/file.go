@@ -5,7 +5,11 @@ package spec
 // docs/reference/scenarios.md's "Scenario files".
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"math/rand/v2"
 	"regexp"
 	"slices"
@@ -36,7 +40,9 @@ type Vocabulary struct {
 // File is a decoded, checked scenario file. Its script is built per run (Build); everything else is
 // plain data the runner's Scenario takes over.
 type File struct {
-	Path        string // as given to DecodeFile, the prefix of every error
+	Path string // as given to DecodeFile, the prefix of every error
+	// relEventAt is where each relation's event (or, without one, the relation) stands in the file.
+	relEventAt  []loc
 	Name        string
 	Description string
 	// Defaults and Small: consumers, partitions, hosts (Small defaults to Defaults).
@@ -103,11 +109,19 @@ func (f *File) errAt(at loc, format string, args ...any) error {
 func DecodeFile(path string, data []byte, v Vocabulary) (*File, error) {
 	f := &File{Path: path, ZKNodes: 1, Brokers: 1, MinConsumers: 1}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return nil, yamlSyntaxError(path, err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, fmt.Errorf("%s: empty file: want a mapping with name, description, defaults, steps", path)
+	}
+	var second yaml.Node
+	switch err := dec.Decode(&second); {
+	case err == nil:
+		return nil, fmt.Errorf("%s:%d: a second YAML document: a file holds one scenario", path, second.Line)
+	case !errors.Is(err, io.EOF):
+		return nil, yamlSyntaxError(path, err)
 	}
 	root := doc.Content[0]
 	if err := f.decodeTop(root, v); err != nil {
@@ -121,17 +135,42 @@ func DecodeFile(path string, data []byte, v Vocabulary) (*File, error) {
 		}
 	}
 	// The script must build at the sizes the file names (a member m0, a negative delay, a division
-	// by 0 show here, before anything starts).
+	// by 0 show here, before anything starts), and every event a relation reads must be a trigger of it.
+	triggers := map[string]bool{}
 	for _, p := range []Params{f.Defaults, f.Small, {Consumers: f.MinConsumers, Partitions: f.Defaults.Partitions, Hosts: f.Defaults.Hosts}} {
 		for _, t := range []Timing{LabTiming(), KafkaTiming()} {
 			p.Seed = 1
-			if _, err := f.Build(p, t, NewRand(1, f.Name)); err != nil {
+			steps, err := f.Build(p, t, NewRand(1, f.Name))
+			if err != nil {
 				return nil, err
 			}
+			for _, st := range steps {
+				if st.Action == ActTrigger {
+					triggers[st.Name] = true
+				}
+			}
+		}
+	}
+	for i, r := range f.Relations {
+		if r.Event != "" && !triggers[r.Event] {
+			names := slices.Sorted(maps.Keys(triggers))
+			return nil, f.errAt(f.relEventAt[i], "no trigger %q in the steps: the relation would have no event to read (triggers: %s)", r.Event, strings.Join(names, ", "))
 		}
 	}
 	return f, nil
 }
+
+// yamlSyntaxError is err, yaml.v3's refusal of the file's syntax, as FILE:LINE: YAML syntax: what.
+// yaml.v3 names the line where it noticed the fault, which may be the line before the one at fault.
+func yamlSyntaxError(path string, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		return fmt.Errorf("%s:%s: YAML syntax (at or just before this line): %s", path, m[1], m[2])
+	}
+	return fmt.Errorf("%s: YAML syntax: %s", path, msg)
+}
+
+var yamlLineRE = regexp.MustCompile(`^line (\d+): (.*)$`)
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 
@@ -284,9 +323,18 @@ func kindOf(n *yaml.Node) string {
 	return fmt.Sprintf("%q", n.Value)
 }
 
-func (f *File) str(n *yaml.Node, at loc) (string, error) {
+func (f *File) str(n *yaml.Node, at loc) (string, error) { return f.scalar(n, at, "a string") }
+
+// exprIn is the text of an integer expression (a number, or an expression of N, P, H, the variables
+// and the timing) at n.
+func (f *File) exprIn(n *yaml.Node, at loc) (string, error) {
+	return f.scalar(n, at, "an integer or an expression (of N, P, H, the variables, the timing)")
+}
+
+// scalar is n's text; anything but a scalar is refused as not being want.
+func (f *File) scalar(n *yaml.Node, at loc, want string) (string, error) {
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-		return "", f.errAt(at, "want a string, got %s", kindOf(n))
+		return "", f.errAt(at, "want %s, got %s", want, kindOf(n))
 	}
 	return n.Value, nil
 }
@@ -375,6 +423,9 @@ func (f *File) params(n *yaml.Node, at loc, v Vocabulary) (Params, error) {
 func (f *File) era(n *yaml.Node, at loc, name string, allowAll bool) (Era, error) {
 	if allowAll && name == All {
 		return All, nil
+	}
+	if name == All { // a list of eras: "all" is the --era flag's word, not an era
+		return "", f.errAt(at, "%q names no era here: list the eras (%s), or leave the list out for every era", name, strings.Join(Names(Eras()), ", "))
 	}
 	e, err := ParseEra(name)
 	if err != nil {
@@ -547,6 +598,7 @@ func (f *File) relations(n *yaml.Node, v Vocabulary) error {
 	for i, rn := range n.Content {
 		rat := loc{rn.Line, fmt.Sprintf("relations[%d]", i)}
 		var r Relation
+		eventAt := rat
 		err := f.mapping(rn, rat, relationFields, func(k string, kat loc, val *yaml.Node) error {
 			var err error
 			switch k {
@@ -558,13 +610,14 @@ func (f *File) relations(n *yaml.Node, v Vocabulary) error {
 				r.Text, err = f.str(val, kat)
 			case "event":
 				r.Event, err = f.str(val, kat)
+				eventAt = kat
 			case "figure":
 				if r.Figure, err = f.str(val, kat); err == nil && !slices.Contains(v.Figures, r.Figure) {
 					err = f.errAt(kat, "unknown figure %q (docs/design.md's figure table)", r.Figure)
 				}
 			case "extra":
 				if r.Extra, err = f.str(val, kat); err == nil && !slices.Contains(extras, r.Extra) {
-					err = f.errAt(kat, "unknown extra counter %q (the file's extras compute: %s)", r.Extra, strings.Join(extras, ", "))
+					err = f.errAt(kat, "unknown extra counter %q (%s)", r.Extra, extrasKnown(extras))
 				}
 			case "cmp":
 				var s string
@@ -575,7 +628,7 @@ func (f *File) relations(n *yaml.Node, v Vocabulary) error {
 				}
 			case "value":
 				var s string
-				if s, err = f.str(val, kat); err == nil {
+				if s, err = f.exprIn(val, kat); err == nil {
 					r.Value = Expr(s)
 					if _, err = r.Value.Eval(Vars{N: 1, P: 1, H: 1}); err != nil {
 						err = f.errAt(kat, "%v", err)
@@ -605,8 +658,17 @@ func (f *File) relations(n *yaml.Node, v Vocabulary) error {
 			return f.errAt(rat, "%v", err)
 		}
 		f.Relations = append(f.Relations, r)
+		f.relEventAt = append(f.relEventAt, eventAt)
 	}
 	return nil
+}
+
+// extrasKnown says which extra counters a relation may read.
+func extrasKnown(extras []string) string {
+	if len(extras) == 0 {
+		return "the file computes none: name them under extras, or a durability's producers"
+	}
+	return "the file's extras compute: " + strings.Join(extras, ", ")
 }
 
 // ---- steps ----
@@ -761,7 +823,7 @@ func (f *File) step(n *yaml.Node, at loc, vars map[string]bool) (fstep, error) {
 		if _, dup := st.fields[k.Value]; dup {
 			return st, f.errAt(fat, "given twice")
 		}
-		s, err := f.str(v, fat)
+		s, err := f.scalar(v, fat, "a name, an integer or an expression")
 		if err != nil {
 			return st, err
 		}
@@ -825,7 +887,7 @@ func (f *File) decodeLet(n, v *yaml.Node, at loc, vars map[string]bool, st *fste
 		if !identRE.MatchString(name) || timingVar(name) {
 			return f.errAt(vat, "%q: want a lower-case name that is no timing name (%s)", name, strings.Join(timingNames, ", "))
 		}
-		s, err := f.str(val, vat)
+		s, err := f.scalar(val, vat, "an integer, an expression or random(LO..HI)")
 		if err != nil {
 			return err
 		}
@@ -886,7 +948,7 @@ func (f *File) decodeFor(n, v *yaml.Node, at loc, vars map[string]bool, st *fste
 				return err
 			}
 		case "every_ms":
-			s, err := f.str(val, fat)
+			s, err := f.exprIn(val, fat)
 			if err != nil {
 				return err
 			}

@@ -93,6 +93,9 @@ func (r Relation) Validate() error {
 	if _, err := ParseCmp(string(r.Cmp)); err != nil {
 		return fmt.Errorf("relation %q: %w", r.Describe(), err)
 	}
+	if strings.TrimSpace(string(r.Value)) == "" { // never a 0 that could let the relation hold
+		return fmt.Errorf("relation %q: no value to compare with (an integer or an expression of N, P, H)", r.Describe())
+	}
 	if _, err := r.Value.Eval(Vars{}); err != nil {
 		return fmt.Errorf("relation %q: value: %w", r.Describe(), err)
 	}
