@@ -101,6 +101,8 @@ func TestReadStepsBadInput(t *testing.T) {
 		"{\"action\":\"crash\",\"membr\":\"m1\"}\n":            `line 1: json: unknown field "membr"`,
 		"\n{\"member\":\"m1\"}\n":                              "line 2: no action",
 		"\n\n":                                                 "no step",
+		"{\"action\":\"explode\",\"member\":\"m1\"}\n":         `line 1: unknown action "explode" (actions: broker-kill, broker-start,`,
+		"# a scenario file\nname: x\n":                         "line 1: invalid character '#' looking for beginning of value (this looks like a scenario file: run it with --script FILE",
 	} {
 		_, err := readSteps(strings.NewReader(in))
 		if err == nil || !strings.HasPrefix(err.Error(), want) {

@@ -484,10 +484,16 @@ func readSteps(r io.Reader) ([]scenarios.Step, error) {
 		dec := json.NewDecoder(strings.NewReader(line))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&st); err != nil {
+			if len(steps) == 0 && (strings.HasPrefix(line, "#") || strings.HasPrefix(line, "name:") || strings.HasPrefix(line, "---")) {
+				return nil, fmt.Errorf("line %d: %w (this looks like a scenario file: run it with --script FILE; --steps reads JSON lines, one step each)", n, err)
+			}
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
 		if st.Action == "" {
 			return nil, fmt.Errorf("line %d: no action", n)
+		}
+		if !st.Action.Known() {
+			return nil, fmt.Errorf("line %d: unknown action %q (actions: %s)", n, st.Action, strings.Join(spec.Actions(), ", "))
 		}
 		steps = append(steps, st)
 	}

@@ -197,7 +197,9 @@ func (f *File) decodeTop(n *yaml.Node, v Vocabulary) error {
 				err = f.errAt(at, "%q: want lower-case letters, digits and -", f.Name)
 			}
 		case "description":
-			f.Description, err = f.str(val, at)
+			if f.Description, err = f.str(val, at); err == nil && strings.TrimSpace(f.Description) == "" {
+				err = f.errAt(at, "empty: say in one line what the scenario shows")
+			}
 		case "defaults":
 			f.Defaults, err = f.params(val, at, v)
 		case "small":
@@ -224,7 +226,14 @@ func (f *File) decodeTop(n *yaml.Node, v Vocabulary) error {
 		case "by_design":
 			f.ByDesign, err = f.byDesign(val, at, v)
 		case "gives_up":
-			f.GivesUp, err = f.strList(val, at)
+			if f.GivesUp, err = f.strList(val, at); err == nil {
+				for i, m := range f.GivesUp {
+					if !memberRE.MatchString(m) || (mIndexRE.MatchString(m) && !mNameRE.MatchString(m)) {
+						err = f.errAt(loc{val.Content[i].Line, fmt.Sprintf("gives_up[%d]", i)}, "%q: want a member m1, m2, ... or a lower-case name", m)
+						break
+					}
+				}
+			}
 		case "extras":
 			if f.Extras, err = f.strList(val, at); err == nil {
 				for i, e := range f.Extras {
@@ -721,14 +730,23 @@ var actionRequired = map[Action][]string{
 // Links a step may name: lab.Link's values and "coordination" (the era's coordination link).
 var fileLinks = []string{"zookeeper", "coordinator", "fetch", "coordination"}
 
-func actionNames() []string {
+// Known reports whether a is a step action (the keys of actionFields: what the runner performs).
+func (a Action) Known() bool {
+	_, ok := actionFields[a]
+	return ok
+}
+
+// Actions lists the step actions, sorted.
+func Actions() []string {
 	var out []string
 	for a := range actionFields {
 		out = append(out, string(a))
 	}
 	sort.Strings(out)
-	return append(out, "let", "for")
+	return out
 }
+
+func actionNames() []string { return append(Actions(), "let", "for") }
 
 var identRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
