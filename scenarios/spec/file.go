@@ -939,6 +939,9 @@ func (f *File) decodeFor(n, v *yaml.Node, at loc, vars map[string]bool, st *fste
 	if !identRE.MatchString(name) || timingVar(name) {
 		return f.errAt(at, "%q: want a lower-case variable name that is no timing name", name)
 	}
+	if vars[name] {
+		return f.errAt(at, "%q is already a variable here (an enclosing for or an earlier let): give the loop its own name", name)
+	}
 	st.loopVar = name
 	var body *yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -1080,8 +1083,12 @@ func (f *File) eval(s string, at loc, env map[string]int64, v Vars) (int64, erro
 	}
 	x, err := Expr(sub).Eval(v)
 	if err != nil {
-		if sub != orig {
-			return 0, f.errAt(at, "expression %q: %v", orig, err)
+		if sub != orig { // the names and calls replaced by their values: say what is wrong, not where in that text
+			msg := strings.TrimPrefix(err.Error(), fmt.Sprintf("expression %q: ", sub))
+			if i := strings.LastIndex(msg, " at "); i >= 0 && strings.Trim(msg[i+4:], "0123456789") == "" {
+				msg = msg[:i]
+			}
+			return 0, f.errAt(at, "expression %q: %s", orig, msg)
 		}
 		return 0, f.errAt(at, "%v", err)
 	}

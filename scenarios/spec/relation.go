@@ -5,6 +5,7 @@ package spec
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -278,7 +279,7 @@ func (p *exprParser) factor() (int64, error) {
 		}
 		x, err := strconv.ParseInt(p.s[p.i:j], 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("expression %q: %q at %d: %w", p.s, p.s[p.i:j], p.i, err)
+			return 0, fmt.Errorf("expression %q: the number %s at %d is out of range (at most %d)", p.s, p.s[p.i:j], p.i, int64(math.MaxInt64))
 		}
 		p.i = j
 		return x, nil
