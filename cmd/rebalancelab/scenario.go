@@ -16,6 +16,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/rebalancelab/rebalancelab/scenarios"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
@@ -150,6 +151,15 @@ Of the flags above only --json applies (a list of the runs).`,
 				return fmt.Errorf("--script %s and --steps %s: a scenario file has its own steps; --steps replays steps on a catalogue scenario NAME", scriptFile, stepsFile)
 			}
 			if name == scenarios.ConnectScenario {
+				var other []string // connect-workers runs Connect workers on a lab of its own: nothing else applies
+				cmd.Flags().Visit(func(f *pflag.Flag) {
+					if f.Name != "connect-protocol" && f.Name != "json" {
+						other = append(other, "--"+f.Name)
+					}
+				})
+				if len(other) > 0 {
+					return fmt.Errorf("%s takes only --connect-protocol and --json (its workers, layouts and lab are its own): %s given", name, strings.Join(other, ", "))
+				}
 				return runConnect(cmd, connectProtos, jsonFile)
 			}
 			if !cmd.Flags().Changed("members-as") {

@@ -39,6 +39,8 @@ func TestCLIScenarioScriptRefusals(t *testing.T) {
 			"rebalancelab: --script " + example + " and --steps " + bad + ": a scenario file has its own steps; --steps replays steps on a catalogue scenario NAME"},
 		{[]string{"scenario", "run", "--script", example, "--consumers", "2"},
 			"rebalancelab: --script " + example + ": --consumers 2: two-crashes needs at least 3"},
+		{[]string{"scenario", "run", "connect-workers", "--era", "bogus", "--steps", bad},
+			"rebalancelab: connect-workers takes only --connect-protocol and --json (its workers, layouts and lab are its own): --era, --steps given"},
 	}
 	for _, c := range cases {
 		r := runCLI(t, bin, "", time.Minute, c.args...)
