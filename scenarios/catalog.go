@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -103,15 +104,6 @@ type Relation struct {
 	Fig string
 	// Spec is the relation as data, which evaluate checks.
 	Spec *spec.Relation
-}
-
-// RelationResult is a relation as checked on one era of a run.
-type RelationResult struct {
-	Era      string `json:"era"`
-	Relation string `json:"relation"`
-	OK       bool   `json:"ok"`
-	Skipped  bool   `json:"skipped,omitempty"` // could not be checked (e.g. the other era did not run)
-	Got      string `json:"got"`
 }
 
 type checkCtx struct {
@@ -230,15 +222,8 @@ func fig(name string, f Figures) (int64, error) {
 	return v, nil
 }
 
-// eventNamed returns the first event whose trigger is name.
-func (e *EraRun) eventNamed(name string) (Event, bool) {
-	for _, ev := range e.Result.Events {
-		if ev.Trigger == name {
-			return ev, true
-		}
-	}
-	return Event{}, false
-}
+// eventNamed returns the first event whose trigger is name (report.EraRun.EventNamed).
+func (e *EraRun) eventNamed(name string) (Event, bool) { return (*report.EraRun)(e).EventNamed(name) }
 
 // eventsPrefixed returns the events whose trigger starts with prefix.
 func (e *EraRun) eventsPrefixed(prefix string) []Event {
