@@ -11,6 +11,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 )
 
 // TestCLIFaultThatFailsFailsTheRun: `scenario run storm --steps FILE` with storm's own steps and then
@@ -63,7 +64,7 @@ func TestCLIFaultThatFailsFailsTheRun(t *testing.T) {
 		Script []scenarios.Step `json:"script"`
 		Eras   []struct {
 			Errors    []string                   `json:"errors"`
-			Relations []scenarios.RelationResult `json:"relations"`
+			Relations []report.RelationResult `json:"relations"`
 		} `json:"eras"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
