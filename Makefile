@@ -59,8 +59,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME) ./broker
 	$(GO) test -run '^$$' -fuzz '^FuzzMessageSet$$' -fuzztime $(FUZZTIME) ./broker
 	$(GO) test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(FUZZTIME) ./broker/storage
-	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./recordbatch
-	$(GO) test -run '^$$' -fuzz '^FuzzDecompress$$' -fuzztime $(FUZZTIME) ./recordbatch
+	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./internal/recordbatch
+	$(GO) test -run '^$$' -fuzz '^FuzzDecompress$$' -fuzztime $(FUZZTIME) ./internal/recordbatch
 
 # Long runs, outside `make test`: FID-ORDER's stress test with 300 membership changes per rebalance
 # protocol (`make test` makes 30) under random coordinator-link latency.

@@ -21,9 +21,9 @@ import (
 	"github.com/rebalancelab/rebalancelab/broker/coordinator"
 	"github.com/rebalancelab/rebalancelab/conformance"
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/newconsumer/assignor"
-	"github.com/rebalancelab/rebalancelab/wire"
 )
 
 // Shape of the coordinator benchmarks: the group's members subscribe to coordTopics topics of

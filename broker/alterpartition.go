@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/broker/replica"
-	"github.com/rebalancelab/rebalancelab/wire"
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 )
 
 // ISR changes travel as in Kafka 3.9 in ZooKeeper mode (KIP-497): the leader sends AlterPartition to

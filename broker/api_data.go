@@ -14,7 +14,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/broker/replica"
 	"github.com/rebalancelab/rebalancelab/broker/storage"
-	"github.com/rebalancelab/rebalancelab/recordbatch"
+	"github.com/rebalancelab/rebalancelab/internal/recordbatch"
 )
 
 // errCode maps an error to its Kafka code: kerr errors (storage wraps them) keep theirs, anything else

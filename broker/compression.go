@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/rebalancelab/rebalancelab/recordbatch"
+	"github.com/rebalancelab/rebalancelab/internal/recordbatch"
 )
 
 // compressionConfig is a topic's compression.type (producer, or the codec stored batches get:

@@ -24,10 +24,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/recordbatch"
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 	"github.com/rebalancelab/rebalancelab/lab"
-	"github.com/rebalancelab/rebalancelab/recordbatch"
-	"github.com/rebalancelab/rebalancelab/wire"
 )
 
 func TestCompressionAcrossFormats(t *testing.T) {

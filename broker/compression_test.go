@@ -8,7 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/rebalancelab/rebalancelab/recordbatch"
+	"github.com/rebalancelab/rebalancelab/internal/recordbatch"
 )
 
 // v2Batch is one v2 batch of values (keys k<i>, offset deltas deltas or 0..n-1, timestamps 1000+i)

@@ -15,7 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/rebalancelab/rebalancelab/broker/storage"
-	"github.com/rebalancelab/rebalancelab/kconfig"
+	"github.com/rebalancelab/rebalancelab/internal/kconfig"
 )
 
 // Config is a broker's configuration. Every field is a Kafka server.properties key (in brackets) with

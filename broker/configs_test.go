@@ -10,9 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/recordbatch"
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
-	"github.com/rebalancelab/rebalancelab/recordbatch"
-	"github.com/rebalancelab/rebalancelab/wire"
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 )
 
 // createTopicWithConfigs creates a one-partition topic with configs and returns the response's topic.

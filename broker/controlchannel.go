@@ -14,7 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/rebalancelab/rebalancelab/wire"
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 )
 
 // The controller tells the brokers what to do over the wire, as Kafka 3.9's ZooKeeper-mode controller

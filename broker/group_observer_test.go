@@ -12,7 +12,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/broker"
 	"github.com/rebalancelab/rebalancelab/broker/coordinator"
-	"github.com/rebalancelab/rebalancelab/groupview"
+	"github.com/rebalancelab/rebalancelab/internal/groupview"
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 

@@ -8,8 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/broker"
+	"github.com/rebalancelab/rebalancelab/internal/recordbatch"
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
-	"github.com/rebalancelab/rebalancelab/recordbatch"
 )
 
 // TestGroupRecordTooLarge: Kafka 3.9 stores a group's whole membership as one record batch in

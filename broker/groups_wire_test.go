@@ -21,8 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 	"github.com/rebalancelab/rebalancelab/lab"
-	"github.com/rebalancelab/rebalancelab/wire"
 )
 
 // consumerMeta is a consumer-protocol subscription to topics (ConsumerProtocolSubscription v0).

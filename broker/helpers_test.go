@@ -18,9 +18,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rebalancelab/rebalancelab/broker"
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 	"github.com/rebalancelab/rebalancelab/internal/zklog"
 	"github.com/rebalancelab/rebalancelab/lab"
-	"github.com/rebalancelab/rebalancelab/wire"
 )
 
 func TestMain(m *testing.M) {

@@ -21,9 +21,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/broker"
+	"github.com/rebalancelab/rebalancelab/internal/recordbatch"
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
-	"github.com/rebalancelab/rebalancelab/recordbatch"
-	"github.com/rebalancelab/rebalancelab/wire"
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 )
 
 // createLedTopic creates topic with n partitions and waits until this broker leads each.

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
-	"github.com/rebalancelab/rebalancelab/wire"
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 )
 
 // epochEnd is one OffsetForLeaderEpoch answer: error, epoch, end offset.

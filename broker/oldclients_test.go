@@ -16,9 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/recordbatch"
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
-	"github.com/rebalancelab/rebalancelab/recordbatch"
 )
 
 // TestOldClientSarama082: sarama speaking Kafka 0.8.2.0 (Produce v0, Fetch v0, Metadata v0,

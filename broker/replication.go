@@ -15,7 +15,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/broker/replica"
 	"github.com/rebalancelab/rebalancelab/broker/storage"
-	"github.com/rebalancelab/rebalancelab/wire"
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 )
 
 // The follower's side of replication (Kafka 3.9's ReplicaFetcherManager and ReplicaFetcherThread,

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
-	"github.com/rebalancelab/rebalancelab/wire"
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 )
 
 // createReplicated creates topic with one partition on replicas (an explicit assignment).

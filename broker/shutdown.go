@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/rebalancelab/rebalancelab/wire"
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 )
 
 // Controlled shutdown (KafkaServer.controlledShutdown, KafkaController.doControlledShutdown): before a

@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/broker/storage"
-	"github.com/rebalancelab/rebalancelab/recordbatch"
+	"github.com/rebalancelab/rebalancelab/internal/recordbatch"
 )
 
 // timestampPolicy is a topic's effective message.timestamp.* (LogConfig.messageTimestampType,

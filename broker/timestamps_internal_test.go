@@ -7,7 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/rebalancelab/rebalancelab/recordbatch"
+	"github.com/rebalancelab/rebalancelab/internal/recordbatch"
 )
 
 // TestTimestampPolicyFallback: a bound left at its default takes message.timestamp.difference.max.ms

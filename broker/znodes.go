@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/rebalancelab/rebalancelab/zkdata"
+	"github.com/rebalancelab/rebalancelab/internal/zkdata"
 )
 
 // ZooKeeper paths and znode values, exactly as Kafka 0.8.2's ZkUtils.scala writes them (docs/design.md

@@ -11,8 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 	"github.com/rebalancelab/rebalancelab/lab"
-	"github.com/rebalancelab/rebalancelab/wire"
 )
 
 // TestDifferential runs every script on both brokers and fails on each difference that docs/reference/fidelity.md's

@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 	"github.com/rebalancelab/rebalancelab/internal/zklog"
-	"github.com/rebalancelab/rebalancelab/wire"
 )
 
 // FID-STALL-TIME: a scripted fault lasts what the script says, on every link kind.

@@ -21,8 +21,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 	"github.com/rebalancelab/rebalancelab/internal/zklog"
-	"github.com/rebalancelab/rebalancelab/wire"
 )
 
 // Broker implementations for Options.Broker.

@@ -16,8 +16,8 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/rs/zerolog"
 
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 	"github.com/rebalancelab/rebalancelab/timeline"
-	"github.com/rebalancelab/rebalancelab/wire"
 )
 
 // toxiServer is the toxiproxy "server" every lab proxy hangs off. Only its metrics container and

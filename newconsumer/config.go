@@ -6,10 +6,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rebalancelab/rebalancelab/kconfig"
+	"github.com/rebalancelab/rebalancelab/internal/kconfig"
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 	"github.com/rebalancelab/rebalancelab/newconsumer/assignor"
 	"github.com/rebalancelab/rebalancelab/timeline"
-	"github.com/rebalancelab/rebalancelab/wire"
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

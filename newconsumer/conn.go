@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rebalancelab/rebalancelab/wire"
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

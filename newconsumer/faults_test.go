@@ -17,9 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
-	"github.com/rebalancelab/rebalancelab/wire"
 )
 
 // Group membership under faults, end to end (lab: real ZooKeeper and broker): a static member's

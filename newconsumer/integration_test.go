@@ -19,10 +19,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/newconsumer/assignor"
 	"github.com/rebalancelab/rebalancelab/timeline"
-	"github.com/rebalancelab/rebalancelab/wire"
 )
 
 // Integration tests: a real ZooKeeper and broker (lab.Start), the group coordinator, and this

@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/rebalancelab/rebalancelab/recordbatch"
+	"github.com/rebalancelab/rebalancelab/internal/recordbatch"
 )
 
 // Record is one message handed to the application.

@@ -14,7 +14,7 @@ import (
 	"github.com/pierrec/lz4/v4"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/rebalancelab/rebalancelab/recordbatch"
+	"github.com/rebalancelab/rebalancelab/internal/recordbatch"
 )
 
 // record encodes one v2 record with its varint length (kmsg.Record, length computed first).

@@ -16,11 +16,11 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/sirupsen/logrus"
 
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/newconsumer"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
-	"github.com/rebalancelab/rebalancelab/wire"
 	"github.com/rebalancelab/rebalancelab/zkconsumer"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rebalancelab/rebalancelab/groupview"
+	"github.com/rebalancelab/rebalancelab/internal/groupview"
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 )

@@ -10,9 +10,9 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/sirupsen/logrus"
 
-	"github.com/rebalancelab/rebalancelab/kconfig"
+	"github.com/rebalancelab/rebalancelab/internal/kconfig"
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 	"github.com/rebalancelab/rebalancelab/timeline"
-	"github.com/rebalancelab/rebalancelab/wire"
 )
 
 // Config is the connector's configuration. Kafka fields carry the 0.8.2 consumer key they mirror

@@ -67,8 +67,8 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/sirupsen/logrus"
 
+	"github.com/rebalancelab/rebalancelab/internal/kconfig"
 	"github.com/rebalancelab/rebalancelab/internal/zklog"
-	"github.com/rebalancelab/rebalancelab/kconfig"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 

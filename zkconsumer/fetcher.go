@@ -16,9 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/rebalancelab/rebalancelab/recordbatch"
+	"github.com/rebalancelab/rebalancelab/internal/recordbatch"
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 	"github.com/rebalancelab/rebalancelab/timeline"
-	"github.com/rebalancelab/rebalancelab/wire"
 )
 
 // fetcherManager is Kafka's ConsumerFetcherManager (0.8.2.2): startConnections hands it the owned

@@ -18,8 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 	"github.com/rebalancelab/rebalancelab/timeline"
-	"github.com/rebalancelab/rebalancelab/wire"
 )
 
 // Request versions of 0.8.2.2's offsets channel: ConsumerMetadataRequest (FindCoordinator v0),

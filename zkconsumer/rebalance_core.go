@@ -11,8 +11,8 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/sirupsen/logrus"
 
+	"github.com/rebalancelab/rebalancelab/internal/zkdata"
 	"github.com/rebalancelab/rebalancelab/timeline"
-	"github.com/rebalancelab/rebalancelab/zkdata"
 )
 
 // rebalanceCore is ZKRebalancerListener.syncedRebalance (0.8.2.2) as a pure state machine, in the

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/rebalancelab/rebalancelab/kconfig"
+	"github.com/rebalancelab/rebalancelab/internal/kconfig"
 )
 
 // Node is a broker as FindCoordinator names it (kafka.cluster.Node): id, advertised host and port.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/rebalancelab/rebalancelab/recordbatch"
+	"github.com/rebalancelab/rebalancelab/internal/recordbatch"
 )
 
 // OffsetsTopic is the internal topic the coordinator writes to (Topic.GROUP_METADATA_TOPIC_NAME).

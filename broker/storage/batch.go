@@ -6,7 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/rebalancelab/rebalancelab/recordbatch"
+	"github.com/rebalancelab/rebalancelab/internal/recordbatch"
 )
 
 // Errors. They are kerr values, so the broker can answer with their code directly

@@ -21,7 +21,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rebalancelab/rebalancelab/recordbatch"
+	"github.com/rebalancelab/rebalancelab/internal/recordbatch"
 )
 
 const (

@@ -13,8 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/recordbatch"
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
-	"github.com/rebalancelab/rebalancelab/recordbatch"
 )
 
 // kv is one record to write: a nil value is a tombstone, a nil key none.

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/rebalancelab/rebalancelab/recordbatch"
+	"github.com/rebalancelab/rebalancelab/internal/recordbatch"
 )
 
 // FuzzAppend: any bytes either append (and then read back exactly, offsets

@@ -1,6 +1,6 @@
 package storage
 
-import "github.com/rebalancelab/rebalancelab/recordbatch"
+import "github.com/rebalancelab/rebalancelab/internal/recordbatch"
 
 // EachRecord calls fn with every record of the v2 batch rb in order, decompressing the records
 // section first (recordbatch.Decompress: gzip, snappy, lz4, zstd). fn's error stops the walk and is

@@ -63,7 +63,7 @@ func TestCLIFaultThatFailsFailsTheRun(t *testing.T) {
 		} `json:"relation_counts"`
 		Script []scenarios.Step `json:"script"`
 		Eras   []struct {
-			Errors    []string                   `json:"errors"`
+			Errors    []string                `json:"errors"`
 			Relations []report.RelationResult `json:"relations"`
 		} `json:"eras"`
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/wire"
 	"github.com/rebalancelab/rebalancelab/scenarios"
-	"github.com/rebalancelab/rebalancelab/wire"
 )
 
 // ch7: the coordinator serves any protocol type. Two "Connect workers" (raw group requests with

@@ -16,11 +16,11 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/rebalancelab/rebalancelab/broker/coordinator"
+	"github.com/rebalancelab/rebalancelab/internal/zkdata"
 	"github.com/rebalancelab/rebalancelab/internal/zklog"
 	"github.com/rebalancelab/rebalancelab/scenarios"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
-	"github.com/rebalancelab/rebalancelab/zkdata"
 )
 
 // Keys of chapter 8's runs.
