@@ -6,9 +6,8 @@
 // detector. Where the deadline itself is what a test asserts ("led within a second"), Within keeps
 // it as written.
 //
-// The condition is tried at once, then after pauses growing from 1 ms to 100 ms (as CockroachDB's
-// SucceedsSoon backs off): a condition that holds soon is seen soon, a slow one (a ZooKeeper read, a
-// Kafka request) is not tried hundreds of times a second.
+// The condition is tried as internal/poll tries it: at once, then after pauses growing from 1 ms to
+// 100 ms.
 package testutil
 
 import (
@@ -17,16 +16,13 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/rebalancelab/rebalancelab/internal/poll"
 )
 
-// The pauses between tries: doubling from firstBackoff up to maxBackoff.
-const (
-	firstBackoff = time.Millisecond
-	maxBackoff   = 100 * time.Millisecond
-)
-
-// ErrTimeout is what Await's error wraps when the condition still did not hold at the deadline.
-var ErrTimeout = errors.New("timed out")
+// ErrTimeout is what Await's error wraps when the condition still did not hold at the deadline
+// (poll.ErrTimeout: the tests wait as the code does, through internal/poll).
+var ErrTimeout = poll.ErrTimeout
 
 // Scale returns the deadline d stretched by RaceFactor: d itself without the race detector.
 func Scale(d time.Duration) time.Duration { return d * RaceFactor }
@@ -59,31 +55,16 @@ func Await(ctx context.Context, d time.Duration, what string, cond func() bool) 
 	return wait(ctx, Scale(d), d, what, cond)
 }
 
-// wait tries cond until it holds, limit passes or ctx ends; asked is the deadline the caller gave,
-// for the message.
+// wait tries cond until it holds, limit passes or ctx ends (poll.Until); asked is the deadline the
+// caller gave, for the message.
 func wait(ctx context.Context, limit, asked time.Duration, what string, cond func() bool) error {
-	start := time.Now()
-	deadline := start.Add(limit)
-	backoff := firstBackoff
-	for tries := 1; ; tries++ {
-		if cond() {
-			return nil
+	if err := poll.Until(ctx, limit, what, cond); err != nil {
+		if errors.Is(err, ErrTimeout) {
+			return fmt.Errorf("%w%s", err, stretched(limit, asked))
 		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return fmt.Errorf("%w after %v waiting for %s (%d tries)%s", ErrTimeout,
-				time.Since(start).Round(time.Millisecond), what, tries, stretched(limit, asked))
-		}
-		timer := time.NewTimer(min(backoff, left))
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return fmt.Errorf("waiting for %s: %w after %v (%d tries)", what, ctx.Err(),
-				time.Since(start).Round(time.Millisecond), tries)
-		case <-timer.C:
-		}
-		backoff = min(2*backoff, maxBackoff)
+		return err
 	}
+	return nil
 }
 
 // stretched says how the deadline was stretched under the race detector ("" if it was not).

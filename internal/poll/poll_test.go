@@ -1,0 +1,54 @@
+package poll
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestUntilHoldsAtOnce(t *testing.T) {
+	tries := 0
+	if err := Until(context.Background(), time.Second, "x", func() bool { tries++; return true }); err != nil || tries != 1 {
+		t.Fatalf("err %v after %d tries; want nil after 1", err, tries)
+	}
+}
+
+func TestUntilHoldsOnTheThirdTry(t *testing.T) {
+	tries := 0
+	err := Until(context.Background(), 10*time.Second, "x", func() bool { tries++; return tries == 3 })
+	if err != nil || tries != 3 {
+		t.Fatalf("err %v after %d tries; want nil after 3", err, tries)
+	}
+}
+
+func TestUntilTimesOutNamingTheCondition(t *testing.T) {
+	err := Backoff{First: time.Millisecond, Max: 2 * time.Millisecond}.Until(context.Background(), 20*time.Millisecond, "partition 0 led", func() bool { return false })
+	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "waiting for partition 0 led (") || strings.HasSuffix(err.Error(), ": ") {
+		t.Fatalf("err %q; want ErrTimeout naming the condition", err)
+	}
+}
+
+func TestUntilErrEndsWithTheLastReason(t *testing.T) {
+	n := 0
+	err := UntilErr(context.Background(), 20*time.Millisecond, "leader", func() error { n++; return errors.New("LEADER_NOT_AVAILABLE") })
+	if !errors.Is(err, ErrTimeout) || !strings.HasSuffix(err.Error(), "tries): LEADER_NOT_AVAILABLE") || n < 2 {
+		t.Fatalf("err %q after %d tries", err, n)
+	}
+}
+
+func TestUntilStopsWhenTheContextEnds(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	tries := 0
+	err := Until(ctx, 0, "never", func() bool {
+		tries++
+		if tries == 2 {
+			cancel()
+		}
+		return false
+	})
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrTimeout) || tries != 2 {
+		t.Fatalf("err %v after %d tries; want context.Canceled after 2", err, tries)
+	}
+}
