@@ -300,6 +300,13 @@ func (f *File) decodeFor(n, v *yaml.Node, at loc, vars map[string]bool, st *fste
 			if err := f.checkExpr(hi, fat, vars); err != nil {
 				return err
 			}
+			// Bounds that are numbers are known now: LO above HI is a typo, not a loop of no round (a
+			// range of expressions, 2..N, may be empty at some sizes, as Go's for loop is).
+			l, lerr := strconv.ParseInt(strings.TrimSpace(lo), 10, 64)
+			h, herr := strconv.ParseInt(strings.TrimSpace(hi), 10, 64)
+			if lerr == nil && herr == nil && h < l {
+				return f.errAt(fat, "%q: an empty range (%d is above %d)", s, l, h)
+			}
 		case "every_ms":
 			s, err := f.exprIn(val, fat)
 			if err != nil {

@@ -81,3 +81,29 @@ steps:
 		t.Errorf("min_consumers 2: error %v, want %s", err, want)
 	}
 }
+
+// TestFileRefusesALiteralEmptyLoopRange: a for over numbers whose LO is above HI is a typo, refused
+// with its line; a range of expressions that is empty at a size (2..N at N=1) is a loop of no round.
+func TestFileRefusesALiteralEmptyLoopRange(t *testing.T) {
+	const src = `name: r
+description: d
+defaults: {consumers: 3, partitions: 6}
+steps:
+  - for: i
+    in: 3..1
+    do:
+      - start: m{i}
+`
+	_, err := DecodeFile("r.yaml", []byte(src), testVocabulary)
+	if want := `r.yaml:6: field steps[0].in: "3..1": an empty range (3 is above 1)`; err == nil || err.Error() != want {
+		t.Errorf("error %v, want %s", err, want)
+	}
+	f, err := DecodeFile("r.yaml", []byte(strings.Replace(src, "3..1", "2..N", 1)+"  - start: m1\n"), testVocabulary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, err := f.Build(Params{Consumers: 1, Partitions: 6}, LabTiming(), NewRand(1, "r"))
+	if err != nil || len(steps) != 1 || steps[0].Member != "m1" {
+		t.Errorf("2..N at N=1: steps %+v, error %v; want only start m1", steps, err)
+	}
+}
