@@ -90,7 +90,7 @@ func TestScenarioFileMalformed(t *testing.T) {
 		{"bad comparison", `cmp: "=="`, `cmp: "=<"`,
 			`bad.yaml:15: field relations[0].cmp: unknown comparison "=<" (want ==, !=, <, <=, >, >=)`},
 		{"out of range", "defaults: {consumers: 2, partitions: 4}", "defaults: {consumers: 2, partitions: 4}\nzk_nodes: 5",
-			`bad.yaml:4: field zk_nodes: 5: want 1..3`},
+			`bad.yaml:4: field zk_nodes: 5: want 1 or 3 (a standalone server, or an ensemble of 3 that keeps its quorum after one loss)`},
 		{"no member 0", "  - crash: m{N}", "  - crash: m{N-N}",
 			`bad.yaml:12: field steps[3].crash: "m0": want a member m1, m2, ... (m{EXPR} with EXPR >= 1) or a lower-case name`},
 		{"negative delay", "  - settle\n  - trigger", "  - settle\n  - trigger: crash\n    delay_ms: 100 - heartbeat_ms\n  - trigger",

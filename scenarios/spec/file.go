@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -207,8 +208,9 @@ func (f *File) decodeTop(n *yaml.Node, v Vocabulary) error {
 		case "max_consumers":
 			f.MaxConsumers, err = f.intIn(val, at, 1, bound(v.MaxMembers))
 		case "zk_nodes":
-			if f.ZKNodes, err = f.intIn(val, at, 1, 3); err == nil && f.ZKNodes == 2 {
-				err = f.errAt(at, "2: want 1 or 3 (an ensemble of 2 has no quorum after one loss)")
+			// One refusal for every other size: the lab runs a standalone server or an ensemble of 3.
+			if f.ZKNodes, err = f.intIn(val, at, math.MinInt, math.MaxInt); err == nil && f.ZKNodes != 1 && f.ZKNodes != 3 {
+				err = f.errAt(at, "%d: want 1 or 3 (a standalone server, or an ensemble of 3 that keeps its quorum after one loss)", f.ZKNodes)
 			}
 		case "brokers":
 			f.Brokers, err = f.intIn(val, at, 1, 9)
