@@ -100,10 +100,30 @@ type EraRun struct {
 // was checked held. Skipped relations (not measured) count neither way; Failures says why a run failed.
 func (r *RunResult) Passed() bool { return len(r.Failures()) == 0 }
 
-// Failures lists why the run failed, era by era: each error it recorded ("<era>: error: <msg>") and
+// noneApplies says why nothing was measured when no era the run was asked for applies to its scenario
+// ("no requested era applies: zk: <reason>; ..."): such a run checked no relation and does not pass.
+// "" when an era applies (or the run has none, as a result being built).
+func (r *RunResult) noneApplies() string {
+	if len(r.Eras) == 0 {
+		return ""
+	}
+	var why []string
+	for _, e := range r.Eras {
+		if e.Applies {
+			return ""
+		}
+		why = append(why, e.Era+": "+e.Reason)
+	}
+	return "no requested era applies: " + strings.Join(why, "; ")
+}
+
+// Failures lists why the run failed, era by era: that no requested era applies (noneApplies), each error it recorded ("<era>: error: <msg>") and
 // each relation that does not hold ("<era>: FAIL <relation>: <got>"); none when it passed.
 func (r *RunResult) Failures() []string {
 	var out []string
+	if why := r.noneApplies(); why != "" {
+		out = append(out, why)
+	}
 	for _, e := range r.Eras {
 		for _, msg := range e.Errors {
 			out = append(out, fmt.Sprintf("%s: error: %s", e.Era, msg))
@@ -155,6 +175,9 @@ func (r *RunResult) Verdict() string {
 	errs := 0
 	for _, e := range r.Eras {
 		errs += len(e.Errors)
+	}
+	if why := r.noneApplies(); why != "" {
+		return "result: FAIL (" + why + ")"
 	}
 	return VerdictLine(c, errs)
 }

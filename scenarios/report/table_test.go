@@ -83,3 +83,25 @@ func TestSplitBrainLines(t *testing.T) {
 		t.Errorf("no split brain, yet a split-brain line:\n%s", b.String())
 	}
 }
+
+// TestNoEraAppliesFails: a run whose requested eras all do not apply measured nothing and checked no
+// relation: it does not pass, and its verdict and failures say why, era by era.
+func TestNoEraAppliesFails(t *testing.T) {
+	r := &RunResult{Scenario: "zk-quorum-loss", Eras: []*EraRun{
+		{Era: "static", Reason: "an external ZooKeeper ensemble (--zk) cannot be stopped"},
+	}}
+	want := "no requested era applies: static: an external ZooKeeper ensemble (--zk) cannot be stopped"
+	if r.Passed() {
+		t.Error("a run where no era applies passed")
+	}
+	if f := r.Failures(); len(f) != 1 || f[0] != want {
+		t.Errorf("failures %q, want [%q]", f, want)
+	}
+	if v := r.Verdict(); v != "result: FAIL ("+want+")" {
+		t.Errorf("verdict %q", v)
+	}
+	r.Eras = append(r.Eras, &EraRun{Era: "zk", Applies: true})
+	if !r.Passed() || r.Verdict() != "result: PASS (relations: 0 held, 0 failed, 0 skipped (not measured); errors: 0)" {
+		t.Errorf("with an era that applies: passed %v, verdict %q", r.Passed(), r.Verdict())
+	}
+}
