@@ -4,7 +4,7 @@ package scenarios
 // checked on every recorded run under docs/figures/ (the run rebuilt from its result.json and its
 // timelines, the figures computed by scenarios/figures, whose own golden test covers them), against
 // testdata/relations.golden.json; and the verdict's inputs (testdata/verdict.golden.json: chapter 4's
-// recorded sweep → FigureCells and Verdict). The goldens are what the code of goldenFigureCommit gave,
+// recorded sweep → FigureCells and Verdict). The goldens are what the code of goldentest.Commit gave,
 // before the figure code moved out of this package; they may carry the figures' fields too, which
 // this test ignores.
 //
@@ -15,23 +15,19 @@ package scenarios
 // and after a recorded timeline changed, with the code that wrote the goldens, over this checkout's
 // timelines:
 //
-//	scripts/replay-golden.sh <goldenFigureCommit>
+//	scripts/replay-golden.sh <goldentest.Commit>
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/figures/goldentest"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
-	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata/relations.golden.json and testdata/verdict.golden.json from the current code")
@@ -40,10 +36,6 @@ const (
 	relationsGoldenPath = "testdata/relations.golden.json"
 	verdictGoldenPath   = "testdata/verdict.golden.json"
 	figuresDir          = "../docs/figures"
-	// goldenFigureCommit is the commit whose figure code wrote the goldens: a changed recorded
-	// timeline needs goldens from that code (scripts/replay-golden.sh goldenFigureCommit), not from
-	// the code under test.
-	goldenFigureCommit = "3c2f627"
 )
 
 // goldenTimeline is one recorded run's era: its extra counters and relations as the code gave them.
@@ -100,25 +92,6 @@ func (r recordedResult) timing(t *testing.T) Timing {
 	return tm
 }
 
-func fileSHA256(t *testing.T, path string) (string, []byte) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), b
-}
-
-func parseTimeline(t *testing.T, path string, b []byte) []timeline.Record {
-	t.Helper()
-	recs, err := timeline.Read(bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return recs
-}
-
 // replayRecorded rebuilds every recorded run under docs/figures: each scenario directory's
 // timeline-<era>.jsonl with its result.json (the scenario, params, timing and script the run used;
 // the figures cover the records up to the shutdown trigger, as the runner's do), and checks the
@@ -134,7 +107,7 @@ func replayRecorded(t *testing.T) []goldenTimeline {
 	for _, resPath := range dirs {
 		dir := filepath.Dir(resPath)
 		var rr recordedResult
-		readJSON(t, resPath, &rr)
+		goldentest.ReadJSON(t, resPath, &rr)
 		sc, err := Lookup(rr.Scenario)
 		if err != nil {
 			t.Fatalf("%s: %v", resPath, err)
@@ -149,8 +122,8 @@ func replayRecorded(t *testing.T) []goldenTimeline {
 				continue
 			}
 			path := filepath.Join(dir, re.Timeline)
-			sum, b := fileSHA256(t, path)
-			scen, _ := splitAtShutdown(parseTimeline(t, path, b))
+			sum, all := goldentest.ReadTimeline(t, path)
+			scen, _ := splitAtShutdown(all)
 			parts := make([]int32, p.Partitions)
 			for i := range parts {
 				parts[i] = int32(i)
@@ -182,56 +155,21 @@ func replayRecorded(t *testing.T) []goldenTimeline {
 	return out
 }
 
-func marshalGolden(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.MarshalIndent(v, "", " ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append(b, '\n')
-}
-
 // TestRelationsGolden: every recorded run under docs/figures gives the golden's extra counters and
 // relation results, era by era. A timeline whose bytes changed since the golden was written is named,
 // with the way to regenerate the golden.
 func TestRelationsGolden(t *testing.T) {
 	got := replayRecorded(t)
 	if *updateGolden {
-		if err := os.WriteFile(relationsGoldenPath, marshalGolden(t, got), 0o644); err != nil {
+		if err := os.WriteFile(relationsGoldenPath, goldentest.Marshal(t, got), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("wrote %s: %d timelines", relationsGoldenPath, len(got))
 		return
 	}
 	var want []goldenTimeline
-	readJSON(t, relationsGoldenPath, &want)
-	wantBy := map[string]goldenTimeline{}
-	for _, w := range want {
-		wantBy[w.File] = w
-	}
-	gotFiles := map[string]bool{}
-	for _, g := range got {
-		gotFiles[g.File] = true
-		w, ok := wantBy[g.File]
-		if !ok {
-			t.Errorf("timeline %s is not in the golden: regenerate the golden with the figure code of commit %s: scripts/replay-golden.sh %s", g.File, goldenFigureCommit, goldenFigureCommit)
-			continue
-		}
-		if w.SHA256 != g.SHA256 {
-			t.Errorf("timeline %s changed since the golden (sha256 %s, golden %s): regenerate the golden with the figure code of commit %s: scripts/replay-golden.sh %s",
-				g.File, g.SHA256[:12], w.SHA256[:12], goldenFigureCommit, goldenFigureCommit)
-			continue
-		}
-		gb, wb := marshalGolden(t, g), marshalGolden(t, w)
-		if !bytes.Equal(gb, wb) {
-			t.Errorf("timeline %s (era %s): the extra counters or relations differ from the golden:\n%s", g.File, g.Era, firstDiff(string(wb), string(gb)))
-		}
-	}
-	for _, w := range want {
-		if !gotFiles[w.File] && w.Scenario != "" { // the chapters' excerpts are the figures' only
-			t.Errorf("timeline %s is in the golden but no longer under docs/figures: regenerate the golden with the figure code of commit %s: scripts/replay-golden.sh %s", w.File, goldenFigureCommit, goldenFigureCommit)
-		}
-	}
+	goldentest.ReadJSON(t, relationsGoldenPath, &want)
+	goldentest.Compare(t, got, want, "the extra counters or relations", func(w goldenTimeline) bool { return w.Scenario == "" })
 	if len(got) < 27 {
 		t.Errorf("rebuilt %d eras, want every recorded one (27 at the golden's writing)", len(got))
 	}
@@ -251,11 +189,11 @@ type goldenVerdict struct {
 func TestVerdictGolden(t *testing.T) {
 	const name = "ch4-herd-sweep.json"
 	path := filepath.Join(figuresDir, name)
-	sum, _ := fileSHA256(t, path)
+	sum, _ := goldentest.ReadTimeline(t, path)
 	s := recordedSweep(t, path)
 	v := s.Verdict()
 	got := goldenVerdict{File: name, SHA256: sum, Cells: s.FigureCells(), Verdict: v, Lines: v.Lines}
-	gb := marshalGolden(t, got)
+	gb := goldentest.Marshal(t, got)
 	if *updateGolden {
 		if err := os.WriteFile(verdictGoldenPath, gb, 0o644); err != nil {
 			t.Fatal(err)
@@ -263,37 +201,22 @@ func TestVerdictGolden(t *testing.T) {
 		return
 	}
 	var want goldenVerdict
-	readJSON(t, verdictGoldenPath, &want)
+	goldentest.ReadJSON(t, verdictGoldenPath, &want)
 	if want.SHA256 != sum {
 		t.Fatalf("sweep %s changed since the golden (sha256 %s, golden %s): regenerate the golden with the figure code of commit %s: scripts/replay-golden.sh %s",
-			name, sum[:12], want.SHA256[:12], goldenFigureCommit, goldenFigureCommit)
+			name, sum[:12], want.SHA256[:12], goldentest.Commit, goldentest.Commit)
 	}
 	// Compare through JSON: the golden's any fields decode as maps.
 	var gotAny, wantAny any
 	if err := json.Unmarshal(gb, &gotAny); err != nil {
 		t.Fatal(err)
 	}
-	readJSON(t, verdictGoldenPath, &wantAny)
-	if g, w := marshalGolden(t, gotAny), marshalGolden(t, wantAny); !bytes.Equal(g, w) {
-		t.Errorf("sweep %s: cells or verdict differ from the golden:\n%s", name, firstDiff(string(w), string(g)))
+	goldentest.ReadJSON(t, verdictGoldenPath, &wantAny)
+	if g, w := goldentest.Marshal(t, gotAny), goldentest.Marshal(t, wantAny); !bytes.Equal(g, w) {
+		t.Errorf("sweep %s: cells or verdict differ from the golden:\n%s", name, goldentest.FirstDiff(string(w), string(g)))
 	}
 }
 
-// firstDiff shows the first differing line of want and got, with a few lines of context.
-func firstDiff(want, got string) string {
-	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < max(len(wl), len(gl)); i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			lo := max(0, i-3)
-			return fmt.Sprintf("line %d:\n  golden: %s\n  got:    %s\ncontext (golden):\n%s", i+1, w, g, strings.Join(wl[lo:min(len(wl), i+3)], "\n"))
-		}
-	}
-	return "(equal line by line)"
-}
+// GoldenFile and GoldenSHA256 make an entry goldentest.Compare reads.
+func (g goldenTimeline) GoldenFile() string   { return g.File }
+func (g goldenTimeline) GoldenSHA256() string { return g.SHA256 }

@@ -9,7 +9,7 @@
 #
 # Use it when a recorded timeline changed (a scenario re-recorded): the goldens must come from the
 # figure code they guard against, not from the code under test. COMMIT is the commit the golden tests
-# name (goldenFigureCommit). It checks COMMIT out in a temporary git worktree, copies this checkout's
+# name (goldentest.Commit, scenarios/figures/goldentest). It checks COMMIT out in a temporary git worktree, copies this checkout's
 # docs/figures/ over it, runs COMMIT's golden tests there with -update, and copies the goldens back
 # (at COMMIT before the figures moved out of scenarios/, one golden held both the figures and the
 # relations: it is copied to both places, each test reading its own fields). Then run the golden

@@ -2,7 +2,7 @@ package figures
 
 // The replay-equality test (issue #31): every recorded timeline under docs/figures/ is replayed
 // through the figure code and compared with a committed golden (testdata/replay.golden.json) that
-// the figure code of goldenFigureCommit wrote, before the figure code moved here from scenarios/: a
+// the figure code of goldentest.Commit wrote, before the figure code moved here from scenarios/: a
 // refactoring of the figure code must leave every value equal. (The scenarios' relations and extra
 // counters on the same timelines, and the sweep verdict's inputs, are scenarios/replay_golden_test.go's;
 // a golden may carry their fields too, which this test ignores.)
@@ -14,21 +14,19 @@ package figures
 // and after a recorded timeline changed, with the figure code that wrote the goldens, over this
 // checkout's timelines:
 //
-//	scripts/replay-golden.sh <goldenFigureCommit>
+//	scripts/replay-golden.sh <goldentest.Commit>
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/figures/goldentest"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -37,10 +35,6 @@ var updateGolden = flag.Bool("update", false, "rewrite testdata/replay.golden.js
 const (
 	replayGoldenPath = "testdata/replay.golden.json"
 	figuresDir       = "../../docs/figures"
-	// goldenFigureCommit is the commit whose figure code wrote the goldens: a changed recorded
-	// timeline needs goldens from that code (scripts/replay-golden.sh goldenFigureCommit), not from
-	// the code under test.
-	goldenFigureCommit = "3c2f627"
 	// shutdownTrigger is the trigger the runner records when the script ended (scenarios'
 	// scriptEndTrigger): a run's figures cover its timeline up to it.
 	shutdownTrigger = "shutdown"
@@ -69,36 +63,6 @@ type recordedResult struct {
 		Topic    string `json:"topic"`
 		Timeline string `json:"timeline"`
 	} `json:"eras"`
-}
-
-func readJSON(t *testing.T, path string, v any) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-}
-
-func fileSHA256(t *testing.T, path string) (string, []byte) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), b
-}
-
-func parseTimeline(t *testing.T, path string, b []byte) []timeline.Record {
-	t.Helper()
-	recs, err := timeline.Read(bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return recs
 }
 
 // beforeShutdown is recs up to the shutdown trigger (all of them without one).
@@ -137,7 +101,7 @@ func replayRecorded(t *testing.T) []goldenTimeline {
 	for _, resPath := range results {
 		dir := filepath.Dir(resPath)
 		var rr recordedResult
-		readJSON(t, resPath, &rr)
+		goldentest.ReadJSON(t, resPath, &rr)
 		np, ok := rr.Params["partitions"].(float64)
 		if !ok {
 			t.Fatalf("%s: params.partitions is %v, want a number", resPath, rr.Params["partitions"])
@@ -147,8 +111,8 @@ func replayRecorded(t *testing.T) []goldenTimeline {
 				continue
 			}
 			path := filepath.Join(dir, re.Timeline)
-			sum, b := fileSHA256(t, path)
-			recs := beforeShutdown(parseTimeline(t, path, b))
+			sum, all := goldentest.ReadTimeline(t, path)
+			recs := beforeShutdown(all)
 			parts := make([]int32, int(np))
 			for i := range parts {
 				parts[i] = int32(i)
@@ -161,8 +125,7 @@ func replayRecorded(t *testing.T) []goldenTimeline {
 	}
 	for _, name := range []string{"ch2-rebalance-c1.jsonl", "ch3-timeline.jsonl"} {
 		path := filepath.Join(figuresDir, name)
-		sum, b := fileSHA256(t, path)
-		recs := parseTimeline(t, path, b)
+		sum, recs := goldentest.ReadTimeline(t, path)
 		if len(recs) == 0 {
 			t.Fatalf("%s: no records", path)
 		}
@@ -173,75 +136,26 @@ func replayRecorded(t *testing.T) []goldenTimeline {
 	return out
 }
 
-func marshalGolden(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.MarshalIndent(v, "", " ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append(b, '\n')
-}
-
 // TestReplayGolden: every recorded timeline under docs/figures replays to the golden's figures (events,
 // start, totals, not-applicable figures, final owners, fault windows, warnings) and trace. A timeline
 // whose bytes changed since the golden was written is named, with the way to regenerate the golden.
 func TestReplayGolden(t *testing.T) {
 	got := replayRecorded(t)
 	if *updateGolden {
-		if err := os.WriteFile(replayGoldenPath, marshalGolden(t, got), 0o644); err != nil {
+		if err := os.WriteFile(replayGoldenPath, goldentest.Marshal(t, got), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("wrote %s: %d timelines", replayGoldenPath, len(got))
 		return
 	}
 	var want []goldenTimeline
-	readJSON(t, replayGoldenPath, &want)
-	wantBy := map[string]goldenTimeline{}
-	for _, w := range want {
-		wantBy[w.File] = w
-	}
-	gotFiles := map[string]bool{}
-	for _, g := range got {
-		gotFiles[g.File] = true
-		w, ok := wantBy[g.File]
-		if !ok {
-			t.Errorf("timeline %s is not in the golden: regenerate the golden with the figure code of commit %s: scripts/replay-golden.sh %s", g.File, goldenFigureCommit, goldenFigureCommit)
-			continue
-		}
-		if w.SHA256 != g.SHA256 {
-			t.Errorf("timeline %s changed since the golden (sha256 %s, golden %s): regenerate the golden with the figure code of commit %s: scripts/replay-golden.sh %s",
-				g.File, g.SHA256[:12], w.SHA256[:12], goldenFigureCommit, goldenFigureCommit)
-			continue
-		}
-		if gb, wb := marshalGolden(t, g), marshalGolden(t, w); !bytes.Equal(gb, wb) {
-			t.Errorf("timeline %s (era %s): the figures differ from the golden:\n%s", g.File, g.Era, firstDiff(string(wb), string(gb)))
-		}
-	}
-	for _, w := range want {
-		if !gotFiles[w.File] {
-			t.Errorf("timeline %s is in the golden but no longer under docs/figures: regenerate the golden with the figure code of commit %s: scripts/replay-golden.sh %s", w.File, goldenFigureCommit, goldenFigureCommit)
-		}
-	}
+	goldentest.ReadJSON(t, replayGoldenPath, &want)
+	goldentest.Compare(t, got, want, "the figures", nil)
 	if len(got) < 29 {
 		t.Errorf("replayed %d timelines, want every recorded one (29 at the golden's writing)", len(got))
 	}
 }
 
-// firstDiff shows the first differing line of want and got, with a few lines of context.
-func firstDiff(want, got string) string {
-	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < max(len(wl), len(gl)); i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			lo := max(0, i-3)
-			return fmt.Sprintf("line %d:\n  golden: %s\n  got:    %s\ncontext (golden):\n%s", i+1, w, g, strings.Join(wl[lo:min(len(wl), i+3)], "\n"))
-		}
-	}
-	return "(equal line by line)"
-}
+// GoldenFile and GoldenSHA256 make an entry goldentest.Compare reads.
+func (g goldenTimeline) GoldenFile() string   { return g.File }
+func (g goldenTimeline) GoldenSHA256() string { return g.SHA256 }
