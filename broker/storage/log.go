@@ -790,15 +790,20 @@ func (l *Log) EnforceRetention() error {
 	if !l.cfg.Delete() {
 		return nil
 	}
-	n := 0 // segments to delete, from the oldest
+	// n: segments to delete, from the oldest. As UnifiedLog.deletableSegments, the active segment may
+	// go too when it is not empty, its retention is breached and the high watermark has reached the log
+	// end; a new, empty active segment is rolled first (deleteSegments: a log always has one).
+	n := 0
+	last := len(l.segs) - 1
+	deletable := func(i int) bool { return i < last || l.segs[i].size > 0 }
 	// Segments wholly below the log start offset a DeleteRecords set go whatever the retention
 	// settings (deleteLogStartOffsetBreachedSegments).
-	for n < len(l.segs)-1 && l.segs[n+1].base <= l.logStart {
+	for n < last && l.segs[n+1].base <= l.logStart {
 		n++
 	}
 	if ms := l.cfg.RetentionMs; ms >= 0 {
 		now := l.cfg.Now().UnixMilli()
-		for n < len(l.segs)-1 {
+		for n <= last && deletable(n) {
 			s := l.segs[n]
 			largest := s.maxTs
 			if largest < 0 {
@@ -815,18 +820,29 @@ func (l *Log) EnforceRetention() error {
 		for _, s := range l.segs[n:] {
 			total += s.size
 		}
-		for diff := total - limit; n < len(l.segs)-1 && diff-l.segs[n].size >= 0; n++ {
+		for diff := total - limit; n <= last && deletable(n) && diff-l.segs[n].size >= 0; n++ {
 			diff -= l.segs[n].size
 		}
 	}
-	// Only segments wholly below the high watermark go (UnifiedLog.deletableSegments' upper bound
-	// min(active segment base, highWatermark)); without ReplicatedHighWatermark it is the log end
-	// offset and bounds nothing.
-	for hw := l.hwLocked(); n > 0 && l.segs[n].base > hw; {
+	// Only segments wholly below the high watermark go (UnifiedLog.deletableSegments' upper bound:
+	// the next segment's base, the log end offset for the active one); without
+	// ReplicatedHighWatermark it is the log end offset and bounds nothing.
+	upper := func(i int) int64 {
+		if i < last {
+			return l.segs[i+1].base
+		}
+		return l.leo()
+	}
+	for hw := l.hwLocked(); n > 0 && upper(n-1) > hw; {
 		n--
 	}
 	if n == 0 {
 		return nil
+	}
+	if n == len(l.segs) {
+		if err := l.roll(); err != nil {
+			return fmt.Errorf("storage: retention: %w", err)
+		}
 	}
 	var err error
 	deleted := 0

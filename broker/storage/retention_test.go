@@ -149,8 +149,28 @@ func TestRetentionByTime(t *testing.T) {
 		if err := l.EnforceRetention(); err != nil {
 			t.Fatal(err)
 		}
-		if got := segBases(l); !slices.Equal(got, []int64{4}) || l.HighWatermark() != 5 {
-			t.Fatalf("segments %v, want [4]: the active segment stays", got)
+		// Every record is past retention, the active segment's too: as Kafka's deletableSegments, it
+		// goes, after a new, empty active segment was rolled at the log end.
+		if got := segBases(l); !slices.Equal(got, []int64{5}) || l.LogStartOffset() != 5 || l.LogEndOffset() != 5 || l.HighWatermark() != 5 {
+			t.Fatalf("segments %v, log [%d, %d), HW %d; want [5], [5, 5), 5", got, l.LogStartOffset(), l.LogEndOffset(), l.HighWatermark())
+		}
+		checkFiles(t, fs, 5)
+		if w := oneBatch(t, l, 5, 100_000); w.base != 5 {
+			t.Fatalf("append after retention at %d, want 5", w.base)
+		}
+		// An empty active segment is never deleted: a log always has one.
+		clock.set(1 << 40)
+		if err := l.EnforceRetention(); err != nil {
+			t.Fatal(err)
+		}
+		if got := segBases(l); !slices.Equal(got, []int64{6}) {
+			t.Fatalf("segments %v after a second expiry, want [6]", got)
+		}
+		if err := l.EnforceRetention(); err != nil {
+			t.Fatal(err)
+		}
+		if got := segBases(l); !slices.Equal(got, []int64{6}) {
+			t.Fatalf("segments %v with only an empty active segment, want [6]", got)
 		}
 	})
 	t.Run("no timestamps", func(t *testing.T) {
