@@ -6,6 +6,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -82,10 +83,14 @@ func TestNewRootCmdTreesAreIndependent(t *testing.T) {
 	}
 }
 
+// updateHelp rewrites testdata/help from the commands (after a deliberate change of the CLI contract).
+var updateHelp = flag.Bool("update-help", false, "TestHelpUnchanged: rewrite testdata/help/*.txt from the commands' --help")
+
 // TestHelpUnchanged: every command's --help (hidden ones, help and completion included) is the one
-// testdata/help holds, written by the binary before the commands were built by constructors: same
-// commands, flags, defaults and texts. testdata/help/rebalancelab_scenario_run.txt is `rebalancelab
-// scenario run --help`.
+// testdata/help holds, first written by the binary before the commands were built by constructors:
+// same commands, flags, defaults and texts. testdata/help/rebalancelab_scenario_run.txt is
+// `rebalancelab scenario run --help`. A deliberate change of a flag or help text rewrites them:
+// go test ./cmd/rebalancelab/ -run TestHelpUnchanged -update-help (then review the diff).
 func TestHelpUnchanged(t *testing.T) {
 	root := newRootCmd()
 	root.SetOut(&bytes.Buffer{})
@@ -102,6 +107,26 @@ func TestHelpUnchanged(t *testing.T) {
 		}
 	}
 	walk(root)
+	if *updateHelp {
+		old, _ := filepath.Glob("testdata/help/*.txt")
+		for _, g := range old {
+			if err := os.Remove(g); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, path := range paths {
+			root := newRootCmd()
+			var out bytes.Buffer
+			root.SetOut(&out)
+			root.SetArgs(append(strings.Fields(path)[1:], "--help"))
+			if err := root.Execute(); err != nil {
+				t.Fatalf("%s --help: %v", path, err)
+			}
+			if err := os.WriteFile(filepath.Join("testdata/help", strings.ReplaceAll(path, " ", "_")+".txt"), out.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	golden, err := filepath.Glob("testdata/help/*.txt")
 	if err != nil {
 		t.Fatal(err)
