@@ -10,10 +10,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-var benchCmd = &cobra.Command{Use: "bench", Short: "Benchmarks, each beside a peer measured in the same run"}
-
-func init() {
-	rootCmd.AddCommand(benchCmd)
+// newBenchCmd builds `bench` and its benchmarks: report, storm, table, throughput (a file each).
+func newBenchCmd() *cobra.Command {
+	bench := &cobra.Command{Use: "bench", Short: "Benchmarks, each beside a peer measured in the same run"}
+	bench.AddCommand(newBenchReportCmd(), newBenchStormCmd(), newBenchTableCmd(), newBenchThroughputCmd())
+	return bench
 }
 
 func createTopic(cmd *cobra.Command, bootstrap, topic string, partitions int32) error {

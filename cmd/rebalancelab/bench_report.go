@@ -14,9 +14,15 @@ import (
 	"github.com/rebalancelab/rebalancelab/lab"
 )
 
-func init() {
-	var markdown bool
-	var history, jsonFile string
+// benchReportFlags are `bench report`'s flags: where the summaries go besides the tables.
+type benchReportFlags struct {
+	markdown          bool   // the tables as Markdown
+	history, jsonFile string // "": not written
+}
+
+// newBenchReportCmd builds `bench report`: `go test -bench` output summarised into tables.
+func newBenchReportCmd() *cobra.Command {
+	var f benchReportFlags
 	report := &cobra.Command{
 		Use:   "report [FILE ...]",
 		Short: "Summarise `go test -bench` output (medians and their 95% interval, as benchstat) into the performance tables (docs/reference/performance.md)",
@@ -75,15 +81,15 @@ func init() {
 			fmt.Fprintf(out, "commit %s; %d CPUs (%s), %s/%s, kernel %s, %s; cpu reported by go test: %s\n",
 				version, m.CPUs, m.CPUModel, m.GOOS, m.GOARCH, m.Kernel, m.Go, cfg["cpu"])
 			fmt.Fprintf(out, "peers: kgo %s, kfake %s, Kafka %s\n\n", peers["kgo (franz-go)"], peers["kfake"], orNone(peers["kafka"]))
-			if err := benchmark.WriteGoBenchTables(out, sums, markdown); err != nil {
+			if err := benchmark.WriteGoBenchTables(out, sums, f.markdown); err != nil {
 				return err
 			}
 			fmt.Fprintln(out, "\nmedian (min-max of the runs) ±x%: the 95% confidence interval of the median (benchstat's; from 6 runs); x-A-vs-B units are A/B per run (below 1: A is faster)")
 			fmt.Fprintln(out)
-			if err := benchmark.WriteConditions(out, markdown, m, peers, settings, conditions); err != nil {
+			if err := benchmark.WriteConditions(out, f.markdown, m, peers, settings, conditions); err != nil {
 				return err
 			}
-			if history != "" {
+			if f.history != "" {
 				runs := map[string]int{}
 				for _, s := range sums {
 					runs[s.Name] = s.Runs
@@ -92,27 +98,27 @@ func init() {
 					Peers: peers, Params: map[string]any{"pkg": cfg["pkg"], "benchmarks": len(sums), "runs": runs},
 					Medians: benchmark.GoBenchMedians(sums), Spreads: benchmark.GoBenchSpreads(sums),
 					Settings: settings, Conditions: conditions}
-				if err := benchmark.AppendHistory(history, e); err != nil {
+				if err := benchmark.AppendHistory(f.history, e); err != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "history not appended: %v (--history FILE, or --history '' for none)\n", err)
 				} else {
-					fmt.Fprintf(cmd.ErrOrStderr(), "medians appended to %s\n", history)
+					fmt.Fprintf(cmd.ErrOrStderr(), "medians appended to %s\n", f.history)
 				}
 			}
-			if jsonFile != "" {
+			if f.jsonFile != "" {
 				b, err := json.MarshalIndent(map[string]any{"peers": peers, "settings": settings, "conditions": conditions,
 					"machine": m, "commit": version, "benchmarks": sums}, "", "  ")
 				if err != nil {
 					return err
 				}
-				return os.WriteFile(jsonFile, append(b, '\n'), 0o644)
+				return os.WriteFile(f.jsonFile, append(b, '\n'), 0o644)
 			}
 			return nil
 		},
 	}
-	report.Flags().BoolVar(&markdown, "markdown", false, "print the tables as Markdown (docs/reference/performance.md's)")
-	report.Flags().StringVar(&history, "history", "benchmark/history.jsonl", "append the medians as one JSON line to this file ('' for none)")
-	report.Flags().StringVar(&jsonFile, "json", "", "also write the summaries as JSON to this file")
-	benchCmd.AddCommand(report)
+	report.Flags().BoolVar(&f.markdown, "markdown", false, "print the tables as Markdown (docs/reference/performance.md's)")
+	report.Flags().StringVar(&f.history, "history", "benchmark/history.jsonl", "append the medians as one JSON line to this file ('' for none)")
+	report.Flags().StringVar(&f.jsonFile, "json", "", "also write the summaries as JSON to this file")
+	return report
 }
 
 func orNone(s string) string {

@@ -9,9 +9,29 @@ import (
 	"github.com/rebalancelab/rebalancelab/benchmark"
 )
 
-func init() {
-	var history, at, readme string
-	var list bool
+// benchTableFlags are `bench table`'s flags, as given: --history and one of --at, --readme, --list.
+type benchTableFlags struct {
+	history, at, readme string
+	list                bool
+}
+
+// check refuses anything but exactly one of --at, --readme and --list.
+func (f *benchTableFlags) check() error {
+	n := 0
+	for _, set := range []bool{f.at != "", f.readme != "", f.list} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return fmt.Errorf("give exactly one of --at TIME, --readme FILE, --list")
+	}
+	return nil
+}
+
+// newBenchTableCmd builds `bench table`: the performance tables from the history file.
+func newBenchTableCmd() *cobra.Command {
+	var f benchTableFlags
 	table := &cobra.Command{
 		Use:   "table (--at TIME | --readme FILE | --list)",
 		Short: "the performance tables (docs/reference/performance.md), generated from benchmark/history.jsonl",
@@ -24,56 +44,50 @@ func init() {
 		Example: "  rebalancelab bench table --list\n  rebalancelab bench table --at 2026-12-04T19:24:07Z\n  rebalancelab bench table --readme docs/reference/performance.md   # make bench-tables",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			n := 0
-			for _, set := range []bool{at != "", readme != "", list} {
-				if set {
-					n++
-				}
+			if err := f.check(); err != nil {
+				return err
 			}
-			if n != 1 {
-				return fmt.Errorf("give exactly one of --at TIME, --readme FILE, --list")
-			}
-			entries, err := benchmark.ReadHistory(history)
+			entries, err := benchmark.ReadHistory(f.history)
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
 			switch {
-			case list:
+			case f.list:
 				for _, e := range entries {
 					fmt.Fprintf(out, "%s  %-10s  commit %s\n", benchmark.HistoryKey(e), e.Bench, e.Commit)
 				}
 				return nil
-			case at != "":
-				e, err := benchmark.FindHistory(entries, at)
+			case f.at != "":
+				e, err := benchmark.FindHistory(entries, f.at)
 				if err != nil {
 					return err
 				}
 				return benchmark.HistoryTable(out, e)
 			}
-			b, err := os.ReadFile(readme)
+			b, err := os.ReadFile(f.readme)
 			if err != nil {
 				return err
 			}
 			filled, err := benchmark.RefillBenchTables(string(b), entries)
 			if err != nil {
-				return fmt.Errorf("%s: %w", readme, err)
+				return fmt.Errorf("%s: %w", f.readme, err)
 			}
 			blocks := len(benchmark.BenchTableRE.FindAllString(filled, -1))
 			if filled == string(b) {
-				fmt.Fprintf(out, "%s: %d table block(s), already up to date\n", readme, blocks)
+				fmt.Fprintf(out, "%s: %d table block(s), already up to date\n", f.readme, blocks)
 				return nil
 			}
-			if err := os.WriteFile(readme, []byte(filled), 0o644); err != nil {
+			if err := os.WriteFile(f.readme, []byte(filled), 0o644); err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "%s: %d table block(s) regenerated from %s\n", readme, blocks, history)
+			fmt.Fprintf(out, "%s: %d table block(s) regenerated from %s\n", f.readme, blocks, f.history)
 			return nil
 		},
 	}
-	table.Flags().StringVar(&history, "history", "benchmark/history.jsonl", "the history file (one JSON line per bench run)")
-	table.Flags().StringVar(&at, "at", "", "print the tables of the history line of this time (YYYY-MM-DDTHH:MM:SSZ)")
-	table.Flags().StringVar(&readme, "readme", "", "rewrite every BENCH TABLE block of this Markdown file")
-	table.Flags().BoolVar(&list, "list", false, "list the history's lines (time, bench, commit)")
-	benchCmd.AddCommand(table)
+	table.Flags().StringVar(&f.history, "history", "benchmark/history.jsonl", "the history file (one JSON line per bench run)")
+	table.Flags().StringVar(&f.at, "at", "", "print the tables of the history line of this time (YYYY-MM-DDTHH:MM:SSZ)")
+	table.Flags().StringVar(&f.readme, "readme", "", "rewrite every BENCH TABLE block of this Markdown file")
+	table.Flags().BoolVar(&f.list, "list", false, "list the history's lines (time, bench, commit)")
+	return table
 }

@@ -20,19 +20,47 @@ import (
 // throughputTarget is one broker the throughput bench measures.
 type throughputTarget struct{ name, bootstrap string }
 
-func init() {
-	var (
-		jsonFile   string
-		history    string
-		sizes      string
-		window     time.Duration
-		warmup     time.Duration
-		partitions int32
-		runs       int
-		brokers    string
-		markdown   bool
-		rf         int16
-	)
+// benchThroughputFlags are `bench throughput`'s flags, as given; check converts and checks them.
+type benchThroughputFlags struct {
+	jsonFile, history string        // "": not written
+	sizes             string        // --sizes: record value sizes in bytes, comma-separated
+	window, warmup    time.Duration // --duration of each produce and fetch window; --warmup
+	partitions        int32
+	runs              int
+	brokers           string // --broker: the implementations, comma-separated
+	markdown          bool
+	rf                int16 // --replication-factor, and brokers per target
+}
+
+// check converts --sizes into the record sizes (bytes) and checks the other flags. Errors: a size
+// that is no positive byte count; --runs below 1; a --duration under 100ms; a negative --warmup; a
+// --replication-factor outside 1..5.
+func (f *benchThroughputFlags) check() (recSizes []int, err error) {
+	for _, s := range strings.Split(f.sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("--sizes: %q is not a positive byte count", s)
+		}
+		recSizes = append(recSizes, n)
+	}
+	if f.runs < 1 {
+		return nil, fmt.Errorf("--runs must be at least 1")
+	}
+	if f.window < 100*time.Millisecond {
+		return nil, fmt.Errorf("--duration %v: a window must last at least 100ms (a few seconds to measure a rate)", f.window)
+	}
+	if f.warmup < 0 {
+		return nil, fmt.Errorf("--warmup %v: must not be negative", f.warmup)
+	}
+	if f.rf < 1 || f.rf > 5 {
+		return nil, fmt.Errorf("--replication-factor %d: must be 1 to 5 (the labs get that many brokers)", f.rf)
+	}
+	return recSizes, nil
+}
+
+// newBenchThroughputCmd builds `bench throughput`: produce and fetch rates of this broker and its peers.
+func newBenchThroughputCmd() *cobra.Command {
+	var f benchThroughputFlags
 	throughput := &cobra.Command{
 		Use:   "throughput",
 		Short: "Produce and fetch MB/s and records/s: this broker, Kafka 3.9 and franz-go's kfake, same client, same run",
@@ -54,25 +82,9 @@ the machine and its load average. Each invocation appends the medians, spreads a
 --history (commit, machine, peer versions).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			var recSizes []int
-			for _, s := range strings.Split(sizes, ",") {
-				n, err := strconv.Atoi(strings.TrimSpace(s))
-				if err != nil || n <= 0 {
-					return fmt.Errorf("--sizes: %q is not a positive byte count", s)
-				}
-				recSizes = append(recSizes, n)
-			}
-			if runs < 1 {
-				return fmt.Errorf("--runs must be at least 1")
-			}
-			if window < 100*time.Millisecond {
-				return fmt.Errorf("--duration %v: a window must last at least 100ms (a few seconds to measure a rate)", window)
-			}
-			if warmup < 0 {
-				return fmt.Errorf("--warmup %v: must not be negative", warmup)
-			}
-			if rf < 1 || rf > 5 {
-				return fmt.Errorf("--replication-factor %d: must be 1 to 5 (the labs get that many brokers)", rf)
+			recSizes, err := f.check()
+			if err != nil {
+				return err
 			}
 			dir, err := os.MkdirTemp("", "rebalancelab-bench-")
 			if err != nil {
@@ -84,8 +96,8 @@ the machine and its load average. Each invocation appends the medians, spreads a
 			var targets []throughputTarget
 			peers := map[string]string{}
 			settings := map[string]string{}
-			for _, impl := range strings.Split(brokers, ",") {
-				l, err := lab.Start(ctx, lab.Options{Brokers: int(rf), Dir: filepath.Join(dir, "lab-"+impl), Broker: impl})
+			for _, impl := range strings.Split(f.brokers, ",") {
+				l, err := lab.Start(ctx, lab.Options{Brokers: int(f.rf), Dir: filepath.Join(dir, "lab-"+impl), Broker: impl})
 				if err != nil {
 					return err
 				}
@@ -99,7 +111,7 @@ the machine and its load average. Each invocation appends the medians, spreads a
 					settings[impl] = benchmark.RebalancelabSettings(props, true)
 				}
 			}
-			fake, err := kfake.NewCluster(kfake.NumBrokers(int(rf)), kfake.DataDir(filepath.Join(dir, "kfake")))
+			fake, err := kfake.NewCluster(kfake.NumBrokers(int(f.rf)), kfake.DataDir(filepath.Join(dir, "kfake")))
 			if err != nil {
 				return fmt.Errorf("kfake: %w", err)
 			}
@@ -107,57 +119,57 @@ the machine and its load average. Each invocation appends the medians, spreads a
 			targets = append(targets, throughputTarget{"kfake", strings.Join(fake.ListenAddrs(), ",")})
 			peers["kfake"] = benchmark.ModuleVersion("github.com/twmb/franz-go/pkg/kfake")
 			peers["franz-go (client)"] = benchmark.ModuleVersion("github.com/twmb/franz-go")
-			settings["kfake"] = benchmark.KfakeSettings(int(rf), true)
+			settings["kfake"] = benchmark.KfakeSettings(int(f.rf), true)
 
 			var results []benchmark.ThroughputResult
 			for _, size := range recSizes {
-				rs, err := throughputSize(cmd, targets, size, partitions, rf, runs, window, warmup)
+				rs, err := throughputSize(cmd, targets, size, f.partitions, f.rf, f.runs, f.window, f.warmup)
 				if err != nil {
 					return err
 				}
 				results = append(results, rs...)
 			}
 			summary := benchmark.SummarizeThroughput(results)
-			params := map[string]any{"sizes": recSizes, "window_s": window.Seconds(), "warmup_s": warmup.Seconds(),
-				"partitions": partitions, "runs": runs, "brokers": brokers, "replication_factor": rf}
+			params := map[string]any{"sizes": recSizes, "window_s": f.window.Seconds(), "warmup_s": f.warmup.Seconds(),
+				"partitions": f.partitions, "runs": f.runs, "brokers": f.brokers, "replication_factor": f.rf}
 			conditions := map[string]string{"loadavg_before": loadBefore, "loadavg_after": benchmark.LoadAverage()}
-			if err := benchmark.WriteThroughputTable(os.Stdout, summary, markdown); err != nil {
+			if err := benchmark.WriteThroughputTable(os.Stdout, summary, f.markdown); err != nil {
 				return err
 			}
 			fmt.Printf("medians of %d windows of %v (produce, then fetch) per target after %v of discarded warm-up; replication factor %d on %d broker(s) per target; ratios of medians (above 1: rebalancelab is faster)\n",
-				runs, window, warmup, rf, rf)
-			benchmark.WriteConditions(os.Stdout, markdown, benchmark.ThisMachine(), peers, settings, conditions)
-			if history != "" {
+				f.runs, f.window, f.warmup, f.rf, f.rf)
+			benchmark.WriteConditions(os.Stdout, f.markdown, benchmark.ThisMachine(), peers, settings, conditions)
+			if f.history != "" {
 				e := benchmark.HistoryEntry{Bench: "throughput", Time: time.Now().UTC(), Commit: version,
 					Machine: benchmark.ThisMachine(), Peers: peers, Params: params, Medians: throughputMedians(summary),
 					Spreads: throughputSpreads(summary), Settings: settings, Conditions: conditions}
-				if err := benchmark.AppendHistory(history, e); err != nil {
+				if err := benchmark.AppendHistory(f.history, e); err != nil {
 					fmt.Fprintf(os.Stderr, "history not appended: %v (--history FILE, or --history '' for none)\n", err)
 				} else {
-					fmt.Fprintf(os.Stderr, "medians appended to %s\n", history)
+					fmt.Fprintf(os.Stderr, "medians appended to %s\n", f.history)
 				}
 			}
-			if jsonFile != "" {
+			if f.jsonFile != "" {
 				b, _ := json.MarshalIndent(map[string]any{"params": params, "peers": peers, "settings": settings,
 					"machine": benchmark.ThisMachine(), "conditions": conditions, "summary": summary, "runs": results}, "", "  ")
-				return os.WriteFile(jsonFile, append(b, '\n'), 0o644)
+				return os.WriteFile(f.jsonFile, append(b, '\n'), 0o644)
 			}
 			return nil
 		},
 	}
-	throughput.Flags().StringVar(&jsonFile, "json", "", "also write the results as JSON to this file")
-	throughput.Flags().StringVar(&history, "history", "benchmark/history.jsonl", "append the medians as one JSON line to this file ('' for none)")
-	throughput.Flags().StringVar(&sizes, "sizes", "1024,100", "record value sizes in bytes, comma-separated")
-	throughput.Flags().DurationVar(&window, "duration", 3*time.Second, "length of each produce window and of each fetch window")
-	throughput.Flags().IntVar(&runs, "runs", 5, "measured windows per size and target (medians are reported, with the min-max spread)")
-	throughput.Flags().DurationVar(&warmup, "warmup", 3*time.Second, "per size and target, produce and then fetch for this long, discarded, before the first window (clients started, JIT and page cache warm)")
-	throughput.Flags().BoolVar(&markdown, "markdown", false, "print the table as Markdown (docs/reference/performance.md's)")
-	addBrokerListFlag(throughput, &brokers)
+	throughput.Flags().StringVar(&f.jsonFile, "json", "", "also write the results as JSON to this file")
+	throughput.Flags().StringVar(&f.history, "history", "benchmark/history.jsonl", "append the medians as one JSON line to this file ('' for none)")
+	throughput.Flags().StringVar(&f.sizes, "sizes", "1024,100", "record value sizes in bytes, comma-separated")
+	throughput.Flags().DurationVar(&f.window, "duration", 3*time.Second, "length of each produce window and of each fetch window")
+	throughput.Flags().IntVar(&f.runs, "runs", 5, "measured windows per size and target (medians are reported, with the min-max spread)")
+	throughput.Flags().DurationVar(&f.warmup, "warmup", 3*time.Second, "per size and target, produce and then fetch for this long, discarded, before the first window (clients started, JIT and page cache warm)")
+	throughput.Flags().BoolVar(&f.markdown, "markdown", false, "print the table as Markdown (docs/reference/performance.md's)")
+	addBrokerListFlag(throughput, &f.brokers)
 	throughput.Flags().Lookup("broker").DefValue = lab.BrokerRebalancelab + "," + lab.BrokerKafka
 	_ = throughput.Flags().Set("broker", lab.BrokerRebalancelab+","+lab.BrokerKafka)
-	throughput.Flags().Int32Var(&partitions, "partitions", 6, "partitions of the benchmark topic")
-	throughput.Flags().Int16Var(&rf, "replication-factor", 1, "replicas of the benchmark topic, and brokers per target (1 to 5)")
-	benchCmd.AddCommand(throughput)
+	throughput.Flags().Int32Var(&f.partitions, "partitions", 6, "partitions of the benchmark topic")
+	throughput.Flags().Int16Var(&f.rf, "replication-factor", 1, "replicas of the benchmark topic, and brokers per target (1 to 5)")
+	return throughput
 }
 
 // throughputSize measures one record size on every target: the topic created (and its replicas in

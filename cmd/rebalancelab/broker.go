@@ -23,16 +23,52 @@ var brokerCLIDefaults = map[string]string{
 	"offsets.topic.replication.factor": "1",
 }
 
-func init() {
-	var (
-		id       int32
-		zkAddrs  string
-		listen   string
-		dataDir  string
-		configs  []string
-		groupLog string
-		metrics  string
-	)
+// brokerFlags are `rebalancelab broker`'s flags, as given; properties converts them.
+type brokerFlags struct {
+	id                    int32
+	zk, listen, dataDir   string
+	configs               []string // --config key=value (repeatable)
+	groupLog, metricsAddr string
+}
+
+// properties converts the flags into the broker's server.properties: brokerCLIDefaults, then --config,
+// then --id (when given, or when no broker.id is configured), --listen, --data and --zk over them
+// (cmd: the command they were parsed by, for which were given). zookeeper.connect stays empty when
+// neither --zk nor --config gives it. Errors: a --config that is no key=value or gives a key twice; a
+// --listen that is no HOST:PORT.
+func (f *brokerFlags) properties(cmd *cobra.Command) (map[string]string, error) {
+	given, err := parseConfigs("config", f.configs)
+	if err != nil {
+		return nil, err
+	}
+	props := map[string]string{}
+	for k, v := range brokerCLIDefaults {
+		props[k] = v
+	}
+	for k, v := range given {
+		props[k] = v
+	}
+	if cmd.Flags().Changed("id") || props["broker.id"] == "" {
+		props["broker.id"] = strconv.Itoa(int(f.id))
+	}
+	if f.listen != "" {
+		if _, _, err := net.SplitHostPort(f.listen); err != nil {
+			return nil, fmt.Errorf("--listen %q: want HOST:PORT: %v", f.listen, err)
+		}
+		props["listeners"] = "PLAINTEXT://" + f.listen
+	}
+	if f.dataDir != "" {
+		props["log.dirs"] = f.dataDir
+	}
+	if f.zk != "" {
+		props["zookeeper.connect"] = f.zk
+	}
+	return props, nil
+}
+
+// newBrokerCmd builds `rebalancelab broker`: one Kafka broker registered in ZooKeeper, until interrupted.
+func newBrokerCmd() *cobra.Command {
+	var f brokerFlags
 	cmd := &cobra.Command{
 		Use:   "broker --id N --zk ADDRS --listen HOST:PORT --data DIR [--config key=value ...] [--group-log FILE] [--metrics-addr HOST:PORT]",
 		Short: "Run one Kafka broker (real wire protocol) registered in ZooKeeper, until interrupted",
@@ -50,31 +86,9 @@ the broker gracefully (ZooKeeper session closed, logs flushed).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			given, err := parseConfigs("config", configs)
+			props, err := f.properties(cmd)
 			if err != nil {
 				return err
-			}
-			props := map[string]string{}
-			for k, v := range brokerCLIDefaults {
-				props[k] = v
-			}
-			for k, v := range given {
-				props[k] = v
-			}
-			if cmd.Flags().Changed("id") || props["broker.id"] == "" {
-				props["broker.id"] = strconv.Itoa(int(id))
-			}
-			if listen != "" {
-				if _, _, err := net.SplitHostPort(listen); err != nil {
-					return fmt.Errorf("--listen %q: want HOST:PORT: %v", listen, err)
-				}
-				props["listeners"] = "PLAINTEXT://" + listen
-			}
-			if dataDir != "" {
-				props["log.dirs"] = dataDir
-			}
-			if zkAddrs != "" {
-				props["zookeeper.connect"] = zkAddrs
 			}
 			if props["zookeeper.connect"] == "" {
 				// Bad settings are refused before a ZooKeeper is started for them.
@@ -102,13 +116,13 @@ the broker gracefully (ZooKeeper session closed, logs flushed).`,
 				return err
 			}
 			var opts []broker.Option
-			if groupLog != "" {
-				f, err := os.OpenFile(groupLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+			if f.groupLog != "" {
+				lf, err := os.OpenFile(f.groupLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 				if err != nil {
 					return fmt.Errorf("--group-log: %w", err)
 				}
-				defer f.Close() // after b.Close, which delivers the last transitions
-				enc := json.NewEncoder(f)
+				defer lf.Close() // after b.Close, which delivers the last transitions
+				enc := json.NewEncoder(lf)
 				opts = append(opts, broker.WithGroupObserver(func(ev coordinator.GroupChanged) {
 					if err := enc.Encode(groupview.Decode(ev)); err != nil {
 						logrus.WithError(err).Warn("--group-log: write failed")
@@ -123,8 +137,8 @@ the broker gracefully (ZooKeeper session closed, logs flushed).`,
 				return err
 			}
 			first := map[string]any{"broker_id": b.ID(), "listen": b.Addr(), "advertised": b.AdvertisedAddr(), "zookeeper": cfg.ZooKeeperConnect}
-			if metrics != "" {
-				ms, err := serveMetrics(metrics, b.Metrics())
+			if f.metricsAddr != "" {
+				ms, err := serveMetrics(f.metricsAddr, b.Metrics())
 				if err != nil {
 					b.Close()
 					return err
@@ -138,12 +152,12 @@ the broker gracefully (ZooKeeper session closed, logs flushed).`,
 			return b.Close()
 		},
 	}
-	cmd.Flags().Int32Var(&id, "id", 0, "broker.id")
-	cmd.Flags().StringVar(&zkAddrs, "zk", "", "zookeeper.connect (host:port,...[/chroot]); empty: start one")
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9092", "listener HOST:PORT (port 0: any free port)")
-	cmd.Flags().StringVar(&dataDir, "data", "", "log.dirs (default /tmp/kafka-logs, Kafka's)")
-	cmd.Flags().StringArrayVar(&configs, "config", nil, "server.properties key=value (repeatable)")
-	cmd.Flags().StringVar(&groupLog, "group-log", "", "append every group state transition the coordinator makes, decoded by protocol (groupview), as JSON lines to FILE")
-	addMetricsFlag(cmd, &metrics, "the broker (kafka_server_*, kafka_network_*, kafka_coordinator_group_*)")
-	rootCmd.AddCommand(cmd)
+	cmd.Flags().Int32Var(&f.id, "id", 0, "broker.id")
+	cmd.Flags().StringVar(&f.zk, "zk", "", "zookeeper.connect (host:port,...[/chroot]); empty: start one")
+	cmd.Flags().StringVar(&f.listen, "listen", "127.0.0.1:9092", "listener HOST:PORT (port 0: any free port)")
+	cmd.Flags().StringVar(&f.dataDir, "data", "", "log.dirs (default /tmp/kafka-logs, Kafka's)")
+	cmd.Flags().StringArrayVar(&f.configs, "config", nil, "server.properties key=value (repeatable)")
+	cmd.Flags().StringVar(&f.groupLog, "group-log", "", "append every group state transition the coordinator makes, decoded by protocol (groupview), as JSON lines to FILE")
+	addMetricsFlag(cmd, &f.metricsAddr, "the broker (kafka_server_*, kafka_network_*, kafka_coordinator_group_*)")
+	return cmd
 }

@@ -10,9 +10,10 @@ import (
 	"github.com/rebalancelab/rebalancelab/lab"
 )
 
-// `rebalancelab clock`: the host side of the runner's clock-offset measurement (lab.MeasureClock).
-// Hidden: the runner starts it inside each test host; on another machine it would serve --listen.
-func init() {
+// newClockCmd builds `rebalancelab clock`: the host side of the runner's clock-offset measurement
+// (lab.MeasureClock). Hidden: the runner starts it inside each test host; on another machine it would
+// serve --listen. Its one flag, --listen, is a variable of the constructor.
+func newClockCmd() *cobra.Command {
 	var listen string
 	clock := &cobra.Command{
 		Use:    "clock [--listen HOST:PORT]",
@@ -44,5 +45,5 @@ the sample with the shortest round trip and reports the host's clock offset, kno
 		},
 	}
 	clock.Flags().StringVar(&listen, "listen", "", "serve TCP connections on HOST:PORT instead of stdin/stdout")
-	rootCmd.AddCommand(clock)
+	return clock
 }

@@ -15,17 +15,61 @@ import (
 	"github.com/rebalancelab/rebalancelab/newconsumer"
 )
 
-func init() {
-	var (
-		bootstrap  string
-		group      string
-		topics     []string
-		assignors  string
-		instanceID string
-		configs    []string
-		print      bool
-		metrics    string
-	)
+// consumerFlags are `rebalancelab consumer`'s flags, as given; options converts them.
+type consumerFlags struct {
+	bootstrap, group      string
+	topics                []string // --topic (repeatable, or comma-separated)
+	assignors, instanceID string
+	configs               []string // --config key=value (repeatable)
+	print                 bool
+	metricsAddr           string
+}
+
+// options converts the flags into the member's configuration (Kafka 3.9 consumer properties: --config
+// with bootstrap.servers, group.id, partition.assignment.strategy and group.instance.id from their
+// flags over them; Log and Listener are left to the caller) and the topics it subscribes to, each
+// once. Errors: --bootstrap, --group or --topic missing; a --config that is no key=value or gives a
+// key twice; an empty topic name or one given twice; a property newconsumer.FromProperties refuses.
+func (f *consumerFlags) options() (newconsumer.Config, []string, error) {
+	if f.bootstrap == "" || f.group == "" || len(f.topics) == 0 {
+		return newconsumer.Config{}, nil, errors.New("--bootstrap, --group and --topic are required")
+	}
+	props, err := parseConfigs("config", f.configs)
+	if err != nil {
+		return newconsumer.Config{}, nil, err
+	}
+	var subscribe []string
+	seen := map[string]bool{}
+	for _, t := range f.topics {
+		for _, name := range strings.Split(t, ",") {
+			if name = strings.TrimSpace(name); name == "" {
+				return newconsumer.Config{}, nil, fmt.Errorf("--topic %q: empty topic name", t)
+			}
+			if seen[name] {
+				return newconsumer.Config{}, nil, fmt.Errorf("--topic %s: topic %s is already given; give each topic once", t, name)
+			}
+			seen[name] = true
+			subscribe = append(subscribe, name)
+		}
+	}
+	props["bootstrap.servers"] = f.bootstrap
+	props["group.id"] = f.group
+	if f.assignors != "" {
+		props["partition.assignment.strategy"] = f.assignors
+	}
+	if f.instanceID != "" {
+		props["group.instance.id"] = f.instanceID
+	}
+	cfg, err := newconsumer.FromProperties(props)
+	if err != nil {
+		return newconsumer.Config{}, nil, err
+	}
+	return cfg, subscribe, nil
+}
+
+// newConsumerCmd builds `rebalancelab consumer`: a coordinator-era member until interrupted.
+func newConsumerCmd() *cobra.Command {
+	var f consumerFlags
 	cmd := &cobra.Command{
 		Use:   "consumer --bootstrap ADDR --group G --topic T [--assignor NAME] [--instance-id ID] [--config k=v ...] [--print] [--metrics-addr HOST:PORT]",
 		Short: "Run a coordinator-era consumer (Kafka 3.9's classic group protocol) until interrupted",
@@ -43,36 +87,7 @@ auto-commit), onPartitionsRevoked, LeaveGroup (not for a static member).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if bootstrap == "" || group == "" || len(topics) == 0 {
-				return errors.New("--bootstrap, --group and --topic are required")
-			}
-			props, err := parseConfigs("config", configs)
-			if err != nil {
-				return err
-			}
-			var subscribe []string
-			seen := map[string]bool{}
-			for _, t := range topics {
-				for _, name := range strings.Split(t, ",") {
-					if name = strings.TrimSpace(name); name == "" {
-						return fmt.Errorf("--topic %q: empty topic name", t)
-					}
-					if seen[name] {
-						return fmt.Errorf("--topic %s: topic %s is already given; give each topic once", t, name)
-					}
-					seen[name] = true
-					subscribe = append(subscribe, name)
-				}
-			}
-			props["bootstrap.servers"] = bootstrap
-			props["group.id"] = group
-			if assignors != "" {
-				props["partition.assignment.strategy"] = assignors
-			}
-			if instanceID != "" {
-				props["group.instance.id"] = instanceID
-			}
-			cfg, err := newconsumer.FromProperties(props)
+			cfg, subscribe, err := f.options()
 			if err != nil {
 				return err
 			}
@@ -87,7 +102,7 @@ auto-commit), onPartitionsRevoked, LeaveGroup (not for a static member).`,
 			if err != nil {
 				return err
 			}
-			ms, err := memberMetrics(metrics, c.Collector())
+			ms, err := memberMetrics(f.metricsAddr, c.Collector())
 			if err != nil {
 				c.Kill()
 				return err
@@ -106,7 +121,7 @@ auto-commit), onPartitionsRevoked, LeaveGroup (not for a static member).`,
 					}
 					break
 				}
-				if print {
+				if f.print {
 					for _, r := range recs {
 						fmt.Fprintf(out, "%s %d %d %s\n", r.Topic, r.Partition, r.Offset, r.Value)
 					}
@@ -124,14 +139,14 @@ auto-commit), onPartitionsRevoked, LeaveGroup (not for a static member).`,
 			return pollErr
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&bootstrap, "bootstrap", "", "bootstrap.servers: host:port[,host:port...]")
-	f.StringVar(&group, "group", "", "group.id")
-	f.StringArrayVar(&topics, "topic", nil, "topic to subscribe to (repeatable, or comma-separated)")
-	f.StringVar(&assignors, "assignor", "", "partition.assignment.strategy (default range,cooperative-sticky)")
-	f.StringVar(&instanceID, "instance-id", "", "group.instance.id: a static member (KIP-345)")
-	f.StringArrayVar(&configs, "config", nil, "Kafka consumer property key=value (repeatable)")
-	f.BoolVar(&print, "print", false, `print "topic partition offset value" per delivered message`)
-	addMetricsFlag(cmd, &metrics, "this member (kafka_consumer_*)")
-	rootCmd.AddCommand(cmd)
+	fs := cmd.Flags()
+	fs.StringVar(&f.bootstrap, "bootstrap", "", "bootstrap.servers: host:port[,host:port...]")
+	fs.StringVar(&f.group, "group", "", "group.id")
+	fs.StringArrayVar(&f.topics, "topic", nil, "topic to subscribe to (repeatable, or comma-separated)")
+	fs.StringVar(&f.assignors, "assignor", "", "partition.assignment.strategy (default range,cooperative-sticky)")
+	fs.StringVar(&f.instanceID, "instance-id", "", "group.instance.id: a static member (KIP-345)")
+	fs.StringArrayVar(&f.configs, "config", nil, "Kafka consumer property key=value (repeatable)")
+	fs.BoolVar(&f.print, "print", false, `print "topic partition offset value" per delivered message`)
+	addMetricsFlag(cmd, &f.metricsAddr, "this member (kafka_consumer_*)")
+	return cmd
 }

@@ -33,17 +33,49 @@ func labGatherer(l *lab.Lab) prometheus.Gatherer {
 	})
 }
 
-func init() {
-	var (
-		zkNodes       int
-		brokers       int
-		zkAddrs       string
-		dataDir       string
-		kafkaDefaults bool
-		brokerImpl    string
-		metrics       string
-	)
+// newLabCmd builds `lab` and its one subcommand, up.
+func newLabCmd() *cobra.Command {
 	labCmd := &cobra.Command{Use: "lab", Short: "A real environment: ZooKeeper (standalone or ensemble) and brokers"}
+	labCmd.AddCommand(newLabUpCmd())
+	return labCmd
+}
+
+// labUpFlags are `lab up`'s flags, as given; options converts them.
+type labUpFlags struct {
+	zkNodes, brokers int
+	zk, dataDir      string
+	kafkaDefaults    bool
+	broker           string // --broker: the brokers' implementation
+	metricsAddr      string
+}
+
+// options converts the flags into the lab's options. Errors: --zk-nodes other than 1 or 3; a negative
+// --brokers; --metrics-addr with Kafka's brokers (their metrics are JMX).
+func (f *labUpFlags) options() (lab.Options, error) {
+	if f.zkNodes != 1 && f.zkNodes != 3 {
+		return lab.Options{}, fmt.Errorf("--zk-nodes %d: want 1 (standalone) or 3 (ensemble)", f.zkNodes)
+	}
+	if f.brokers < 0 {
+		return lab.Options{}, fmt.Errorf("--brokers %d: want 0 or more", f.brokers)
+	}
+	if f.metricsAddr != "" && f.broker == lab.BrokerKafka {
+		return lab.Options{}, fmt.Errorf("--metrics-addr serves this project's brokers; Kafka 3.9's metrics are JMX (use --broker rebalancelab)")
+	}
+	return lab.Options{
+		ZK:            lab.ZKOptions{Nodes: f.zkNodes},
+		ExternalZK:    f.zk,
+		Brokers:       f.brokers,
+		NoBrokers:     f.brokers == 0,
+		KafkaDefaults: f.kafkaDefaults,
+		Broker:        f.broker,
+		Dir:           f.dataDir,
+		Log:           logrus.NewEntry(logrus.StandardLogger()),
+	}, nil
+}
+
+// newLabUpCmd builds `lab up`: ZooKeeper and brokers on loopback until SIGINT/SIGTERM.
+func newLabUpCmd() *cobra.Command {
+	var f labUpFlags
 	up := &cobra.Command{
 		Use:   "up [--zk-nodes 1|3] [--brokers N] [--broker rebalancelab|kafka] [--zk ADDRS] [--data DIR] [--metrics-addr HOST:PORT]",
 		Short: "Start ZooKeeper and N brokers on loopback; run until SIGINT/SIGTERM, then clean up",
@@ -61,26 +93,12 @@ removed; with --data they are kept. With --zk, a broker that gets no ZooKeeper s
 zookeeper.connection.timeout.ms makes it fail (exit 1, no JSON line).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if zkNodes != 1 && zkNodes != 3 {
-				return fmt.Errorf("--zk-nodes %d: want 1 (standalone) or 3 (ensemble)", zkNodes)
-			}
-			if brokers < 0 {
-				return fmt.Errorf("--brokers %d: want 0 or more", brokers)
-			}
-			if metrics != "" && brokerImpl == lab.BrokerKafka {
-				return fmt.Errorf("--metrics-addr serves this project's brokers; Kafka 3.9's metrics are JMX (use --broker rebalancelab)")
+			o, err := f.options()
+			if err != nil {
+				return err
 			}
 			ctx := cmd.Context()
-			l, err := lab.Start(ctx, lab.Options{
-				ZK:            lab.ZKOptions{Nodes: zkNodes},
-				ExternalZK:    zkAddrs,
-				Brokers:       brokers,
-				NoBrokers:     brokers == 0,
-				KafkaDefaults: kafkaDefaults,
-				Broker:        brokerImpl,
-				Dir:           dataDir,
-				Log:           logrus.NewEntry(logrus.StandardLogger()),
-			})
+			l, err := lab.Start(ctx, o)
 			if err != nil {
 				if ctx.Err() != nil {
 					// A signal during start-up: lab.Start has stopped what it started.
@@ -92,8 +110,8 @@ zookeeper.connection.timeout.ms makes it fail (exit 1, no JSON line).`,
 			for _, b := range l.Brokers() {
 				line.Brokers = append(line.Brokers, b.Addr())
 			}
-			if metrics != "" {
-				ms, err := serveMetrics(metrics, labGatherer(l))
+			if f.metricsAddr != "" {
+				ms, err := serveMetrics(f.metricsAddr, labGatherer(l))
 				if err != nil {
 					l.Close()
 					return err
@@ -108,13 +126,12 @@ zookeeper.connection.timeout.ms makes it fail (exit 1, no JSON line).`,
 			return l.Close()
 		},
 	}
-	up.Flags().IntVar(&zkNodes, "zk-nodes", 1, "ZooKeeper servers: 1 (standalone) or 3 (ensemble)")
-	up.Flags().IntVar(&brokers, "brokers", 1, "brokers to start (ids 1..N)")
-	up.Flags().StringVar(&zkAddrs, "zk", "", "use this running ZooKeeper (host:port,...) instead of starting one")
-	up.Flags().StringVar(&dataDir, "data", "", "directory for ZooKeeper and broker data and logs (kept); default: a temp dir, removed")
-	addBrokerFlag(up, &brokerImpl)
-	up.Flags().BoolVar(&kafkaDefaults, "kafka-defaults", false, "run brokers with Kafka's default timings instead of lab.ShortTimings")
-	addMetricsFlag(up, &metrics, "every broker (label broker)")
-	labCmd.AddCommand(up)
-	rootCmd.AddCommand(labCmd)
+	up.Flags().IntVar(&f.zkNodes, "zk-nodes", 1, "ZooKeeper servers: 1 (standalone) or 3 (ensemble)")
+	up.Flags().IntVar(&f.brokers, "brokers", 1, "brokers to start (ids 1..N)")
+	up.Flags().StringVar(&f.zk, "zk", "", "use this running ZooKeeper (host:port,...) instead of starting one")
+	up.Flags().StringVar(&f.dataDir, "data", "", "directory for ZooKeeper and broker data and logs (kept); default: a temp dir, removed")
+	addBrokerFlag(up, &f.broker)
+	up.Flags().BoolVar(&f.kafkaDefaults, "kafka-defaults", false, "run brokers with Kafka's default timings instead of lab.ShortTimings")
+	addMetricsFlag(up, &f.metricsAddr, "every broker (label broker)")
+	return up
 }

@@ -1,6 +1,9 @@
 // Command rebalancelab runs Kafka's two eras of consumer-group management on one broker against a
-// real ZooKeeper, and compares them. The subcommands are docs/design.md's stable CLI contract; each lives
-// in its own file and registers itself on rootCmd in an init function.
+// real ZooKeeper, and compares them. The subcommands are docs/design.md's stable CLI contract. Each
+// command family lives in its own file and is built by a constructor (newScenarioRunCmd, ...): its
+// flags bound to the fields of a flags struct of its own, which one method converts into the
+// library's options. newRootCmd assembles the tree; nothing is registered in init functions and no
+// flag lives in a package-level variable, so that every tree built is independent of the others.
 package main
 
 import (
@@ -19,27 +22,41 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-var logLevel string
-
-var rootCmd = &cobra.Command{
-	Use:           "rebalancelab",
-	Short:         "Kafka consumer-group rebalancing, ZooKeeper era vs group coordinator, on a real ZooKeeper",
-	Version:       version,
-	SilenceUsage:  true,
-	SilenceErrors: true,
-	PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-		lvl, err := logrus.ParseLevel(logLevel)
-		if err != nil {
-			return fmt.Errorf("--log-level: %w", err)
-		}
-		logrus.SetLevel(lvl)
-		logrus.SetOutput(os.Stderr)
-		return nil
-	},
-}
-
-func init() {
-	rootCmd.PersistentFlags().StringVar(&logLevel, "log-level", "info", "logrus level: debug, info, warn, error")
+// newRootCmd builds the whole command tree: the root with its persistent --log-level and every
+// command family's constructor. Each call builds a new tree with flags of its own.
+func newRootCmd() *cobra.Command {
+	var logLevel string
+	root := &cobra.Command{
+		Use:           "rebalancelab",
+		Short:         "Kafka consumer-group rebalancing, ZooKeeper era vs group coordinator, on a real ZooKeeper",
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			lvl, err := logrus.ParseLevel(logLevel)
+			if err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			logrus.SetLevel(lvl)
+			logrus.SetOutput(os.Stderr)
+			return nil
+		},
+	}
+	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "logrus level: debug, info, warn, error")
+	root.AddCommand(
+		newBenchCmd(),
+		newBrokerCmd(),
+		newClockCmd(),
+		newConsumerCmd(),
+		newLabCmd(),
+		newMemberCmd(),
+		newMemberPoolCmd(),
+		newProduceCmd(),
+		newScenarioCmd(),
+		newTopicCmd(),
+		newZKConsumerCmd(),
+	)
+	return root
 }
 
 // errInterrupted is wrapped by a command's error when SIGINT/SIGTERM ended it; main exits 130
@@ -57,7 +74,7 @@ func main() {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go handleSignals(sigs, cancel, os.Stderr, func() { os.Exit(exitInterrupted) })
-	err := rootCmd.ExecuteContext(ctx)
+	err := newRootCmd().ExecuteContext(ctx)
 	if err == nil {
 		return
 	}

@@ -10,13 +10,35 @@ import (
 	"github.com/rebalancelab/rebalancelab/scenarios"
 )
 
-// `rebalancelab member`: one member of a scenario run as a process (scenario run --members-as
-// processes). Internal: the runner builds its command line; its protocol is scenarios/process.go's.
-func init() {
-	var (
-		era, name, topic string
-		configs, routes  []string
-	)
+// memberFlags are `rebalancelab member`'s flags, as given; options converts them.
+type memberFlags struct {
+	era, name, topic string
+	configs, routes  []string // --config k=v, --route LINK:UPSTREAM=PROXY (repeatable)
+}
+
+// options converts the flags into the member's options; Out, In and Log are left to the caller.
+// Errors: a --config that is no key=value or gives a key twice; a --route lab.ParseRoute refuses.
+func (f *memberFlags) options() (scenarios.MemberOptions, error) {
+	props, err := parseConfigs("config", f.configs)
+	if err != nil {
+		return scenarios.MemberOptions{}, err
+	}
+	var rs []lab.Route
+	for _, s := range f.routes {
+		r, err := lab.ParseRoute(s)
+		if err != nil {
+			return scenarios.MemberOptions{}, err
+		}
+		rs = append(rs, r)
+	}
+	return scenarios.MemberOptions{Era: f.era, Name: f.name, Topic: f.topic, Props: props, Routes: rs}, nil
+}
+
+// newMemberCmd builds `rebalancelab member`: one member of a scenario run as a process (scenario run
+// --members-as processes). Internal: the runner builds its command line; its protocol is
+// scenarios/process.go's.
+func newMemberCmd() *cobra.Command {
+	var f memberFlags
 	member := &cobra.Command{
 		Use:    "member --era E --name N --topic T --config k=v ... [--route LINK:UPSTREAM=PROXY ...]",
 		Short:  "One scenario member as a process (internal: started by scenario run --members-as processes)",
@@ -30,32 +52,24 @@ sends a link's dials of UPSTREAM to the runner's fault proxy PROXY; other dials 
 Exit status 1 when the member cannot start or gives up (the error on stderr).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			props, err := parseConfigs("config", configs)
+			o, err := f.options()
 			if err != nil {
 				return err
 			}
-			var rs []lab.Route
-			for _, s := range routes {
-				r, err := lab.ParseRoute(s)
-				if err != nil {
-					return err
-				}
-				rs = append(rs, r)
-			}
+			o.Out, o.In = os.Stdout, os.Stdin
+			o.Log = logrus.WithFields(logrus.Fields{"era": f.era, "member": f.name})
 			logrus.SetFormatter(&logrus.JSONFormatter{})
-			return scenarios.RunMember(cmd.Context(), scenarios.MemberOptions{Era: era, Name: name, Topic: topic,
-				Props: props, Routes: rs, Out: os.Stdout, In: os.Stdin,
-				Log: logrus.WithFields(logrus.Fields{"era": era, "member": name})})
+			return scenarios.RunMember(cmd.Context(), o)
 		},
 	}
-	f := member.Flags()
-	f.StringVar(&era, "era", "", "the member's era: zk, classic, cooperative or static")
-	f.StringVar(&name, "name", "", "the scenario's member name (m1, ...): the timeline's member field")
-	f.StringVar(&topic, "topic", "", "the topic it subscribes to")
-	f.StringArrayVar(&configs, "config", nil, "consumer property key=value (repeatable): the era's properties as the runner built them")
-	f.StringArrayVar(&routes, "route", nil, "LINK:UPSTREAM=PROXY: dial PROXY instead of UPSTREAM on link zookeeper, coordinator or fetch (repeatable)")
+	fs := member.Flags()
+	fs.StringVar(&f.era, "era", "", "the member's era: zk, classic, cooperative or static")
+	fs.StringVar(&f.name, "name", "", "the scenario's member name (m1, ...): the timeline's member field")
+	fs.StringVar(&f.topic, "topic", "", "the topic it subscribes to")
+	fs.StringArrayVar(&f.configs, "config", nil, "consumer property key=value (repeatable): the era's properties as the runner built them")
+	fs.StringArrayVar(&f.routes, "route", nil, "LINK:UPSTREAM=PROXY: dial PROXY instead of UPSTREAM on link zookeeper, coordinator or fetch (repeatable)")
 	for _, n := range []string{"era", "name", "topic"} {
 		_ = member.MarkFlagRequired(n)
 	}
-	rootCmd.AddCommand(member)
+	return member
 }

@@ -12,12 +12,34 @@ import (
 	"github.com/rebalancelab/rebalancelab/scenarios"
 )
 
-// `rebalancelab member-pool`: many members of a scenario in one process: a runner's own pool (scenario
-// run and bench storm --members-per-process K: the runner builds its command line and drives it over
-// stdin and stdout, scenarios/pool.go) or, with --listen, a member host that runners on other machines
-// reach over TCP (scenario run --member-hosts, scenarios/agent.go).
-func init() {
-	var era, topic, listen, client string
+// memberPoolFlags are `rebalancelab member-pool`'s flags, as given; options converts them.
+type memberPoolFlags struct {
+	era, topic, listen, client string
+}
+
+// options checks which of its two modes the flags ask for. With --listen (a member host serving
+// runners on other machines) it returns no pool options and member host true; else a runner's own
+// pool's options (Out, In and Log are left to the caller). Errors: --listen with --era, --topic or
+// --client (each runner names its own); neither --listen nor both --era and --topic.
+func (f *memberPoolFlags) options() (o scenarios.PoolOptions, memberHost bool, err error) {
+	if f.listen != "" {
+		if f.era != "" || f.topic != "" || f.client != "" {
+			return o, false, fmt.Errorf("--listen: each runner names its era and topic; --era, --topic and --client are for a runner's own pool")
+		}
+		return o, true, nil
+	}
+	if f.era == "" || f.topic == "" {
+		return o, false, fmt.Errorf("member-pool: give --era and --topic (a runner's pool) or --listen HOST:PORT (a member host)")
+	}
+	return scenarios.PoolOptions{Era: f.era, Topic: f.topic, Client: f.client}, false, nil
+}
+
+// newMemberPoolCmd builds `rebalancelab member-pool`: many members of a scenario in one process: a
+// runner's own pool (scenario run and bench storm --members-per-process K: the runner builds its
+// command line and drives it over stdin and stdout, scenarios/pool.go) or, with --listen, a member
+// host that runners on other machines reach over TCP (scenario run --member-hosts, scenarios/agent.go).
+func newMemberPoolCmd() *cobra.Command {
+	var f memberPoolFlags
 	pool := &cobra.Command{
 		Use:   "member-pool (--era E --topic T | --listen HOST:PORT)",
 		Short: "Many scenario members in one process: a runner's pool, or a member host serving runners on other machines (--listen)",
@@ -39,13 +61,14 @@ stops every pool's members and exits 0. The members dial the brokers and ZooKeep
 those must be reachable from this machine.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if listen != "" {
-				if era != "" || topic != "" || client != "" {
-					return fmt.Errorf("--listen: each runner names its era and topic; --era, --topic and --client are for a runner's own pool")
-				}
-				ln, err := net.Listen("tcp", listen)
+			o, memberHost, err := f.options()
+			if err != nil {
+				return err
+			}
+			if memberHost {
+				ln, err := net.Listen("tcp", f.listen)
 				if err != nil {
-					return fmt.Errorf("--listen %s: %w", listen, err)
+					return fmt.Errorf("--listen %s: %w", f.listen, err)
 				}
 				b, _ := json.Marshal(map[string]string{"listen": ln.Addr().String()})
 				fmt.Fprintln(cmd.OutOrStdout(), string(b))
@@ -55,18 +78,15 @@ those must be reachable from this machine.`,
 				}
 				return err
 			}
-			if era == "" || topic == "" {
-				return fmt.Errorf("member-pool: give --era and --topic (a runner's pool) or --listen HOST:PORT (a member host)")
-			}
 			logrus.SetFormatter(&logrus.JSONFormatter{})
-			return scenarios.RunMemberPool(cmd.Context(), scenarios.PoolOptions{Era: era, Topic: topic, Client: client,
-				Out: os.Stdout, In: os.Stdin, Log: logrus.WithField("era", era)})
+			o.Out, o.In, o.Log = os.Stdout, os.Stdin, logrus.WithField("era", f.era)
+			return scenarios.RunMemberPool(cmd.Context(), o)
 		},
 	}
-	f := pool.Flags()
-	f.StringVar(&era, "era", "", "the members' era: zk, classic, cooperative or static")
-	f.StringVar(&topic, "topic", "", "the topic they subscribe to")
-	f.StringVar(&client, "client", "", "kgo: run franz-go kgo group consumers instead of the era's (bench storm's peer; props are Kafka consumer configs: bootstrap.servers, group.id, client.id, partition.assignment.strategy, session.timeout.ms, ...); they write no timeline")
-	f.StringVar(&listen, "listen", "", "serve runners on other machines at HOST:PORT (a member host; port 0: any free port)")
-	rootCmd.AddCommand(pool)
+	fs := pool.Flags()
+	fs.StringVar(&f.era, "era", "", "the members' era: zk, classic, cooperative or static")
+	fs.StringVar(&f.topic, "topic", "", "the topic they subscribe to")
+	fs.StringVar(&f.client, "client", "", "kgo: run franz-go kgo group consumers instead of the era's (bench storm's peer; props are Kafka consumer configs: bootstrap.servers, group.id, client.id, partition.assignment.strategy, session.timeout.ms, ...); they write no timeline")
+	fs.StringVar(&f.listen, "listen", "", "serve runners on other machines at HOST:PORT (a member host; port 0: any free port)")
+	return pool
 }

@@ -64,15 +64,56 @@ var compressionCodecs = map[string]kgo.CompressionCodec{
 	"lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression(),
 }
 
-func init() {
-	var (
-		bootstrap string
-		topic     string
-		count     int64
-		size      int
-		timeout   time.Duration
-		codec     string
-	)
+// produceFlags are `rebalancelab produce`'s flags, as given; options converts them.
+type produceFlags struct {
+	bootstrap, topic string
+	count            int64 // records to produce
+	size             int   // value bytes (the sequence number zero-padded to it)
+	timeout          time.Duration
+	codec            string // --compression: Kafka's compression.type
+}
+
+// options converts the flags into the producer client's options: round-robin partitions, acks=all,
+// one request in flight per broker, batches of at least --size plus headroom, compressed with
+// --compression, records timed out after --timeout (0: never). Errors: --count below 1; a negative
+// --size or --timeout; a --compression that is no Kafka codec.
+func (f *produceFlags) options() ([]kgo.Opt, error) {
+	if f.count < 1 {
+		return nil, fmt.Errorf("--count %d: want at least 1 record", f.count)
+	}
+	if f.size < 0 {
+		return nil, fmt.Errorf("--size %d: must not be negative", f.size)
+	}
+	if f.timeout < 0 {
+		return nil, fmt.Errorf("--timeout %v: must not be negative (0: no limit)", f.timeout)
+	}
+	compression, ok := compressionCodecs[f.codec]
+	if !ok {
+		return nil, fmt.Errorf("--compression %s: want none, gzip, snappy, lz4 or zstd (Kafka's compression.type)", f.codec)
+	}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(strings.Split(f.bootstrap, ",")...),
+		kgo.DefaultProduceTopic(f.topic),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.MaxProduceRequestsInflightPerBroker(1),
+		kgo.AllowAutoTopicCreation(),
+		kgo.ProducerBatchMaxBytes(max(1<<20, int32(f.size)+512)),
+		// franz-go's default is snappy then none; Kafka's producer default is none, and
+		// clients without a snappy codec cannot read snappy batches.
+		kgo.ProducerBatchCompression(compression),
+	}
+	if f.timeout > 0 {
+		// Java's delivery.timeout.ms: a record not acknowledged in time fails with kgo's last
+		// error for it (e.g. "record delivery timeout, last err: LEADER_NOT_AVAILABLE").
+		opts = append(opts, kgo.RecordDeliveryTimeout(f.timeout))
+	}
+	return opts, nil
+}
+
+// newProduceCmd builds `rebalancelab produce`: N records whose values are their sequence numbers.
+func newProduceCmd() *cobra.Command {
+	var f produceFlags
 	cmd := &cobra.Command{
 		Use:   "produce --bootstrap ADDR --topic T --count N [--size BYTES] [--compression none|gzip|snappy|lz4|zstd]",
 		Short: "Produce N records whose values are their sequence numbers 0..N-1 (acks=all), then print a summary",
@@ -83,48 +124,22 @@ bytes when --size is larger. Batches are uncompressed unless --compression names
 (compression.type: none, the default as in Kafka's producer, gzip, snappy, lz4, zstd). The summary gives the count per partition and the offset range each got.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if count < 1 {
-				return fmt.Errorf("--count %d: want at least 1 record", count)
-			}
-			if size < 0 {
-				return fmt.Errorf("--size %d: must not be negative", size)
-			}
-			if timeout < 0 {
-				return fmt.Errorf("--timeout %v: must not be negative (0: no limit)", timeout)
-			}
-			compression, ok := compressionCodecs[codec]
-			if !ok {
-				return fmt.Errorf("--compression %s: want none, gzip, snappy, lz4 or zstd (Kafka's compression.type)", codec)
-			}
-			opts := []kgo.Opt{
-				kgo.SeedBrokers(strings.Split(bootstrap, ",")...),
-				kgo.DefaultProduceTopic(topic),
-				kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
-				kgo.RequiredAcks(kgo.AllISRAcks()),
-				kgo.MaxProduceRequestsInflightPerBroker(1),
-				kgo.AllowAutoTopicCreation(),
-				kgo.ProducerBatchMaxBytes(max(1<<20, int32(size)+512)),
-				// franz-go's default is snappy then none; Kafka's producer default is none, and
-				// clients without a snappy codec cannot read snappy batches.
-				kgo.ProducerBatchCompression(compression),
-			}
-			if timeout > 0 {
-				// Java's delivery.timeout.ms: a record not acknowledged in time fails with kgo's last
-				// error for it (e.g. "record delivery timeout, last err: LEADER_NOT_AVAILABLE").
-				opts = append(opts, kgo.RecordDeliveryTimeout(timeout))
+			opts, err := f.options()
+			if err != nil {
+				return err
 			}
 			cl, err := kgo.NewClient(opts...)
 			if err != nil {
-				return fmt.Errorf("--bootstrap %q: %w", bootstrap, err)
+				return fmt.Errorf("--bootstrap %q: %w", f.bootstrap, err)
 			}
 			defer cl.Close()
 			ctx := cmd.Context() // ends on SIGINT/SIGTERM; records are bounded by --timeout
 			// kgo retries an unreachable broker silently until the records time out: find one first.
-			if err := pingBroker(ctx, cl, timeout); err != nil {
+			if err := pingBroker(ctx, cl, f.timeout); err != nil {
 				if ctx.Err() != nil {
-					return fmt.Errorf("%w before any broker at --bootstrap %s answered (last error: %v)", errInterrupted, bootstrap, err)
+					return fmt.Errorf("%w before any broker at --bootstrap %s answered (last error: %v)", errInterrupted, f.bootstrap, err)
 				}
-				return fmt.Errorf("no broker at --bootstrap %s answered within --timeout %v; last error: %w", bootstrap, timeout, err)
+				return fmt.Errorf("no broker at --bootstrap %s answered within --timeout %v; last error: %w", f.bootstrap, f.timeout, err)
 			}
 
 			type span struct{ n, first, last int64 }
@@ -135,9 +150,9 @@ bytes when --size is larger. Batches are uncompressed unless --compression names
 				wg       sync.WaitGroup
 			)
 			start := time.Now()
-			for i := int64(0); i < count && ctx.Err() == nil; i++ {
+			for i := int64(0); i < f.count && ctx.Err() == nil; i++ {
 				wg.Add(1)
-				cl.Produce(ctx, &kgo.Record{Value: produceValue(i, size)}, func(r *kgo.Record, err error) {
+				cl.Produce(ctx, &kgo.Record{Value: produceValue(i, f.size)}, func(r *kgo.Record, err error) {
 					defer wg.Done()
 					mu.Lock()
 					defer mu.Unlock()
@@ -165,28 +180,28 @@ bytes when --size is larger. Batches are uncompressed unless --compression names
 				total += s.n
 			}
 			sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-			fmt.Fprintf(os.Stdout, "produced %d of %d records to %s in %v (%.0f records/s)\n", total, count, topic, elapsed.Round(time.Millisecond), float64(total)/max(elapsed.Seconds(), 1e-9))
+			fmt.Fprintf(os.Stdout, "produced %d of %d records to %s in %v (%.0f records/s)\n", total, f.count, f.topic, elapsed.Round(time.Millisecond), float64(total)/max(elapsed.Seconds(), 1e-9))
 			for _, p := range ids {
 				s := parts[p]
 				fmt.Fprintf(os.Stdout, "  partition %d: %d records, offsets %d..%d\n", p, s.n, s.first, s.last)
 			}
-			if ctx.Err() != nil && total < count {
-				return fmt.Errorf("%w after %d of %d records were acknowledged (bootstrap %s, topic %s)", errInterrupted, total, count, bootstrap, topic)
+			if ctx.Err() != nil && total < f.count {
+				return fmt.Errorf("%w after %d of %d records were acknowledged (bootstrap %s, topic %s)", errInterrupted, total, f.count, f.bootstrap, f.topic)
 			}
 			if firstErr != nil {
-				return fmt.Errorf("%d of %d records not acknowledged (bootstrap %s, topic %s); first error: %w", count-total, count, bootstrap, topic, firstErr)
+				return fmt.Errorf("%d of %d records not acknowledged (bootstrap %s, topic %s); first error: %w", f.count-total, f.count, f.bootstrap, f.topic, firstErr)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&bootstrap, "bootstrap", "", "broker host:port[,host:port] (required)")
-	cmd.Flags().StringVar(&topic, "topic", "", "topic to produce to, auto-created by the broker if allowed (required)")
-	cmd.Flags().Int64Var(&count, "count", 0, "number of records, at least 1 (required)")
-	cmd.Flags().IntVar(&size, "size", 0, "value size in bytes (the sequence number is zero-padded to it)")
-	cmd.Flags().StringVar(&codec, "compression", "none", "compression.type of the batches: none, gzip, snappy, lz4 or zstd")
-	cmd.Flags().DurationVar(&timeout, "timeout", defaultProduceTimeout, "give up when no broker answers, or a record is not acknowledged, within this long (Java's delivery.timeout.ms; 0: no limit)")
+	cmd.Flags().StringVar(&f.bootstrap, "bootstrap", "", "broker host:port[,host:port] (required)")
+	cmd.Flags().StringVar(&f.topic, "topic", "", "topic to produce to, auto-created by the broker if allowed (required)")
+	cmd.Flags().Int64Var(&f.count, "count", 0, "number of records, at least 1 (required)")
+	cmd.Flags().IntVar(&f.size, "size", 0, "value size in bytes (the sequence number is zero-padded to it)")
+	cmd.Flags().StringVar(&f.codec, "compression", "none", "compression.type of the batches: none, gzip, snappy, lz4 or zstd")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", defaultProduceTimeout, "give up when no broker answers, or a record is not acknowledged, within this long (Java's delivery.timeout.ms; 0: no limit)")
 	for _, f := range []string{"bootstrap", "topic", "count"} {
 		_ = cmd.MarkFlagRequired(f)
 	}
-	rootCmd.AddCommand(cmd)
+	return cmd
 }

@@ -22,9 +22,16 @@ import (
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
-func init() {
+// newScenarioCmd builds `scenario` and its subcommands: list, run (this file) and show
+// (scenario_script.go).
+func newScenarioCmd() *cobra.Command {
 	scenarioCmd := &cobra.Command{Use: "scenario", Short: "Scripted comparisons of the eras: herd effect, crashes, split brain, restarts, storms"}
+	scenarioCmd.AddCommand(newScenarioListCmd(), newScenarioRunCmd(), newScenarioShowCmd())
+	return scenarioCmd
+}
 
+// newScenarioListCmd builds `scenario list`: the catalogue, as lines or as JSON (--json).
+func newScenarioListCmd() *cobra.Command {
 	var listJSON bool
 	list := &cobra.Command{
 		Use:   "list [--json]",
@@ -48,38 +55,228 @@ connect-workers runs it).`,
 			return w.Flush()
 		},
 	}
+	list.Flags().BoolVar(&listJSON, "json", false, "a JSON list: each scenario's name, description, default and small sizes, ZooKeeper nodes, brokers, test hosts needed, kind")
+	return list
+}
 
-	var (
-		eras          []string
-		consumers     string
-		partitions    int
-		jsonFile      string
-		reportDir     string
-		seed          int64
-		zkAddrs       string
-		kafkaDefaults bool
-		brokerConf    []string
-		membersAs     string
-		perProcess    int
-		memberHosts   []string
-		downMs        int64
-		plotFile      string
-		repeat        int
-		deadline      time.Duration
-		budget        time.Duration
-		untilCross    bool
-		zkConfigs     []string
-		brokerImpl    string
-		membersImpl   string
-		bootstrap     string
-		keep          bool
-		hosts         int
-		connectProtos []string
-		scriptFile    string
-		stepsFile     string
-		perMember     int
-		eraMaxN       map[string]int
-	)
+// scenarioRunFlags are `scenario run`'s flags, as given; options converts them into the runs.
+type scenarioRunFlags struct {
+	script, steps                 string // --script FILE (a scenario file), --steps FILE (JSON lines of steps)
+	eras                          []string
+	consumers                     string // --consumers: N, or sizes N1,N2,... to sweep ("": the scenario's)
+	partitions                    int
+	seed, downMs                  int64
+	hosts                         int
+	jsonFile, reportDir, plotFile string // "": not written
+	zk                            string
+	zkConfig                      []string // --zk-config k=v (repeatable)
+	kafkaDefaults                 bool
+	brokerConfig                  []string // --broker-config KEY=VALUE (repeatable)
+	broker, members               string   // one implementation, or a comma-separated list to compare
+	membersAs                     string
+	membersPerProcess             int
+	memberHosts                   []string
+	bootstrap                     string
+	keep                          bool
+	repeat                        int // sweep: runs per size
+	deadline, budget              time.Duration
+	untilCrossover                bool
+	partitionsPerMember           int
+	eraMaxN                       map[string]int
+	connectProtocols              []string
+}
+
+// scenarioRun is a `scenario run` command line converted (scenarioRunFlags.options): connect-workers'
+// runs, a sweep, one run, or a comparison of brokers or of members (one run each).
+type scenarioRun struct {
+	name string // the scenario: NAME, or the one --script's file defines
+	// connect: NAME is connect-workers, run once per Connect protocol in connectProtocols (runConnect);
+	// nothing but jsonFile is set then.
+	connect          bool
+	connectProtocols []string
+	// run: the run's options; a comparison runs them once per broker or kind of member (compared).
+	run scenarios.Options
+	// sweep is set for a sweep (--consumers N1,N2,..., --plot, --repeat...): it runs instead of run.
+	sweep *scenarios.SweepOptions
+	// brokers and members: --broker and --members split; more than one in one of them is a comparison.
+	brokers, members              []string
+	jsonFile, reportDir, plotFile string
+}
+
+// options converts the flags and NAME (args) into the runs (cmd: the command they were parsed by, for
+// which flags were given; its stderr gets the runs' progress). Files are read here: --script's
+// scenario file and --steps's steps. Errors, in this order: NAME and --script both or neither, a
+// scenario file that cannot be read or is malformed (FILE:LINE: field X: ...); --script with --steps;
+// connect-workers with any flag but --connect-protocol and --json; a negative --members-per-process;
+// --members-per-process or --member-hosts with --members-as goroutines; a --members-as other than
+// goroutines or processes; --keep without --bootstrap, --broker with it; a --consumers list that is
+// no member counts >= 1 or repeats one; a --zk-config that is no key=value or repeats a key; a --steps
+// file that cannot be read or holds no step; a scenario file whose script does not check at a size; a
+// --broker-config without '='; an unknown --members; lists of brokers and of members together; a sweep
+// on several brokers or members, with --repeat outside 1..100, or without sizes.
+func (f *scenarioRunFlags) options(cmd *cobra.Command, args []string) (*scenarioRun, error) {
+	name, sf, err := scenarioTarget("run", args, f.script)
+	if err != nil {
+		return nil, err
+	}
+	if sf != nil && f.steps != "" {
+		return nil, fmt.Errorf("--script %s and --steps %s: a scenario file has its own steps; --steps replays steps on a catalogue scenario NAME", f.script, f.steps)
+	}
+	if name == scenarios.ConnectScenario {
+		var other []string // connect-workers runs Connect workers on a lab of its own: nothing else applies
+		cmd.Flags().Visit(func(fl *pflag.Flag) {
+			if fl.Name != "connect-protocol" && fl.Name != "json" {
+				other = append(other, "--"+fl.Name)
+			}
+		})
+		if len(other) > 0 {
+			return nil, fmt.Errorf("%s takes only --connect-protocol and --json (its workers, layouts and lab are its own): %s given", name, strings.Join(other, ", "))
+		}
+		return &scenarioRun{name: name, connect: true, connectProtocols: f.connectProtocols, jsonFile: f.jsonFile}, nil
+	}
+	membersAs := f.membersAs
+	if !cmd.Flags().Changed("members-as") {
+		needs := f.hosts > 0
+		if sf != nil {
+			needs = needs || sf.Scenario.Defaults.Hosts > 0
+		} else if sc, err := scenarios.Lookup(name); err == nil && sc.Defaults.Hosts > 0 {
+			needs = true
+		}
+		if needs { // members run inside their test hosts, as processes
+			membersAs = scenarios.MembersAsProcesses
+		} else { // goroutines, or member pools above scenarios.MaxInProcessMembers (PoolMembers)
+			membersAs = ""
+		}
+	}
+	if f.membersPerProcess < 0 {
+		return nil, fmt.Errorf("--members-per-process %d: want 0 or more (0 or 1: one member per process)", f.membersPerProcess)
+	}
+	if f.membersPerProcess > 1 || len(f.memberHosts) > 0 {
+		if cmd.Flags().Changed("members-as") && membersAs != scenarios.MembersAsProcesses {
+			return nil, fmt.Errorf("--members-per-process %d: members run as processes then, not as %s", f.membersPerProcess, membersAs)
+		}
+		membersAs = scenarios.MembersAsProcesses
+	}
+	// This binary runs member processes (--members-as processes) and the broker processes of
+	// scenarios that kill brokers with SIGKILL.
+	memberBin, binErr := os.Executable()
+	switch membersAs {
+	case scenarios.MembersAsGoroutines, "": // "": pools above 200 members use memberBin
+	case scenarios.MembersAsProcesses:
+		if binErr != nil {
+			return nil, fmt.Errorf("--members-as processes: this binary's path: %w", binErr)
+		}
+	default:
+		return nil, fmt.Errorf("--members-as %q: want goroutines or processes", membersAs)
+	}
+	if err := checkExternalFlags(cmd, f.bootstrap, f.keep); err != nil {
+		return nil, err
+	}
+	sizes := []int{0} // 0: the scenario's default
+	if f.consumers != "" {
+		if sizes, err = parseSizes("--consumers", f.consumers); err != nil {
+			return nil, err
+		}
+	}
+	zkConfig, err := parseConfigs("zk-config", f.zkConfig)
+	if err != nil {
+		return nil, err
+	}
+	var definition *scenarios.Scenario
+	if f.steps != "" {
+		if definition, err = scriptDefinition(name, f.steps); err != nil {
+			return nil, err
+		}
+	}
+	params := scenarios.Params{Consumers: sizes[0], Partitions: f.partitions, Seed: f.seed, DownMs: f.downMs, Hosts: f.hosts}
+	if sf != nil {
+		definition = sf.Scenario
+		for _, n := range sizes { // the file's script at every size, before anything starts
+			p := params
+			p.Consumers = n
+			if err := sf.Check(p); err != nil {
+				return nil, fmt.Errorf("--script %s: %w", f.script, err)
+			}
+		}
+	}
+	brokerConfig, err := parseBrokerConfig(f.brokerConfig)
+	if err != nil {
+		return nil, err
+	}
+	r := &scenarioRun{name: name, brokers: strings.Split(f.broker, ","), members: strings.Split(f.members, ","),
+		jsonFile: f.jsonFile, reportDir: f.reportDir, plotFile: f.plotFile}
+	for _, m := range r.members {
+		if !slices.Contains(scenarios.MemberImplementations, m) {
+			return nil, fmt.Errorf("--members %q: want %s (or a comma-separated list)", m, strings.Join(scenarios.MemberImplementations, ", "))
+		}
+	}
+	if len(r.brokers) > 1 && len(r.members) > 1 {
+		return nil, fmt.Errorf("--broker %s --members %s: compare brokers or members, one list at a time", f.broker, f.members)
+	}
+	r.run = scenarios.Options{BrokerConfig: brokerConfig,
+		Scenario: name, Eras: f.eras, KafkaDefaults: f.kafkaDefaults, ExternalZK: f.zk, ZKConfig: zkConfig,
+		MembersAs: membersAs, MembersPerProcess: f.membersPerProcess, MemberHosts: f.memberHosts, MemberBinary: memberBin,
+		Bootstrap: f.bootstrap, Keep: f.keep, Params: params, Version: version, Progress: cmd.ErrOrStderr(),
+		Definition: definition, Log: logrus.NewEntry(logrus.StandardLogger()),
+	}
+	if logrus.GetLevel() >= logrus.DebugLevel {
+		r.run.LabLog = logrus.NewEntry(logrus.StandardLogger())
+	}
+	if len(sizes) > 1 || f.plotFile != "" || f.repeat > 1 || f.partitionsPerMember > 0 || len(f.eraMaxN) > 0 {
+		if len(r.brokers) > 1 || len(r.members) > 1 {
+			return nil, fmt.Errorf("--broker %s --members %s: a sweep runs on one broker and one kind of member at a time", f.broker, f.members)
+		}
+		if f.repeat < 1 || f.repeat > 100 {
+			return nil, fmt.Errorf("--repeat %d: want 1..100", f.repeat)
+		}
+		if sizes[0] == 0 {
+			return nil, fmt.Errorf("--plot and --repeat sweep sizes: give them with --consumers N1,N2,...")
+		}
+		// A sweep keeps its timelines in memory: no report or timeline directory.
+		r.sweep = &scenarios.SweepOptions{Options: r.optionsFor(f.broker, f.members, "", ""), Sizes: sizes,
+			Repeat: f.repeat, Deadline: f.deadline, Budget: f.budget, UntilCrossover: f.untilCrossover,
+			PartitionsPerMember: f.partitionsPerMember, EraMaxN: f.eraMaxN}
+	}
+	r.run = r.optionsFor(f.broker, f.members, f.jsonFile, f.reportDir)
+	return r, nil
+}
+
+// optionsFor is r.run on broker with members (one implementation each), writing the report to
+// reportDir ("": none) and, without one, the timelines next to jsonFile ("": in memory).
+func (r *scenarioRun) optionsFor(broker, members, jsonFile, reportDir string) scenarios.Options {
+	o := r.run
+	o.Broker, o.Members, o.ReportDir, o.OutputDir = broker, members, reportDir, ""
+	if jsonFile != "" && reportDir == "" {
+		o.OutputDir = filepath.Dir(jsonFile) // the JSON names the timeline files next to it
+	}
+	return o
+}
+
+// comparedRun is one run of a comparison: a broker (dir: the broker) or a kind of member (dir:
+// members-<kind>); its JSON and report go to <--json's dir>/<dir>/<--json's name> and <--report>/<dir>.
+type comparedRun struct{ broker, members, dir string }
+
+// compared lists a comparison's runs: one per --broker, or one per --members.
+func (r *scenarioRun) compared() []comparedRun {
+	var runs []comparedRun
+	if len(r.members) > 1 {
+		for _, m := range r.members {
+			runs = append(runs, comparedRun{r.run.Broker, m, "members-" + m})
+		}
+		return runs
+	}
+	for _, b := range r.brokers {
+		runs = append(runs, comparedRun{b, r.run.Members, b})
+	}
+	return runs
+}
+
+// newScenarioRunCmd builds `scenario run`: a scenario on one or more eras, the figures side by side.
+func newScenarioRunCmd() *cobra.Command { return new(scenarioRunFlags).command() }
+
+// command builds `scenario run` with its flags bound to f (newScenarioRunCmd; the tests parse argument
+// lists with it and read f back).
+func (f *scenarioRunFlags) command() *cobra.Command {
 	run := &cobra.Command{
 		Use:   "run NAME|--script FILE [--steps FILE] [--era all] [--broker rebalancelab|kafka|rebalancelab,kafka] [--consumers N|N1,N2,...] [--partitions P] [--json FILE] [--report DIR] [--plot FILE.svg] [--seed S] [--zk ADDRS] [--zk-config k=v ...] [--members-as goroutines|processes] [--hosts N] [--bootstrap ADDRS [--keep]]",
 		Short: "Run a scenario on one or more eras and print the figures side by side",
@@ -143,248 +340,129 @@ group observer), task downtime per worker, rebalances, records produced and cons
 Of the flags above only --json applies (a list of the runs).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, sf, err := scenarioTarget("run", args, scriptFile)
+			r, err := f.options(cmd, args)
 			if err != nil {
 				return err
 			}
-			if sf != nil && stepsFile != "" {
-				return fmt.Errorf("--script %s and --steps %s: a scenario file has its own steps; --steps replays steps on a catalogue scenario NAME", scriptFile, stepsFile)
-			}
-			if name == scenarios.ConnectScenario {
-				var other []string // connect-workers runs Connect workers on a lab of its own: nothing else applies
-				cmd.Flags().Visit(func(f *pflag.Flag) {
-					if f.Name != "connect-protocol" && f.Name != "json" {
-						other = append(other, "--"+f.Name)
-					}
-				})
-				if len(other) > 0 {
-					return fmt.Errorf("%s takes only --connect-protocol and --json (its workers, layouts and lab are its own): %s given", name, strings.Join(other, ", "))
-				}
-				return runConnect(cmd, connectProtos, jsonFile)
-			}
-			if !cmd.Flags().Changed("members-as") {
-				needs := hosts > 0
-				if sf != nil {
-					needs = needs || sf.Scenario.Defaults.Hosts > 0
-				} else if sc, err := scenarios.Lookup(name); err == nil && sc.Defaults.Hosts > 0 {
-					needs = true
-				}
-				if needs { // members run inside their test hosts, as processes
-					membersAs = scenarios.MembersAsProcesses
-				} else { // goroutines, or member pools above scenarios.MaxInProcessMembers (PoolMembers)
-					membersAs = ""
-				}
-			}
-			if perProcess < 0 {
-				return fmt.Errorf("--members-per-process %d: want 0 or more (0 or 1: one member per process)", perProcess)
-			}
-			if perProcess > 1 || len(memberHosts) > 0 {
-				if cmd.Flags().Changed("members-as") && membersAs != scenarios.MembersAsProcesses {
-					return fmt.Errorf("--members-per-process %d: members run as processes then, not as %s", perProcess, membersAs)
-				}
-				membersAs = scenarios.MembersAsProcesses
-			}
-			// This binary runs member processes (--members-as processes) and the broker processes of
-			// scenarios that kill brokers with SIGKILL.
-			memberBin, binErr := os.Executable()
-			switch membersAs {
-			case scenarios.MembersAsGoroutines, "": // "": pools above 200 members use memberBin
-			case scenarios.MembersAsProcesses:
-				if binErr != nil {
-					return fmt.Errorf("--members-as processes: this binary's path: %w", binErr)
-				}
-			default:
-				return fmt.Errorf("--members-as %q: want goroutines or processes", membersAs)
-			}
-			if err := checkExternalFlags(cmd, bootstrap, keep); err != nil {
-				return err
-			}
-			sizes := []int{0} // 0: the scenario's default
-			if consumers != "" {
-				var err error
-				if sizes, err = parseSizes("--consumers", consumers); err != nil {
-					return err
-				}
-			}
-			zkConfig, err := parseConfigs("zk-config", zkConfigs)
-			if err != nil {
-				return err
-			}
-			var definition *scenarios.Scenario
-			if stepsFile != "" {
-				if definition, err = scriptDefinition(name, stepsFile); err != nil {
-					return err
-				}
-			}
-			if sf != nil {
-				definition = sf.Scenario
-				for _, n := range sizes { // the file's script at every size, before anything starts
-					if err := sf.Check(scenarios.Params{Consumers: n, Partitions: partitions, Seed: seed, DownMs: downMs, Hosts: hosts}); err != nil {
-						return fmt.Errorf("--script %s: %w", scriptFile, err)
-					}
-				}
-			}
-			brokerConfig, err := parseBrokerConfig(brokerConf)
-			if err != nil {
-				return err
-			}
-			options := func(brokerImpl, members, jsonFile, reportDir string) scenarios.Options {
-				o := scenarios.Options{Members: members, BrokerConfig: brokerConfig,
-					Scenario: name, Eras: eras, KafkaDefaults: kafkaDefaults, ExternalZK: zkAddrs, ZKConfig: zkConfig,
-					Broker: brokerImpl, MembersAs: membersAs, MembersPerProcess: perProcess, MemberHosts: memberHosts, MemberBinary: memberBin, Bootstrap: bootstrap, Keep: keep,
-					Params:    scenarios.Params{Consumers: sizes[0], Partitions: partitions, Seed: seed, DownMs: downMs, Hosts: hosts},
-					ReportDir: reportDir, Version: version, Progress: cmd.ErrOrStderr(), Definition: definition,
-					Log: logrus.NewEntry(logrus.StandardLogger()),
-				}
-				if jsonFile != "" && reportDir == "" {
-					o.OutputDir = filepath.Dir(jsonFile) // the JSON names the timeline files next to it
-				}
-				if logrus.GetLevel() >= logrus.DebugLevel {
-					o.LabLog = logrus.NewEntry(logrus.StandardLogger())
-				}
-				return o
-			}
-			brokers := strings.Split(brokerImpl, ",")
-			members := strings.Split(membersImpl, ",")
-			for _, m := range members {
-				if !slices.Contains(scenarios.MemberImplementations, m) {
-					return fmt.Errorf("--members %q: want %s (or a comma-separated list)", m, strings.Join(scenarios.MemberImplementations, ", "))
-				}
-			}
-			if len(brokers) > 1 && len(members) > 1 {
-				return fmt.Errorf("--broker %s --members %s: compare brokers or members, one list at a time", brokerImpl, membersImpl)
-			}
-			if len(sizes) > 1 || plotFile != "" || repeat > 1 || perMember > 0 || len(eraMaxN) > 0 {
-				if len(brokers) > 1 || len(members) > 1 {
-					return fmt.Errorf("--broker %s --members %s: a sweep runs on one broker and one kind of member at a time", brokerImpl, membersImpl)
-				}
-				return runSweep(cmd, scenarios.SweepOptions{Options: options(brokerImpl, membersImpl, "", ""), Sizes: sizes,
-					Repeat: repeat, Deadline: deadline, Budget: budget, UntilCrossover: untilCross,
-					PartitionsPerMember: perMember, EraMaxN: eraMaxN}, jsonFile, plotFile, reportDir)
-			}
-			runOn := func(brokerImpl, members, jsonFile, reportDir string) (*scenarios.RunResult, error) {
-				res, err := scenarios.Run(cmd.Context(), options(brokerImpl, members, jsonFile, reportDir))
-				if res != nil && len(res.Eras) > 0 && (err == nil || cmd.Context().Err() != nil) {
-					if werr := res.WriteTable(cmd.OutOrStdout()); werr != nil {
-						return res, werr
-					}
-					if jsonFile != "" {
-						f, ferr := os.Create(jsonFile)
-						if ferr != nil {
-							return res, ferr
-						}
-						if werr := res.WriteJSON(f); werr != nil {
-							f.Close()
-							return res, werr
-						}
-						if cerr := f.Close(); cerr != nil {
-							return res, cerr
-						}
-					}
-				}
-				if err != nil {
-					return res, fmt.Errorf("scenario %s: %w", name, err)
-				}
-				if reportDir != "" {
-					fmt.Fprintf(cmd.ErrOrStderr(), "report: %s\n", filepath.Join(reportDir, "index.html"))
-				}
-				return res, nil
-			}
-			if len(brokers) == 1 && len(members) == 1 {
-				res, err := runOn(brokerImpl, membersImpl, jsonFile, reportDir)
-				if err != nil {
-					return err
-				}
-				return failed(name, res)
-			}
-			var runs []*scenarios.RunResult
-			type spec struct{ broker, members, dir string }
-			var specs []spec
-			for _, b := range brokers {
-				specs = append(specs, spec{b, membersImpl, b})
-			}
-			if len(members) > 1 {
-				specs = nil
-				for _, m := range members {
-					specs = append(specs, spec{brokerImpl, m, "members-" + m})
-				}
-			}
-			for _, sp := range specs {
-				b := sp.dir
-				jf, rd := jsonFile, reportDir
-				if jf != "" { // DIR/<broker>/FILE, its timelines beside it
-					jf = filepath.Join(filepath.Dir(jf), b, filepath.Base(jf))
-					if err := os.MkdirAll(filepath.Dir(jf), 0o755); err != nil {
-						return err
-					}
-				}
-				if rd != "" {
-					rd = filepath.Join(rd, b)
-				}
-				res, err := runOn(sp.broker, sp.members, jf, rd)
-				if err != nil {
-					return err
-				}
-				runs = append(runs, res)
-				fmt.Fprintln(cmd.OutOrStdout())
-			}
-			if err := scenarios.RenderBrokerComparison(cmd.OutOrStdout(), runs...); err != nil {
-				return err
-			}
-			var errs []error
-			for _, res := range runs {
-				if err := failed(name+" on "+res.Broker+" (members "+res.Members+")", res); err != nil {
-					errs = append(errs, err)
-				}
-			}
-			return errors.Join(errs...)
+			return runScenario(cmd, r)
 		},
 	}
-	f := run.Flags()
-	f.StringSliceVar(&connectProtos, "connect-protocol", []string{scenarios.ConnectSessioned, scenarios.ConnectEager},
+	fs := run.Flags()
+	fs.StringSliceVar(&f.connectProtocols, "connect-protocol", []string{scenarios.ConnectSessioned, scenarios.ConnectEager},
 		"connect-workers: the Connect protocols to run (connect.protocol: sessioned, eager)")
-	f.StringVar(&scriptFile, "script", "", "run the scenario FILE defines (YAML or JSON; docs/reference/scenarios.md \"Scenario files\") instead of a catalogue NAME")
-	f.StringVar(&stepsFile, "steps", "", "run NAME on these steps (JSON lines, a step each, as the result JSON's script and scenario show print) instead of its script")
-	f.StringSliceVar(&eras, "era", []string{"all"}, "eras to run: zk, classic, cooperative, static, or all (comma-separated or repeated)")
-	f.StringVar(&consumers, "consumers", "", "members N, or a comma-separated list of sizes to sweep (default: the scenario's)")
-	f.IntVar(&partitions, "partitions", 0, "partitions P of the topic (0: the scenario's default)")
-	f.StringVar(&jsonFile, "json", "", "write the result JSON to FILE (timelines next to it unless --report)")
-	f.StringVar(&reportDir, "report", "", "write DIR/index.html and DIR/timeline-<era>.jsonl (a sweep: the largest size's run, with DIR/sweep.svg embedded)")
-	f.Int64Var(&seed, "seed", 1, "seed of the scripted events (same seed, same script)")
-	f.StringVar(&zkAddrs, "zk", "", "use this running ZooKeeper (host:port,...) instead of starting one; with --bootstrap, the cluster's ZooKeeper (the zk era needs it)")
-	addExternalFlags(run, &bootstrap, &keep)
-	f.BoolVar(&kafkaDefaults, "kafka-defaults", false, "Kafka's own timing (45 s sessions...) instead of the lab's short settings")
-	f.StringArrayVar(&brokerConf, "broker-config", nil, "KEY=VALUE server.properties setting for the lab's brokers over the lab's own (repeatable), e.g. zookeeper.session.timeout.ms=18000 (Kafka's default) so that the brokers' own ZooKeeper sessions outlive a zk-era herd of hundreds of members")
-	f.StringArrayVar(&zkConfigs, "zk-config", nil, "Kafka 0.8.2 consumer property key=value for every zk-era member (repeatable), e.g. offsets.storage=kafka")
-	addBrokerListFlag(run, &brokerImpl)
-	f.StringVar(&membersImpl, "members", scenarios.MembersRebalancelab, "the members: rebalancelab (ours: newconsumer, zkconsumer), kafka (Kafka 3.9's VerifiableConsumer JVMs in the coordinator eras, the real 0.8.2.2 ZookeeperConsumerConnector in the zk era), mixed (one group of both: m1, m3... ours, m2, m4... Kafka's), or a comma-separated list to run each and compare")
-	f.IntVar(&perProcess, "members-per-process", 0, "with --members-as processes: members per process (0 or 1: one; with --member-hosts 0 spreads the consumers evenly over them; K above 1: K members share a rebalancelab member-pool process, its file descriptors and runtime; a crash then cuts the member's links at this process's proxies and stops its consumer, as for goroutine members, not a kill -9)")
-	f.StringSliceVar(&memberHosts, "member-hosts", nil, "HOST:PORT,... of 'rebalancelab member-pool --listen' on other machines: the members run there in pools (--members-per-process, default the consumers spread evenly), each host's clock offset measured at the start; the brokers and ZooKeeper must be reachable from them (e.g. --bootstrap and --zk of a cluster both reach); no crash or link-fault scripts")
-	f.StringVar(&membersAs, "members-as", scenarios.MembersAsGoroutines, `how members run: "goroutines" of this process, or "processes": one rebalancelab process per member (a crash is a kill -9, a restart a new process); not given, above 200 members they run in member pools of 64 (--members-per-process)`)
-	f.IntVar(&hosts, "hosts", 0, "run on N test hosts (network namespaces): ZooKeeper and the broker on h1, members as processes round-robin over h1..hN (0: the scenario's default, none for most)")
-	f.StringVar(&plotFile, "plot", "", "sweep: write the log-log plots of the figures against N to FILE.svg")
-	f.IntVar(&repeat, "repeat", 1, "sweep: runs per size (medians are reported)")
-	f.DurationVar(&deadline, "deadline", 10*time.Minute, "sweep: bound on each run; a size that does not finish stops the sweep")
-	f.DurationVar(&budget, "budget", 0, "sweep: no size, and no repeat of a size, starts after this much time (0: no bound; a size cut so reports its runs)")
-	f.IntVar(&perMember, "partitions-per-member", 0, "sweep: a topic of K·N partitions at each size N (at least --partitions), so that a join moves partitions at every N (2: P = 2·N)")
-	f.StringToIntVar(&eraMaxN, "era-max-consumers", nil, "sweep: era=N,...: the largest N an era runs at (sizes above it run without it, its cells \"cut\")")
-	f.BoolVar(&untilCross, "until-crossover", false, "sweep: stop after the first size where every coordinator era stabilises faster than the zk era")
-	f.Int64Var(&downMs, "down-ms", 0, "how long a restarted member stays down, in ms (rolling-restart, static-member-bounce; 0: half the session timeout)")
+	fs.StringVar(&f.script, "script", "", "run the scenario FILE defines (YAML or JSON; docs/reference/scenarios.md \"Scenario files\") instead of a catalogue NAME")
+	fs.StringVar(&f.steps, "steps", "", "run NAME on these steps (JSON lines, a step each, as the result JSON's script and scenario show print) instead of its script")
+	fs.StringSliceVar(&f.eras, "era", []string{"all"}, "eras to run: zk, classic, cooperative, static, or all (comma-separated or repeated)")
+	fs.StringVar(&f.consumers, "consumers", "", "members N, or a comma-separated list of sizes to sweep (default: the scenario's)")
+	fs.IntVar(&f.partitions, "partitions", 0, "partitions P of the topic (0: the scenario's default)")
+	fs.StringVar(&f.jsonFile, "json", "", "write the result JSON to FILE (timelines next to it unless --report)")
+	fs.StringVar(&f.reportDir, "report", "", "write DIR/index.html and DIR/timeline-<era>.jsonl (a sweep: the largest size's run, with DIR/sweep.svg embedded)")
+	fs.Int64Var(&f.seed, "seed", 1, "seed of the scripted events (same seed, same script)")
+	fs.StringVar(&f.zk, "zk", "", "use this running ZooKeeper (host:port,...) instead of starting one; with --bootstrap, the cluster's ZooKeeper (the zk era needs it)")
+	addExternalFlags(run, &f.bootstrap, &f.keep)
+	fs.BoolVar(&f.kafkaDefaults, "kafka-defaults", false, "Kafka's own timing (45 s sessions...) instead of the lab's short settings")
+	fs.StringArrayVar(&f.brokerConfig, "broker-config", nil, "KEY=VALUE server.properties setting for the lab's brokers over the lab's own (repeatable), e.g. zookeeper.session.timeout.ms=18000 (Kafka's default) so that the brokers' own ZooKeeper sessions outlive a zk-era herd of hundreds of members")
+	fs.StringArrayVar(&f.zkConfig, "zk-config", nil, "Kafka 0.8.2 consumer property key=value for every zk-era member (repeatable), e.g. offsets.storage=kafka")
+	addBrokerListFlag(run, &f.broker)
+	fs.StringVar(&f.members, "members", scenarios.MembersRebalancelab, "the members: rebalancelab (ours: newconsumer, zkconsumer), kafka (Kafka 3.9's VerifiableConsumer JVMs in the coordinator eras, the real 0.8.2.2 ZookeeperConsumerConnector in the zk era), mixed (one group of both: m1, m3... ours, m2, m4... Kafka's), or a comma-separated list to run each and compare")
+	fs.IntVar(&f.membersPerProcess, "members-per-process", 0, "with --members-as processes: members per process (0 or 1: one; with --member-hosts 0 spreads the consumers evenly over them; K above 1: K members share a rebalancelab member-pool process, its file descriptors and runtime; a crash then cuts the member's links at this process's proxies and stops its consumer, as for goroutine members, not a kill -9)")
+	fs.StringSliceVar(&f.memberHosts, "member-hosts", nil, "HOST:PORT,... of 'rebalancelab member-pool --listen' on other machines: the members run there in pools (--members-per-process, default the consumers spread evenly), each host's clock offset measured at the start; the brokers and ZooKeeper must be reachable from them (e.g. --bootstrap and --zk of a cluster both reach); no crash or link-fault scripts")
+	fs.StringVar(&f.membersAs, "members-as", scenarios.MembersAsGoroutines, `how members run: "goroutines" of this process, or "processes": one rebalancelab process per member (a crash is a kill -9, a restart a new process); not given, above 200 members they run in member pools of 64 (--members-per-process)`)
+	fs.IntVar(&f.hosts, "hosts", 0, "run on N test hosts (network namespaces): ZooKeeper and the broker on h1, members as processes round-robin over h1..hN (0: the scenario's default, none for most)")
+	fs.StringVar(&f.plotFile, "plot", "", "sweep: write the log-log plots of the figures against N to FILE.svg")
+	fs.IntVar(&f.repeat, "repeat", 1, "sweep: runs per size (medians are reported)")
+	fs.DurationVar(&f.deadline, "deadline", 10*time.Minute, "sweep: bound on each run; a size that does not finish stops the sweep")
+	fs.DurationVar(&f.budget, "budget", 0, "sweep: no size, and no repeat of a size, starts after this much time (0: no bound; a size cut so reports its runs)")
+	fs.IntVar(&f.partitionsPerMember, "partitions-per-member", 0, "sweep: a topic of K·N partitions at each size N (at least --partitions), so that a join moves partitions at every N (2: P = 2·N)")
+	fs.StringToIntVar(&f.eraMaxN, "era-max-consumers", nil, "sweep: era=N,...: the largest N an era runs at (sizes above it run without it, its cells \"cut\")")
+	fs.BoolVar(&f.untilCrossover, "until-crossover", false, "sweep: stop after the first size where every coordinator era stabilises faster than the zk era")
+	fs.Int64Var(&f.downMs, "down-ms", 0, "how long a restarted member stays down, in ms (rolling-restart, static-member-bounce; 0: half the session timeout)")
 
-	list.Flags().BoolVar(&listJSON, "json", false, "a JSON list: each scenario's name, description, default and small sizes, ZooKeeper nodes, brokers, test hosts needed, kind")
-	scenarioCmd.AddCommand(list, run, showCommand())
-	rootCmd.AddCommand(scenarioCmd)
+	return run
+}
+
+// runScenario performs the runs r names: connect-workers' (runConnect), a sweep (runSweep), one run,
+// or a comparison (each run's table, then the table of all of them). Its error is the CLI's exit
+// status 1: a run that failed to run or did not pass.
+func runScenario(cmd *cobra.Command, r *scenarioRun) error {
+	switch {
+	case r.connect:
+		return runConnect(cmd, r.connectProtocols, r.jsonFile)
+	case r.sweep != nil:
+		return runSweep(cmd, *r.sweep, r.jsonFile, r.plotFile, r.reportDir)
+	case len(r.brokers) == 1 && len(r.members) == 1:
+		res, err := runScenarioOnce(cmd, r.name, r.run, r.jsonFile)
+		if err != nil {
+			return err
+		}
+		return failed(r.name, res)
+	}
+	var runs []*scenarios.RunResult
+	for _, c := range r.compared() {
+		jf, rd := r.jsonFile, r.reportDir
+		if jf != "" { // DIR/<broker>/FILE, its timelines beside it
+			jf = filepath.Join(filepath.Dir(jf), c.dir, filepath.Base(jf))
+			if err := os.MkdirAll(filepath.Dir(jf), 0o755); err != nil {
+				return err
+			}
+		}
+		if rd != "" {
+			rd = filepath.Join(rd, c.dir)
+		}
+		res, err := runScenarioOnce(cmd, r.name, r.optionsFor(c.broker, c.members, jf, rd), jf)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, res)
+		fmt.Fprintln(cmd.OutOrStdout())
+	}
+	if err := scenarios.RenderBrokerComparison(cmd.OutOrStdout(), runs...); err != nil {
+		return err
+	}
+	var errs []error
+	for _, res := range runs {
+		if err := failed(r.name+" on "+res.Broker+" (members "+res.Members+")", res); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// runScenarioOnce runs the scenario name with o and writes its table (stdout) and JSON (jsonFile, ""
+// for none), also when the run was interrupted after an era ran. Its error is the run's (a run that
+// did not pass is no error here: failed says so).
+func runScenarioOnce(cmd *cobra.Command, name string, o scenarios.Options, jsonFile string) (*scenarios.RunResult, error) {
+	res, err := scenarios.Run(cmd.Context(), o)
+	if res != nil && len(res.Eras) > 0 && (err == nil || cmd.Context().Err() != nil) {
+		if werr := res.WriteTable(cmd.OutOrStdout()); werr != nil {
+			return res, werr
+		}
+		if jsonFile != "" {
+			f, ferr := os.Create(jsonFile)
+			if ferr != nil {
+				return res, ferr
+			}
+			if werr := res.WriteJSON(f); werr != nil {
+				f.Close()
+				return res, werr
+			}
+			if cerr := f.Close(); cerr != nil {
+				return res, cerr
+			}
+		}
+	}
+	if err != nil {
+		return res, fmt.Errorf("scenario %s: %w", name, err)
+	}
+	if o.ReportDir != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "report: %s\n", filepath.Join(o.ReportDir, "index.html"))
+	}
+	return res, nil
 }
 
 // runSweep runs a sweep and writes its table (stdout), JSON, plot and report (the plot embedded in the
 // page of the largest size's run).
 func runSweep(cmd *cobra.Command, o scenarios.SweepOptions, jsonFile, plotFile, reportDir string) error {
-	if o.Repeat < 1 || o.Repeat > 100 {
-		return fmt.Errorf("--repeat %d: want 1..100", o.Repeat)
-	}
-	if o.Sizes[0] == 0 {
-		return fmt.Errorf("--plot and --repeat sweep sizes: give them with --consumers N1,N2,...")
-	}
 	o.ReportDir, o.OutputDir = "", "" // a sweep keeps its timelines in memory
 	res, err := scenarios.RunSweep(cmd.Context(), o)
 	if res == nil {

@@ -37,19 +37,25 @@ func scenarioTarget(verb string, args []string, script string) (string, *scenari
 	return sf.Scenario.Name, sf, nil
 }
 
-// showCommand is `scenario show NAME|--script FILE`: the scenario's script for a size, seed and
-// timing, as JSON lines (FormatScript: what a run performs, and what --steps reads).
-func showCommand() *cobra.Command {
-	var (
-		script        string
-		consumers     int
-		partitions    int
-		seed          int64
-		downMs        int64
-		hosts         int
-		kafkaDefaults bool
-		relations     bool
-	)
+// scenarioShowFlags are `scenario show`'s flags, as given.
+type scenarioShowFlags struct {
+	script                string // a scenario file instead of a catalogue NAME
+	consumers, partitions int
+	seed, downMs          int64
+	hosts                 int
+	kafkaDefaults         bool // Kafka's timing instead of the lab's
+	relations             bool // then print the relations
+}
+
+// params are the size and seed the script is shown for (zero fields: the scenario's defaults).
+func (f *scenarioShowFlags) params() scenarios.Params {
+	return scenarios.Params{Consumers: f.consumers, Partitions: f.partitions, Seed: f.seed, DownMs: f.downMs, Hosts: f.hosts}
+}
+
+// newScenarioShowCmd builds `scenario show NAME|--script FILE`: the scenario's script for a size, seed
+// and timing, as JSON lines (FormatScript: what a run performs, and what --steps reads).
+func newScenarioShowCmd() *cobra.Command {
+	var f scenarioShowFlags
 	show := &cobra.Command{
 		Use:   "show NAME|--script FILE [--consumers N] [--partitions P] [--seed S] [--down-ms MS] [--hosts H] [--kafka-defaults] [--relations]",
 		Short: "Print a scenario's script (JSON lines, one step each) for a size, seed and timing",
@@ -61,7 +67,7 @@ checked as scenario run checks it. --relations then prints the relations, one li
 apply to ("all" for every era) and the relation as a run reports it.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, sf, err := scenarioTarget("show", args, script)
+			name, sf, err := scenarioTarget("show", args, f.script)
 			if err != nil {
 				return err
 			}
@@ -72,13 +78,13 @@ apply to ("all" for every era) and the relation as a run reports it.`,
 				return err
 			}
 			t := scenarios.LabTiming()
-			if kafkaDefaults {
+			if f.kafkaDefaults {
 				t = scenarios.KafkaTiming()
 			}
-			p := scenarios.Params{Consumers: consumers, Partitions: partitions, Seed: seed, DownMs: downMs, Hosts: hosts}
+			p := f.params()
 			if sf != nil {
 				if err := sf.Check(p); err != nil {
-					return fmt.Errorf("--script %s: %w", script, err)
+					return fmt.Errorf("--script %s: %w", f.script, err)
 				}
 			}
 			steps, err := sc.ScriptFor(p, t)
@@ -89,7 +95,7 @@ apply to ("all" for every era) and the relation as a run reports it.`,
 			if _, err := out.Write(scenarios.FormatScript(steps)); err != nil {
 				return err
 			}
-			if relations {
+			if f.relations {
 				for _, r := range sc.Relations {
 					eras := "all"
 					if len(r.Eras) > 0 {
@@ -103,14 +109,14 @@ apply to ("all" for every era) and the relation as a run reports it.`,
 			return nil
 		},
 	}
-	f := show.Flags()
-	f.StringVar(&script, "script", "", "a scenario file (YAML or JSON) instead of a catalogue NAME")
-	f.IntVar(&consumers, "consumers", 0, "members N (0: the scenario's default)")
-	f.IntVar(&partitions, "partitions", 0, "partitions P (0: the scenario's default)")
-	f.Int64Var(&seed, "seed", 1, "seed of the scripted events")
-	f.Int64Var(&downMs, "down-ms", 0, "how long a restarted member stays down, in ms (0: half the session timeout)")
-	f.IntVar(&hosts, "hosts", 0, "test hosts H (0: the scenario's default)")
-	f.BoolVar(&kafkaDefaults, "kafka-defaults", false, "Kafka's own timing instead of the lab's short settings")
-	f.BoolVar(&relations, "relations", false, "then print the relations, one line each")
+	fs := show.Flags()
+	fs.StringVar(&f.script, "script", "", "a scenario file (YAML or JSON) instead of a catalogue NAME")
+	fs.IntVar(&f.consumers, "consumers", 0, "members N (0: the scenario's default)")
+	fs.IntVar(&f.partitions, "partitions", 0, "partitions P (0: the scenario's default)")
+	fs.Int64Var(&f.seed, "seed", 1, "seed of the scripted events")
+	fs.Int64Var(&f.downMs, "down-ms", 0, "how long a restarted member stays down, in ms (0: half the session timeout)")
+	fs.IntVar(&f.hosts, "hosts", 0, "test hosts H (0: the scenario's default)")
+	fs.BoolVar(&f.kafkaDefaults, "kafka-defaults", false, "Kafka's own timing instead of the lab's short settings")
+	fs.BoolVar(&f.relations, "relations", false, "then print the relations, one line each")
 	return show
 }

@@ -17,18 +17,66 @@ import (
 	"github.com/rebalancelab/rebalancelab/zkconsumer"
 )
 
-func init() {
-	var (
-		zkAddrs    string
-		group      string
-		topics     []string
-		whitelist  string
-		threads    int
-		consumerID string
-		configs    []string
-		print      bool
-		metrics    string
-	)
+// zkConsumerFlags are `rebalancelab zkconsumer`'s flags, as given; options converts them.
+type zkConsumerFlags struct {
+	zk, group   string
+	topics      []string // --topic T[:threads] (repeatable)
+	whitelist   string
+	threads     int
+	consumerID  string
+	configs     []string // --config key=value (repeatable)
+	print       bool
+	metricsAddr string
+}
+
+// options converts the flags into the connector's Kafka 0.8.2 consumer properties (--config, with
+// group.id and consumer.id from their flags; zookeeper.connect is left to the caller, which may have
+// to start a ZooKeeper first) and, for a static subscription, its topic → thread count. The properties
+// are checked as zkconsumer.FromProperties checks them, before anything starts or connects. Errors:
+// no --group; both or neither of --topic and --whitelist; a --topic that is no T or T:threads, or
+// names a topic twice; a --config that is no key=value or gives a key twice; a property refused.
+func (f *zkConsumerFlags) options() (props map[string]string, topicCount map[string]int, err error) {
+	if f.group == "" {
+		return nil, nil, errors.New("--group is required")
+	}
+	if (len(f.topics) == 0) == (f.whitelist == "") {
+		return nil, nil, errors.New("give either --topic T[:threads] (repeatable) or --whitelist REGEX")
+	}
+	topicCount = map[string]int{}
+	givenAs := map[string]string{}
+	for _, t := range f.topics {
+		name, n, err := parseTopicThreads(t)
+		if err != nil {
+			return nil, nil, err
+		}
+		if prev, dup := givenAs[name]; dup { // TopicCount is a map: one thread count per topic
+			return nil, nil, fmt.Errorf("--topic %s: topic %s is already given (--topic %s); give each topic once, with all its threads (T:threads)", t, name, prev)
+		}
+		givenAs[name] = t
+		topicCount[name] = n
+	}
+	if props, err = parseConfigs("config", f.configs); err != nil {
+		return nil, nil, err
+	}
+	props["group.id"] = f.group
+	if f.consumerID != "" {
+		props["consumer.id"] = f.consumerID
+	}
+	// Bad settings are refused before anything starts or connects (zookeeper.connect is checked by
+	// the caller's FromProperties, once known).
+	check := map[string]string{"zookeeper.connect": "127.0.0.1:2181"}
+	for k, v := range props {
+		check[k] = v
+	}
+	if _, err := zkconsumer.FromProperties(check); err != nil {
+		return nil, nil, err
+	}
+	return props, topicCount, nil
+}
+
+// newZKConsumerCmd builds `rebalancelab zkconsumer`: a ZooKeeper-era consumer connector until interrupted.
+func newZKConsumerCmd() *cobra.Command {
+	var f zkConsumerFlags
 	cmd := &cobra.Command{
 		Use:   "zkconsumer --zk ADDRS --group G (--topic T[:threads] | --whitelist REGEX) [--consumer-id ID] [--config k=v ...] [--print] [--metrics-addr HOST:PORT]",
 		Short: "Run a ZooKeeper-era consumer (Kafka 0.8.2's ZookeeperConsumerConnector) until interrupted",
@@ -48,43 +96,12 @@ with it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if group == "" {
-				return errors.New("--group is required")
-			}
-			if (len(topics) == 0) == (whitelist == "") {
-				return errors.New("give either --topic T[:threads] (repeatable) or --whitelist REGEX")
-			}
-			topicCount := map[string]int{}
-			givenAs := map[string]string{}
-			for _, t := range topics {
-				name, n, err := parseTopicThreads(t)
-				if err != nil {
-					return err
-				}
-				if prev, dup := givenAs[name]; dup { // TopicCount is a map: one thread count per topic
-					return fmt.Errorf("--topic %s: topic %s is already given (--topic %s); give each topic once, with all its threads (T:threads)", t, name, prev)
-				}
-				givenAs[name] = t
-				topicCount[name] = n
-			}
-			props, err := parseConfigs("config", configs)
+			props, topicCount, err := f.options()
 			if err != nil {
 				return err
 			}
-			props["group.id"] = group
-			if consumerID != "" {
-				props["consumer.id"] = consumerID
-			}
-			// Bad settings are refused before anything starts or connects (zookeeper.connect is
-			// checked below, once known).
-			check := map[string]string{"zookeeper.connect": "127.0.0.1:2181"}
-			for k, v := range props {
-				check[k] = v
-			}
-			if _, err := zkconsumer.FromProperties(check); err != nil {
-				return err
-			}
 			log := logrus.WithField("component", "zkconsumer")
+			zkAddrs := f.zk
 			if zkAddrs == "" {
 				z, err := lab.StartZooKeeper(ctx, lab.ZKOptions{Log: logrus.WithField("component", "zookeeper")})
 				if err != nil {
@@ -105,15 +122,15 @@ with it).`,
 				return err
 			}
 			defer c.Shutdown()
-			ms, err := memberMetrics(metrics, c.Collector())
+			ms, err := memberMetrics(f.metricsAddr, c.Collector())
 			if err != nil {
 				return err
 			}
 			defer ms.Close()
 
 			var streams []<-chan zkconsumer.Message
-			if whitelist != "" {
-				streams, err = c.CreateMessageStreamsByFilter(ctx, zkconsumer.Whitelist(whitelist), threads)
+			if f.whitelist != "" {
+				streams, err = c.CreateMessageStreamsByFilter(ctx, zkconsumer.Whitelist(f.whitelist), f.threads)
 			} else {
 				var byTopic map[string][]<-chan zkconsumer.Message
 				byTopic, err = c.CreateMessageStreams(ctx, topicCount)
@@ -137,7 +154,7 @@ with it).`,
 				go func() {
 					defer wg.Done()
 					for m := range s { // closed by Shutdown
-						if print {
+						if f.print {
 							mu.Lock()
 							printMessage(out, m)
 							_ = out.Flush() // each line as its message is delivered, not at exit
@@ -157,16 +174,16 @@ with it).`,
 			return out.Flush()
 		},
 	}
-	cmd.Flags().StringVar(&zkAddrs, "zk", "", "zookeeper.connect (host:port,...[/chroot]); empty: start one")
-	cmd.Flags().StringVar(&group, "group", "", "group.id")
-	cmd.Flags().StringArrayVar(&topics, "topic", nil, "topic to consume, with its consumer thread count: T or T:threads (repeatable)")
-	cmd.Flags().StringVar(&whitelist, "whitelist", "", "consume every topic whose whole name matches this regex (',' means '|')")
-	cmd.Flags().IntVar(&threads, "threads", 1, "consumer threads (streams) of a --whitelist subscription")
-	cmd.Flags().StringVar(&consumerID, "consumer-id", "", "consumer.id (default: <hostname>-<unix ms>-<8 hex>)")
-	cmd.Flags().StringArrayVar(&configs, "config", nil, "Kafka 0.8.2 consumer property key=value (repeatable)")
-	cmd.Flags().BoolVar(&print, "print", false, `print "topic partition offset value" per delivered message`)
-	addMetricsFlag(cmd, &metrics, "this connector (0.8.2's meters)")
-	rootCmd.AddCommand(cmd)
+	cmd.Flags().StringVar(&f.zk, "zk", "", "zookeeper.connect (host:port,...[/chroot]); empty: start one")
+	cmd.Flags().StringVar(&f.group, "group", "", "group.id")
+	cmd.Flags().StringArrayVar(&f.topics, "topic", nil, "topic to consume, with its consumer thread count: T or T:threads (repeatable)")
+	cmd.Flags().StringVar(&f.whitelist, "whitelist", "", "consume every topic whose whole name matches this regex (',' means '|')")
+	cmd.Flags().IntVar(&f.threads, "threads", 1, "consumer threads (streams) of a --whitelist subscription")
+	cmd.Flags().StringVar(&f.consumerID, "consumer-id", "", "consumer.id (default: <hostname>-<unix ms>-<8 hex>)")
+	cmd.Flags().StringArrayVar(&f.configs, "config", nil, "Kafka 0.8.2 consumer property key=value (repeatable)")
+	cmd.Flags().BoolVar(&f.print, "print", false, `print "topic partition offset value" per delivered message`)
+	addMetricsFlag(cmd, &f.metricsAddr, "this connector (0.8.2's meters)")
+	return cmd
 }
 
 // parseTopicThreads parses "T" or "T:threads".
