@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rebalancelab/rebalancelab/lab"
-	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/members"
 )
 
 // `rebalancelab member`: one member of a scenario run as a process (scenario run --members-as
@@ -43,7 +43,7 @@ Exit status 1 when the member cannot start or gives up (the error on stderr).`,
 				rs = append(rs, r)
 			}
 			logrus.SetFormatter(&logrus.JSONFormatter{})
-			return scenarios.RunMember(cmd.Context(), scenarios.MemberOptions{Era: era, Name: name, Topic: topic,
+			return members.RunMember(cmd.Context(), members.MemberOptions{Era: era, Name: name, Topic: topic,
 				Props: props, Routes: rs, Out: os.Stdout, In: os.Stdin,
 				Log: logrus.WithFields(logrus.Fields{"era": era, "member": name})})
 		},

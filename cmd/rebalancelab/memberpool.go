@@ -9,7 +9,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
-	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/members"
 )
 
 // `rebalancelab member-pool`: many members of a scenario in one process: a runner's own pool (scenario
@@ -49,7 +49,7 @@ those must be reachable from this machine.`,
 				}
 				b, _ := json.Marshal(map[string]string{"listen": ln.Addr().String()})
 				fmt.Fprintln(cmd.OutOrStdout(), string(b))
-				err = scenarios.ServeMemberPools(cmd.Context(), ln, logrus.WithField("listen", ln.Addr().String()))
+				err = members.ServeMemberPools(cmd.Context(), ln, logrus.WithField("listen", ln.Addr().String()))
 				if cmd.Context().Err() != nil {
 					return nil // Ctrl-C or SIGTERM: the pools' members stopped gracefully
 				}
@@ -59,7 +59,7 @@ those must be reachable from this machine.`,
 				return fmt.Errorf("member-pool: give --era and --topic (a runner's pool) or --listen HOST:PORT (a member host)")
 			}
 			logrus.SetFormatter(&logrus.JSONFormatter{})
-			return scenarios.RunMemberPool(cmd.Context(), scenarios.PoolOptions{Era: era, Topic: topic, Client: client,
+			return members.RunMemberPool(cmd.Context(), members.PoolOptions{Era: era, Topic: topic, Client: client,
 				Out: os.Stdout, In: os.Stdin, Log: logrus.WithField("era", era)})
 		},
 	}
