@@ -66,11 +66,11 @@ type Options struct {
 	Definition *Scenario
 	// MembersAs is how members run: MembersAsGoroutines, MembersAsProcesses, or "": goroutines up to
 	// MaxInProcessMembers, member pools above (PoolMembers). MembersAsProcesses runs one
-	// `MemberBinary member ...` process per member incarnation (process.go): a crash is a kill -9, a
+	// `MemberBinary member ...` process per member incarnation (members.NewProcess): a crash is a kill -9, a
 	// restart a new process.
 	MembersAs    string
 	MemberBinary string // the rebalancelab binary, for MembersAsProcesses
-	// MembersPerProcess, above 1, runs members K to a `rebalancelab member-pool` process (pool.go)
+	// MembersPerProcess, above 1, runs members K to a `rebalancelab member-pool` process (members.Pools)
 	// instead of one per process (it implies MembersAsProcesses): each process's file descriptors
 	// (RLIMIT_NOFILE) then hold K members' connections, which is how 10,000 members fit on one
 	// machine. A pooled member crashes as a goroutine member does (its links cut at the runner's
@@ -78,7 +78,7 @@ type Options struct {
 	// test hosts (Params.Hosts).
 	MembersPerProcess int
 	// MemberHosts are the addresses ("host:port") of `rebalancelab member-pool --listen` servers on
-	// other machines (agent.go): the members run there, in pools of MembersPerProcess (0: the
+	// other machines (members/agent.go): the members run there, in pools of MembersPerProcess (0: the
 	// consumers spread evenly over the hosts), placed round-robin by pool. Each host's clock offset
 	// is measured at the start (the result's hosts, agent1...), and its members' records carry its
 	// name. The brokers and ZooKeeper the run uses must be reachable from there; scripts with crashes
@@ -89,7 +89,7 @@ type Options struct {
 	// and CPU are not this process's).
 	BrokersAs string
 	// Members is whose consumers the coordinator eras run: MembersRebalancelab ("" too: newconsumer),
-	// MembersKafka (Kafka 3.9's VerifiableConsumer JVMs, kafkamembers.go) or MembersMixed (one group of
+	// MembersKafka (Kafka 3.9's VerifiableConsumer JVMs, members.Kafka) or MembersMixed (one group of
 	// both). The zk era's members are always ours here.
 	Members string
 	// Bootstrap, when set, is an existing Kafka cluster ("host:port,...") the run uses instead of a

@@ -11,7 +11,7 @@ import (
 )
 
 // `rebalancelab member`: one member of a scenario run as a process (scenario run --members-as
-// processes). Internal: the runner builds its command line; its protocol is scenarios/process.go's.
+// processes). Internal: the runner builds its command line; its protocol is scenarios/members/process.go's.
 func init() {
 	var (
 		era, name, topic string

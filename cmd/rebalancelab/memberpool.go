@@ -14,8 +14,8 @@ import (
 
 // `rebalancelab member-pool`: many members of a scenario in one process: a runner's own pool (scenario
 // run and bench storm --members-per-process K: the runner builds its command line and drives it over
-// stdin and stdout, scenarios/pool.go) or, with --listen, a member host that runners on other machines
-// reach over TCP (scenario run --member-hosts, scenarios/agent.go).
+// stdin and stdout, scenarios/members/pool.go) or, with --listen, a member host that runners on other machines
+// reach over TCP (scenario run --member-hosts, scenarios/members/agent.go).
 func init() {
 	var era, topic, listen, client string
 	pool := &cobra.Command{
