@@ -37,26 +37,14 @@ func (g *gate) close() {
 	g.mu.Unlock()
 }
 
-// consumer is one era's client, as the application sees it.
-type consumer interface {
-	// run creates the client, subscribes and consumes until the client is stopped; an error means the
-	// application gave up (a zk connector's initial rebalance failed, a fatal group error).
-	run(ctx context.Context) error
-	// stop: graceful (zk Shutdown: commit, close the session; newconsumer Close: commit, LeaveGroup
-	// unless static) or not (zk Crash, newconsumer Kill: nothing more is said). Blocks until done.
-	stop(graceful bool)
-	// zkSession is the member's current ZooKeeper session id, 0 if none (coordinator eras).
-	zkSession() int64
-}
-
 // member is one incarnation of a scenario member (a restart makes a new one under the same name).
 type member struct {
 	name   string
 	rec    *timeline.Recorder
 	gate   *gate
-	rt     members.Runtime
+	rt     members.Runtime // the runtime it runs in (runtimeFor)
 	cancel context.CancelFunc
-	done   chan struct{} // run returned
+	done   chan struct{} // its Run returned
 
 	mu    sync.Mutex
 	ended bool // member_stop recorded

@@ -1,9 +1,9 @@
 package members
 
 // Member pools (Pools; the runner's --members-per-process K): K members share one `rebalancelab
-// member-pool` process, so that a storm of 10,000 members spreads its connections over processes whose file
-// descriptors (RLIMIT_NOFILE, per process) each hold a share. A pooled member is the same consumer a
-// member process or a goroutine member runs (newConsumer), with its own connections, timeline and
+// member-pool` process, so that a storm of 10,000 members spreads its connections over processes
+// whose file descriptors (RLIMIT_NOFILE, per process) each hold a share. A pooled member is the same consumer a
+// member process or a goroutine member runs (NewGoroutine's), with its own connections, timeline and
 // session: only the process is shared.
 //
 // The channel, runner → pool: one JSON command a line on stdin —

@@ -1,7 +1,7 @@
 package members
 
 // Members as processes (NewProcess; the runner's --members-as processes): each member incarnation is
-// a `rebalancelab member` child process that runs the era's consumer (newConsumer, as a goroutine
+// a `rebalancelab member` child process that runs the era's consumer (NewGoroutine's, as a goroutine
 // member does) and writes its timeline records to stdout, one JSON line each, unbuffered (one write per
 // record), so that what a process recorded before a kill -9 is in the pipe when it dies. The runner
 // reads them into the era's timeline. Without test hosts (ProcessConfig.Host) every process runs on
