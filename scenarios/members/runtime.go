@@ -45,3 +45,14 @@ type Member struct {
 
 // MemberProcess is how one member process (or pool, or JVM) ended: report.MemberProcess.
 type MemberProcess = report.MemberProcess
+
+// Every runtime of the package doc.
+var (
+	_ Runtime = (*zkMember)(nil)
+	_ Runtime = (*coordMember)(nil)
+	_ Runtime = (*kgoMember)(nil)
+	_ Runtime = (*procConsumer)(nil)
+	_ Runtime = (*poolMember)(nil)
+	_ Runtime = (*vcConsumer)(nil)
+	_ Runtime = (*ocConsumer)(nil)
+)
