@@ -337,7 +337,7 @@ func StormHistoryEntry(r *StormResult, commit string, conditions map[string]stri
 	settings := map[string]string{
 		"broker": fmt.Sprintf("%v, %v broker(s), Kafka's own defaults: %v, --broker-config %s; members' and broker's timings in the params",
 			r.Params["broker"], r.Params["brokers"], r.Params["kafka_defaults"], bc),
-		"kgo": "group consumers from the same consumer configs as newconsumer's members (scenarios.KgoOptions: the era's balancer, " +
+		"kgo": "group consumers from the same consumer configs as newconsumer's members (members.KgoOptions: the era's balancer, " +
 			"session.timeout.ms, heartbeat.interval.ms, max.poll.interval.ms), one group beside ours on the same broker, dialling it directly",
 	}
 	return HistoryEntry{Bench: "storm", Time: time.Now().UTC(), Commit: commit, Machine: ThisMachine(),

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/members"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
@@ -203,7 +204,7 @@ func (g *stormGroup) runPeer(ctx context.Context, s scenarios.StepInfo) *PeerSto
 	} else {
 		run = &inProcessPeer{topic: s.Topic, era: g.era}
 	}
-	smp := startSampler(g.o.SampleEvery, func() []scenarios.ChildProcess {
+	smp := startSampler(g.o.SampleEvery, func() []members.ChildProcess {
 		return append(s.Processes(), run.processes()...)
 	})
 	t0 := time.Now()
@@ -231,7 +232,7 @@ func (g *stormGroup) runPeer(ctx context.Context, s scenarios.StepInfo) *PeerSto
 // peerRun is where the kgo peer's members run: this process or member-pool processes.
 type peerRun interface {
 	start(ctx context.Context, props []map[string]string) error
-	processes() []scenarios.ChildProcess
+	processes() []members.ChildProcess
 	ended() (n int, first string) // members that ended before close
 	close()                       // every member's graceful Close (LeaveGroup), waited for
 }
@@ -242,11 +243,11 @@ type pooledPeer struct {
 	perProcess int
 	era, topic string
 	log        *logrus.Entry
-	pools      atomic.Pointer[scenarios.KgoPools] // set by start; the sampler reads it meanwhile
+	pools      atomic.Pointer[members.KgoPools] // set by start; the sampler reads it meanwhile
 }
 
 func (p *pooledPeer) start(_ context.Context, props []map[string]string) error {
-	kp, err := scenarios.StartKgoPools(p.bin, p.perProcess, p.era, p.topic, props, p.log)
+	kp, err := members.StartKgoPools(p.bin, p.perProcess, p.era, p.topic, props, p.log)
 	if err != nil {
 		return fmt.Errorf("kgo peer: %w", err)
 	}
@@ -254,7 +255,7 @@ func (p *pooledPeer) start(_ context.Context, props []map[string]string) error {
 	return nil
 }
 
-func (p *pooledPeer) processes() []scenarios.ChildProcess {
+func (p *pooledPeer) processes() []members.ChildProcess {
 	if kp := p.pools.Load(); kp != nil {
 		return kp.Processes()
 	}
@@ -289,7 +290,7 @@ func (p *inProcessPeer) start(ctx context.Context, props []map[string]string) er
 	for _, pr := range props {
 		l := lab.NewMemberLinksFor(fmt.Sprintf("kgo/%s/%s", p.era, pr["client.id"])) // never faulted: dials directly
 		p.links = append(p.links, l)
-		opts, err := scenarios.KgoOptions(p.topic, pr, l.Dialer(lab.LinkFetch))
+		opts, err := members.KgoOptions(p.topic, pr, l.Dialer(lab.LinkFetch))
 		var cl *kgo.Client
 		if err == nil {
 			cl, err = kgo.NewClient(opts...)
@@ -311,7 +312,7 @@ func (p *inProcessPeer) start(ctx context.Context, props []map[string]string) er
 	return nil
 }
 
-func (p *inProcessPeer) processes() []scenarios.ChildProcess { return nil }
+func (p *inProcessPeer) processes() []members.ChildProcess { return nil }
 
 func (p *inProcessPeer) ended() (int, string) { return 0, "" } // a kgo client in this process does not end by itself
 

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/rebalancelab/rebalancelab/lab"
-	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/members"
 )
 
 // sampler records, from start until Stop, the peak VmRSS and goroutine count of this process plus
@@ -26,7 +26,7 @@ type sampler struct {
 	done     chan struct{}
 	once     sync.Once
 	cpu0     time.Duration
-	children func() []scenarios.ChildProcess // nil: none
+	children func() []members.ChildProcess // nil: none
 
 	mu       sync.Mutex
 	peakRSS  int64
@@ -54,7 +54,7 @@ func (s *sampler) limit(maxRSS int64, onLimit func(rss int64)) {
 	s.maxRSS, s.onLimit = maxRSS, onLimit
 }
 
-func startSampler(every time.Duration, children func() []scenarios.ChildProcess) *sampler {
+func startSampler(every time.Duration, children func() []members.ChildProcess) *sampler {
 	s := &sampler{stop: make(chan struct{}), done: make(chan struct{}), cpu0: processCPU(), children: children, started: time.Now(),
 		child0: map[int]time.Duration{}, childCPU: map[int]time.Duration{}, brokers: map[int]bool{}}
 	if children != nil {
@@ -96,7 +96,7 @@ func (s *sampler) hasBrokerProcess() bool {
 
 func (s *sampler) sample() {
 	rss, gor := vmRSS(), int64(runtime.NumGoroutine())
-	var kids []scenarios.ChildProcess
+	var kids []members.ChildProcess
 	if s.children != nil {
 		kids = s.children()
 	}

@@ -9,11 +9,12 @@
 //
 // Run (runner.go) starts the lab (or, with Options.Bootstrap, uses an existing cluster: external.go),
 // then for each era a fresh topic and group, a producer (one record per tick, acks=all: each
-// acknowledged offset is a produce record) and the members, each a goroutine of this process behind its
-// own lab.MemberLinks, or with Options.MembersAs "processes" a `rebalancelab member` process dialling
-// those proxies (process.go). Every member writes its timeline through a timeline.Recorder into the
-// era's collector (a process's through its stdout); the runner adds member_start,
-// member_stop, trigger and fault records. When the script ends, the producer stops, the members deliver
+// acknowledged offset is a produce record) and the members (package members: the runtime each runs in,
+// picked by runtimeFor, incarnation.go), each a goroutine of this process behind its own
+// lab.MemberLinks, or with Options.MembersAs "processes" a `rebalancelab member` process dialling those
+// proxies, or in member pools, or one of Kafka's JVMs. Every member writes its timeline through a
+// timeline.Recorder into the era's collector (a process's through its stdout); the runner adds
+// member_start, member_stop, trigger and fault records. When the script ends, the producer stops, the members deliver
 // everything produced, a "shutdown" trigger is recorded and the members stop gracefully; the figures
 // (Compute, figures.go: a replay of the records, which follow docs/design.md "What the members must emit")
 // cover the timeline up to that trigger, the file keeps it all. Each scenario's Relations — the

@@ -1,8 +1,7 @@
 package scenarios
 
 // An existing cluster (Options.Bootstrap): no lab; the run's topics and groups carry a run id prefix
-// and are removed after each era unless Options.Keep. And the runner's side of member processes:
-// their routes through the member's proxies and their command lines.
+// and are removed after each era unless Options.Keep.
 
 import (
 	"context"
@@ -21,9 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rebalancelab/rebalancelab/internal/zklog"
-	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
-	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
 // BrokerExternal is RunResult.Broker on an existing cluster (Options.Bootstrap).
@@ -221,52 +218,4 @@ func deleteZNodes(ctx context.Context, connect, root string) (int, error) {
 			return n, err
 		}
 	}
-}
-
-// ---- member processes ----
-
-// routesOf creates the member's proxies for every address it will dial on its faulted links and
-// returns them as routes (none for a member whose script faults nothing).
-func (r *eraRunner) routesOf(name string) ([]lab.Route, error) {
-	links := r.linksOf(name)
-	targets := map[lab.Link][]string{lab.LinkFetch: r.brokerAddrs}
-	if spec.Era(r.e.Era).UsesZooKeeper() {
-		targets[lab.LinkZooKeeper] = r.zkAddrs
-	} else {
-		targets[lab.LinkCoordinator] = r.brokerAddrs
-	}
-	var routes []lab.Route
-	for _, l := range []lab.Link{lab.LinkZooKeeper, lab.LinkCoordinator, lab.LinkFetch} {
-		if !links.Proxied(l) {
-			continue
-		}
-		for _, up := range targets[l] {
-			addr, err := links.ProxyAddr(l, up)
-			if err != nil {
-				return nil, err
-			}
-			routes = append(routes, lab.Route{Link: l, Upstream: up, Proxy: addr})
-		}
-	}
-	return routes, nil
-}
-
-// newProcess makes the handle of a member process (started by its run) whose records pass sink.
-func (r *eraRunner) newProcess(name string, props map[string]string, sink timeline.Sink) (consumer, error) {
-	routes, err := r.routesOf(name)
-	if err != nil {
-		return nil, err
-	}
-	argv := memberArgv(r.o.MemberBinary, r.o.LabLog.Logger.GetLevel().String(), r.e.Era, name, r.e.Topic, props, routes)
-	host := ""
-	if h := r.hostOf(name); h != nil { // inside its test host: `ip netns exec` execs the member itself
-		argv, host = h.Argv(argv...), h.Name()
-	}
-	p := newProcConsumer(name, argv, sink, r.o.LabLog.WithField("member", name), func(mp MemberProcess) {
-		r.mu.Lock()
-		r.e.Processes = append(r.e.Processes, mp)
-		r.mu.Unlock()
-	})
-	p.host = host
-	return p, nil
 }

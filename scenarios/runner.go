@@ -28,6 +28,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/broker"
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/members"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 	"github.com/rebalancelab/rebalancelab/zkconsumer"
@@ -65,11 +66,11 @@ type Options struct {
 	Definition *Scenario
 	// MembersAs is how members run: MembersAsGoroutines, MembersAsProcesses, or "": goroutines up to
 	// MaxInProcessMembers, member pools above (PoolMembers). MembersAsProcesses runs one
-	// `MemberBinary member ...` process per member incarnation (process.go): a crash is a kill -9, a
+	// `MemberBinary member ...` process per member incarnation (members.NewProcess): a crash is a kill -9, a
 	// restart a new process.
 	MembersAs    string
 	MemberBinary string // the rebalancelab binary, for MembersAsProcesses
-	// MembersPerProcess, above 1, runs members K to a `rebalancelab member-pool` process (pool.go)
+	// MembersPerProcess, above 1, runs members K to a `rebalancelab member-pool` process (members.Pools)
 	// instead of one per process (it implies MembersAsProcesses): each process's file descriptors
 	// (RLIMIT_NOFILE) then hold K members' connections, which is how 10,000 members fit on one
 	// machine. A pooled member crashes as a goroutine member does (its links cut at the runner's
@@ -77,7 +78,7 @@ type Options struct {
 	// test hosts (Params.Hosts).
 	MembersPerProcess int
 	// MemberHosts are the addresses ("host:port") of `rebalancelab member-pool --listen` servers on
-	// other machines (agent.go): the members run there, in pools of MembersPerProcess (0: the
+	// other machines (members/agent.go): the members run there, in pools of MembersPerProcess (0: the
 	// consumers spread evenly over the hosts), placed round-robin by pool. Each host's clock offset
 	// is measured at the start (the result's hosts, agent1...), and its members' records carry its
 	// name. The brokers and ZooKeeper the run uses must be reachable from there; scripts with crashes
@@ -88,7 +89,7 @@ type Options struct {
 	// and CPU are not this process's).
 	BrokersAs string
 	// Members is whose consumers the coordinator eras run: MembersRebalancelab ("" too: newconsumer),
-	// MembersKafka (Kafka 3.9's VerifiableConsumer JVMs, kafkamembers.go) or MembersMixed (one group of
+	// MembersKafka (Kafka 3.9's VerifiableConsumer JVMs, members.Kafka) or MembersMixed (one group of
 	// both). The zk era's members are always ours here.
 	Members string
 	// Bootstrap, when set, is an existing Kafka cluster ("host:port,...") the run uses instead of a
@@ -122,7 +123,7 @@ type StepInfo struct {
 	ZKWatchers func(ctx context.Context) *ZKCrosscheck
 	// Processes lists the member pools and the lab's broker processes running now (for their
 	// resources: /proc/<pid>); none when members and brokers run in this process.
-	Processes func() []ChildProcess
+	Processes func() []members.ChildProcess
 }
 
 // ResolveEras expands names ("all" = Eras) and checks them: spec.ParseEras, as names.
@@ -339,23 +340,23 @@ func runEras(ctx context.Context, o Options, sc *Scenario, res *RunResult, eras 
 		defer hs.Close() // after the lab's processes have stopped (deferred below)
 	}
 	if len(o.MemberHosts) > 0 {
-		infos, err := measureMemberHosts(ctx, o.MemberHosts, progress)
+		infos, err := members.MeasureHosts(ctx, o.MemberHosts, clockSamples, progress)
 		if err != nil {
 			return err
 		}
 		res.Hosts = append(res.Hosts, infos...)
 	}
-	var km *kafkaMembers
+	var km *members.Kafka
 	if o.Members != MembersRebalancelab {
 		var err error
-		if km, err = newKafkaMembers(); err != nil {
+		if km, err = members.NewKafka(); err != nil {
 			return err
 		}
-		if v, err := lab.KafkaVersionOf(km.classpath); err == nil {
+		if v, err := km.KafkaVersion(); err == nil {
 			res.Versions["kafka_members"] = v
 		}
 		for _, e := range eras {
-			if v := oldConsumerVersion(km.oldClasspath); spec.Era(e.Era).UsesZooKeeper() && v != "" {
+			if v := km.OldConnectorVersion(); spec.Era(e.Era).UsesZooKeeper() && v != "" {
 				res.Versions["kafka_members_zk"] = v // the zk era's: the 0.8.2.2 connector
 			}
 		}
@@ -377,8 +378,8 @@ func runEras(ctx context.Context, o Options, sc *Scenario, res *RunResult, eras 
 				lo.BrokerConfig[broker.ReplicaAssignmentSeedKey] = strconv.FormatInt(res.Params.Seed&math.MaxInt64, 10)
 			}
 		}
-		if km != nil && o.Broker == lab.BrokerRebalancelab { // rebalance_begin of Kafka members (kafkamembers.go)
-			lo.BrokerOptions = append(lo.BrokerOptions, broker.WithGroupObserver(km.observe))
+		if km != nil && o.Broker == lab.BrokerRebalancelab { // rebalance_begin of Kafka members (members/kafka.go)
+			lo.BrokerOptions = append(lo.BrokerOptions, broker.WithGroupObserver(km.Observe))
 		}
 		where := ""
 		if hs != nil {
@@ -458,7 +459,7 @@ type eraRunner struct {
 	// hosts are the run's test hosts (Params.Hosts), nil without.
 	hosts *lab.Hosts
 	// kafka: Kafka's members (Options.Members), nil when every member is ours.
-	kafka *kafkaMembers
+	kafka *members.Kafka
 	// bootstrap and zkConnect are the brokers' and ZooKeeper's addresses (the lab's or the cluster's);
 	// brokerAddrs every address a member may dial a broker at (bootstrap and advertised), for the
 	// routes of member processes.
@@ -490,10 +491,9 @@ type eraRunner struct {
 	down []downBroker
 	// side is the durability scenario's side topic and its producers (nil in other scenarios).
 	side *sideTopic
-	// pools are the member-pool processes (Options.MembersPerProcess), by slot / MembersPerProcess;
-	// slots place each member name in the order it first started.
-	pools map[int]*memberPool
-	slots map[string]int
+	// pools are the member pools (Options.MembersPerProcess, MemberHosts), made with the first
+	// pooled member (memberPools).
+	pools *members.Pools
 }
 
 func (r *eraRunner) errorf(format string, a ...any) {
@@ -540,14 +540,14 @@ func (r *eraRunner) run(parent context.Context) error {
 		r.opts.NotMeasured = notMeasuredOld
 	}
 	if r.kafka != nil && !spec.Era(e.Era).UsesZooKeeper() {
-		r.kafka.setEra(r)
-		defer r.kafka.setEra(nil)
+		r.kafka.SetGroup(e.Group)
+		defer r.kafka.SetGroup("")
 		r.opts.NotMeasured = notMeasuredKafka
 		var extra map[string]string
 		if r.sc.MemberProps != nil {
 			extra = r.sc.MemberProps(e.Era, r.t)
 		}
-		if autoCommits(extra) {
+		if members.AutoCommits(extra) {
 			r.opts.NotMeasured = append(slices.Clone(notMeasuredKafka), notMeasuredAutoCommit...)
 		}
 	}
@@ -556,7 +556,6 @@ func (r *eraRunner) run(parent context.Context) error {
 	r.rec = &timeline.Recorder{Sink: r.col, Era: e.Era, Member: "runner"}
 	r.members = map[string]*member{}
 	r.links = map[string]*lab.MemberLinks{}
-	r.pools, r.slots = map[int]*memberPool{}, map[string]int{}
 	defer r.closePools(false) // an era that ended early (its topic could not be made)
 	r.stepf("topic %s, %d partitions", e.Topic, r.p.Partitions)
 	if err := r.createTopic(ctx); err != nil {
@@ -1087,32 +1086,19 @@ func (r *eraRunner) startMember(name, as string) {
 	if as != "" {
 		identity = as
 	}
-	props := memberProps(r.e.Era, identity, r.e.Group, connect, r.t, r.o.KafkaDefaults, extra)
+	props := members.Props(r.e.Era, identity, r.e.Group, connect, r.t, r.o.KafkaDefaults, extra)
 	if spec.Era(r.e.Era).UsesZooKeeper() {
 		for k, v := range r.o.ZKConfig {
 			props[k] = v
 		}
 	}
-	var impl consumer
-	var err error
-	if r.kafka != nil && isKafkaMember(r.o.Members, r.e.Era, name) {
-		if spec.Era(r.e.Era).UsesZooKeeper() {
-			impl, err = r.newOC(name, props, m.rec)
-		} else {
-			impl, err = r.newVC(name, props, m.rec)
-		}
-	} else if r.pooled() {
-		impl, err = r.newPooled(name, props, g)
-	} else if r.o.MembersAs == MembersAsProcesses {
-		impl, err = r.newProcess(name, props, g)
-	} else {
-		impl, err = newConsumer(r.e.Era, r.e.Topic, props, r.linksOf(name), m.rec, r.o.LabLog.WithField("member", name))
-	}
+	rt, err := r.runtimeFor(members.Member{Era: r.e.Era, Name: name, Topic: r.e.Topic, Props: props, Rec: m.rec,
+		Log: r.o.LabLog.WithField("member", name)})
 	if err != nil {
 		r.errorf("start %s: %v", name, err)
 		return
 	}
-	m.impl = impl
+	m.rt = rt
 	ctx, cancel := context.WithCancel(r.ctx)
 	m.cancel = cancel
 	r.mu.Lock()
@@ -1121,7 +1107,7 @@ func (r *eraRunner) startMember(name, as string) {
 	m.rec.Emit(timeline.Record{Kind: timeline.MemberStart})
 	go func() {
 		defer close(m.done)
-		err := impl.run(ctx)
+		err := rt.Run(ctx)
 		if err == nil || m.isEnded() || ctx.Err() != nil {
 			return
 		}
@@ -1132,7 +1118,7 @@ func (r *eraRunner) startMember(name, as string) {
 		} else {
 			r.errorf("%s gives up: %v", name, err)
 		}
-		impl.stop(true)
+		rt.Stop(true)
 		m.end("graceful")
 	}()
 }
@@ -1144,7 +1130,7 @@ func (r *eraRunner) stopMember(name string) {
 		r.errorf("stop %s: not running", name)
 		return
 	}
-	m.impl.stop(true)
+	m.rt.Stop(true)
 	m.cancel()
 	<-m.done
 	m.end("graceful")
@@ -1158,10 +1144,10 @@ func (r *eraRunner) crashMember(name string) {
 		r.errorf("crash %s: not running", name)
 		return
 	}
-	if pp, ok := m.impl.(interface{ proc() *procConsumer }); ok {
+	if m.rt.OwnProcess() {
 		// A real crash: kill -9, and member_stop{crash} once the process is dead and what it wrote
 		// before has been read (so every record of it precedes its stop).
-		pp.proc().stop(false)
+		m.rt.Stop(false)
 		r.fault("crash", name)
 		m.end("crash")
 		m.gate.close()
@@ -1186,7 +1172,7 @@ func (r *eraRunner) crashMember(name string) {
 	r.zombies.Add(1)
 	go func() {
 		defer r.zombies.Done()
-		m.impl.stop(false)
+		m.rt.Stop(false)
 		m.cancel()
 		<-m.done
 	}()
@@ -1208,10 +1194,10 @@ func (r *eraRunner) stopAll(graceful bool) {
 		go func() {
 			defer wg.Done()
 			if graceful {
-				m.impl.stop(true)
+				m.rt.Stop(true)
 			} else {
 				m.gate.close()
-				m.impl.stop(false)
+				m.rt.Stop(false)
 			}
 			m.cancel()
 			<-m.done
@@ -1383,7 +1369,7 @@ func (r *eraRunner) watchCheck(ctx context.Context) *ZKCrosscheck {
 	sort.Strings(names)
 	for _, name := range names {
 		c.IdsWatchersExpected++
-		if sid := live[name].impl.zkSession(); sid == 0 || !watchers[sid] {
+		if sid := live[name].rt.ZKSession(); sid == 0 || !watchers[sid] {
 			c.MembersWithoutWatch = append(c.MembersWithoutWatch, name)
 		}
 	}

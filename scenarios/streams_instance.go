@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/members"
 )
 
 // StreamsAppEvent is one line the Streams application printed (MergeApp's javadoc gives the kinds).
@@ -74,14 +75,14 @@ func startStreamsInstance(name, java, classpath, dir string, args []string, onEv
 		cmd := exec.Command(java, argv...)
 		cmd.SysProcAttr = lab.ChildSysProcAttr()
 		cmd.Stderr = logf
-		cmd.Stdout = &lineSplitter{fn: func(b []byte) {
+		cmd.Stdout = members.LineWriter(func(b []byte) {
 			var ev StreamsAppEvent
 			if err := json.Unmarshal(b, &ev); err != nil {
 				ev = StreamsAppEvent{Ev: "error", TsMs: time.Now().UnixMilli(), Text: "stdout: " + string(b)}
 			}
 			ev.Instance = name
 			onEvent(ev)
-		}}
+		})
 		stdin, err := cmd.StdinPipe()
 		if err == nil {
 			err = cmd.Start()
@@ -96,7 +97,7 @@ func startStreamsInstance(name, java, classpath, dir string, args []string, onEv
 		st := cmd.ProcessState
 		mp := MemberProcess{Member: name, PID: cmd.Process.Pid, ExitCode: st.ExitCode(), Status: st.String()}
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			mp.Signal = signalName(ws.Signal())
+			mp.Signal = members.SignalName(ws.Signal())
 		}
 		si.mu.Lock()
 		mp.Stop = si.stop

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rebalancelab/rebalancelab/lab"
-	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/members"
 )
 
 // memberFlags are `rebalancelab member`'s flags, as given; options converts them.
@@ -18,25 +18,25 @@ type memberFlags struct {
 
 // options converts the flags into the member's options; Out, In and Log are left to the caller.
 // Errors: a --config that is no key=value or gives a key twice; a --route lab.ParseRoute refuses.
-func (f *memberFlags) options() (scenarios.MemberOptions, error) {
+func (f *memberFlags) options() (members.MemberOptions, error) {
 	props, err := parseConfigs("config", f.configs)
 	if err != nil {
-		return scenarios.MemberOptions{}, err
+		return members.MemberOptions{}, err
 	}
 	var rs []lab.Route
 	for _, s := range f.routes {
 		r, err := lab.ParseRoute(s)
 		if err != nil {
-			return scenarios.MemberOptions{}, err
+			return members.MemberOptions{}, err
 		}
 		rs = append(rs, r)
 	}
-	return scenarios.MemberOptions{Era: f.era, Name: f.name, Topic: f.topic, Props: props, Routes: rs}, nil
+	return members.MemberOptions{Era: f.era, Name: f.name, Topic: f.topic, Props: props, Routes: rs}, nil
 }
 
 // newMemberCmd builds `rebalancelab member`: one member of a scenario run as a process (scenario run
 // --members-as processes). Internal: the runner builds its command line; its protocol is
-// scenarios/process.go's.
+// scenarios/members/process.go's.
 func newMemberCmd() *cobra.Command {
 	var f memberFlags
 	member := &cobra.Command{
@@ -59,7 +59,7 @@ Exit status 1 when the member cannot start or gives up (the error on stderr).`,
 			o.Out, o.In = os.Stdout, os.Stdin
 			o.Log = logrus.WithFields(logrus.Fields{"era": f.era, "member": f.name})
 			logrus.SetFormatter(&logrus.JSONFormatter{})
-			return scenarios.RunMember(cmd.Context(), o)
+			return members.RunMember(cmd.Context(), o)
 		},
 	}
 	fs := member.Flags()

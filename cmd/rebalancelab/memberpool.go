@@ -9,7 +9,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
-	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/members"
 )
 
 // memberPoolFlags are `rebalancelab member-pool`'s flags, as given; options converts them.
@@ -21,7 +21,7 @@ type memberPoolFlags struct {
 // runners on other machines) it returns no pool options and member host true; else a runner's own
 // pool's options (Out, In and Log are left to the caller). Errors: --listen with --era, --topic or
 // --client (each runner names its own); neither --listen nor both --era and --topic.
-func (f *memberPoolFlags) options() (o scenarios.PoolOptions, memberHost bool, err error) {
+func (f *memberPoolFlags) options() (o members.PoolOptions, memberHost bool, err error) {
 	if f.listen != "" {
 		if f.era != "" || f.topic != "" || f.client != "" {
 			return o, false, fmt.Errorf("--listen: each runner names its era and topic; --era, --topic and --client are for a runner's own pool")
@@ -31,13 +31,13 @@ func (f *memberPoolFlags) options() (o scenarios.PoolOptions, memberHost bool, e
 	if f.era == "" || f.topic == "" {
 		return o, false, fmt.Errorf("member-pool: give --era and --topic (a runner's pool) or --listen HOST:PORT (a member host)")
 	}
-	return scenarios.PoolOptions{Era: f.era, Topic: f.topic, Client: f.client}, false, nil
+	return members.PoolOptions{Era: f.era, Topic: f.topic, Client: f.client}, false, nil
 }
 
 // newMemberPoolCmd builds `rebalancelab member-pool`: many members of a scenario in one process: a
 // runner's own pool (scenario run and bench storm --members-per-process K: the runner builds its
-// command line and drives it over stdin and stdout, scenarios/pool.go) or, with --listen, a member
-// host that runners on other machines reach over TCP (scenario run --member-hosts, scenarios/agent.go).
+// command line and drives it over stdin and stdout, scenarios/members/pool.go) or, with --listen, a member
+// host that runners on other machines reach over TCP (scenario run --member-hosts, scenarios/members/agent.go).
 func newMemberPoolCmd() *cobra.Command {
 	var f memberPoolFlags
 	pool := &cobra.Command{
@@ -72,7 +72,7 @@ those must be reachable from this machine.`,
 				}
 				b, _ := json.Marshal(map[string]string{"listen": ln.Addr().String()})
 				fmt.Fprintln(cmd.OutOrStdout(), string(b))
-				err = scenarios.ServeMemberPools(cmd.Context(), ln, logrus.WithField("listen", ln.Addr().String()))
+				err = members.ServeMemberPools(cmd.Context(), ln, logrus.WithField("listen", ln.Addr().String()))
 				if cmd.Context().Err() != nil {
 					return nil // Ctrl-C or SIGTERM: the pools' members stopped gracefully
 				}
@@ -80,7 +80,7 @@ those must be reachable from this machine.`,
 			}
 			logrus.SetFormatter(&logrus.JSONFormatter{})
 			o.Out, o.In, o.Log = os.Stdout, os.Stdin, logrus.WithField("era", f.era)
-			return scenarios.RunMemberPool(cmd.Context(), o)
+			return members.RunMemberPool(cmd.Context(), o)
 		},
 	}
 	fs := pool.Flags()

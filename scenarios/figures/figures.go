@@ -170,7 +170,7 @@ type FigureOptions struct {
 	// are added during the run.
 	Partitions map[string][]int32
 	// NotMeasured are figures this run cannot measure beside the era's NotApplicable (e.g. with Kafka's
-	// VerifiableConsumer as members, kafkamembers.go): they join the result's not_applicable (n/a).
+	// VerifiableConsumer as members, scenarios/members/kafka.go): they join the result's not_applicable (n/a).
 	NotMeasured []string `json:"not_measured,omitempty"`
 	// OwnsRecords: the records are the caller's own copy, to be dropped after (the settle's probe):
 	// Compute may reorder and redate them in place instead of copying them.

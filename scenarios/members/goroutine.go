@@ -1,9 +1,9 @@
-package scenarios
+package members
 
-// Members: one consumer of the era, run as goroutines in the runner's process (the default) or, with
-// Options.MembersAs "processes", in a `rebalancelab member` process of its own (process.go) that builds
-// the same consumer with newConsumer. Each member gets its own lab.MemberLinks, so a fault on one
-// member's link leaves the others alone.
+// Goroutine members: the era's consumer (zkconsumer's connector in the zk era, newconsumer in the
+// coordinator eras) run as goroutines of the process that calls Run: the runner's, a `rebalancelab
+// member` process's (process.go) or a member pool's (pool.go). The consumer dials through the
+// member's links (Dialers), so that a fault on one member's link leaves the others alone.
 
 import (
 	"context"
@@ -23,71 +23,6 @@ import (
 	"github.com/rebalancelab/rebalancelab/timeline"
 	"github.com/rebalancelab/rebalancelab/zkconsumer"
 )
-
-// gate passes records to a sink until it is closed: a crashed member writes nothing more, as a
-// killed process would not.
-type gate struct {
-	mu     sync.RWMutex
-	closed bool
-	next   timeline.Sink
-}
-
-func (g *gate) Emit(r timeline.Record) {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	if !g.closed {
-		g.next.Emit(r)
-	}
-}
-
-func (g *gate) close() {
-	g.mu.Lock()
-	g.closed = true
-	g.mu.Unlock()
-}
-
-// consumer is one era's client, as the application sees it.
-type consumer interface {
-	// run creates the client, subscribes and consumes until the client is stopped; an error means the
-	// application gave up (a zk connector's initial rebalance failed, a fatal group error).
-	run(ctx context.Context) error
-	// stop: graceful (zk Shutdown: commit, close the session; newconsumer Close: commit, LeaveGroup
-	// unless static) or not (zk Crash, newconsumer Kill: nothing more is said). Blocks until done.
-	stop(graceful bool)
-	// zkSession is the member's current ZooKeeper session id, 0 if none (coordinator eras).
-	zkSession() int64
-}
-
-// member is one incarnation of a scenario member (a restart makes a new one under the same name).
-type member struct {
-	name   string
-	rec    *timeline.Recorder
-	gate   *gate
-	impl   consumer
-	cancel context.CancelFunc
-	done   chan struct{} // run returned
-
-	mu    sync.Mutex
-	ended bool // member_stop recorded
-}
-
-// end records member_stop{how} once; the first caller wins.
-func (m *member) end(how string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ended {
-		return false
-	}
-	m.ended = true
-	m.rec.Emit(timeline.Record{Kind: timeline.MemberStop, How: how})
-	return true
-}
-
-func (m *member) isEnded() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.ended
-}
 
 // appLoop is the application's consume loop of a member that commits after what it takes (no
 // auto-commit). A graceful stop first ends the loop — the application takes nothing more, and the
@@ -164,7 +99,7 @@ type zkMember struct {
 	graceful bool
 }
 
-func (z *zkMember) run(ctx context.Context) error {
+func (z *zkMember) Run(ctx context.Context) error {
 	c, err := zkconsumer.New(z.cfg)
 	if err != nil {
 		return err
@@ -223,7 +158,7 @@ func halt(c *zkconsumer.Connector, graceful bool) {
 	}
 }
 
-func (z *zkMember) stop(graceful bool) {
+func (z *zkMember) Stop(graceful bool) {
 	if graceful && z.commitEach {
 		z.loop.end(appStopWait)
 	}
@@ -236,7 +171,7 @@ func (z *zkMember) stop(graceful bool) {
 	}
 }
 
-func (z *zkMember) zkSession() int64 {
+func (z *zkMember) ZKSession() int64 {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	if z.c == nil || z.stopped {
@@ -257,7 +192,7 @@ type coordMember struct {
 	loop       *appLoop
 }
 
-func (m *coordMember) run(ctx context.Context) error {
+func (m *coordMember) Run(ctx context.Context) error {
 	if err := m.c.Subscribe(m.topic); err != nil {
 		return err
 	}
@@ -285,7 +220,7 @@ func (m *coordMember) run(ctx context.Context) error {
 	}
 }
 
-func (m *coordMember) stop(graceful bool) {
+func (m *coordMember) Stop(graceful bool) {
 	if graceful && m.commitEach {
 		m.loop.end(appStopWait)
 	}
@@ -298,14 +233,19 @@ func (m *coordMember) stop(graceful bool) {
 	_ = m.c.Close(ctx) // logged by the consumer
 }
 
-func (m *coordMember) zkSession() int64 { return 0 }
+func (m *coordMember) ZKSession() int64 { return 0 }
+
+func (z *zkMember) OwnProcess() bool    { return false }
+func (m *coordMember) OwnProcess() bool { return false }
 
 // ---- construction ----
 
-// memberProps returns the era's consumer properties for a member of group on topic: the lab timing
-// (unless Kafka's defaults), offsets from the beginning, auto-commit, the era's assignor and identity,
-// then the scenario's own overrides.
-func memberProps(era, name, group, connect string, t Timing, kafkaDefaults bool, extra map[string]string) map[string]string {
+// Props returns era's consumer properties for member name of group: connect is ZooKeeper's
+// zookeeper.connect (zk era) or the brokers' bootstrap.servers; then the lab timing t in ms (unless
+// kafkaDefaults: Kafka's own), offsets from the beginning, auto-commit, the era's assignor and
+// identity (consumer.id, client.id, group.instance.id when static), then extra, the scenario's own
+// overrides, over all of them.
+func Props(era, name, group, connect string, t spec.Timing, kafkaDefaults bool, extra map[string]string) map[string]string {
 	ms := func(v int64) string { return strconv.FormatInt(v, 10) }
 	var p map[string]string
 	if spec.Era(era).UsesZooKeeper() {
@@ -333,15 +273,28 @@ func memberProps(era, name, group, connect string, t Timing, kafkaDefaults bool,
 	return p
 }
 
-// memberDialers are a member's links as its consumer dials them: *lab.MemberLinks (the proxies live in
+// Dialers are a member's links as its consumer dials them: *lab.MemberLinks (the proxies live in
 // this process) or *lab.RoutedLinks (a member process dialling the runner's proxies).
-type memberDialers interface {
+type Dialers interface {
 	ZKDialer() zk.Dialer
 	Dialer(l lab.Link) wire.DialFunc
 }
 
+// GoroutineConfig configures NewGoroutine.
+type GoroutineConfig struct {
+	Member
+	Links Dialers // the member's links: the consumer dials ZooKeeper, coordinator and fetch through them
+}
+
+// NewGoroutine builds the era's consumer for one member, run as goroutines of this process, dialling
+// through c.Links. A crash is Stop(false) after the caller cut the links. Errors: properties the
+// consumer refuses (zkconsumer.FromProperties, newconsumer.FromProperties).
+func NewGoroutine(c GoroutineConfig) (Runtime, error) {
+	return newConsumer(c.Era, c.Topic, c.Props, c.Links, c.Rec, c.Log)
+}
+
 // newConsumer builds the era's client for one member, dialling through its links.
-func newConsumer(era, topic string, props map[string]string, links memberDialers, rec *timeline.Recorder, log *logrus.Entry) (consumer, error) {
+func newConsumer(era, topic string, props map[string]string, links Dialers, rec *timeline.Recorder, log *logrus.Entry) (Runtime, error) {
 	if spec.Era(era).UsesZooKeeper() {
 		cfg, err := zkconsumer.FromProperties(props)
 		if err != nil {

@@ -1,6 +1,7 @@
-package scenarios
+package members
 
-// The zk era's Kafka member (Options.Members = MembersKafka, or the even members of MembersMixed): the
+// The zk era's Kafka member (Kafka.NewOldConnector; the runner's --members kafka, or the even members
+// of mixed): the
 // real Kafka 0.8.2.2 ZookeeperConsumerConnector in a JVM, the harness of interop/kafka-0.8.2
 // (lab.OldConsumerMain) with one stream, consumer.id = the member's name, the era's properties
 // (zookeeper.session.timeout.ms, rebalance.backoff.ms, auto.commit.interval.ms, the scenario's own)
@@ -21,7 +22,8 @@ package scenarios
 //   - zk_watch{path, type}: every watch notification (xid -1) the server sends it.
 //
 // The connector auto-commits to ZooKeeper (setData on /consumers/<g>/offsets/<t>/<p>, counted in
-// zk_offset_writes) and the harness reports no commit, so the commit figures are n/a (notMeasuredOld).
+// zk_offset_writes) and the harness reports no commit, so the commit figures are n/a (the runner's
+// figure options say so).
 // A graceful stop is the harness's "stop" line on stdin (connector.shutdown(): the last commit, then
 // closeSession); a crash is SIGKILL.
 
@@ -40,11 +42,6 @@ import (
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
-
-// notMeasuredOld are the figures the old connector's records cannot give: its commits (auto-commit
-// to ZooKeeper, not reported by the harness).
-var notMeasuredOld = []string{FigStaleCommitsApplied, FigStaleCommitsRejected,
-	FigInvCommitAheadOfPosition, FigInvConsumedBehindCommitted}
 
 // ocTranslator turns one old-connector incarnation's harness lines and proxy events into records.
 type ocTranslator struct {
@@ -169,17 +166,17 @@ type ocConsumer struct {
 	proxy *lab.ZKCountingProxy
 }
 
-func (c *ocConsumer) run(ctx context.Context) error {
+func (c *ocConsumer) Run(ctx context.Context) error {
 	defer c.proxy.Close()
-	return c.procConsumer.run(ctx)
+	return c.procConsumer.Run(ctx)
 }
 
-// stop: graceful, the harness's "stop" line (connector.shutdown()) and a wait for the exit (SIGKILL
+// Stop: graceful, the harness's "stop" line (connector.shutdown()) and a wait for the exit (SIGKILL
 // after memberStopWait); not graceful, SIGKILL.
-func (c *ocConsumer) stop(graceful bool) {
+func (c *ocConsumer) Stop(graceful bool) {
 	p := c.procConsumer
 	if !graceful {
-		p.stop(false)
+		p.Stop(false)
 		return
 	}
 	<-p.started
@@ -198,7 +195,8 @@ func (c *ocConsumer) stop(graceful bool) {
 	p.signal("sigkill", 9)
 }
 
-func (c *ocConsumer) zkSession() int64 {
+// ZKSession is the session the connector opened through its proxy.
+func (c *ocConsumer) ZKSession() int64 {
 	select {
 	case <-c.exited:
 		return 0
@@ -207,7 +205,7 @@ func (c *ocConsumer) zkSession() int64 {
 	return c.proxy.SessionID()
 }
 
-// ocArgv is the harness's command line for props (memberProps' for the zk era), ZooKeeper at zk.
+// ocArgv is the harness's command line for props (Props' for the zk era), ZooKeeper at zk.
 func ocArgv(java, classpath, zk, topic string, props map[string]string) []string {
 	argv := append([]string{java}, lab.OldConsumerJVMFlags...)
 	argv = append(argv, "-Xss512k", "-cp", filepath.Join(classpath, "*"), lab.OldConsumerMain,
@@ -241,25 +239,24 @@ func splitZKConnect(connect string) (first, chroot string) {
 	return first, chroot
 }
 
-// newOC makes the handle of an old-connector member whose records go to rec.
-func (r *eraRunner) newOC(name string, props map[string]string, rec *timeline.Recorder) (consumer, error) {
-	k := r.kafka
+// NewOldConnector makes the runtime of a 0.8.2.2 connector member (zk era), started by its Run: its
+// ZooKeeper session goes through a counting proxy of its own (started here) to the first server of
+// zookeeper.connect, and the harness's lines and the proxy's events go to c.Rec as records. Errors: no
+// connector classpath (interop/kafka-0.8.2 not built), a proxy that cannot listen.
+func (k *Kafka) NewOldConnector(c JVMConfig) (Runtime, error) {
+	name := c.Name
 	if k.oldClasspath == "" {
 		return nil, fmt.Errorf("kafka member %s: %v", name, k.oldErr)
 	}
-	upstream, chroot := splitZKConnect(props["zookeeper.connect"])
+	upstream, chroot := splitZKConnect(c.Props["zookeeper.connect"])
 	proxy, err := lab.StartZKCountingProxy(upstream)
 	if err != nil {
 		return nil, err
 	}
-	tr := newOCTranslator(rec, chroot, props["group.id"])
+	tr := newOCTranslator(c.Rec, chroot, c.Props["group.id"])
 	proxy.OnEvent = tr.zk
-	argv := ocArgv(k.java, k.oldClasspath, proxy.Addr+chroot, r.e.Topic, props)
-	p := newProcConsumer(name, argv, rec.Sink, r.o.LabLog.WithField("member", name), func(mp MemberProcess) {
-		r.mu.Lock()
-		r.e.Processes = append(r.e.Processes, mp)
-		r.mu.Unlock()
-	})
+	argv := ocArgv(k.java, k.oldClasspath, proxy.Addr+chroot, c.Topic, c.Props)
+	p := newProcConsumer(name, argv, c.Rec.Sink, c.Log, c.OnExit)
 	p.onLine = tr.line
 	return &ocConsumer{procConsumer: p, tr: tr, proxy: proxy}, nil
 }

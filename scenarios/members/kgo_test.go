@@ -1,9 +1,11 @@
-package scenarios
+package members
 
 import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/sirupsen/logrus"
 )
 
 // A kgo pool member's configs are Kafka's names: missing and bad ones are refused naming the config,
@@ -34,4 +36,11 @@ func TestKgoOptionsRefuse(t *testing.T) {
 	if err == nil || err.Error() != `member-pool: --client "sarama": want kgo, or none for the era's own consumer` {
 		t.Errorf("--client sarama: %v", err)
 	}
+}
+
+// quietLog is a logger that says nothing below fatal.
+func quietLog() *logrus.Entry {
+	l := logrus.New()
+	l.SetLevel(logrus.FatalLevel)
+	return logrus.NewEntry(l)
 }

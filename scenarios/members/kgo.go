@@ -1,4 +1,4 @@
-package scenarios
+package members
 
 // franz-go's kgo group consumer as a pool member (`rebalancelab member-pool --client kgo`): the peer
 // that bench storm runs beside ours, in pool processes when one process's descriptors cannot hold N
@@ -77,13 +77,13 @@ func KgoOptions(topic string, props map[string]string, dial func(ctx context.Con
 	return opts, nil
 }
 
-// kgoMember is a kgo group consumer that polls until stopped; it implements consumer.
+// kgoMember is a kgo group consumer that polls until stopped; it implements Runtime.
 type kgoMember struct {
 	cl        *kgo.Client
 	closeOnce sync.Once
 }
 
-func newKgoMember(topic string, props map[string]string, links memberDialers) (*kgoMember, error) {
+func newKgoMember(topic string, props map[string]string, links Dialers) (*kgoMember, error) {
 	opts, err := KgoOptions(topic, props, links.Dialer(lab.LinkFetch))
 	if err != nil {
 		return nil, err
@@ -96,7 +96,7 @@ func newKgoMember(topic string, props map[string]string, links memberDialers) (*
 }
 
 // run polls (the application) until the client is closed or ctx ends.
-func (m *kgoMember) run(ctx context.Context) error {
+func (m *kgoMember) Run(ctx context.Context) error {
 	for ctx.Err() == nil && !m.cl.PollFetches(ctx).IsClientClosed() {
 	}
 	return nil
@@ -105,9 +105,11 @@ func (m *kgoMember) run(ctx context.Context) error {
 // stop closes the client: kgo commits and sends LeaveGroup. franz-go has no close that leaves the
 // group unsaid, so a kill is the same Close; the bench only stops its peers gracefully (a crash of a
 // kgo member is its pool's kill -9).
-func (m *kgoMember) stop(bool) { m.closeOnce.Do(m.cl.Close) }
+func (m *kgoMember) Stop(bool) { m.closeOnce.Do(m.cl.Close) }
 
-func (m *kgoMember) zkSession() int64 { return 0 }
+func (m *kgoMember) ZKSession() int64 { return 0 }
+
+func (m *kgoMember) OwnProcess() bool { return false }
 
 // KgoPools are franz-go kgo group members in `rebalancelab member-pool --client kgo` processes:
 // bench storm's peer when one process's descriptors cannot hold N kgo clients (StartKgoPools).
@@ -139,7 +141,7 @@ func StartKgoPools(bin string, perProcess int, era, topic string, props []map[st
 		k.wg.Add(1)
 		go func() {
 			defer k.wg.Done()
-			_ = m.run(context.Background()) // ends when its pool stops it (Close) or it gives up
+			_ = m.Run(context.Background()) // ends when its pool stops it (Close) or it gives up
 		}()
 	}
 	return k, nil

@@ -1,7 +1,7 @@
-package scenarios
+package members
 
-// Kafka's own members (Options.Members = MembersKafka or MembersMixed): in the coordinator eras a
-// member is a Kafka 3.9 `org.apache.kafka.tools.VerifiableConsumer` JVM (the consumer Kafka's system
+// Kafka's own members (Kafka.NewVerifiableConsumer; the runner's --members kafka or mixed): in the
+// coordinator eras a member is a Kafka 3.9 `org.apache.kafka.tools.VerifiableConsumer` JVM (the consumer Kafka's system
 // tests drive, kafka-tools on the interop build's classpath) run as a child process, with
 // --group-protocol classic, the era's assignor, --group-instance-id for static members, the lab's
 // session timeout and --enable-autocommit when the member auto-commits; the other properties (client.id
@@ -16,8 +16,8 @@ package scenarios
 //     its first poll), the coordinator's PreparingRebalance of a generation that lists the member (the
 //     group observer, broker.WithGroupObserver: our broker only), or its partitions_revoked, whichever
 //     comes first; rebalance_end{ok} is its partitions_assigned. A failed JoinGroup/SyncGroup round is
-//     invisible, so rebalance_attempts and rebalance_failures are not measured (n/a), nor are
-//     group_requests (it reports none);
+//     invisible, so rebalance_attempts and rebalance_failures are not measured (n/a: the runner's
+//     figure options say so), nor are group_requests (it reports none);
 //   - with auto-commit it reports no commit (its offsets_committed comes from its own commitSync), so
 //     the commit figures and the invariants that read commits are n/a then;
 //   - records_consumed gives per-partition offset ranges per poll, expanded to one deliver per offset:
@@ -44,44 +44,11 @@ import (
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
-// Members: whose consumers the coordinator eras run (Options.Members).
-const (
-	MembersRebalancelab = spec.MembersRebalancelab // newconsumer (the default)
-	MembersKafka        = spec.MembersKafka        // Kafka 3.9's VerifiableConsumer JVMs
-	// MembersMixed: one group of both, odd members (m1, m3, ...) ours, even members Kafka's.
-	MembersMixed = spec.MembersMixed
-)
-
-// MemberImplementations are the values of Options.Members.
-var MemberImplementations = []string{MembersRebalancelab, MembersKafka, MembersMixed}
-
 // VerifiableConsumerClass is the Kafka 3.9 tool a Kafka member runs.
 const VerifiableConsumerClass = "org.apache.kafka.tools.VerifiableConsumer"
 
 // VerifiableConsumerHeap bounds each member JVM (2 cores and several members per run).
 var VerifiableConsumerHeap = []string{"-Xmx128m", "-Xms32m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k"}
-
-// notMeasuredKafka are the figures no run with Kafka members measures (see the package comment above).
-var notMeasuredKafka = []string{FigGroupRequests, FigRebalanceAttempts, FigRebalanceFailures}
-
-// notMeasuredAutoCommit are the figures that need every commit: n/a when Kafka members auto-commit.
-var notMeasuredAutoCommit = []string{FigStaleCommitsApplied, FigStaleCommitsRejected,
-	FigInvCommitAheadOfPosition, FigInvConsumedBehindCommitted}
-
-// isKafkaMember says whether member name of era runs Kafka's consumer under members.
-// (the zk era's Kafka member is the 0.8.2.2 connector, oldmembers.go).
-func isKafkaMember(members, era, name string) bool {
-	switch members {
-	case MembersKafka:
-		return true
-	case MembersMixed:
-		var n int
-		if _, err := fmt.Sscanf(name, "m%d", &n); err == nil {
-			return n%2 == 0
-		}
-	}
-	return false
-}
 
 // vcAssignors maps the project's assignor names to the Java classes VerifiableConsumer takes.
 var vcAssignors = map[string]string{
@@ -91,10 +58,11 @@ var vcAssignors = map[string]string{
 	"cooperative-sticky": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
 }
 
-// autoCommits says whether the member's properties auto-commit (Kafka's default: true).
-func autoCommits(props map[string]string) bool { return props["enable.auto.commit"] != "false" }
+// AutoCommits says whether a coordinator-era member's properties auto-commit (enable.auto.commit;
+// Kafka's default: true). A VerifiableConsumer that auto-commits reports no commit.
+func AutoCommits(props map[string]string) bool { return props["enable.auto.commit"] != "false" }
 
-// vcArgv is the command line of a VerifiableConsumer member for props (memberProps'), its other
+// vcArgv is the command line of a VerifiableConsumer member for props (Props'), its other
 // properties written to a --consumer.config file in dir (client.id = name).
 func vcArgv(java, classpath, dir, name, topic string, props map[string]string) ([]string, error) {
 	strategy := props["partition.assignment.strategy"]
@@ -113,7 +81,7 @@ func vcArgv(java, classpath, dir, name, topic string, props map[string]string) (
 	if s := props["session.timeout.ms"]; s != "" {
 		argv = append(argv, "--session-timeout", s)
 	}
-	if autoCommits(props) {
+	if AutoCommits(props) {
 		argv = append(argv, "--enable-autocommit")
 	}
 	var conf strings.Builder
@@ -291,32 +259,36 @@ type vcConsumer struct {
 	dir string
 }
 
-func (c *vcConsumer) stop(graceful bool) {
+func (c *vcConsumer) Stop(graceful bool) {
 	if graceful {
 		c.tr.setStopping()
 	}
-	c.procConsumer.stop(graceful)
+	c.procConsumer.Stop(graceful)
 }
 
-func (c *vcConsumer) run(ctx context.Context) error {
+func (c *vcConsumer) Run(ctx context.Context) error {
 	defer os.RemoveAll(c.dir)
-	return c.procConsumer.run(ctx)
+	return c.procConsumer.Run(ctx)
 }
 
-// kafkaMembers is the run's state for Kafka members: the classpath and java, and the observer's
-// dispatch to the era running (by group).
-type kafkaMembers struct {
+func (c *vcConsumer) ZKSession() int64 { return 0 }
+
+// Kafka is a run's state for Kafka's members: java and the classpaths of Kafka 3.9's tools and of the
+// 0.8.2.2 connector's harness, and the group observer's dispatch to the members of the era running.
+type Kafka struct {
 	java, classpath string
 	// oldClasspath is the 0.8.2.2 connector's (interop/kafka-0.8.2), "" with oldErr when missing.
 	oldClasspath string
 	oldErr       error
 
-	mu   sync.Mutex
-	era  *eraRunner
-	live map[string]*vcTranslator // client.id (the member name) → the current incarnation's translator
+	mu    sync.Mutex
+	group string                   // the era's group now running ("" between eras)
+	live  map[string]*vcTranslator // client.id (the member name) → the current incarnation's translator
 }
 
-func newKafkaMembers() (*kafkaMembers, error) {
+// NewKafka finds java and Kafka 3.9's classpath (lab.FindJava, lab.FindKafkaClasspath: errors name
+// what is missing) and, if built, the 0.8.2.2 connector's (without it NewOldConnector fails).
+func NewKafka() (*Kafka, error) {
 	cp, err := lab.FindKafkaClasspath()
 	if err != nil {
 		return nil, fmt.Errorf("members kafka: %w", err)
@@ -325,26 +297,34 @@ func newKafkaMembers() (*kafkaMembers, error) {
 	if err != nil {
 		return nil, fmt.Errorf("members kafka: %w", err)
 	}
-	k := &kafkaMembers{java: java, classpath: cp, live: map[string]*vcTranslator{}}
+	k := &Kafka{java: java, classpath: cp, live: map[string]*vcTranslator{}}
 	k.oldClasspath, k.oldErr = lab.FindOldConsumerClasspath()
 	return k, nil
 }
 
-func (k *kafkaMembers) setEra(r *eraRunner) {
+// KafkaVersion is the version of the Kafka 3.9 classpath VerifiableConsumer runs from.
+func (k *Kafka) KafkaVersion() (string, error) { return lab.KafkaVersionOf(k.classpath) }
+
+// OldConnectorVersion is the 0.8.2.2 connector's version from its classpath, "" without one.
+func (k *Kafka) OldConnectorVersion() string { return oldConsumerVersion(k.oldClasspath) }
+
+// SetGroup names the group of the coordinator era now running, whose PreparingRebalance Observe
+// passes to its VerifiableConsumer members ("" at the era's end); it forgets the last era's members.
+func (k *Kafka) SetGroup(group string) {
 	k.mu.Lock()
-	k.era, k.live = r, map[string]*vcTranslator{}
+	k.group, k.live = group, map[string]*vcTranslator{}
 	k.mu.Unlock()
 }
 
-// observe is the broker's group observer: a PreparingRebalance of the era's group begins a rebalance
-// for every Kafka member it lists.
-func (k *kafkaMembers) observe(ev coordinator.GroupChanged) {
+// Observe is the broker's group observer (broker.WithGroupObserver): a PreparingRebalance of the
+// era's group begins a rebalance for every VerifiableConsumer member it lists.
+func (k *Kafka) Observe(ev coordinator.GroupChanged) {
 	if ev.State != coordinator.PreparingRebalance {
 		return
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.era == nil || ev.Group != k.era.e.Group {
+	if k.group == "" || ev.Group != k.group {
 		return
 	}
 	for _, m := range ev.Members {
@@ -354,63 +334,49 @@ func (k *kafkaMembers) observe(ev coordinator.GroupChanged) {
 	}
 }
 
-// newVC makes the handle of a VerifiableConsumer member whose records go to rec.
-func (r *eraRunner) newVC(name string, props map[string]string, rec *timeline.Recorder) (consumer, error) {
-	k := r.kafka
+// JVMConfig configures a member that is one of Kafka's JVMs (NewVerifiableConsumer, NewOldConnector).
+// Such a member dials the cluster itself (no links: the runner cannot fault them) and its crash is
+// its kill -9.
+type JVMConfig struct {
+	Member
+	// OnExit, when set, gets how the JVM ended, once it has been waited for.
+	OnExit func(MemberProcess)
+	// OnWarning, when set, gets at the JVM's end each way its records are not exact (a
+	// records_consumed range with a hole).
+	OnWarning func(string)
+}
+
+// NewVerifiableConsumer makes the runtime of a VerifiableConsumer member (coordinator eras), started
+// by its Run, whose events go to c.Rec as records. Errors: a temporary directory, or an assignor
+// that has no Kafka class.
+func (k *Kafka) NewVerifiableConsumer(c JVMConfig) (Runtime, error) {
+	name := c.Name
 	dir, err := os.MkdirTemp("", "rbl-vc-"+name+"-")
 	if err != nil {
 		return nil, err
 	}
-	argv, err := vcArgv(k.java, k.classpath, dir, name, r.e.Topic, props)
+	argv, err := vcArgv(k.java, k.classpath, dir, name, c.Topic, c.Props)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	tr := newVCTranslator(rec)
-	p := newProcConsumer(name, argv, rec.Sink, r.o.LabLog.WithField("member", name), func(mp MemberProcess) {
-		r.mu.Lock()
-		r.e.Processes = append(r.e.Processes, mp)
-		r.mu.Unlock()
-		tr.mu.Lock()
-		for _, w := range tr.warnings {
-			r.errorf("%s: %s", name, w)
+	tr := newVCTranslator(c.Rec)
+	p := newProcConsumer(name, argv, c.Rec.Sink, c.Log, func(mp MemberProcess) {
+		if c.OnExit != nil {
+			c.OnExit(mp)
 		}
+		tr.mu.Lock()
+		warnings := slices.Clone(tr.warnings)
 		tr.mu.Unlock()
+		if c.OnWarning != nil {
+			for _, w := range warnings {
+				c.OnWarning(w)
+			}
+		}
 	})
 	p.onLine = tr.line
 	k.mu.Lock()
 	k.live[name] = tr
 	k.mu.Unlock()
 	return &vcConsumer{procConsumer: p, tr: tr, dir: dir}, nil
-}
-
-func (c *vcConsumer) zkSession() int64 { return 0 }
-
-// kafkaMembersApply says whether era runs with Kafka's members under members, and why not: a script
-// that faults a member's links needs the member to dial through the runner's proxies, which neither
-// VerifiableConsumer (dialling the brokers it is told of) nor the 0.8.2.2 connector does; in the zk
-// era the connector's ZooKeeper proxy fronts one server (zkNodes 1), and the harness commits only by
-// auto-commit (a scenario that turns it off commits itself, which the harness cannot).
-func kafkaMembersApply(era, members string, script []Step, zkNodes int, props map[string]string) (bool, string) {
-	if spec.Era(era).UsesZooKeeper() {
-		if zkNodes > 1 {
-			return false, "members " + members + ": the 0.8.2.2 connector's counting ZooKeeper proxy fronts one server; the scenario needs an ensemble"
-		}
-		if props["auto.commit.enable"] == "false" {
-			return false, "members " + members + ": the scenario commits itself, and the 0.8.2.2 connector's harness only auto-commits"
-		}
-	}
-	for _, st := range script {
-		switch st.Action {
-		case ActStall, ActLatency, ActCut, ActHeal:
-			if isKafkaMember(members, era, st.Member) {
-				kind := "Kafka's VerifiableConsumer does"
-				if spec.Era(era).UsesZooKeeper() {
-					kind = "the 0.8.2.2 connector does"
-				}
-				return false, fmt.Sprintf("members %s: the script faults %s's links, and %s not dial through the runner's proxies", members, st.Member, kind)
-			}
-		}
-	}
-	return true, ""
 }

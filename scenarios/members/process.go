@@ -1,11 +1,12 @@
-package scenarios
+package members
 
-// Members as processes (Options.MembersAs = MembersAsProcesses): each member incarnation is a
-// `rebalancelab member` child process that runs the era's consumer (newConsumer, as a goroutine member
-// does) and writes its timeline records to stdout, one JSON line each, unbuffered (one write per
+// Members as processes (NewProcess; the runner's --members-as processes): each member incarnation is
+// a `rebalancelab member` child process that runs the era's consumer (NewGoroutine's, as a goroutine
+// member does) and writes its timeline records to stdout, one JSON line each, unbuffered (one write per
 // record), so that what a process recorded before a kill -9 is in the pipe when it dies. The runner
-// reads them into the era's timeline. Without test hosts (hosts.go) every process runs on this host, so their ts_ms and the
-// runner's come from one clock and merge as the in-process timelines do.
+// reads them into the era's timeline. Without test hosts (ProcessConfig.Host) every process runs on
+// this host, so their ts_ms and the runner's come from one clock and merge as the in-process timelines
+// do.
 //
 // The channel, runner → member: the process starts its member when it starts; SIGTERM (or a "stop"
 // line on stdin, or stdin's end) is a graceful stop — zk Shutdown, newconsumer Close with its
@@ -24,11 +25,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"os/exec"
 	"runtime"
 	"slices"
@@ -44,16 +43,10 @@ import (
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
-// How members run (Options.MembersAs).
-const (
-	MembersAsGoroutines = spec.MembersAsGoroutines // in the runner's process (default)
-	MembersAsProcesses  = spec.MembersAsProcesses  // one `rebalancelab member` process per member incarnation
-)
-
 // MemberOptions configures RunMember: one scenario member in this process (`rebalancelab member`).
 type MemberOptions struct {
 	Era, Name, Topic string
-	Props            map[string]string // the era's consumer properties (memberProps, as the runner built them)
+	Props            map[string]string // the era's consumer properties (Props, as the runner built them)
 	Routes           []lab.Route       // the runner's proxies for the faulted links
 	Out              io.Writer         // timeline records and control answers, JSON lines (stdout)
 	In               io.Reader         // the runner's commands, one a line (stdin)
@@ -63,8 +56,8 @@ type MemberOptions struct {
 // RunMember runs one member until ctx ends (SIGTERM), a "stop" line or the end of o.In, then stops it
 // gracefully; an error means the consumer could not be built or the member gave up.
 func RunMember(ctx context.Context, o MemberOptions) error {
-	if _, err := ResolveEras([]string{o.Era}); err != nil || o.Era == "all" {
-		return fmt.Errorf("member: --era %q: want one of %s", o.Era, strings.Join(Eras, ", "))
+	if _, err := spec.ParseEras([]string{o.Era}); err != nil || o.Era == spec.All {
+		return fmt.Errorf("member: --era %q: want one of %s", o.Era, strings.Join(spec.Names(spec.Eras()), ", "))
 	}
 	out := &lineOut{w: o.Out}
 	rec := &timeline.Recorder{Sink: out, Era: o.Era, Member: o.Name}
@@ -82,7 +75,7 @@ func RunMember(ctx context.Context, o MemberOptions) error {
 	runCtx, cancel := context.WithCancel(context.Background()) // ended after the graceful stop, not by ctx
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- impl.run(runCtx) }()
+	go func() { done <- impl.Run(runCtx) }()
 	cmds := make(chan string)
 	go func() { // ends with the process
 		sc := bufio.NewScanner(o.In)
@@ -92,7 +85,7 @@ func RunMember(ctx context.Context, o MemberOptions) error {
 		close(cmds)
 	}()
 	stop := func() error {
-		impl.stop(true)
+		impl.Stop(true)
 		cancel()
 		<-done
 		return nil
@@ -106,7 +99,7 @@ func RunMember(ctx context.Context, o MemberOptions) error {
 			case !ok || c == "stop":
 				return stop()
 			case c == "session":
-				out.ctl(ctlLine{Ctl: "session", SessionID: impl.zkSession()})
+				out.ctl(ctlLine{Ctl: "session", SessionID: impl.ZKSession()})
 			case c != "":
 				o.Log.WithField("command", c).Warn("unknown command (want stop or session)")
 			}
@@ -114,7 +107,7 @@ func RunMember(ctx context.Context, o MemberOptions) error {
 			if err == nil {
 				return nil
 			}
-			impl.stop(true) // the application gives up and closes its consumer
+			impl.Stop(true) // the application gives up and closes its consumer
 			return fmt.Errorf("member %s gives up: %w", o.Name, err)
 		}
 	}
@@ -189,7 +182,7 @@ func askSession(answers chan int64, gone <-chan struct{}, ask func() bool) int64
 	return 0
 }
 
-// procConsumer is the runner's handle on one member process; it implements consumer, so the runner
+// procConsumer is the runner's handle on one member process; it implements Runtime, so the runner
 // starts, stops and crashes it as it does a goroutine member.
 type procConsumer struct {
 	name string
@@ -214,7 +207,7 @@ type procConsumer struct {
 	sessMu   sync.Mutex
 	sessions chan int64
 	// onLine, when set, reads every stdout line instead of the member protocol (a process that is not
-	// a `rebalancelab member`: Kafka's VerifiableConsumer, kafkamembers.go).
+	// a `rebalancelab member`: Kafka's VerifiableConsumer, kafka.go; the 0.8.2.2 harness).
 	onLine func([]byte)
 }
 
@@ -225,14 +218,14 @@ func newProcConsumer(name string, argv []string, sink timeline.Sink, log *logrus
 
 // run starts the process and waits for it. The fork and the wait happen on this goroutine locked to
 // its OS thread, so that Pdeathsig (lab.ChildSysProcAttr) kills the member if the runner dies.
-func (p *procConsumer) run(ctx context.Context) error {
+func (p *procConsumer) Run(ctx context.Context) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer close(p.exited)
 	cmd := exec.Command(p.argv[0], p.argv[1:]...)
 	cmd.SysProcAttr = lab.ChildSysProcAttr()
-	cmd.Stdout = &lineSplitter{fn: p.stdoutLine}
-	cmd.Stderr = &lineSplitter{fn: p.stderrLine}
+	cmd.Stdout = LineWriter(p.stdoutLine)
+	cmd.Stderr = LineWriter(p.stderrLine)
 	stdin, err := cmd.StdinPipe()
 	if err == nil {
 		p.mu.Lock()
@@ -265,7 +258,7 @@ func (p *procConsumer) run(ctx context.Context) error {
 	st := cmd.ProcessState
 	mp := MemberProcess{Member: p.name, Host: p.host, PID: cmd.Process.Pid, ExitCode: st.ExitCode(), Status: st.String()}
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		mp.Signal = signalName(ws.Signal())
+		mp.Signal = SignalName(ws.Signal())
 	}
 	p.mu.Lock()
 	mp.Stop = p.stopReq
@@ -280,7 +273,8 @@ func (p *procConsumer) run(ctx context.Context) error {
 	return fmt.Errorf("process %d: %s: %s", mp.PID, mp.Status, tail)
 }
 
-func signalName(s syscall.Signal) string {
+// SignalName is the name of s as the result records it ("SIGKILL"; "signal N" for the rarer ones).
+func SignalName(s syscall.Signal) string {
 	switch s {
 	case syscall.SIGKILL:
 		return "SIGKILL"
@@ -296,8 +290,6 @@ func signalName(s syscall.Signal) string {
 	return fmt.Sprintf("signal %d", int(s))
 }
 
-func (p *procConsumer) proc() *procConsumer { return p }
-
 // signal sends sig once the process has started (the first stop request names the stop).
 func (p *procConsumer) signal(how string, sig syscall.Signal) {
 	<-p.started
@@ -311,9 +303,9 @@ func (p *procConsumer) signal(how string, sig syscall.Signal) {
 	}
 }
 
-// stop: graceful, SIGTERM and wait for the exit (SIGKILL after memberStopWait); not graceful, SIGKILL
-// (a crash: what the process wrote before it died has been read when stop returns).
-func (p *procConsumer) stop(graceful bool) {
+// Stop: graceful, SIGTERM and wait for the exit (SIGKILL after memberStopWait); not graceful, SIGKILL
+// (a crash: what the process wrote before it died has been read when Stop returns).
+func (p *procConsumer) Stop(graceful bool) {
 	select {
 	case <-p.started:
 	default:
@@ -334,8 +326,8 @@ func (p *procConsumer) stop(graceful bool) {
 	<-p.exited
 }
 
-// zkSession asks the process ("session"); 0 when it does not answer within 3 s or is not running.
-func (p *procConsumer) zkSession() int64 {
+// ZKSession asks the process ("session"); 0 when it does not answer within 3 s or is not running.
+func (p *procConsumer) ZKSession() int64 {
 	p.sessMu.Lock()
 	defer p.sessMu.Unlock()
 	select {
@@ -354,6 +346,9 @@ func (p *procConsumer) zkSession() int64 {
 		return err == nil
 	})
 }
+
+// OwnProcess: a member process's crash is its kill -9.
+func (p *procConsumer) OwnProcess() bool { return true }
 
 func (p *procConsumer) stdoutLine(b []byte) {
 	if p.onLine != nil {
@@ -420,7 +415,12 @@ func logChildLine(log *logrus.Entry, b []byte) {
 	log.WithFields(fields).Log(lvl, msg)
 }
 
-// lineSplitter is an io.Writer that calls fn with every complete line (without its newline).
+// LineWriter is an io.Writer (a child process's stdout or stderr) that calls fn with every complete
+// non-empty line, without its newline, on the writer's goroutine; a last line without a newline is
+// never passed.
+func LineWriter(fn func(line []byte)) io.Writer { return &lineSplitter{fn: fn} }
+
+// lineSplitter is LineWriter's writer.
 type lineSplitter struct {
 	buf []byte
 	fn  func([]byte)
@@ -453,17 +453,29 @@ func memberArgv(bin, logLevel, era, name, topic string, props map[string]string,
 	return argv
 }
 
-// checkMemberBinary refuses a MemberBinary that cannot run member processes.
-func checkMemberBinary(bin string) error {
-	if bin == "" {
-		return errors.New(`members as processes need Options.MemberBinary: the rebalancelab binary (make build; tests: $REBALANCELAB_BIN)`)
+// ProcessConfig configures NewProcess.
+type ProcessConfig struct {
+	Member
+	Binary   string      // the rebalancelab binary, run as `Binary member ...`
+	LogLevel string      // the process's --log-level (logrus' names)
+	Routes   []lab.Route // the runner's proxies for the member's faulted links (none: it dials directly)
+	// Host, when set, is the test host the process runs in (`ip netns exec`); its records are stamped
+	// with its name, their ts_ms from its clock.
+	Host *lab.Host
+	// OnExit, when set, gets how the process ended, once it has been waited for.
+	OnExit func(MemberProcess)
+}
+
+// NewProcess makes the runtime of a member process, started by its Run: `c.Binary member` with the
+// era, name, topic, properties and routes on its command line (RunMember); its records go to
+// c.Rec.Sink as it wrote them.
+func NewProcess(c ProcessConfig) Runtime {
+	argv := memberArgv(c.Binary, c.LogLevel, c.Era, c.Name, c.Topic, c.Props, c.Routes)
+	host := ""
+	if c.Host != nil { // inside its test host: `ip netns exec` execs the member itself
+		argv, host = c.Host.Argv(argv...), c.Host.Name()
 	}
-	st, err := os.Stat(bin)
-	if err != nil {
-		return fmt.Errorf("member binary: %w", err)
-	}
-	if st.IsDir() || st.Mode()&0o111 == 0 {
-		return fmt.Errorf("member binary %s is not an executable file", bin)
-	}
-	return nil
+	p := newProcConsumer(c.Name, argv, c.Rec.Sink, c.Log, c.OnExit)
+	p.host = host
+	return p
 }

@@ -1,9 +1,9 @@
-package scenarios
+package members
 
-// Member pools (Options.MembersPerProcess > 1): K members share one `rebalancelab member-pool`
-// process, so that a storm of 10,000 members spreads its connections over processes whose file
-// descriptors (RLIMIT_NOFILE, per process) each hold a share. A pooled member is the same consumer a
-// member process or a goroutine member runs (newConsumer), with its own connections, timeline and
+// Member pools (Pools; the runner's --members-per-process K): K members share one `rebalancelab
+// member-pool` process, so that a storm of 10,000 members spreads its connections over processes
+// whose file descriptors (RLIMIT_NOFILE, per process) each hold a share. A pooled member is the same consumer a
+// member process or a goroutine member runs (NewGoroutine's), with its own connections, timeline and
 // session: only the process is shared.
 //
 // The channel, runner → pool: one JSON command a line on stdin —
@@ -42,40 +42,9 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
-
-// MaxInProcessMembers is the most members a run starts in the runner's process (goroutine members):
-// above it, unless told otherwise, they run in member pools (PoolMembers), as bench storm's do.
-const MaxInProcessMembers = 200
-
-// AutoMembersPerProcess is K of the pools PoolMembers chooses: N=256 runs in 4 pool processes, and
-// each pool's descriptors (two connections a member) stay far below RLIMIT_NOFILE.
-const AutoMembersPerProcess = 64
-
-// PoolMembers returns how a run of p.Consumers members runs them, o.MembersPerProcess and o.MembersAs
-// as Run uses them: as given, except that with o.MembersAs "" (the caller chose nothing) and more than
-// MaxInProcessMembers of this repository's members (o.Members) it chooses member pools of
-// AutoMembersPerProcess. Errors: more than
-// MaxInProcessMembers members asked to run as goroutines of this process. Run applies it to the
-// catalogue's scenarios (Scenario.MaxConsumers 0); a Definition with its own bound (bench storm's)
-// runs its members as its caller says.
-func PoolMembers(p Params, o Options) (perProcess int, membersAs string, err error) {
-	perProcess, membersAs = o.MembersPerProcess, o.MembersAs
-	ours := o.Members == "" || o.Members == MembersRebalancelab // Kafka's members are JVMs, never pooled
-	if p.Consumers <= MaxInProcessMembers || perProcess > 1 || len(o.MemberHosts) > 0 || p.Hosts > 0 || !ours {
-		return perProcess, membersAs, nil
-	}
-	switch membersAs {
-	case MembersAsGoroutines:
-		return 0, "", fmt.Errorf("--consumers %d: at most %d members run as goroutines of one process; "+
-			"more run in member pools (--members-per-process K, chosen as %d when --members-as is not given)",
-			p.Consumers, MaxInProcessMembers, AutoMembersPerProcess)
-	case "":
-		return AutoMembersPerProcess, MembersAsProcesses, nil
-	}
-	return perProcess, membersAs, nil // one process per member, as asked
-}
 
 // poolStatsEvery is how often a pool reports its goroutine count.
 const poolStatsEvery = 250 * time.Millisecond
@@ -111,7 +80,7 @@ type PoolOptions struct {
 
 // pooled is one member running in a pool.
 type pooled struct {
-	impl   consumer
+	impl   Runtime
 	cancel context.CancelFunc
 	done   chan struct{} // its run has returned
 
@@ -124,8 +93,8 @@ type pooled struct {
 // or o.In ends; then it stops the members still running gracefully and waits for them. A malformed
 // command is logged and skipped; an error means the era or the channel is unusable.
 func RunMemberPool(ctx context.Context, o PoolOptions) error {
-	if _, err := ResolveEras([]string{o.Era}); err != nil || o.Era == "all" {
-		return fmt.Errorf("member-pool: --era %q: want one of %s", o.Era, strings.Join(Eras, ", "))
+	if _, err := spec.ParseEras([]string{o.Era}); err != nil || o.Era == spec.All {
+		return fmt.Errorf("member-pool: --era %q: want one of %s", o.Era, strings.Join(spec.Names(spec.Eras()), ", "))
 	}
 	if o.Client != ClientEra && o.Client != ClientKgo {
 		return fmt.Errorf("member-pool: --client %q: want kgo, or none for the era's own consumer", o.Client)
@@ -192,7 +161,7 @@ func RunMemberPool(ctx context.Context, o PoolOptions) error {
 		}
 		log := o.Log.WithField("member", c.Member)
 		rec := &timeline.Recorder{Sink: out, Era: o.Era, Member: c.Member}
-		var impl consumer
+		var impl Runtime
 		var err error
 		if o.Client == ClientKgo {
 			impl, err = newKgoMember(o.Topic, c.Props, lab.NewRoutedLinks(routes))
@@ -211,7 +180,7 @@ func RunMemberPool(ctx context.Context, o PoolOptions) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := impl.run(rctx)
+			err := impl.Run(rctx)
 			m.mu.Lock()
 			m.ranOut = true
 			byStop := m.stopping
@@ -221,7 +190,7 @@ func RunMemberPool(ctx context.Context, o PoolOptions) error {
 				return
 			}
 			if err != nil {
-				impl.stop(true) // the application gives up and closes its consumer
+				impl.Stop(true) // the application gives up and closes its consumer
 			}
 			close(m.done)
 			ended(c.Member, err)
@@ -247,7 +216,7 @@ func RunMemberPool(ctx context.Context, o PoolOptions) error {
 		}
 		m.stopping = true
 		m.mu.Unlock()
-		m.impl.stop(graceful)
+		m.impl.Stop(graceful)
 		m.cancel()
 		<-m.done
 		ended(name, nil)
@@ -287,7 +256,7 @@ func RunMemberPool(ctx context.Context, o PoolOptions) error {
 			case "session":
 				var id int64
 				if m != nil {
-					id = m.impl.zkSession()
+					id = m.impl.ZKSession()
 				}
 				out.write(poolCtl{Ctl: "session", Member: c.Member, SessionID: id})
 			default:
@@ -301,7 +270,7 @@ func RunMemberPool(ctx context.Context, o PoolOptions) error {
 
 // memberPool is the runner's handle on one pool: a child process (startPool) or a connection to a
 // member host (startRemotePool, agent.go). It starts with the first member placed in it and ends at
-// the era's end (closePools).
+// the era's end (Pools.Close).
 type memberPool struct {
 	log    *logrus.Entry
 	onExit func(MemberProcess)
@@ -324,7 +293,7 @@ func newMemberPool(log *logrus.Entry, onExit func(MemberProcess)) *memberPool {
 }
 
 // startPool starts a pool process; the goroutine that waits for it is the pool's own and ends with
-// the process (closePools waits for it).
+// the process (Pools.Close waits for it).
 func startPool(argv []string, log *logrus.Entry, onExit func(MemberProcess)) (*memberPool, error) {
 	p := newMemberPool(log, onExit)
 	started := make(chan error, 1)
@@ -334,8 +303,8 @@ func startPool(argv []string, log *logrus.Entry, onExit func(MemberProcess)) (*m
 		defer close(p.exited)
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.SysProcAttr = lab.ChildSysProcAttr()
-		cmd.Stdout = &lineSplitter{fn: p.stdoutLine}
-		cmd.Stderr = &lineSplitter{fn: func(b []byte) { logChildLine(log, b) }}
+		cmd.Stdout = LineWriter(p.stdoutLine)
+		cmd.Stderr = LineWriter(func(b []byte) { logChildLine(log, b) })
 		stdin, err := cmd.StdinPipe()
 		if err == nil {
 			err = cmd.Start()
@@ -352,7 +321,7 @@ func startPool(argv []string, log *logrus.Entry, onExit func(MemberProcess)) (*m
 		st := cmd.ProcessState
 		mp := MemberProcess{Member: "pool", PID: cmd.Process.Pid, ExitCode: st.ExitCode(), Status: st.String()}
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			mp.Signal = signalName(ws.Signal())
+			mp.Signal = SignalName(ws.Signal())
 		}
 		p.end(mp, fmt.Sprintf("member pool process %d: %s", mp.PID, mp.Status))
 	}()
@@ -466,7 +435,7 @@ func (p *memberPool) close(graceful bool) {
 	<-p.exited
 }
 
-// poolMember is the runner's handle on one member in a pool; it implements consumer.
+// poolMember is the runner's handle on one member in a pool; it implements Runtime.
 type poolMember struct {
 	pool   *memberPool
 	name   string
@@ -491,9 +460,9 @@ func (m *poolMember) finish(err error) {
 	m.once.Do(func() { m.err = err; close(m.ended) })
 }
 
-// run starts the member in its pool and waits until it has ended there (or, when ctx ends first,
+// Run starts the member in its pool and waits until it has ended there (or, when ctx ends first,
 // crashes it and waits for that).
-func (m *poolMember) run(ctx context.Context) error {
+func (m *poolMember) Run(ctx context.Context) error {
 	m.pool.mu.Lock()
 	if m.pool.gone {
 		m.pool.mu.Unlock()
@@ -516,15 +485,15 @@ func (m *poolMember) run(ctx context.Context) error {
 	case <-ctx.Done():
 		m.pool.send(poolCmd{Cmd: "kill", Member: m.name})
 		// the pool answers, or its end ends its members; a pool that does neither is killed by
-		// closePools once the era's members have been waited for
+		// Pools.Close once the era's members have been waited for
 		awaitStop(m.pool.log.WithField("member", m.name), "pooled member not stopped within 60 s of its era's end", m.ended)
 	}
 	return m.err
 }
 
-// stop asks the pool to stop the member (graceful: stop; not: kill) and waits until it has ended
+// Stop asks the pool to stop the member (graceful: stop; not: kill) and waits until it has ended
 // there (or the pool has: it ends its members), at most memberStopWait.
-func (m *poolMember) stop(graceful bool) {
+func (m *poolMember) Stop(graceful bool) {
 	<-m.registered
 	select {
 	case <-m.ended:
@@ -535,12 +504,16 @@ func (m *poolMember) stop(graceful bool) {
 	awaitStop(m.pool.log.WithField("member", m.name), "pooled member did not stop within 60 s", m.ended)
 }
 
-// zkSession asks the pool; 0 when it does not answer within 3 s.
-func (m *poolMember) zkSession() int64 {
+// ZKSession asks the pool; 0 when it does not answer within 3 s.
+func (m *poolMember) ZKSession() int64 {
 	m.sessMu.Lock()
 	defer m.sessMu.Unlock()
 	return askSession(m.sessions, m.ended, func() bool { return m.pool.send(poolCmd{Cmd: "session", Member: m.name}) })
 }
+
+// OwnProcess: a pooled member shares its process, so it crashes as a goroutine member does (its links
+// cut by the caller, then a kill command: its consumer stopped without a goodbye), not by a kill -9.
+func (m *poolMember) OwnProcess() bool { return false }
 
 // poolArgv is the command line of a pool process running client's members (ClientEra, ClientKgo).
 func poolArgv(bin, logLevel, era, topic, client string) []string {
@@ -551,86 +524,121 @@ func poolArgv(bin, logLevel, era, topic, client string) []string {
 	return argv
 }
 
-// newPooled makes the handle of a member in its pool (started with the first member placed in it):
-// member names take slots in the order they first start, MembersPerProcess to a pool, and a
-// restarted member goes back to its pool.
-func (r *eraRunner) newPooled(name string, props map[string]string, sink timeline.Sink) (consumer, error) {
-	routes, err := r.routesOf(name)
-	if err != nil {
-		return nil, err
-	}
-	r.mu.Lock()
-	slot, ok := r.slots[name]
+// RemoteHost is a member host: a `rebalancelab member-pool --listen` server on another machine.
+type RemoteHost struct {
+	Name string // as the result and the records name it (agent1, ...)
+	Addr string // host:port
+}
+
+// PoolsConfig configures NewPools.
+type PoolsConfig struct {
+	Era, Topic string
+	// PerProcess is how many members a pool holds (K; below 1: 1).
+	PerProcess int
+	// Binary and LogLevel make the local pool processes (`Binary --log-level L member-pool`); unused
+	// with Hosts.
+	Binary, LogLevel string
+	// Hosts, when set, are the member hosts the pools open on instead, round-robin by pool.
+	Hosts []RemoteHost
+	Log   *logrus.Entry // each pool's log gets its index ("pool")
+	// OnExit, when set, gets how each pool ended, named pool0, pool1, ...
+	OnExit func(MemberProcess)
+	// OnPlace, when set, is told each time a member is placed in a pool on a member host.
+	OnPlace func(host, member string)
+}
+
+// Pools are one era's member pools: members take slots in the order they first start, PerProcess
+// to a pool, a pool starts with the first member placed in it, and a restarted member goes back to
+// its pool. Safe for concurrent use.
+type Pools struct {
+	ctx context.Context // dials the member hosts
+	c   PoolsConfig
+
+	mu    sync.Mutex
+	pools map[int]*memberPool // by slot / PerProcess
+	slots map[string]int
+}
+
+// NewPools makes an era's pools; ctx (the era's) bounds the connections to member hosts. Nothing
+// starts until the first member.
+func NewPools(ctx context.Context, c PoolsConfig) *Pools {
+	return &Pools{ctx: ctx, c: c, pools: map[int]*memberPool{}, slots: map[string]int{}}
+}
+
+// PooledConfig configures Pools.Member.
+type PooledConfig struct {
+	Member
+	Routes []lab.Route // the runner's proxies for the member's faulted links (none: it dials directly)
+}
+
+// Member makes the runtime of a member in its pool, starting the pool when it is the first there;
+// its Run starts it there. Its records go to c.Rec.Sink as the pool wrote them. Errors: a pool that
+// cannot start (a process, or a member host that cannot be reached or refuses the hello).
+func (ps *Pools) Member(c PooledConfig) (Runtime, error) {
+	name := c.Name
+	ps.mu.Lock()
+	slot, ok := ps.slots[name]
 	if !ok {
-		slot = len(r.slots)
-		r.slots[name] = slot
+		slot = len(ps.slots)
+		ps.slots[name] = slot
 	}
-	idx := slot / max(1, r.o.MembersPerProcess)
-	p := r.pools[idx]
-	r.mu.Unlock()
+	idx := slot / max(1, ps.c.PerProcess)
+	p := ps.pools[idx]
+	ps.mu.Unlock()
 	if p == nil {
-		log := r.o.LabLog.WithField("pool", idx)
+		log := ps.c.Log.WithField("pool", idx)
 		onExit := func(mp MemberProcess) {
 			mp.Member = fmt.Sprintf("pool%d", idx)
-			r.mu.Lock()
-			r.e.Processes = append(r.e.Processes, mp)
-			r.mu.Unlock()
+			if ps.c.OnExit != nil {
+				ps.c.OnExit(mp)
+			}
 		}
-		if hosts := r.memberHosts(); len(hosts) > 0 { // on the member hosts, round-robin by pool
+		var err error
+		if hosts := ps.c.Hosts; len(hosts) > 0 { // on the member hosts, round-robin by pool
 			h := hosts[idx%len(hosts)]
-			p, err = startRemotePool(r.ctx, h.Addr, h.Name, r.e.Era, r.e.Topic, log, onExit)
+			p, err = startRemotePool(ps.ctx, h.Addr, h.Name, ps.c.Era, ps.c.Topic, log, onExit)
 		} else {
-			p, err = startPool(poolArgv(r.o.MemberBinary, r.o.LabLog.Logger.GetLevel().String(), r.e.Era, r.e.Topic, ClientEra), log, onExit)
+			p, err = startPool(poolArgv(ps.c.Binary, ps.c.LogLevel, ps.c.Era, ps.c.Topic, ClientEra), log, onExit)
 		}
 		if err != nil {
 			return nil, err
 		}
-		r.mu.Lock()
-		r.pools[idx] = p
-		r.mu.Unlock()
+		ps.mu.Lock()
+		ps.pools[idx] = p
+		ps.mu.Unlock()
 	}
-	if p.host != "" {
-		r.mu.Lock()
-		for i := range r.res.Hosts {
-			if h := &r.res.Hosts[i]; h.Name == p.host && !slices.Contains(h.Runs, name) {
-				h.Runs = append(h.Runs, name)
-			}
-		}
-		r.mu.Unlock()
+	if p.host != "" && ps.c.OnPlace != nil {
+		ps.c.OnPlace(p.host, name)
 	}
-	return newPoolMember(p, name, props, routes, sink), nil
+	return newPoolMember(p, name, c.Props, c.Routes, c.Rec.Sink), nil
 }
 
-// memberHosts are the run's member hosts (Options.MemberHosts, measured at the start), none without.
-func (r *eraRunner) memberHosts() []HostInfo {
-	if len(r.o.MemberHosts) == 0 {
-		return nil
-	}
-	var out []HostInfo
-	for _, h := range r.res.Hosts {
-		if h.Namespace == "" { // not a test host (hosts.go): a member host
-			out = append(out, h)
-		}
-	}
-	return out
-}
-
-// pooled reports whether members run in pools: MembersPerProcess above 1, or on member hosts.
-func (r *eraRunner) pooled() bool { return r.o.MembersPerProcess > 1 || len(r.o.MemberHosts) > 0 }
-
-// closePools ends every pool process (graceful: its stdin closed, its members stopped first; else
-// SIGKILL) and waits for them.
-func (r *eraRunner) closePools(graceful bool) {
-	r.mu.Lock()
-	ps := slices.Collect(maps.Values(r.pools))
-	r.pools = map[int]*memberPool{}
-	r.mu.Unlock()
+// Close ends every pool (graceful: its stdin closed, its members stopped first; else SIGKILL, or the
+// connection closed) and waits for them. Pools can be made again after it.
+func (ps *Pools) Close(graceful bool) {
+	ps.mu.Lock()
+	all := slices.Collect(maps.Values(ps.pools))
+	ps.pools = map[int]*memberPool{}
+	ps.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, p := range ps {
+	for _, p := range all {
 		wg.Add(1)
 		go func() { defer wg.Done(); p.close(graceful) }()
 	}
 	wg.Wait()
+}
+
+// Processes are the pool processes now running (a pool on a member host is none of this machine's).
+func (ps *Pools) Processes() []ChildProcess {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	var out []ChildProcess
+	for _, p := range ps.pools {
+		if c, ok := p.childProcess(); ok {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // ChildProcess is one process of the run beside the runner's own: a member pool or a lab broker.
@@ -650,24 +658,4 @@ func (p *memberPool) childProcess() (ChildProcess, bool) {
 		return ChildProcess{}, false
 	}
 	return ChildProcess{Kind: "pool", PID: p.pid, Goroutines: p.goroutines.Load()}, true
-}
-
-// childProcesses lists the era's member pools and the lab's broker processes now running.
-func (r *eraRunner) childProcesses() []ChildProcess {
-	var out []ChildProcess
-	r.mu.Lock()
-	for _, p := range r.pools {
-		if c, ok := p.childProcess(); ok {
-			out = append(out, c)
-		}
-	}
-	r.mu.Unlock()
-	if r.lab != nil {
-		for _, b := range r.lab.Brokers() {
-			if pid := b.PID(); pid > 0 {
-				out = append(out, ChildProcess{Kind: "broker", PID: pid})
-			}
-		}
-	}
-	return out
 }

@@ -1,6 +1,6 @@
-package scenarios
+package members
 
-// Member hosts (Options.MemberHosts): members on other machines. Each machine runs
+// Member hosts (PoolsConfig.Hosts; the runner's --member-hosts): members on other machines. Each machine runs
 // `rebalancelab member-pool --listen HOST:PORT` (ServeMemberPools). The runner, given the addresses,
 // opens one TCP connection per pool it places there and speaks pool.go's protocol over it, after a
 // hello line that names the era and the topic: {"cmd":"hello","era":"classic","topic":"t"}, answered
@@ -10,8 +10,8 @@ package scenarios
 //
 // The members there dial what the runner gives them: the brokers and ZooKeeper of the lab or of the
 // cluster (--bootstrap, --zk), so those addresses must be reachable from the member hosts. The
-// runner's fault proxies listen on this machine's loopback, so scripts with crashes or link faults are
-// refused with member hosts.
+// runner's fault proxies listen on this machine's loopback, so the runner refuses scripts with crashes
+// or link faults with member hosts.
 
 import (
 	"bufio"
@@ -148,7 +148,7 @@ func startRemotePool(ctx context.Context, addr, host, era, topic string, log *lo
 	p.kill = func() { conn.Close() }
 	go func() {
 		defer close(p.exited)
-		_, rerr := io.Copy(&lineSplitter{fn: p.stdoutLine}, br) // nil at the connection's end
+		_, rerr := io.Copy(LineWriter(p.stdoutLine), br) // nil at the connection's end
 		conn.Close()
 		mp := MemberProcess{Member: "pool", Host: host, ExitCode: 0, Status: "connection closed"}
 		why := fmt.Sprintf("member host %s (%s): pool connection ended", host, addr)
@@ -169,62 +169,26 @@ type writeCloser struct {
 func (w writeCloser) Write(b []byte) (int, error) { return w.conn.Write(b) }
 func (w writeCloser) Close() error                { return w.closeWrite() }
 
-// checkMemberHosts refuses what member hosts cannot run: test hosts, Kafka's members, and scripts
-// whose faults need the runner's proxies (crashes, link faults, host faults).
-func checkMemberHosts(o Options, p Params, script []Step) error {
-	if len(o.MemberHosts) == 0 {
-		return nil
-	}
-	switch {
-	case p.Hosts > 0:
-		return errors.New("member hosts: not with test hosts (--hosts)")
-	case o.Members != "" && o.Members != MembersRebalancelab:
-		return fmt.Errorf("member hosts: run this project's members, not %s", o.Members)
-	}
-	if o.Bootstrap == "" {
-		for _, a := range o.MemberHosts {
-			if host, _, err := net.SplitHostPort(a); err != nil || !isLoopback(host) {
-				return fmt.Errorf("member host %s: the lab's ZooKeeper and brokers listen on this machine's loopback, which another machine cannot reach: give --bootstrap and --zk of a cluster that both reach", a)
-			}
-		}
-	}
-	for _, st := range script {
-		switch st.Action {
-		case ActCrash, ActStall, ActLatency, ActCut, ActHeal:
-			return fmt.Errorf("member hosts: the script's %s step needs the runner's fault proxies, which listen on this machine's loopback: run it without --member-hosts", st.Action)
-		}
-	}
-	return nil
-}
-
-// isLoopback reports whether host (a name or an IP) is this machine's loopback.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// measureMemberHosts names the member hosts (agent1, agent2, ... in the order given, an address
+// MeasureHosts names the member hosts at addrs (agent1, agent2, ... in the order given, an address
 // given twice being one host) and measures each one's clock against this process's over a probe
-// connection; they go to the result's hosts.
-func measureMemberHosts(ctx context.Context, addrs []string, progress func(string, ...any)) ([]HostInfo, error) {
-	var out []HostInfo
+// connection (lab.MeasureClock, samples round trips), telling progress of each; they go to the
+// result's hosts. Errors: a host that cannot be reached or whose clock does not answer, naming it.
+func MeasureHosts(ctx context.Context, addrs []string, samples int, progress func(string, ...any)) ([]report.HostInfo, error) {
+	var out []report.HostInfo
 	seen := map[string]bool{}
 	for _, a := range addrs {
 		if seen[a] {
 			continue
 		}
 		seen[a] = true
-		info := HostInfo{Name: fmt.Sprintf("agent%d", len(out)+1), Addr: a}
+		info := report.HostInfo{Name: fmt.Sprintf("agent%d", len(out)+1), Addr: a}
 		d := net.Dialer{Timeout: agentDialTimeout}
 		conn, err := d.DialContext(ctx, "tcp", a)
 		if err != nil {
 			return nil, fmt.Errorf("member host %s: %w", a, err)
 		}
 		_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
-		s, err := lab.MeasureClock(conn, clockSamples)
+		s, err := lab.MeasureClock(conn, samples)
 		conn.Close()
 		if err != nil {
 			return nil, fmt.Errorf("member host %s: clock: %w", a, err)
