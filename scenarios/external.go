@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/scenarios/env"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"

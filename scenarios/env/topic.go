@@ -119,10 +119,21 @@ func AwaitTopicLeaders(ctx context.Context, adm *kadm.Client, topic string, part
 	return nil
 }
 
-// awaitInSync waits, backing off from 10 ms to 500 ms, until every partition of topic has rf replicas,
-// all in the ISR, for at most timeout.
+// AwaitInSync waits, backing off from 10 ms to 500 ms, until every partition of topic on the cluster at
+// bootstrap has rf replicas, all in the ISR, for at most timeout. The error wraps poll.ErrTimeout (or
+// ctx's error) and ends with the last reason ("partition 3: replicas [1 2], ISR [1]").
+func AwaitInSync(ctx context.Context, bootstrap, topic string, rf int, timeout time.Duration) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return awaitInSync(ctx, kadm.NewClient(cl), topic, rf, timeout)
+}
+
+// awaitInSync is AwaitInSync on adm.
 func awaitInSync(ctx context.Context, adm *kadm.Client, topic string, rf int, timeout time.Duration) error {
-	err := poll.Backoff{First: 10 * time.Millisecond, Max: 500 * time.Millisecond}.UntilErr(ctx, timeout,
+	return poll.Backoff{First: 10 * time.Millisecond, Max: 500 * time.Millisecond}.UntilErr(ctx, timeout,
 		fmt.Sprintf("every partition of %s with %d in-sync replicas", topic, rf), func() error {
 			md, err := adm.Metadata(ctx, topic)
 			if err != nil {
@@ -139,5 +150,4 @@ func awaitInSync(ctx context.Context, adm *kadm.Client, topic string, rf int, ti
 			}
 			return nil
 		})
-	return err
 }
