@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -31,6 +30,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/env"
 	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
@@ -283,13 +283,7 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 	if o.PollEvery <= 0 {
 		o.PollEvery = 20 * time.Millisecond
 	}
-	if o.LabLog == nil {
-		l := logrus.New()
-		l.SetOutput(os.Stderr)
-		l.SetLevel(logrus.ErrorLevel)
-		o.LabLog = logrus.NewEntry(l)
-	}
-	t := stormTiming(o)
+	t := o.withDefaults()
 	res := &StormResult{Params: map[string]any{
 		"eras": eras, "consumers": ns, "partitions": partitionsParam(o.Partitions), "seed": o.Seed,
 		"cell_deadline_ms": o.Deadline.Milliseconds(), "settle_quiet_ms": t.QuietMs(),
@@ -324,12 +318,19 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 	return res, ctx.Err()
 }
 
-// stormTiming is the members' timing: the lab's, or Kafka's own with KafkaDefaults.
+// withDefaults fills LabLog (env.Defaults, quiet: errors only) and returns the members' timing: the
+// lab's, or Kafka's own with KafkaDefaults. The broker stays as given ("": the lab's default, which
+// the parameters name as such).
+func (o *StormOptions) withDefaults() spec.Timing {
+	d := env.Defaults{LabLog: o.LabLog, Quiet: true, KafkaDefaults: o.KafkaDefaults}
+	t := d.Fill()
+	o.LabLog = d.LabLog
+	return t
+}
+
+// stormTiming is the members' timing (withDefaults' on a copy of o).
 func stormTiming(o StormOptions) spec.Timing {
-	if o.KafkaDefaults {
-		return spec.KafkaTiming()
-	}
-	return spec.LabTiming()
+	return o.withDefaults()
 }
 
 // replicationFactorParam is the storm topic's replication factor: StormOptions.ReplicationFactor, or

@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rebalancelab/rebalancelab/internal/poll"
 )
 
 // downBroker is a lab broker the script stopped or killed: its index in lab.Brokers() and the action
@@ -167,19 +169,22 @@ func GroupCoordinator(ctx context.Context, bootstrap, group string) (int32, erro
 }
 
 func groupCoordinator(ctx context.Context, adm *kadm.Client, group string) (int32, error) {
-	for {
+	var id int32
+	err := poll.Backoff{First: 100 * time.Millisecond, Max: 100 * time.Millisecond}.UntilErr(ctx, 0, "the group's coordinator", func() error {
 		c, ok := adm.FindGroupCoordinators(ctx, group)[group]
 		switch {
-		case ok && c.Err == nil:
-			return c.NodeID, nil
-		case ctx.Err() != nil:
-			return -1, fmt.Errorf("FindCoordinator %s: %w", group, ctx.Err())
+		case !ok:
+			return errors.New("no answer")
+		case c.Err != nil:
+			return c.Err
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
+		id = c.NodeID
+		return nil
+	})
+	if err != nil {
+		return -1, fmt.Errorf("FindCoordinator %s: %w", group, err)
 	}
+	return id, nil
 }
 
 // partitionLeaders is topic's partition → leader broker id (-1: none) from Metadata; partitions that

@@ -32,7 +32,9 @@ import (
 	"github.com/rebalancelab/rebalancelab/broker"
 	"github.com/rebalancelab/rebalancelab/broker/coordinator"
 	"github.com/rebalancelab/rebalancelab/internal/groupview"
+	"github.com/rebalancelab/rebalancelab/internal/poll"
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/env"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
 )
 
@@ -263,17 +265,11 @@ func wantHeld(g ConnectGeneration, workers []string, l ConnectLayout) bool {
 	return slices.Equal(tasks, want) && slices.Equal(conns, []string{connectSink, connectSource}) && maxC-minC <= 1 && maxT-minT <= 1
 }
 
+// waitUntil tries cond every 100 ms until it holds, for at most d (poll.Until); the error is
+// "connect-workers: " and poll's (what, how long, the tries; ErrTimeout or ctx's error wrapped).
 func waitUntil(ctx context.Context, d time.Duration, what string, cond func() bool) error {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("connect-workers: not within %v: %s", d, what)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+	if err := (poll.Backoff{First: 100 * time.Millisecond, Max: 100 * time.Millisecond}).Until(ctx, d, what, cond); err != nil {
+		return fmt.Errorf("connect-workers: %w", err)
 	}
 	return nil
 }
@@ -301,14 +297,9 @@ func RunConnect(ctx context.Context, o ConnectOptions) (*ConnectResult, error) {
 	if o.Throughput == 0 {
 		o.Throughput = 20
 	}
-	if o.Log == nil {
-		o.Log = logrus.NewEntry(logrus.StandardLogger())
-	}
-	if o.LabLog == nil {
-		l := logrus.New()
-		l.SetLevel(logrus.WarnLevel)
-		o.LabLog = logrus.NewEntry(l)
-	}
+	d := env.Defaults{Log: o.Log, LabLog: o.LabLog}
+	d.Fill() // the broker is ours (its group observer) and the timing Connect's own
+	o.Log, o.LabLog = d.Log, d.LabLog
 	cp, err := lab.FindConnectClasspath()
 	if err != nil {
 		return nil, err
@@ -337,10 +328,10 @@ func RunConnect(ctx context.Context, o ConnectOptions) (*ConnectResult, error) {
 		return nil, err
 	}
 	c.progress("starting the lab (ZooKeeper, 1 rebalancelab broker with the group observer)")
-	l, err := lab.Start(ctx, lab.Options{ZK: lab.ZKOptions{Nodes: 1, Log: o.LabLog}, Brokers: 1, Log: o.LabLog,
-		Dir: filepath.Join(o.Dir, "lab"), BrokerOptions: []broker.Option{broker.WithGroupObserver(c.observe)}})
+	l, err := env.Start(ctx, env.Options{Lab: lab.Options{ZK: lab.ZKOptions{Nodes: 1, Log: o.LabLog}, Brokers: 1, Log: o.LabLog,
+		Dir: filepath.Join(o.Dir, "lab"), BrokerOptions: []broker.Option{broker.WithGroupObserver(c.observe)}}})
 	if err != nil {
-		return nil, fmt.Errorf("lab: %w", err)
+		return nil, err
 	}
 	defer l.Close()
 	kc, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(l.Bootstrap(), ",")...))
@@ -349,8 +340,8 @@ func RunConnect(ctx context.Context, o ConnectOptions) (*ConnectResult, error) {
 	}
 	defer kc.Close()
 	adm := kadm.NewClient(kc)
-	if _, err := adm.CreateTopic(ctx, 4, 1, nil, connectTopic); err != nil {
-		return nil, fmt.Errorf("connect-workers: create %s: %w", connectTopic, err)
+	if err := l.CreateTopic(ctx, env.Topic{Name: connectTopic, Partitions: 4, ReplicationFactor: 1}); err != nil {
+		return nil, fmt.Errorf("connect-workers: %w", err)
 	}
 
 	var workers []*lab.ConnectWorker

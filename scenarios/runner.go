@@ -12,8 +12,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"net"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -22,12 +20,12 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rebalancelab/rebalancelab/broker"
+	"github.com/rebalancelab/rebalancelab/internal/poll"
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/env"
 	"github.com/rebalancelab/rebalancelab/scenarios/members"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
@@ -152,6 +150,20 @@ func checkZKConfig(props map[string]string) error {
 	return nil
 }
 
+// withDefaults fills the options every runner shares (env.Defaults: Log, LabLog, Broker) and returns
+// the members' timing (the lab's, or Kafka's with KafkaDefaults).
+func (o *Options) withDefaults() Timing {
+	d := env.Defaults{Log: o.Log, LabLog: o.LabLog, Broker: o.Broker, KafkaDefaults: o.KafkaDefaults}
+	t := d.Fill()
+	o.Log, o.LabLog, o.Broker = d.Log, d.LabLog, d.Broker
+	return t
+}
+
+// envOptions is the cluster o asks for (env.Options; its Lab is filled by runEras).
+func (o *Options) envOptions(runID string) env.Options {
+	return env.Options{Bootstrap: o.Bootstrap, ExternalZK: o.ExternalZK, Keep: o.Keep, RunID: runID}
+}
+
 // Run runs a scenario on every requested era and returns the figures and relations. With ctx cancelled
 // (Ctrl-C) the members, the producer and the lab are stopped and the error is ctx's; the result then
 // holds what was measured so far. Other errors: an unknown scenario or era, bad params, a lab that does
@@ -173,20 +185,8 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 			return nil, err
 		}
 	}
+	t := o.withDefaults()
 	if sc.Streams != nil {
-		t := LabTiming()
-		if o.KafkaDefaults {
-			t = KafkaTiming()
-		}
-		if o.Broker == "" {
-			o.Broker = lab.BrokerRebalancelab
-		}
-		if o.LabLog == nil {
-			l := logrus.New()
-			l.SetOutput(os.Stderr)
-			l.SetLevel(logrus.WarnLevel)
-			o.LabLog = logrus.NewEntry(l)
-		}
 		return runStreams(ctx, o, sc, p, t)
 	}
 	eras, err := ResolveEras(o.Eras)
@@ -195,22 +195,6 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 	}
 	if err := checkZKConfig(o.ZKConfig); err != nil {
 		return nil, err
-	}
-	t := LabTiming()
-	if o.KafkaDefaults {
-		t = KafkaTiming()
-	}
-	if o.Log == nil {
-		o.Log = logrus.NewEntry(logrus.StandardLogger())
-	}
-	if o.LabLog == nil {
-		l := logrus.New()
-		l.SetOutput(os.Stderr)
-		l.SetLevel(logrus.WarnLevel)
-		o.LabLog = logrus.NewEntry(l)
-	}
-	if o.Broker == "" {
-		o.Broker = lab.BrokerRebalancelab
 	}
 	if o.MembersPerProcess < 0 {
 		return nil, fmt.Errorf("members per process %d: want 0 or more", o.MembersPerProcess)
@@ -265,7 +249,7 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 	}
 	res := &RunResult{Scenario: sc.Name, Description: sc.Description, Seed: p.Seed, Params: p, Timing: t,
 		KafkaDefaults: o.KafkaDefaults, ZKConfig: o.ZKConfig, Broker: o.Broker, MembersAs: o.MembersAs,
-		Members: o.Members, RunID: newRunID(),
+		Members: o.Members, RunID: env.NewRunID(),
 		Versions: map[string]string{"rebalancelab": o.Version},
 		Script:   sc.Script(p, t, newRandSource(p.Seed, sc.Name))}
 	if err := checkMemberHosts(o, p, res.Script); err != nil {
@@ -276,7 +260,7 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 	}
 	if o.Bootstrap != "" {
 		res.Broker, res.Cluster = BrokerExternal, o.Bootstrap
-		if err := checkExternal(sc, res.Script, eras, o.ExternalZK); err != nil {
+		if err := checkExternal(o.envOptions(res.RunID), sc, res.Script, eras); err != nil {
 			return nil, err
 		}
 	} else if killsBroker(res.Script) && o.Broker == lab.BrokerRebalancelab {
@@ -329,9 +313,7 @@ func runEras(ctx context.Context, o Options, sc *Scenario, res *RunResult, eras 
 			fmt.Fprintf(o.Progress, format+"\n", a...)
 		}
 	}
-	var l *lab.Lab
 	var hs *lab.Hosts
-	bootstrap, zkConnect := o.Bootstrap, o.ExternalZK
 	if res.Params.Hosts > 0 {
 		var err error
 		if hs, err = startHosts(ctx, o, res, progress); err != nil {
@@ -361,8 +343,9 @@ func runEras(ctx context.Context, o Options, sc *Scenario, res *RunResult, eras 
 			}
 		}
 	}
+	eo := o.envOptions(res.RunID)
 	if o.Bootstrap == "" {
-		lo := lab.Options{ZK: lab.ZKOptions{Nodes: sc.ZKNodes, Log: o.LabLog}, ExternalZK: o.ExternalZK,
+		lo := lab.Options{ZK: lab.ZKOptions{Nodes: sc.ZKNodes, Log: o.LabLog},
 			Brokers: sc.brokers(), KafkaDefaults: o.KafkaDefaults, BrokerConfig: o.BrokerConfig, Broker: o.Broker, Log: o.LabLog}
 		if killsBroker(res.Script) || o.BrokersAs == lab.BrokersProcess {
 			lo.BrokersAs, lo.BrokerBinary = lab.BrokersProcess, o.MemberBinary
@@ -386,41 +369,25 @@ func runEras(ctx context.Context, o Options, sc *Scenario, res *RunResult, eras 
 			lo.Host, lo.BrokerBinary = hs.Host(1), o.MemberBinary
 			where = " on test host h1"
 		}
+		eo.Lab = lo
 		progress("%s: starting the lab (ZooKeeper %d node(s), %d %s broker(s)%s)", sc.Name, sc.ZKNodes, lo.Brokers, o.Broker, where)
-		var err error
-		l, err = lab.Start(ctx, lo)
-		if err != nil {
-			return fmt.Errorf("lab: %w", err)
-		}
-		defer l.Close()
-		if v := l.KafkaVersion(); v != "" {
-			res.Versions["kafka"] = v
-		}
-		bootstrap, zkConnect = l.Bootstrap(), l.ZKConnect()
 	} else {
 		progress("%s: an existing cluster (no lab): bootstrap %s, ZooKeeper %s, run id %s", sc.Name, o.Bootstrap,
-			map[bool]string{true: zkConnect, false: "none"}[zkConnect != ""], res.RunID)
-		if zkConnect != "" {
-			if err := checkZKMode(ctx, zkConnect); err != nil {
-				return err
-			}
-		}
+			map[bool]string{true: o.ExternalZK, false: "none"}[o.ExternalZK != ""], res.RunID)
 	}
-	var zkAddrs []string
-	if zkConnect != "" {
-		zkAddrs = strings.Split(zkConnect, ",")
-		res.Versions["zookeeper"] = zkVersion(ctx, zkAddrs)
+	cluster, err := env.Start(ctx, eo)
+	if err != nil {
+		return err
 	}
+	defer cluster.Close()
+	maps.Copy(res.Versions, cluster.Versions(ctx))
 	for _, e := range eras {
-		r := &eraRunner{o: o, sc: sc, res: res, e: e, lab: l, hosts: hs, kafka: km, bootstrap: bootstrap, zkConnect: zkConnect, zkAddrs: zkAddrs,
+		r := &eraRunner{o: o, sc: sc, res: res, e: e, env: cluster, lab: cluster.Lab(), hosts: hs, kafka: km,
+			bootstrap: cluster.Bootstrap(), zkConnect: cluster.ZKConnect(), zkAddrs: cluster.ZKAddrs(),
 			t: res.Timing, p: res.Params, progress: progress, log: o.Log.WithField("era", e.Era)}
 		err := r.run(ctx)
-		if o.Bootstrap != "" && e.Topic != "" {
-			if o.Keep {
-				progress("[%s %s] kept: topic and group %s (--keep)", sc.Name, e.Era, e.Group)
-			} else {
-				r.cleanup()
-			}
+		if e.Topic != "" {
+			r.cleanup()
 		}
 		if err != nil {
 			return err
@@ -429,33 +396,16 @@ func runEras(ctx context.Context, o Options, sc *Scenario, res *RunResult, eras 
 	return nil
 }
 
-// zkVersion asks the first node that answers (mntr zk_version, "3.8.0-<commit>, built on ...").
-func zkVersion(ctx context.Context, addrs []string) string {
-	for _, a := range addrs {
-		c, cancel := context.WithTimeout(ctx, 3*time.Second)
-		s, err := lab.FourLetter(c, a, "mntr")
-		cancel()
-		if err != nil {
-			continue
-		}
-		v := lab.ParseMntrStrings(s)["zk_version"]
-		if i := strings.IndexAny(v, "-, "); i > 0 {
-			v = v[:i]
-		}
-		if v != "" {
-			return v
-		}
-	}
-	return "unknown"
-}
-
 // eraRunner runs one era.
 type eraRunner struct {
 	o   Options
 	sc  *Scenario
 	res *RunResult
 	e   *EraRun
-	lab *lab.Lab // nil on an existing cluster (Options.Bootstrap)
+	// env is the cluster the run uses (the lab or an existing cluster); lab is env.Lab(), for faults on
+	// the lab's nodes: nil on an existing cluster (Options.Bootstrap).
+	env env.Env
+	lab *lab.Lab
 	// hosts are the run's test hosts (Params.Hosts), nil without.
 	hosts *lab.Hosts
 	// kafka: Kafka's members (Options.Members), nil when every member is ours.
@@ -525,11 +475,7 @@ func (r *eraRunner) run(parent context.Context) error {
 	r.ctx = ctx
 	r.start = time.Now()
 	e := r.e
-	runID := strconv.FormatInt(time.Now().UnixMilli()%(36*36*36*36*36*36), 36)
-	e.Group = fmt.Sprintf("%s.%s.%s", r.sc.Name, e.Era, runID)
-	if r.o.Bootstrap != "" { // a shared cluster: every name of the run under one prefix
-		e.Group = fmt.Sprintf("%s%s.%s.%s", ExternalPrefix, r.res.RunID, r.sc.Name, e.Era)
-	}
+	e.Group = r.env.Name(r.sc.Name, e.Era)
 	e.Topic = e.Group
 	parts := make([]int32, r.p.Partitions)
 	for i := range parts {
@@ -686,89 +632,14 @@ func (r *eraRunner) topics() []string {
 	return []string{r.e.Topic}
 }
 
-// createNamedTopic creates topic with the run's partitions, replication factor min(3, brokers) in the
-// lab (1 on an existing cluster), and configs.
+// createNamedTopic creates topic with the run's partitions and configs, and the environment's
+// replication factor (min(3, brokers) in the lab, or the scenario's; 1 on an existing cluster).
 func (r *eraRunner) createNamedTopic(ctx context.Context, topic string, configs map[string]string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(r.bootstrap, ",")...))
-	if err != nil {
-		return err
+	rf := r.env.ReplicationFactor()
+	if r.lab != nil && r.sc.TopicReplicationFactor > 0 {
+		rf = r.sc.TopicReplicationFactor
 	}
-	defer cl.Close()
-	rf := int16(1) // an existing cluster: the scenarios' replication factor 1
-	if r.lab != nil {
-		rf = int16(lab.OffsetsTopicReplicationFactor(len(r.lab.Brokers())))
-		if r.sc.TopicReplicationFactor > 0 {
-			rf = int16(r.sc.TopicReplicationFactor)
-		}
-	}
-	cctx, cancel := context.WithTimeout(ctx, createTopicTimeout(r.p.Partitions, rf)+time.Minute)
-	defer cancel()
-	cfg := make(map[string]*string, len(configs))
-	for k, v := range configs {
-		cfg[k] = kadm.StringPtr(v)
-	}
-	adm := kadm.NewClient(cl)
-	// The broker answers once every partition's state is seen, which takes longer the more partitions
-	// (10,000 over five brokers: tens of seconds). REQUEST_TIMED_OUT means the topic is written and its
-	// partitions still coming: wait for them in the metadata, as an admin would.
-	adm.SetTimeoutMillis(int32(createTopicTimeout(r.p.Partitions, rf).Milliseconds()))
-	resp, err := adm.CreateTopic(cctx, int32(r.p.Partitions), rf, cfg, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil && !errors.Is(err, kerr.RequestTimedOut) {
-		return fmt.Errorf("create topic %s: %w", topic, err)
-	}
-	if werr := awaitTopicLeaders(cctx, adm, topic, r.p.Partitions); werr != nil {
-		if err != nil {
-			return fmt.Errorf("create topic %s: %w; then %w", topic, err, werr)
-		}
-		return fmt.Errorf("create topic %s: %w", topic, werr)
-	}
-	return nil
-}
-
-// createTopicTimeout is the CreateTopics timeout for a topic of partitions × rf replicas:
-// 30 s, plus 5 ms per replica (a 10,000-partition topic of factor 1: 80 s).
-func createTopicTimeout(partitions int, rf int16) time.Duration {
-	return 30*time.Second + time.Duration(partitions*int(rf))*5*time.Millisecond
-}
-
-// awaitTopicLeaders waits until the metadata shows topic with its partitions, each with a leader
-// (errors: ctx's, or the last metadata error).
-func awaitTopicLeaders(ctx context.Context, adm *kadm.Client, topic string, partitions int) error {
-	var last error
-	for {
-		md, err := adm.Metadata(ctx, topic)
-		if err == nil {
-			td, ok := md.Topics[topic]
-			switch {
-			case !ok:
-				err = errors.New("not in the metadata")
-			case td.Err != nil:
-				err = td.Err
-			case len(td.Partitions) != partitions:
-				err = fmt.Errorf("%d of %d partitions in the metadata", len(td.Partitions), partitions)
-			default:
-				leaderless := 0
-				for _, p := range td.Partitions {
-					if p.Leader < 0 || p.Err != nil {
-						leaderless++
-					}
-				}
-				if leaderless == 0 {
-					return nil
-				}
-				err = fmt.Errorf("%d of %d partitions without a leader", leaderless, partitions)
-			}
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("partitions not ready: %v (%w)", last, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	return r.env.CreateTopic(ctx, env.Topic{Name: topic, Partitions: r.p.Partitions, ReplicationFactor: rf, Configs: configs})
 }
 
 // createTopic creates the era's topic and learns every broker's advertised address.
@@ -776,29 +647,9 @@ func (r *eraRunner) createTopic(ctx context.Context) error {
 	if err := r.createNamedTopic(ctx, r.e.Topic, nil); err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(r.bootstrap, ",")...))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	adm := kadm.NewClient(cl)
-	seen := map[string]bool{}
-	add := func(a string) {
-		if a != "" && !seen[a] {
-			seen[a] = true
-			r.brokerAddrs = append(r.brokerAddrs, a)
-		}
-	}
-	for _, a := range strings.Split(r.bootstrap, ",") {
-		add(strings.TrimSpace(a))
-	}
-	if bs, err := adm.ListBrokers(cctx); err == nil {
-		for _, b := range bs {
-			add(net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
-		}
-	} else if r.o.MembersAs == MembersAsProcesses {
+	addrs, err := r.env.BrokerAddrs(ctx)
+	r.brokerAddrs = addrs
+	if err != nil && r.o.MembersAs == MembersAsProcesses {
 		return fmt.Errorf("metadata (the brokers' advertised addresses, for the member processes' routes): %w", err)
 	}
 	return nil
@@ -1242,23 +1093,23 @@ func (r *eraRunner) closeLinks() {
 // it took, so that the runner's replays stay a small share of the CPU the members and the broker need
 // (at N=1,000 the 100 ms polls were a third of the run's CPU, and they grow with the records).
 func (r *eraRunner) settle(ctx context.Context, quiet, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	wait := 100 * time.Millisecond
-	for {
+	var nextFull time.Time // no full check before: twice the last failed one's duration after it
+	every100ms := poll.Backoff{First: 100 * time.Millisecond, Max: 100 * time.Millisecond}
+	// max: a timeout of 0 is one try (poll's 0 would be no deadline).
+	err := every100ms.Until(ctx, max(timeout, time.Nanosecond), "the group stable and quiet", func() bool {
 		now := time.Now()
-		if now.UnixMilli()-r.col.Latest(changeKinds...) >= quiet.Milliseconds() {
-			wait = 100 * time.Millisecond
-			// Sorted(1): room for stableAt's probe, so that a timeline of millions is not copied again
-			stable, lastChange := stableAt(r.col.Sorted(1), r.e.Era, r.opts, now.UnixMilli())
-			if stable && now.UnixMilli()-lastChange >= quiet.Milliseconds() {
-				return true
-			}
-			wait = max(wait, 2*time.Since(now))
-		}
-		if now.After(deadline) || !sleepCtx(ctx, wait) {
+		if now.Before(nextFull) || now.UnixMilli()-r.col.Latest(changeKinds...) < quiet.Milliseconds() {
 			return false
 		}
-	}
+		// Sorted(1): room for stableAt's probe, so that a timeline of millions is not copied again
+		stable, lastChange := stableAt(r.col.Sorted(1), r.e.Era, r.opts, now.UnixMilli())
+		if stable && now.UnixMilli()-lastChange >= quiet.Milliseconds() {
+			return true
+		}
+		nextFull = now.Add(max(100*time.Millisecond, 2*time.Since(now)))
+		return false
+	})
+	return err == nil
 }
 
 // changeKinds are the membership and rebalance records: a settle's quiet period counts from the last.
@@ -1293,20 +1144,19 @@ func stableAt(recs []timeline.Record, era string, opts FigureOptions, nowMs int6
 // records that came since the last one (a timeline of millions of records is not copied ten times a
 // second).
 func (r *eraRunner) drain(ctx context.Context, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
 	var d drainCount
-	for {
+	every100ms := poll.Backoff{First: 100 * time.Millisecond, Max: 100 * time.Millisecond}
+	err := every100ms.Until(ctx, max(timeout, time.Nanosecond), "every produced record delivered", func() bool {
 		mark := r.col.Mark()
 		d.add(r.col.Since(d.mark))
 		d.mark = mark
-		if d.undelivered() == 0 {
-			return true
-		}
-		if time.Now().After(deadline) || !sleepCtx(ctx, 100*time.Millisecond) {
-			r.stepf("drain incomplete: %d produced records not delivered", d.undelivered())
-			return false
-		}
+		return d.undelivered() == 0
+	})
+	if err != nil {
+		r.stepf("drain incomplete: %d produced records not delivered", d.undelivered())
+		return false
 	}
+	return true
 }
 
 // drainCount follows which produced records were delivered, a batch of records at a time.

@@ -26,7 +26,9 @@ import (
 	"github.com/rebalancelab/rebalancelab/broker"
 	"github.com/rebalancelab/rebalancelab/broker/coordinator"
 	"github.com/rebalancelab/rebalancelab/internal/groupview"
+	"github.com/rebalancelab/rebalancelab/internal/poll"
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/env"
 )
 
 // StreamsEra is the name the result gives the one "era" of a Streams scenario (its members are Streams
@@ -176,7 +178,7 @@ func runStreams(ctx context.Context, o Options, sc *Scenario, p Params, t Timing
 	spec := sc.Streams
 	app := "rebalancelab-" + sc.Name
 	res := &RunResult{Scenario: sc.Name, Description: sc.Description, Seed: p.Seed, Params: p, Timing: t,
-		KafkaDefaults: o.KafkaDefaults, Broker: o.Broker, MembersAs: MembersAsProcesses, RunID: newRunID(),
+		KafkaDefaults: o.KafkaDefaults, Broker: o.Broker, MembersAs: MembersAsProcesses, RunID: env.NewRunID(),
 		Versions: map[string]string{"rebalancelab": o.Version, "kafka-streams": "3.9.2"},
 		Script:   sc.Script(p, t, newRandSource(p.Seed, sc.Name))}
 	era := &EraRun{Era: StreamsEra, Applies: true, Group: app, Topic: app + ".in-a," + app + ".in-b"}
@@ -245,7 +247,7 @@ func (r *streamsRunner) observe(ev coordinator.GroupChanged) {
 }
 
 func (r *streamsRunner) runLab(ctx context.Context) error {
-	lo := lab.Options{ZK: lab.ZKOptions{Nodes: 1, Log: r.o.LabLog}, ExternalZK: r.o.ExternalZK, Brokers: 1,
+	lo := lab.Options{ZK: lab.ZKOptions{Nodes: 1, Log: r.o.LabLog}, Brokers: 1,
 		KafkaDefaults: r.o.KafkaDefaults, Log: r.o.LabLog, Broker: r.o.Broker}
 	if r.run.Observed {
 		lo.BrokerOptions = []broker.Option{broker.WithGroupObserver(r.observe)}
@@ -253,15 +255,15 @@ func (r *streamsRunner) runLab(ctx context.Context) error {
 	} else {
 		r.progress("%s: starting the lab (ZooKeeper, 1 %s broker: no group observer, the group's generations not measured)", r.sc.Name, r.o.Broker)
 	}
-	l, err := lab.Start(ctx, lo)
+	cluster, err := env.Start(ctx, env.Options{ExternalZK: r.o.ExternalZK, Lab: lo})
 	if err != nil {
-		return fmt.Errorf("lab: %w", err)
+		return err
 	}
-	defer l.Close()
-	if v := l.KafkaVersion(); v != "" {
+	defer cluster.Close()
+	if v := cluster.Lab().KafkaVersion(); v != "" {
 		r.res.Versions["kafka"] = v
 	}
-	r.bootstrap = l.Bootstrap()
+	r.bootstrap = cluster.Bootstrap()
 	if !r.run.Observed {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(r.bootstrap, ",")...))
 		if err != nil {
@@ -270,7 +272,7 @@ func (r *streamsRunner) runLab(ctx context.Context) error {
 		defer cl.Close()
 		r.describer = kadm.NewClient(cl)
 	}
-	if err := r.createTopics(ctx); err != nil {
+	if err := r.createTopics(ctx, cluster); err != nil {
 		return err
 	}
 	pctx, stopProducer := context.WithCancel(ctx)
@@ -291,11 +293,10 @@ func (r *streamsRunner) runLab(ctx context.Context) error {
 	}
 	// Every record produced, then processed by someone, before the instances stop.
 	pwg.Wait()
-	deadline := time.Now().Add(60 * time.Second)
-	for r.unprocessed() > 0 && time.Now().Before(deadline) {
-		if !sleepCtx(ctx, 100*time.Millisecond) {
-			return ctx.Err()
-		}
+	every100ms := poll.Backoff{First: 100 * time.Millisecond, Max: 100 * time.Millisecond}
+	// Not all within 60 s: reported below, with the count.
+	if err := every100ms.Until(ctx, 60*time.Second, "every record processed", func() bool { return r.unprocessed() == 0 }); err != nil && ctx.Err() != nil {
+		return ctx.Err()
 	}
 	if n := r.unprocessed(); n > 0 {
 		r.errorf("%d produced records not processed within 60 s of the script's end", n)
@@ -360,15 +361,13 @@ func (r *streamsRunner) do(ctx context.Context, st Step) error {
 		delete(r.threads, st.Member)
 		r.mu.Unlock()
 	case ActSettle:
-		deadline := time.Now().Add(time.Duration(st.TimeoutMs) * time.Millisecond)
-		for !r.stable(ctx, st.QuietMs) {
-			if time.Now().After(deadline) {
-				r.errorf("%s: the group was not stable within %d ms", st, st.TimeoutMs)
-				break
-			}
-			if !sleepCtx(ctx, 50*time.Millisecond) {
-				return ctx.Err()
-			}
+		every50ms := poll.Backoff{First: 50 * time.Millisecond, Max: 50 * time.Millisecond}
+		if err := every50ms.Until(ctx, max(time.Duration(st.TimeoutMs)*time.Millisecond, time.Nanosecond), "the group stable", func() bool {
+			return r.stable(ctx, st.QuietMs)
+		}); err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		} else if err != nil {
+			r.errorf("%s: the group was not stable within %d ms", st, st.TimeoutMs)
 		}
 	default:
 		return fmt.Errorf("%s: not a Streams scenario step", st)
@@ -518,22 +517,12 @@ func (r *streamsRunner) stopAll() {
 	wg.Wait()
 }
 
-func (r *streamsRunner) createTopics(ctx context.Context) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(r.bootstrap, ",")...))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	adm := kadm.NewClient(cl)
-	topics := append(append([]string(nil), r.run.Inputs...), r.run.Output)
-	resp, err := adm.CreateTopics(cctx, int32(r.p.Partitions), 1, nil, topics...)
-	if err != nil {
-		return fmt.Errorf("create topics: %w", err)
-	}
-	if err := resp.Error(); err != nil {
-		return fmt.Errorf("create topics: %w", err)
+// createTopics creates the inputs and the output, each with the run's partitions, replication factor 1.
+func (r *streamsRunner) createTopics(ctx context.Context, cluster env.Env) error {
+	for _, topic := range append(slices.Clone(r.run.Inputs), r.run.Output) {
+		if err := cluster.CreateTopic(ctx, env.Topic{Name: topic, Partitions: r.p.Partitions, ReplicationFactor: 1}); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/env"
 )
 
 // SweepOptions configures RunSweep.
@@ -104,10 +106,7 @@ func RunSweep(ctx context.Context, o SweepOptions) (*SweepResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := LabTiming()
-	if o.KafkaDefaults {
-		t = KafkaTiming()
-	}
+	t := env.Timing(o.KafkaDefaults) // as Run's (Options.withDefaults)
 	res := &SweepResult{Scenario: sc.Name, EraMaxN: o.EraMaxN, Timings: TimingName(o.KafkaDefaults, t)}
 	for _, st := range steps {
 		if st.Action == ActTrigger {

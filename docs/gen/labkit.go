@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/newconsumer"
+	"github.com/rebalancelab/rebalancelab/scenarios/env"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -37,23 +37,10 @@ func startLab(ctx context.Context) (*lab.Lab, error) {
 	return l, nil
 }
 
-// createTopic creates topic with the given partitions (replication factor 1) through CreateTopics.
+// createTopic creates topic with the given partitions (replication factor 1) and waits for their
+// leaders (env.CreateTopic).
 func createTopic(ctx context.Context, bootstrap, topic string, partitions int32) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	resp, err := kadm.NewClient(cl).CreateTopic(cctx, partitions, 1, nil, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		return fmt.Errorf("create topic %s: %w", topic, err)
-	}
-	return nil
+	return env.CreateTopic(ctx, bootstrap, env.Topic{Name: topic, Partitions: int(partitions), ReplicationFactor: 1})
 }
 
 // produce sends n records whose values are their sequence numbers 0..n-1, record i to partition
