@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -26,17 +25,6 @@ type recordedRun struct {
 		EndOwners     map[string]string `json:"end_owners"`
 		NotApplicable []string          `json:"not_applicable"`
 	} `json:"eras"`
-}
-
-func readJSON(t *testing.T, path string, v any) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
 }
 
 func readTimeline(t *testing.T, path string) []timeline.Record {
