@@ -262,8 +262,8 @@ func offlineReplicas(cur leaderAndISR, live map[int32]bool, controllerEpoch int3
 }
 
 // nextPartitionState is onBrokerChange with unclean.leader.election.enable=false (the default since
-// 0.11), a shorthand for the tests (the controller core calls onBrokerChange with the topic's setting). It reports whether the state changed; a changed state carries
-// controllerEpoch.
+// 0.11), a shorthand for the tests (the controller core calls onBrokerChange with the topic's
+// setting). It reports whether the state changed; a changed state carries controllerEpoch.
 func nextPartitionState(cur leaderAndISR, replicas []int32, live map[int32]bool, controllerEpoch int32) (leaderAndISR, bool) {
 	c := onBrokerChange(cur, replicas, live, false, controllerEpoch)
 	return c.Next, c.Changed
