@@ -21,6 +21,8 @@ import (
 // so at most one write is in flight and the core sees the writes in the order it asked for them.
 //
 //	events                         effects
+//	ctrlElected                    ctrlLog, ctrlRead (brokers, topics)
+//	ctrlResigned                   -
 //	ctrlBrokersRead                ctrlLog
 //	ctrlTopicRead / ctrlTopicGone  ctrlLog, ctrlForgetTopic, ctrlRead
 //	ctrlStateRead                  ctrlLog
@@ -33,6 +35,15 @@ import (
 
 // ctrlEvent is an input to controllerCore.step.
 type ctrlEvent interface{ isCtrlEvent() }
+
+// ctrlElected: this broker won the election (created /controller) and wrote Epoch to
+// /controller_epoch, now at znode version EpochVersion (KafkaController.onControllerFailover): the
+// context starts empty and is read again, the first reconcile is the failover pass.
+type ctrlElected struct{ Epoch, EpochVersion int32 }
+
+// ctrlResigned: this broker is the controller no more (another broker's /controller, the session
+// expired, or a write was fenced: onControllerResignation); the context is dropped.
+type ctrlResigned struct{}
 
 // ctrlBrokersRead: /brokers/ids and every registration, as read (ZkUtils.getAllBrokersInCluster):
 // the live brokers and their broker epochs (registration czxids).
@@ -100,6 +111,8 @@ type ctrlAlter struct {
 // ctrlShutdown is a ControlledShutdown request from broker ID (doControlledShutdown).
 type ctrlShutdown struct{ ID int32 }
 
+func (ctrlElected) isCtrlEvent()      {}
+func (ctrlResigned) isCtrlEvent()     {}
 func (ctrlBrokersRead) isCtrlEvent()  {}
 func (ctrlTopicRead) isCtrlEvent()    {}
 func (ctrlTopicGone) isCtrlEvent()    {}
@@ -141,8 +154,8 @@ type ctrlRead struct {
 // queued reads, logs it failed to open): the topic is gone or another incarnation replaced it.
 type ctrlForgetTopic struct{ Topic string }
 
-// ctrlResign: the controller is fenced by a newer epoch; the driver stops its senders, forgets the
-// controller's reads and runs an election. The core is dropped with it.
+// ctrlResign: the controller is fenced by a newer epoch; the driver resigns (stops its senders,
+// forgets the controller's reads, steps ctrlResigned) and runs an election.
 type ctrlResign struct{}
 
 // ctrlReconciled ends a ctrlReconcile: OK when every partition was decided and written (a failed
@@ -190,7 +203,7 @@ func (ctrlShutdownAnswer) isCtrlEffect() {}
 func (ctrlLog) isCtrlEffect()            {}
 
 // controllerCore is this broker as the controller: its epoch and the context it read from
-// ZooKeeper (ControllerContext). The zero value is "not the controller".
+// ZooKeeper (ControllerContext), while active (between ctrlElected and ctrlResigned).
 type controllerCore struct {
 	active       bool
 	id           int32 // this broker: the controller id in its requests
@@ -247,15 +260,17 @@ type shutdownRun struct {
 	remaining []partitionRef
 }
 
-// newControllerCore is the core of a controller just elected with epoch (the /controller_epoch
-// value it wrote, at znode version epochVersion): an empty context, failover pending.
-func newControllerCore(id, epoch, epochVersion int32, shuttingDown map[int32]bool, unclean func(string, map[string]string) bool) controllerCore {
-	return controllerCore{active: true, id: id, epoch: epoch, epochVersion: epochVersion, failover: true,
-		view: emptyView(), brokerEpochs: map[int32]int64{}, sent: map[int32]*brokerSent{}, shuttingDown: shuttingDown, unclean: unclean}
+// newControllerCore is broker id's controller core, not the controller until ctrlElected.
+// shuttingDown is the driver's map of brokers shutting down; unclean looks up
+// unclean.leader.election.enable.
+func newControllerCore(id int32, shuttingDown map[int32]bool, unclean func(string, map[string]string) bool) controllerCore {
+	return controllerCore{id: id, shuttingDown: shuttingDown, unclean: unclean}
 }
 
-// electedEffects are what a new controller asks first: a fresh read of the brokers and the topics.
-func (c *controllerCore) electedEffects() []ctrlEffect {
+// elected starts a tenure: an empty context, read again (brokers, then topics), failover pending.
+func (c *controllerCore) elected(ev ctrlElected) []ctrlEffect {
+	*c = controllerCore{active: true, id: c.id, epoch: ev.Epoch, epochVersion: ev.EpochVersion, failover: true,
+		view: emptyView(), brokerEpochs: map[int32]int64{}, sent: map[int32]*brokerSent{}, shuttingDown: c.shuttingDown, unclean: c.unclean}
 	return []ctrlEffect{
 		ctrlLog{Level: logrus.InfoLevel, Msg: "elected controller", Fields: logrus.Fields{"controller_epoch": c.epoch}},
 		ctrlRead{Kind: taskBrokers},
@@ -265,6 +280,9 @@ func (c *controllerCore) electedEffects() []ctrlEffect {
 
 // knowsPartition: the context has topic with partition p assigned (its state is worth reading).
 func (c *controllerCore) knowsPartition(topic string, p int32) bool {
+	if !c.active {
+		return false
+	}
 	tv, ok := c.view.topics[topic]
 	if !ok {
 		return false
@@ -276,6 +294,11 @@ func (c *controllerCore) knowsPartition(topic string, p int32) bool {
 // step applies ev and returns the effects.
 func (c *controllerCore) step(ev ctrlEvent) []ctrlEffect {
 	switch ev := ev.(type) {
+	case ctrlElected:
+		return c.elected(ev)
+	case ctrlResigned:
+		*c = newControllerCore(c.id, c.shuttingDown, c.unclean)
+		return nil
 	case ctrlStateWritten:
 		return c.written(ev)
 	case ctrlPropagate:

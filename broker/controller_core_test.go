@@ -22,9 +22,10 @@ const (
 // testCore is controller 0 elected with epoch 3 (znode version 2); unclean lists the topics with
 // unclean.leader.election.enable.
 func testCore(unclean ...string) *controllerCore {
-	c := newControllerCore(0, tcEpoch, tcEpochVersion, map[int32]bool{}, func(topic string, _ map[string]string) bool {
+	c := newControllerCore(0, map[int32]bool{}, func(topic string, _ map[string]string) bool {
 		return slices.Contains(unclean, topic)
 	})
+	c.step(ctrlElected{Epoch: tcEpoch, EpochVersion: tcEpochVersion})
 	return &c
 }
 
@@ -98,7 +99,6 @@ func sendsTo(effs []ctrlEffect) []string {
 
 func TestControllerCoreNewTopicFirstLeadership(t *testing.T) {
 	c := testCore()
-	wantEffects(t, "elected", c.electedEffects(), ctrlRead{Kind: taskBrokers}, ctrlRead{Kind: taskTopics})
 	c.step(nodes(1, 2, 3))
 	effs := c.step(ctrlTopicRead{Topic: "t", Czxid: 100, Assignment: map[int32][]int32{0: {2, 3, 1}, 1: {3, 1, 2}}})
 	wantEffects(t, "topic read", effs,
@@ -262,11 +262,19 @@ func TestControllerCoreFailoverRereadsState(t *testing.T) {
 	// A new controller reads everything again, then, before any election, takes the dead replicas out
 	// of the ISRs (onControllerFailover: ReplicaStateMachine.startup, then PartitionStateMachine).
 	c := testCore()
-	if !c.failover {
-		t.Fatal("a new controller starts with the failover pass")
+	// An earlier tenure's context is dropped: the election starts from nothing.
+	c.step(nodes(1, 2, 3))
+	known(t, c, "old", map[int32][]int32{0: {1}}, map[int32]partitionView{0: state(1, 1, 1, 1)})
+	c.step(ctrlResigned{})
+	if c.active || c.knowsPartition("old", 0) {
+		t.Fatal("a resigned controller still acts on its context")
 	}
-	effs := c.electedEffects()
+	wantEffects(t, "resigned reconcile", c.step(ctrlReconcile{}), ctrlReconciled{OK: true})
+	effs := c.step(ctrlElected{Epoch: tcEpoch, EpochVersion: tcEpochVersion})
 	wantEffects(t, "elected", effs, ctrlRead{Kind: taskBrokers}, ctrlRead{Kind: taskTopics})
+	if !c.failover || len(c.view.topics) != 0 || len(c.view.brokers) != 0 {
+		t.Fatalf("a new controller starts with an empty context and the failover pass: %+v", c.view)
+	}
 	c.step(nodes(2, 3))
 	known(t, c, "t", map[int32][]int32{0: {1, 2, 3}, 1: {2, 3}}, map[int32]partitionView{
 		0: state(1, 4, 3, 1, 2), // led by the dead broker 1
@@ -361,4 +369,30 @@ func TestControllerCoreControlledShutdown(t *testing.T) {
 		t.Fatalf("StopReplica to 1: %+v", sr.Topics)
 	}
 	wantEffects(t, "unknown broker", c.step(ctrlShutdown{ID: 9}), ctrlShutdownAnswer{Code: kerr.BrokerNotAvailable.Code})
+}
+
+func TestControllerCoreTopicDeleted(t *testing.T) {
+	c := settled(t)
+	effs := c.step(ctrlTopicGone{Topic: "t"})
+	wantEffects(t, "gone", effs, ctrlForgetTopic{Topic: "t"})
+	if got := logs(effs, logrus.InfoLevel); !slices.Equal(got, []string{"topic deleted"}) {
+		t.Fatalf("logs %q", got)
+	}
+	// Each replica deletes its log (StopReplica delete=true, leader epoch -2) before the metadata names
+	// the partition deleted (leader -2, leader epoch + 1).
+	effs = c.step(ctrlPropagate{})
+	if got, want := sendsTo(effs), []string{"1:StopReplica", "1:UpdateMetadata", "2:StopReplica", "2:UpdateMetadata", "3:StopReplica", "3:UpdateMetadata"}; !slices.Equal(got, want) {
+		t.Fatalf("sends %q, want %q", got, want)
+	}
+	sr := effs[0].(ctrlSend).Req.(*kmsg.StopReplicaRequest)
+	if ps := sr.Topics[0].PartitionStates[0]; !ps.Delete || ps.LeaderEpoch != epochDuringDelete {
+		t.Fatalf("StopReplica: %+v", ps)
+	}
+	um := effs[1].(ctrlSend).Req.(*kmsg.UpdateMetadataRequest)
+	if ps := um.TopicStates[0].PartitionStates[0]; ps.Leader != leaderDuringDelete || ps.LeaderEpoch != 6 || um.TopicStates[0].TopicID != topicIDOf(100) {
+		t.Fatalf("UpdateMetadata: %+v", um.TopicStates[0])
+	}
+	if effs := c.step(ctrlPropagate{}); len(effs) != 0 {
+		t.Fatalf("deleted twice: %q", sendsTo(effs))
+	}
 }

@@ -109,7 +109,7 @@ type zkState struct {
 // resign drops the controller's role: its context, its watches' tasks and its senders.
 func (b *Broker) resign(s *zkState) {
 	s.chans.closeAll()
-	s.ctrl = controllerCore{}
+	s.ctrl.step(ctrlResigned{})
 	for t := range s.pending {
 		if t.kind.controllerOnly() {
 			delete(s.pending, t)
@@ -163,6 +163,7 @@ func (b *Broker) zkLoop() {
 		deleteLogs:   map[topicPartition]bool{},
 		topicConfigs: map[string]map[string]string{},
 	}
+	s.ctrl = newControllerCore(b.id, s.shuttingDown, b.uncleanFor)
 	var retry <-chan time.Time
 	for {
 		var reqs []ctrlRequest

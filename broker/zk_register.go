@@ -128,7 +128,8 @@ func (b *Broker) elect(s *zkState) error {
 // epoch is 1) and schedules a fresh read of brokers and topics before the first reconcile.
 func (b *Broker) becomeController(s *zkState) error {
 	path := b.zp(controllerEpochPath)
-	for attempt := 0; attempt < 5; attempt++ {
+	var won *ctrlElected
+	for attempt := 0; attempt < 5 && won == nil; attempt++ {
 		data, stat, err := b.zk.Get(path)
 		if errors.Is(err, zk.ErrNoNode) {
 			_, err = b.zk.Create(path, []byte("1"), 0, b.acl())
@@ -138,8 +139,8 @@ func (b *Broker) becomeController(s *zkState) error {
 			if err != nil {
 				return err
 			}
-			s.ctrl = newControllerCore(b.id, 1, 0, s.shuttingDown, b.uncleanFor)
-			break
+			won = &ctrlElected{Epoch: 1, EpochVersion: 0}
+			continue
 		}
 		if err != nil {
 			return err
@@ -155,10 +156,9 @@ func (b *Broker) becomeController(s *zkState) error {
 		if err != nil {
 			return err
 		}
-		s.ctrl = newControllerCore(b.id, int32(cur+1), st.Version, s.shuttingDown, b.uncleanFor)
-		break
+		won = &ctrlElected{Epoch: int32(cur + 1), EpochVersion: st.Version}
 	}
-	if !s.ctrl.active {
+	if won == nil {
 		return fmt.Errorf("could not increment %s", controllerEpochPath)
 	}
 	// Watches of an earlier tenure may have fired while this broker was not the controller: read all.
@@ -167,6 +167,6 @@ func (b *Broker) becomeController(s *zkState) error {
 			delete(s.armed, path)
 		}
 	}
-	b.doCtrl(s, s.ctrl.electedEffects())
+	b.runCtrl(s, *won)
 	return nil
 }
