@@ -18,10 +18,11 @@ import (
 // The ZooKeeper side of the broker (Kafka 0.8.2's KafkaHealthcheck, KafkaController and ZkUtils, with
 // KafkaZkClient's later fixes): one goroutine, zkLoop, owns the session, the registration, the
 // controller role and the working copy of the cluster view. ZooKeeper callbacks only queue events; the
-// loop turns them into tasks (re-read this node and re-arm its watch), runs them, lets the controller
-// decide, publishes a snapshot, and opens or releases local logs accordingly. A failed task (ZooKeeper
-// unreachable) stays queued and is retried; meanwhile produce and fetch keep being served from the last
-// snapshot.
+// loop turns them into tasks (re-read this node and re-arm its watch: zk_register.go, zk_reads.go),
+// runs them, lets the controller decide (the controller core, controller_core.go, driven by
+// controller_driver.go), publishes a snapshot, and opens or releases local logs accordingly
+// (leadership.go). A failed task (ZooKeeper unreachable) stays queued and is retried; meanwhile produce
+// and fetch keep being served from the last snapshot.
 
 // zkQueue receives go-zookeeper events from its callback (which must not block) for the loop.
 type zkQueue struct {
