@@ -494,7 +494,7 @@ func (c *controllerCore) written(ev ctrlStateWritten) []ctrlEffect {
 	switch ev.Outcome {
 	case writeOK:
 		if pw.why == whyOffline {
-			out = append(out, ctrlLog{Level: logrus.InfoLevel, Msg: "controller: offline replicas left the ISR", Fields: with(fields, logrus.Fields{"leader": st.Leader, "isr": st.ISR, "leader_epoch": st.LeaderEpoch})})
+			out = append(out, ctrlLog{Level: logrus.InfoLevel, Msg: "controller: offline replicas left the ISR", Fields: withFields(fields, logrus.Fields{"leader": st.Leader, "isr": st.ISR, "leader_epoch": st.LeaderEpoch})})
 			tv := c.view.topics[ref.Topic]
 			if next := c.elect(out, ref, tv, tv.states[ref.Partition]); next != nil {
 				return next
@@ -502,9 +502,9 @@ func (c *controllerCore) written(ev ctrlStateWritten) []ctrlEffect {
 			return c.advance(out)
 		}
 		if pw.unclean {
-			out = append(out, ctrlLog{Level: logrus.WarnLevel, Msg: "controller: unclean leader election: a replica outside the ISR leads; records only the old ISR had are lost", Fields: with(fields, logrus.Fields{"leader": st.Leader})})
+			out = append(out, ctrlLog{Level: logrus.WarnLevel, Msg: "controller: unclean leader election: a replica outside the ISR leads; records only the old ISR had are lost", Fields: withFields(fields, logrus.Fields{"leader": st.Leader})})
 		}
-		out = append(out, ctrlLog{Level: logrus.InfoLevel, Msg: "controller: partition leader set", Fields: with(fields, logrus.Fields{"leader": st.Leader, "leader_epoch": st.LeaderEpoch})})
+		out = append(out, ctrlLog{Level: logrus.InfoLevel, Msg: "controller: partition leader set", Fields: withFields(fields, logrus.Fields{"leader": st.Leader, "leader_epoch": st.LeaderEpoch})})
 	case writeFenced:
 		c.run = nil
 		return append(out, ctrlLog{Level: logrus.WarnLevel, Msg: "controller: fenced by a newer controller epoch; resigning"}, ctrlResign{}, ctrlReconciled{OK: false})
@@ -550,7 +550,7 @@ func (c *controllerCore) alterWritten(pw *pendingWrite, ev ctrlStateWritten, fie
 	switch ev.Outcome {
 	case writeOK:
 		return []ctrlEffect{
-			ctrlLog{Level: logrus.InfoLevel, Msg: "controller: ISR changed by AlterPartition", Fields: with(fields, logrus.Fields{"isr": st.ISR, "leader_epoch": st.LeaderEpoch, "partition_epoch": ev.Version})},
+			ctrlLog{Level: logrus.InfoLevel, Msg: "controller: ISR changed by AlterPartition", Fields: withFields(fields, logrus.Fields{"isr": st.ISR, "leader_epoch": st.LeaderEpoch, "partition_epoch": ev.Version})},
 			ctrlAlterAnswer{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, ISR: st.ISR, PartitionEpoch: ev.Version},
 		}
 	case writeFenced:
@@ -623,7 +623,7 @@ func (c *controllerCore) shutdownWritten(pw *pendingWrite, ev ctrlStateWritten, 
 	var out []ctrlEffect
 	switch ev.Outcome {
 	case writeOK:
-		out = append(out, ctrlLog{Level: logrus.InfoLevel, Msg: "controller: controlled shutdown moved the partition", Fields: with(fields, logrus.Fields{"leader": st.Leader, "isr": st.ISR, "leader_epoch": st.LeaderEpoch, "shutting_down": r.id})})
+		out = append(out, ctrlLog{Level: logrus.InfoLevel, Msg: "controller: controlled shutdown moved the partition", Fields: withFields(fields, logrus.Fields{"leader": st.Leader, "isr": st.ISR, "leader_epoch": st.LeaderEpoch, "shutting_down": r.id})})
 	case writeFenced:
 		c.shutdown = nil
 		return []ctrlEffect{ctrlResign{}, ctrlShutdownAnswer{Code: kerr.NotController.Code}}
@@ -636,8 +636,8 @@ func (c *controllerCore) shutdownWritten(pw *pendingWrite, ev ctrlStateWritten, 
 	return c.shutdownAdvance(out)
 }
 
-// with is a's fields plus b's (a new map).
-func with(a, b logrus.Fields) logrus.Fields {
+// withFields is a's fields plus b's (a new map).
+func withFields(a, b logrus.Fields) logrus.Fields {
 	out := make(logrus.Fields, len(a)+len(b))
 	for k, v := range a {
 		out[k] = v
