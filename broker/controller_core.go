@@ -301,8 +301,6 @@ func (c *controllerCore) step(ev ctrlEvent) []ctrlEffect {
 		return nil
 	case ctrlStateWritten:
 		return c.written(ev)
-	case ctrlPropagate:
-		return c.propagate(ev.Fresh)
 	}
 	if !c.active {
 		switch ev.(type) {
@@ -324,6 +322,8 @@ func (c *controllerCore) step(ev ctrlEvent) []ctrlEffect {
 		return c.topicGone(ev.Topic, "topic deleted")
 	case ctrlStateRead:
 		return c.stateRead(ev)
+	case ctrlPropagate:
+		return c.propagate(ev.Fresh)
 	case ctrlReconcile:
 		c.run = &reconcileRun{live: c.view.liveSet()}
 		for _, topic := range c.view.sortedTopics() {

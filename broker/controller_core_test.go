@@ -396,3 +396,15 @@ func TestControllerCoreTopicDeleted(t *testing.T) {
 		t.Fatalf("deleted twice: %q", sendsTo(effs))
 	}
 }
+
+func TestControllerCoreNotController(t *testing.T) {
+	c := newControllerCore(0, map[int32]bool{}, nil)
+	for _, ev := range []ctrlEvent{nodes(1), ctrlTopicRead{Topic: "t", Assignment: map[int32][]int32{0: {1}}}, ctrlTopicGone{Topic: "t"},
+		ctrlStateRead{Topic: "t"}, ctrlPropagate{Fresh: map[int32]bool{1: true}}, ctrlStateWritten{}} {
+		if effs := c.step(ev); len(effs) != 0 {
+			t.Fatalf("%T: %#v", ev, effs)
+		}
+	}
+	wantEffects(t, "reconcile", c.step(ctrlReconcile{}), ctrlReconciled{OK: true})
+	wantEffects(t, "shutdown", c.step(ctrlShutdown{ID: 1}), ctrlShutdownAnswer{Code: kerr.NotController.Code})
+}
