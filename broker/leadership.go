@@ -38,15 +38,12 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 	b.partsMu.Lock()
 	for tp, p := range b.parts {
 		h, hosted := s.hosted[tp]
-		gone := s.deleteLogs[tp] || (hosted && h.czxid != 0 && h.czxid != p.czxid)
-		if hosted && !gone {
-			continue
-		}
-		if p.leading.Load() {
+		demote, drop := retireDecision(p.role(), h, hosted, s.deleteLogs[tp])
+		if demote {
 			changes = append(changes, change{p, false, p.epoch.Load()})
 			demoted = append(demoted, p)
 		}
-		if gone {
+		if drop {
 			delete(b.parts, tp)
 			deleted = append(deleted, p)
 		}
@@ -133,26 +130,28 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 		h := s.hosted[tp]
 		st := h.st
 		fields := logrus.Fields{"topic": tp.Topic, "partition": tp.Partition, "leader_epoch": st.LeaderEpoch}
-		if st.Leader == b.id {
-			rst := replica.State{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, ISR: st.ISR, PartitionEpoch: h.version}
-			if !p.leading.Load() || p.epoch.Load() != st.LeaderEpoch {
-				p.becomeLeader(b.id, h.replicas, rst, b.cfg.ReplicaLagTimeMaxMs)
-				b.log.WithFields(fields).WithFields(logrus.Fields{"isr": st.ISR, "high_watermark": p.log.HighWatermark(), "log_end_offset": p.log.LogEndOffset()}).Info("leading partition")
-				changes = append(changes, change{p, true, st.LeaderEpoch})
-			} else {
-				p.updateLeader(rst)
-			}
+		d := decideRole(b.id, p.role(), h)
+		rst := replica.State{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, ISR: st.ISR, PartitionEpoch: h.version}
+		switch {
+		case d.lead:
+			p.becomeLeader(b.id, h.replicas, rst, b.cfg.ReplicaLagTimeMaxMs)
+			b.log.WithFields(fields).WithFields(logrus.Fields{"isr": st.ISR, "high_watermark": p.log.HighWatermark(), "log_end_offset": p.log.LogEndOffset()}).Info("leading partition")
+			changes = append(changes, change{p, true, st.LeaderEpoch})
+		case d.update:
+			p.updateLeader(rst)
+		}
+		if d.lead || d.update {
 			p.brokersAlive(live)
 			continue
 		}
-		if p.leading.Load() {
+		if d.demoted {
 			changes = append(changes, change{p, false, p.epoch.Load()})
 		}
-		if p.leading.Load() || p.leaderID.Load() != st.Leader || p.epoch.Load() != st.LeaderEpoch {
+		if d.follow {
 			p.becomeFollower(st.Leader, st.LeaderEpoch)
 			b.log.WithFields(fields).WithFields(logrus.Fields{"leader": st.Leader, "log_end_offset": p.log.LogEndOffset()}).Info("following partition")
 		}
-		if st.Leader >= 0 && !h.stopped {
+		if d.fetch {
 			follow[tp] = followTarget{part: p, leader: st.Leader, epoch: st.LeaderEpoch}
 		}
 	}
@@ -163,6 +162,56 @@ func (b *Broker) applyLeadership(s *zkState) bool {
 		}
 	}
 	return ok
+}
+
+// localRole is a local partition's topic incarnation and its role as this broker last set it.
+type localRole struct {
+	czxid    int64
+	leading  bool
+	leaderID int32 // the leader it follows (itself when leading; -1 none)
+	epoch    int32 // the leader epoch of that role
+}
+
+func (p *partition) role() localRole {
+	return localRole{czxid: p.czxid, leading: p.leading.Load(), leaderID: p.leaderID.Load(), epoch: p.epoch.Load()}
+}
+
+// retireDecision is what becomes of a local partition the controller no longer has this broker host
+// as it is (ReplicaManager.stopPartitions): none while it is hosted in the same incarnation (h.czxid 0:
+// a request without topic ids, taken as the same); otherwise it stops leading (demote, when it
+// led), and its log is closed and dropped when StopReplica deleted it or another incarnation of the
+// topic replaced it (drop); a partition only no longer hosted keeps its log.
+func retireDecision(role localRole, h *hostedPartition, hosted, deleted bool) (demote, drop bool) {
+	gone := deleted || (hosted && h.czxid != 0 && h.czxid != role.czxid)
+	if hosted && !gone {
+		return false, false
+	}
+	return role.leading, gone
+}
+
+// roleDecision is what a hosted partition with an open log does with the state the controller sent.
+type roleDecision struct {
+	lead    bool // becomeLeader: this broker leads, newly or at a new leader epoch (makeLeaders)
+	update  bool // updateLeader: it leads at the same leader epoch (an ISR change)
+	demoted bool // it led and now follows (the leadership listener hears of it)
+	follow  bool // becomeFollower: it follows a new leader or leader epoch, or led (makeFollowers)
+	fetch   bool // the replica fetchers fetch it from the leader (a leader, and no StopReplica since)
+}
+
+// decideRole is makeLeaders / makeFollowers for one partition: self leads when the state names it.
+func decideRole(self int32, role localRole, h *hostedPartition) roleDecision {
+	st := h.st
+	if st.Leader == self {
+		if !role.leading || role.epoch != st.LeaderEpoch {
+			return roleDecision{lead: true}
+		}
+		return roleDecision{update: true}
+	}
+	return roleDecision{
+		demoted: role.leading,
+		follow:  role.leading || role.leaderID != st.Leader || role.epoch != st.LeaderEpoch,
+		fetch:   st.Leader >= 0 && !h.stopped,
+	}
 }
 
 // topicCzxidFile, in a partition log directory, holds the creation zxid of the topic znode the log
