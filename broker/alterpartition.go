@@ -2,14 +2,12 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -257,14 +255,13 @@ func (b *Broker) alterPartitionInLoop(s *zkState, req *kmsg.AlterPartitionReques
 		resp.ErrorCode = kerr.NotController.Code
 		return resp
 	}
-	live := s.ctrl.view.liveSet()
 	for _, t := range req.Topics {
 		rt := kmsg.NewAlterPartitionResponseTopic()
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
 			rp := kmsg.NewAlterPartitionResponseTopicPartition()
 			rp.Partition = p.Partition
-			rp.ErrorCode = b.alterOne(s, live, req.BrokerID, req.Version, t.Topic, p, &rp)
+			rp.ErrorCode = b.alterOne(s, req.BrokerID, req.Version, t.Topic, p, &rp)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -272,40 +269,15 @@ func (b *Broker) alterPartitionInLoop(s *zkState, req *kmsg.AlterPartitionReques
 	return resp
 }
 
-func (b *Broker) alterOne(s *zkState, live map[int32]bool, brokerID int32, version int16, topic string, p kmsg.AlterPartitionRequestTopicPartition, rp *kmsg.AlterPartitionResponseTopicPartition) int16 {
-	tv, ok := s.ctrl.view.topics[topic]
-	if !ok {
-		return kerr.UnknownTopicOrPartition.Code
+// alterOne runs one partition of the request through the controller core.
+func (b *Broker) alterOne(s *zkState, brokerID int32, version int16, topic string, p kmsg.AlterPartitionRequestTopicPartition, rp *kmsg.AlterPartitionResponseTopicPartition) int16 {
+	for _, a := range b.runCtrl(s, ctrlAlter{BrokerID: brokerID, Version: version, Topic: topic, Partition: p}) {
+		if ans, ok := a.(ctrlAlterAnswer); ok {
+			if ans.Code == 0 {
+				rp.LeaderID, rp.LeaderEpoch, rp.ISR, rp.PartitionEpoch = ans.Leader, ans.LeaderEpoch, ans.ISR, ans.PartitionEpoch
+			}
+			return ans.Code
+		}
 	}
-	cur, ok := tv.states[p.Partition]
-	replicas, assigned := tv.replicas[p.Partition]
-	if !ok || !assigned || !cur.exists {
-		return kerr.UnknownTopicOrPartition.Code
-	}
-	_ = replicas // ZooKeeper-mode 3.9 does not check the ISR against the assignment
-	next, code := decideAlterPartition(cur.leaderAndISR, cur.version, live, s.shuttingDown, alterPartitionReq{
-		Leader: brokerID, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: p.NewISR,
-		LeaderRecoveryState: p.LeaderRecoveryState, Version: version,
-	}, s.ctrl.epoch)
-	if code != 0 {
-		return code
-	}
-	ver, err := b.writeState(s, topic, p.Partition, next, cur.version)
-	switch {
-	case err == nil:
-	case errors.Is(err, errFenced):
-		b.resign(s)
-		s.pending[zkTask{kind: taskElect}] = struct{}{}
-		return kerr.NotController.Code
-	case errors.Is(err, zk.ErrBadVersion):
-		s.pending[zkTask{kind: taskState, topic: topic, partition: p.Partition}] = struct{}{}
-		s.armed[statePath(topic, p.Partition)] = false
-		return kerr.InvalidUpdateVersion.Code
-	default:
-		return kerr.NotController.Code
-	}
-	tv.states[p.Partition] = partitionView{leaderAndISR: next, exists: true, version: ver}
-	b.log.WithFields(logFields(topic, p.Partition)).WithFields(logrus.Fields{"isr": next.ISR, "leader_epoch": next.LeaderEpoch, "partition_epoch": ver}).Info("controller: ISR changed by AlterPartition")
-	rp.LeaderID, rp.LeaderEpoch, rp.ISR, rp.PartitionEpoch = next.Leader, next.LeaderEpoch, next.ISR, ver
-	return 0
+	return kerr.NotController.Code
 }

@@ -10,8 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// This file holds the controller's decisions as pure functions (no ZooKeeper, no clock); zk.go reads the
-// cluster from ZooKeeper, asks these functions what to write, and writes it. The oracle is Kafka 3.9's
+// This file holds the controller's decisions as pure functions (no ZooKeeper, no clock); the controller
+// core (controller_core.go) asks them what to write as it steps through ZooKeeper's events, and its
+// driver (controller_driver.go) writes it. The oracle is Kafka 3.9's
 // ZooKeeper-mode controller (core/src/main/scala/kafka/controller).
 
 // Leader recovery states (org.apache.kafka.metadata.LeaderRecoveryState): a leader elected uncleanly is
@@ -261,8 +262,8 @@ func offlineReplicas(cur leaderAndISR, live map[int32]bool, controllerEpoch int3
 }
 
 // nextPartitionState is onBrokerChange with unclean.leader.election.enable=false (the default since
-// 0.11), as zk.go's reconcile calls it. It reports whether the state changed; a changed state carries
-// controllerEpoch.
+// 0.11), a shorthand for the tests (the controller core calls onBrokerChange with the topic's
+// setting). It reports whether the state changed; a changed state carries controllerEpoch.
 func nextPartitionState(cur leaderAndISR, replicas []int32, live map[int32]bool, controllerEpoch int32) (leaderAndISR, bool) {
 	c := onBrokerChange(cur, replicas, live, false, controllerEpoch)
 	return c.Next, c.Changed

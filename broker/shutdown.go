@@ -2,14 +2,11 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"strconv"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -40,61 +37,16 @@ func (b *Broker) handleControlledShutdown(ctx context.Context, req *kmsg.Control
 // controlledShutdown decides are written, and the answer lists the partitions it still leads.
 func (b *Broker) controlledShutdownInLoop(s *zkState, req *kmsg.ControlledShutdownRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ControlledShutdownResponse)
-	if !s.ctrl.active {
-		resp.ErrorCode = kerr.NotController.Code
-		return resp
-	}
-	id := req.BrokerID
-	if _, ok := s.ctrl.view.brokers[id]; !ok {
-		resp.ErrorCode = kerr.BrokerNotAvailable.Code
-		return resp
-	}
-	s.shuttingDown[id] = true
-	parts := map[partitionRef]partitionInfo{}
-	for topic, tv := range s.ctrl.view.topics {
-		for p, replicas := range tv.replicas {
-			st := tv.states[p]
-			parts[partitionRef{topic, p}] = partitionInfo{Replicas: replicas, State: st.leaderAndISR, HasState: st.exists}
-		}
-	}
-	next, remaining := controlledShutdown(id, parts, s.ctrl.view.liveSet(), s.shuttingDown, s.ctrl.epoch)
-	// Its follower replicas stop fetching: StopReplica(delete=false), sent by the next propagate.
-	sent := s.ctrl.sent[id]
-	if sent == nil || sent.epoch != s.ctrl.brokerEpochs[id] {
-		sent = &brokerSent{epoch: s.ctrl.brokerEpochs[id], lai: map[topicPartition]sentPartition{}, meta: map[topicPartition]sentPartition{}}
-		s.ctrl.sent[id] = sent
-	}
-	for ref, pi := range parts {
-		if pi.HasState && len(pi.Replicas) > 1 && pi.State.Leader != id && slices.Contains(pi.Replicas, id) {
-			sent.stops = append(sent.stops, topicPartition{ref.Topic, ref.Partition})
-		}
-	}
-	for ref, st := range next {
-		tv := s.ctrl.view.topics[ref.Topic]
-		cur := tv.states[ref.Partition]
-		ver, err := b.writeState(s, ref.Topic, ref.Partition, st, cur.version)
-		if err != nil {
-			if errors.Is(err, errFenced) {
-				b.resign(s)
-				s.pending[zkTask{kind: taskElect}] = struct{}{}
-				resp.ErrorCode = kerr.NotController.Code
-				return resp
+	resp.ErrorCode = kerr.NotController.Code
+	for _, a := range b.runCtrl(s, ctrlShutdown{ID: req.BrokerID}) {
+		if ans, ok := a.(ctrlShutdownAnswer); ok {
+			resp.ErrorCode = ans.Code
+			for _, r := range ans.Remaining {
+				rp := kmsg.NewControlledShutdownResponsePartitionsRemaining()
+				rp.Topic, rp.Partition = r.Topic, r.Partition
+				resp.PartitionsRemaining = append(resp.PartitionsRemaining, rp)
 			}
-			s.pending[zkTask{kind: taskState, topic: ref.Topic, partition: ref.Partition}] = struct{}{}
-			s.armed[statePath(ref.Topic, ref.Partition)] = false
-			if st.Leader != id && cur.Leader == id {
-				remaining = append(remaining, ref)
-			}
-			continue
 		}
-		tv.states[ref.Partition] = partitionView{leaderAndISR: st, exists: true, version: ver}
-		b.log.WithFields(logFields(ref.Topic, ref.Partition)).WithFields(logrus.Fields{"leader": st.Leader, "isr": st.ISR, "leader_epoch": st.LeaderEpoch, "shutting_down": id}).Info("controller: controlled shutdown moved the partition")
-	}
-	sortRefs(remaining)
-	for _, r := range remaining {
-		rp := kmsg.NewControlledShutdownResponsePartitionsRemaining()
-		rp.Topic, rp.Partition = r.Topic, r.Partition
-		resp.PartitionsRemaining = append(resp.PartitionsRemaining, rp)
 	}
 	return resp
 }

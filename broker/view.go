@@ -9,7 +9,7 @@ import (
 // assignment and partition states. As the broker's metadata cache (Kafka's ZkMetadataCache) it is fed
 // by the controller's UpdateMetadata (controlrequests.go); the ZooKeeper loop owns the working copy and
 // publishes immutable snapshots, which request handlers read without locks. The controller's context
-// (controllerRole.view) is another, read from ZooKeeper.
+// (controllerCore.view) is another, read from ZooKeeper.
 type clusterView struct {
 	brokers    map[int32]Node
 	controller int32
