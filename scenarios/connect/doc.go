@@ -9,11 +9,12 @@
 // In: Options — the protocol (Sessioned or Eager), the Layouts to go through (workers, and the
 // tasks.max of the source and of the sink), scheduled.rebalance.max.delay.ms, the source's throughput
 // (records per second per task), a directory for the workers and the tasks' event files, the logs and
-// a progress writer. Run starts the environment (env.Start: ZooKeeper and one rebalancelab broker with
-// the coordinator's group observer), then runs four phases: start (the lab, a client, the topic),
+// a progress writer. Run goes through its phases, each a method of one run: start (env.Start:
+// ZooKeeper and one rebalancelab broker with the coordinator's group observer; a client; the topic),
 // layouts (workers started and connectors configured until the observer shows each layout held),
-// kill (the last worker killed with -9, waited until its tasks are held again) and drain (the source
-// stopped, the sink waited until it consumed every acknowledged record).
+// internalTopics (DescribeConfigs of Connect's three topics), kill (the last worker killed with -9,
+// waited until its tasks are held again) and drain (the source stopped, the sink waited until it
+// consumed every acknowledged record); the relations are checked last.
 //
 // Out: a Result — every Stable generation of the Connect group with what each worker held (decoded
 // by internal/groupview from the observer's events), the generation each layout settled in, the
