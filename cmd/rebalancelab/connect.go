@@ -8,21 +8,21 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
-	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/connect"
 )
 
-// runConnect is `scenario run connect-workers`: scenarios.RunConnect once per protocol, each run's
+// runConnect is `scenario run connect-workers`: connect.Run once per protocol, each run's
 // table on stdout, the runs as a JSON list in jsonFile; an error when a run did not pass (a relation
-// did not hold, or it recorded an error: ConnectResult.Passed).
+// did not hold, or it recorded an error: connect.Result.Passed).
 func runConnect(cmd *cobra.Command, protocols []string, jsonFile string) error {
-	var runs []*scenarios.ConnectResult
+	var runs []*connect.Result
 	passed := true
 	for _, p := range protocols {
-		o := scenarios.ConnectOptions{Protocol: p, Progress: cmd.ErrOrStderr(), Log: logrus.NewEntry(logrus.StandardLogger())}
+		o := connect.Options{Protocol: p, Progress: cmd.ErrOrStderr(), Log: logrus.NewEntry(logrus.StandardLogger())}
 		if logrus.GetLevel() >= logrus.DebugLevel {
 			o.LabLog = logrus.NewEntry(logrus.StandardLogger())
 		}
-		res, err := scenarios.RunConnect(cmd.Context(), o)
+		res, err := connect.Run(cmd.Context(), o)
 		if res != nil {
 			if werr := res.WriteTable(cmd.OutOrStdout()); werr != nil {
 				return werr
@@ -30,12 +30,12 @@ func runConnect(cmd *cobra.Command, protocols []string, jsonFile string) error {
 			runs = append(runs, res)
 		}
 		if err != nil {
-			return fmt.Errorf("scenario %s (%s): %w", scenarios.ConnectScenario, p, err)
+			return fmt.Errorf("scenario %s (%s): %w", connect.Scenario, p, err)
 		}
 		passed = passed && res.Passed()
 	}
 	if jsonFile != "" {
-		b, err := json.MarshalIndent(map[string]any{"scenario": scenarios.ConnectScenario, "runs": runs}, "", "  ")
+		b, err := json.MarshalIndent(map[string]any{"scenario": connect.Scenario, "runs": runs}, "", "  ")
 		if err != nil {
 			return err
 		}
@@ -44,7 +44,7 @@ func runConnect(cmd *cobra.Command, protocols []string, jsonFile string) error {
 		}
 	}
 	if !passed {
-		return fmt.Errorf("scenario %s failed: a relation did not hold or the run recorded an error (FAIL and error lines above)", scenarios.ConnectScenario)
+		return fmt.Errorf("scenario %s failed: a relation did not hold or the run recorded an error (FAIL and error lines above)", connect.Scenario)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/connect"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
@@ -51,7 +52,7 @@ connect-workers runs it).`,
 			for _, s := range scenarios.Catalog() {
 				fmt.Fprintf(w, "%s\t%s\n", s.Name, s.Description)
 			}
-			fmt.Fprintf(w, "%s\t%s\n", scenarios.ConnectScenario, scenarios.ConnectScenarioDescription)
+			fmt.Fprintf(w, "%s\t%s\n", connect.Scenario, connect.ScenarioDescription)
 			return w.Flush()
 		},
 	}
@@ -122,7 +123,7 @@ func (f *scenarioRunFlags) options(cmd *cobra.Command, args []string) (*scenario
 	if sf != nil && f.steps != "" {
 		return nil, fmt.Errorf("--script %s and --steps %s: a scenario file has its own steps; --steps replays steps on a catalogue scenario NAME", f.script, f.steps)
 	}
-	if name == scenarios.ConnectScenario {
+	if name == connect.Scenario {
 		var other []string // connect-workers runs Connect workers on a lab of its own: nothing else applies
 		cmd.Flags().Visit(func(fl *pflag.Flag) {
 			if fl.Name != "connect-protocol" && fl.Name != "json" {
@@ -348,7 +349,7 @@ Of the flags above only --json applies (a list of the runs).`,
 		},
 	}
 	fs := run.Flags()
-	fs.StringSliceVar(&f.connectProtocols, "connect-protocol", []string{scenarios.ConnectSessioned, scenarios.ConnectEager},
+	fs.StringSliceVar(&f.connectProtocols, "connect-protocol", []string{connect.Sessioned, connect.Eager},
 		"connect-workers: the Connect protocols to run (connect.protocol: sessioned, eager)")
 	fs.StringVar(&f.script, "script", "", "run the scenario FILE defines (YAML or JSON; docs/reference/scenarios.md \"Scenario files\") instead of a catalogue NAME")
 	fs.StringVar(&f.steps, "steps", "", "run NAME on these steps (JSON lines, a step each, as the result JSON's script and scenario show print) instead of its script")

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/rebalancelab/rebalancelab/lab"
-	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/connect"
 )
 
 // connectFigure is chapter 7's Connect figure: the connect-workers runs' tables, sessioned then eager.
@@ -20,11 +20,11 @@ const connectFigure = "ch7-connect-workers.txt"
 // ch7-connect-settings-summary, -layouts-summary, -kill-summary, -eager-summary). The eager run is
 // optional (-small runs sessioned only).
 func (g *generator) ch7Connect() error {
-	ses := g.connectResult(connectKey(scenarios.ConnectSessioned))
+	ses := g.connectResult(connectKey(connect.Sessioned))
 	if ses == nil {
-		return fmt.Errorf("no %s result", connectKey(scenarios.ConnectSessioned))
+		return fmt.Errorf("no %s result", connectKey(connect.Sessioned))
 	}
-	eager := g.connectResult(connectKey(scenarios.ConnectEager))
+	eager := g.connectResult(connectKey(connect.Eager))
 	sesTable, err := connectTable(ses)
 	if err != nil {
 		return err
@@ -48,7 +48,7 @@ func (g *generator) ch7Connect() error {
 	return nil
 }
 
-func connectTable(res *scenarios.ConnectResult) (string, error) {
+func connectTable(res *connect.Result) (string, error) {
 	var b bytes.Buffer
 	if err := res.WriteTable(&b); err != nil {
 		return "", err
@@ -59,7 +59,7 @@ func connectTable(res *scenarios.ConnectResult) (string, error) {
 // layoutText describes layout l: in full after no layout ("1 worker, `tasks.max` 1 for the source and
 // 1 for the sink"), else what changed from prev ("2 workers"; "`tasks.max` 2 for the source and 2 for
 // the sink").
-func layoutText(prev *scenarios.ConnectLayout, l scenarios.ConnectLayout) string {
+func layoutText(prev *connect.Layout, l connect.Layout) string {
 	tasks := fmt.Sprintf("`tasks.max` %d for the source and %d for the sink", l.SourceTasks, l.SinkTasks)
 	if prev == nil {
 		return plural(l.Workers, "worker") + ", " + tasks
@@ -78,10 +78,10 @@ func layoutText(prev *scenarios.ConnectLayout, l scenarios.ConnectLayout) string
 }
 
 // layoutTexts describes each layout as layoutText does.
-func layoutTexts(layouts []scenarios.ConnectLayout) []string {
+func layoutTexts(layouts []connect.Layout) []string {
 	var out []string
 	for i, l := range layouts {
-		var prev *scenarios.ConnectLayout
+		var prev *connect.Layout
 		if i > 0 {
 			prev = &layouts[i-1]
 		}
@@ -102,7 +102,7 @@ func andList(xs []string) string {
 }
 
 // connectSettingsText introduces the run behind the section: protocol, layouts, the lab's timings.
-func connectSettingsText(ses *scenarios.ConnectResult, layouts []scenarios.ConnectLayout, withEager bool) string {
+func connectSettingsText(ses *connect.Result, layouts []connect.Layout, withEager bool) string {
 	also := ""
 	if withEager {
 		also = ", which has the eager run after it"
@@ -115,7 +115,7 @@ func connectSettingsText(ses *scenarios.ConnectResult, layouts []scenarios.Conne
 }
 
 // holdings maps each worker of g to what it holds (connectors and tasks).
-func holdings(g scenarios.ConnectGeneration) map[string][]string {
+func holdings(g connect.Generation) map[string][]string {
 	out := map[string][]string{}
 	for _, h := range g.Workers {
 		out[h.Worker] = append(slices.Clone(h.Connectors), h.Tasks...)
@@ -135,7 +135,7 @@ func without(a, b []string) []string {
 
 // genChange says what changed from prev to cur, worker by worker: "worker-2 joins, worker-1 gives up
 // verifiable-sink and verifiable-sink-0"; "no change" when nothing did.
-func genChange(prev, cur scenarios.ConnectGeneration) string {
+func genChange(prev, cur connect.Generation) string {
 	p, c := holdings(prev), holdings(cur)
 	var parts []string
 	for _, w := range slices.Sorted(maps.Keys(c)) {
@@ -164,7 +164,7 @@ func genChange(prev, cur scenarios.ConnectGeneration) string {
 }
 
 // genRange: "generation 3", "generations 1–5".
-func genRange(gens []scenarios.ConnectGeneration) string {
+func genRange(gens []connect.Generation) string {
 	if len(gens) == 1 {
 		return fmt.Sprintf("generation %d", gens[0].Generation)
 	}
@@ -172,14 +172,14 @@ func genRange(gens []scenarios.ConnectGeneration) string {
 }
 
 // connectLayoutsText reads the table down, layout by layout: its generations and what each changed.
-func connectLayoutsText(res *scenarios.ConnectResult, layouts []scenarios.ConnectLayout) string {
+func connectLayoutsText(res *connect.Result, layouts []connect.Layout) string {
 	var items []string
-	var prev scenarios.ConnectGeneration
+	var prev connect.Generation
 	idx := 0
 	texts := layoutTexts(layouts)
 	for i := range layouts {
 		prefix := fmt.Sprintf("layout %d:", i+1)
-		var gens []scenarios.ConnectGeneration
+		var gens []connect.Generation
 		for idx < len(res.Generations) && strings.HasPrefix(res.Generations[idx].Phase, prefix) {
 			gens = append(gens, res.Generations[idx])
 			idx++
@@ -206,13 +206,13 @@ func connectLayoutsText(res *scenarios.ConnectResult, layouts []scenarios.Connec
 }
 
 // atKill returns what each worker held in the last generation before the kill.
-func atKill(res *scenarios.ConnectResult) map[string]scenarios.ConnectHolding {
-	out := map[string]scenarios.ConnectHolding{}
+func atKill(res *connect.Result) map[string]connect.Holding {
+	out := map[string]connect.Holding{}
 	for _, g := range res.Generations {
 		if g.TsMs > res.KilledAtMs {
 			break
 		}
-		out = map[string]scenarios.ConnectHolding{}
+		out = map[string]connect.Holding{}
 		for _, h := range g.Workers {
 			out[h.Worker] = h
 		}
@@ -221,7 +221,7 @@ func atKill(res *scenarios.ConnectResult) map[string]scenarios.ConnectHolding {
 }
 
 // genAt returns the generation observed at tsMs (0 when none).
-func genAt(res *scenarios.ConnectResult, tsMs int64) int32 {
+func genAt(res *connect.Result, tsMs int64) int32 {
 	for _, g := range res.Generations {
 		if g.TsMs == tsMs {
 			return g.Generation
@@ -232,7 +232,7 @@ func genAt(res *scenarios.ConnectResult, tsMs int64) int32 {
 
 // survivorsText: "worker-1: 2 of its 2 tasks stopped, 2401 ms of task downtime in all; worker-2: ..."
 // for every surviving worker that ran tasks at the kill.
-func survivorsText(res *scenarios.ConnectResult) (string, int) {
+func survivorsText(res *connect.Result) (string, int) {
 	held := atKill(res)
 	var parts []string
 	stopped := 0
@@ -248,13 +248,13 @@ func survivorsText(res *scenarios.ConnectResult) (string, int) {
 }
 
 // killedTasks are the killed worker's tasks (not its connectors) at the kill.
-func killedTasks(res *scenarios.ConnectResult) []string {
+func killedTasks(res *connect.Result) []string {
 	return atKill(res)[res.Killed].Tasks
 }
 
 // connectKillText is the sessioned run's kill: the departure, the scheduled delay, the reassignment,
 // the task downtime.
-func connectKillText(res *scenarios.ConnectResult) string {
+func connectKillText(res *connect.Result) string {
 	held := "nothing"
 	if len(res.KilledTasks) > 0 {
 		held = andList(res.KilledTasks)
@@ -286,12 +286,12 @@ func connectKillText(res *scenarios.ConnectResult) string {
 }
 
 // connectEagerText is the eager run's kill (when it ran) and both runs' records and relations.
-func connectEagerText(ses, eager *scenarios.ConnectResult) string {
+func connectEagerText(ses, eager *connect.Result) string {
 	var b strings.Builder
-	runs := []*scenarios.ConnectResult{ses}
+	runs := []*connect.Result{ses}
 	if eager == nil {
 		fmt.Fprintf(&b, "This run did not include the eager protocol (`-small` runs `%s` only); `rebalancelab scenario run %s "+
-			"--connect-protocol eager` shows it. ", ses.Protocol, scenarios.ConnectScenario)
+			"--connect-protocol eager` shows it. ", ses.Protocol, connect.Scenario)
 	} else {
 		runs = append(runs, eager)
 		surv, stopped := survivorsText(eager)
@@ -329,7 +329,7 @@ func connectEagerText(ses, eager *scenarios.ConnectResult) string {
 }
 
 // connectRelationsSentence says whether every relation of the runs held, naming those that did not.
-func connectRelationsSentence(runs []*scenarios.ConnectResult) string {
+func connectRelationsSentence(runs []*connect.Result) string {
 	n := 0
 	var failed []string
 	for _, r := range runs {

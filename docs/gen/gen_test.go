@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/connect"
 	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
@@ -632,18 +633,18 @@ func TestSweepBlocks(t *testing.T) {
 // TestConnectTexts: chapter 7's Connect sentences read the run: a layout's generations and what each
 // changed, the kill's generations and delays, the survivors' stops.
 func TestConnectTexts(t *testing.T) {
-	gen := func(ts int64, n int32, phase string, hs ...scenarios.ConnectHolding) scenarios.ConnectGeneration {
-		return scenarios.ConnectGeneration{TsMs: ts, Generation: n, Protocol: "sessioned", Phase: phase, Workers: hs}
+	gen := func(ts int64, n int32, phase string, hs ...connect.Holding) connect.Generation {
+		return connect.Generation{TsMs: ts, Generation: n, Protocol: "sessioned", Phase: phase, Workers: hs}
 	}
-	h := func(w string, conns, tasks []string) scenarios.ConnectHolding {
-		return scenarios.ConnectHolding{Worker: w, Connectors: conns, Tasks: tasks}
+	h := func(w string, conns, tasks []string) connect.Holding {
+		return connect.Holding{Worker: w, Connectors: conns, Tasks: tasks}
 	}
 	l1, l2 := "layout 1: 1 worker(s), 1 source and 1 sink task(s)", "layout 2: 2 worker(s), 1 source and 1 sink task(s)"
 	kill := "after worker-2 was killed (-9)"
-	res := &scenarios.ConnectResult{Protocol: "sessioned", DelayMs: 3000, Killed: "worker-2", KilledAtMs: 1000,
+	res := &connect.Result{Protocol: "sessioned", DelayMs: 3000, Killed: "worker-2", KilledAtMs: 1000,
 		KilledTasks: []string{"src", "src-0"}, DepartureSeenMs: 3000, DepartureDelay: 3000, ReassignedMs: 6000, Rebalances: 2,
 		TaskDowntimeMs: map[string]int64{"worker-1": 0, "worker-2": 5000}, TasksStopped: map[string]int{"worker-1": 0},
-		Generations: []scenarios.ConnectGeneration{
+		Generations: []connect.Generation{
 			gen(100, 1, l1, h("worker-1", nil, nil)),
 			gen(200, 2, l1, h("worker-1", []string{"sink", "src"}, []string{"sink-0", "src-0"})),
 			gen(300, 3, l2, h("worker-1", []string{"sink"}, []string{"sink-0"}), h("worker-2", nil, nil)),
@@ -651,7 +652,7 @@ func TestConnectTexts(t *testing.T) {
 			gen(3000, 5, kill, h("worker-1", []string{"sink"}, []string{"sink-0"})),
 			gen(6000, 6, kill, h("worker-1", []string{"sink", "src"}, []string{"sink-0", "src-0"})),
 		}}
-	layouts := []scenarios.ConnectLayout{{Workers: 1, SourceTasks: 1, SinkTasks: 1}, {Workers: 2, SourceTasks: 1, SinkTasks: 1}}
+	layouts := []connect.Layout{{Workers: 1, SourceTasks: 1, SinkTasks: 1}, {Workers: 2, SourceTasks: 1, SinkTasks: 1}}
 	s := connectLayoutsText(res, layouts)
 	for _, want := range []string{"Layout 1, 1 worker, `tasks.max` 1 for the source and 1 for the sink: generations 1–2 (1: worker-1 joins; 2: worker-1 gets sink, src, sink-0 and src-0)",
 		"Layout 2, 2 workers: generations 3–4 (3: worker-2 joins, worker-1 gives up src and src-0; 4: worker-2 gets src and src-0)"} {

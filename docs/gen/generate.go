@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/connect"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
@@ -33,10 +34,10 @@ type sizes struct {
 }
 
 // connectSizes are the connect-workers knobs: the Connect protocols to run (one run each, in this
-// order) and the layouts each run goes through (scenarios.ConnectLayout: workers, tasks.max).
+// order) and the layouts each run goes through (connect.Layout: workers, tasks.max).
 type connectSizes struct {
 	protocols []string
-	layouts   []scenarios.ConnectLayout
+	layouts   []connect.Layout
 }
 
 // sweepSizes is a herd-join sweep's knobs (scenarios.SweepOptions').
@@ -99,7 +100,7 @@ func sizesFor(small bool) sizes {
 			sweep: sweepSizes{sizes: []int{2, 3, 4}, repeat: 1, partitionsPerMember: 2, brokerConfig: sweepBrokerConfig}, ch1Messages: 12,
 			// The least connect-workers allows: its last layout's last worker is killed, so two workers
 			// (started together, before the connectors), one source and one sink task; sessioned only.
-			connect: connectSizes{protocols: []string{scenarios.ConnectSessioned}, layouts: []scenarios.ConnectLayout{{Workers: 2, SourceTasks: 1, SinkTasks: 1}}},
+			connect: connectSizes{protocols: []string{connect.Sessioned}, layouts: []connect.Layout{{Workers: 2, SourceTasks: 1, SinkTasks: 1}}},
 			cluster: spec.Params{Consumers: 2, Partitions: 6}, clusterEras: spec.Names([]spec.Era{spec.Classic}),
 		}
 	}
@@ -113,7 +114,7 @@ func sizesFor(small bool) sizes {
 		sweep: sweepSizes{sizes: []int{4, 16, 64, 256}, repeat: 3, partitionsPerMember: 2,
 			eraMaxN: map[string]int{string(spec.Cooperative): 64, string(spec.Static): 64}, brokerConfig: sweepBrokerConfig},
 		ch1Messages: 12,
-		connect:     connectSizes{protocols: []string{scenarios.ConnectSessioned, scenarios.ConnectEager}, layouts: scenarios.ConnectLayouts},
+		connect:     connectSizes{protocols: []string{connect.Sessioned, connect.Eager}, layouts: connect.Layouts},
 		cluster:     spec.Params{Consumers: 3, Partitions: 6}, clusterEras: allEras,
 	}
 }
@@ -129,18 +130,18 @@ type scenarioRun struct {
 	// sweep, when it has sizes, makes this run a sweep over them (consumers is unused): the result is
 	// in sweeps[key], its table, plot and JSON in figures/ch4-herd-sweep.*.
 	sweep sweepSizes
-	// connectProtocol, when set, makes this run a connect-workers run (scenarios.RunConnect) with that
+	// connectProtocol, when set, makes this run a connect-workers run (connect.Run) with that
 	// protocol through connectLayouts (eras, consumers and partitions are unused): the result is in
 	// connects[key].
 	connectProtocol string
-	connectLayouts  []scenarios.ConnectLayout
+	connectLayouts  []connect.Layout
 	// cluster: a three-broker scenario whose brokers run as processes of config.bin, with chapter 8's
 	// state snapshots around its broker kill (snapshots.onStep).
 	cluster bool
 }
 
 // connectKey is the results key of the connect-workers run with protocol p.
-func connectKey(p string) string { return scenarios.ConnectScenario + "-" + p }
+func connectKey(p string) string { return connect.Scenario + "-" + p }
 
 // describe is the run as the plan lists it.
 func (r scenarioRun) describe() string {
@@ -205,7 +206,7 @@ func (s sizes) scenarioRuns(only map[string]bool) []scenarioRun {
 	if only["ch7"] { // Kafka Streams instances: one size (2 instances, 6 partitions), small or not
 		add(runStreams, "streams-threads", []string{scenarios.StreamsEra}, spec.Params{Consumers: 2, Partitions: 6}, false)
 		for _, p := range s.connect.protocols { // Kafka Connect workers
-			runs = append(runs, scenarioRun{key: connectKey(p), name: scenarios.ConnectScenario, connectProtocol: p, connectLayouts: s.connect.layouts})
+			runs = append(runs, scenarioRun{key: connectKey(p), name: connect.Scenario, connectProtocol: p, connectLayouts: s.connect.layouts})
 		}
 	}
 	return runs
@@ -221,7 +222,7 @@ type generator struct {
 	mu       sync.Mutex // progress lines and results
 	results  map[string]*scenarios.RunResult
 	sweeps   map[string]*report.SweepResult
-	connects map[string]*scenarios.ConnectResult
+	connects map[string]*connect.Result
 	snaps    snapshots // chapter 8's state znodes around its broker kills
 }
 
@@ -246,7 +247,7 @@ func (g *generator) sweepResult(key string) *report.SweepResult {
 	return g.sweeps[key]
 }
 
-func (g *generator) connectResult(key string) *scenarios.ConnectResult {
+func (g *generator) connectResult(key string) *connect.Result {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.connects[key]
@@ -266,7 +267,7 @@ func (g *generator) result(key string) *scenarios.RunResult {
 func (g *generator) generate(ctx context.Context) error {
 	g.results = map[string]*scenarios.RunResult{}
 	g.sweeps = map[string]*report.SweepResult{}
-	g.connects = map[string]*scenarios.ConnectResult{}
+	g.connects = map[string]*connect.Result{}
 	labChapters := func(ctx context.Context) error {
 		steps := []struct {
 			ch string
@@ -319,7 +320,7 @@ func (g *generator) generate(ctx context.Context) error {
 
 // smallRunCost orders the -small runs, longest first (seconds measured on 2 cores; only the order matters).
 var smallRunCost = map[string]int{"split-brain-zombie": 38, "split-brain-divergent-views": 26, "herd-effect": 23, "rolling-restart": 20,
-	"streams-threads": 25, scenarios.ConnectScenario: 50, runBrokerFailure: 35, runCoordFailover: 35, runDurability: 30}
+	"streams-threads": 25, connect.Scenario: 50, runBrokerFailure: 35, runCoordFailover: 35, runDurability: 30}
 
 // smallCost is r's place in that order; a sweep costs about a herd-join run (≈15 s) per size and run.
 func (r scenarioRun) smallCost() int {
@@ -437,7 +438,7 @@ func (g *generator) runScenario(ctx context.Context, r scenarioRun) error {
 func (g *generator) runConnect(ctx context.Context, r scenarioRun) error {
 	start := time.Now()
 	g.logf("scenario %s", r.describe())
-	res, err := scenarios.RunConnect(ctx, scenarios.ConnectOptions{Protocol: r.connectProtocol, Layouts: r.connectLayouts,
+	res, err := connect.Run(ctx, connect.Options{Protocol: r.connectProtocol, Layouts: r.connectLayouts,
 		Progress: lockedWriter{g}, Log: quietLog()})
 	if err != nil {
 		if res != nil {

@@ -10,7 +10,7 @@ import (
 )
 
 // Defaults are the options every runner shares — scenarios.Run (and the Streams runner it calls),
-// scenarios.RunConnect, bench storm — filled in one place (Fill).
+// connect.Run (scenarios/connect), bench storm — filled in one place (Fill).
 type Defaults struct {
 	// Log is the runner's log; nil: logrus' standard logger.
 	Log *logrus.Entry

@@ -1,4 +1,4 @@
-package scenarios
+package connect
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func TestConnectWorkers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	var progress strings.Builder
-	res, err := RunConnect(ctx, ConnectOptions{Protocol: ConnectSessioned, Dir: t.TempDir(), Progress: &progress})
+	res, err := Run(ctx, Options{Protocol: Sessioned, Dir: t.TempDir(), Progress: &progress})
 	if res != nil {
 		var b strings.Builder
 		_ = res.WriteTable(&b)
@@ -41,8 +41,8 @@ func TestConnectWorkers(t *testing.T) {
 	var workers []int
 	for _, l := range res.Layouts {
 		workers = append(workers, len(l.Workers))
-		if l.Protocol != ConnectSessioned {
-			t.Errorf("generation %d: protocol %q, want %q", l.Generation, l.Protocol, ConnectSessioned)
+		if l.Protocol != Sessioned {
+			t.Errorf("generation %d: protocol %q, want %q", l.Generation, l.Protocol, Sessioned)
 		}
 	}
 	if !slices.Equal(workers, []int{1, 1, 2, 3}) {
