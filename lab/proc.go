@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rebalancelab/rebalancelab/internal/poll"
 )
 
 // proc is one child process the lab runs (a ZooKeeper JVM or a broker binary). Its stdout and stderr
@@ -172,24 +174,30 @@ func freePort() (int, error) {
 	return 0, errors.New("lab: no free loopback port after 50 tries")
 }
 
-// waitTCP waits until addr accepts a TCP connection, p exits, or ctx ends.
-func waitTCP(ctx context.Context, addr string, p *proc) error {
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
+// errExited is waitUp's error when the process exits before it is up.
+var errExited = errors.New("process exited")
+
+// waitUp waits for a process to come up: it tries up at once and then every pause (poll, fixed pauses)
+// until up holds (nil). If p exits first it returns errExited; if ctx ends first it kills p and returns
+// poll's error, which wraps ctx.Err() and names what ("broker 1's first stdout line").
+func (p *proc) waitUp(ctx context.Context, pause time.Duration, what string, up func() bool) error {
+	err := poll.Backoff{First: pause, Max: pause}.UntilErr(ctx, 0, what, func() error {
+		if up() {
 			return nil
 		}
-		if p != nil && p.exited() {
-			return fmt.Errorf("process exited (%v) before listening on %s", p.err, addr)
+		if p.exited() {
+			return poll.Stop(errExited)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not listening: %w", addr, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
+		return errNotUp
+	})
+	if err != nil && err != errExited {
+		p.kill()
 	}
+	return err
 }
+
+// errNotUp is waitUp's reason while the process runs and is not up yet.
+var errNotUp = errors.New("the process runs, not up yet")
 
 // ChildSysProcAttr is the process attributes the lab gives its children (its own process group; on
 // Linux SIGKILL when the parent thread dies), for other packages' child processes (member processes).
