@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rebalancelab/rebalancelab/internal/poll"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/newconsumer"
 	"github.com/rebalancelab/rebalancelab/timeline"
@@ -185,6 +186,34 @@ func coordStable(ms []*coordMember, partitions int) bool {
 		}
 	}
 	return len(seen) == partitions
+}
+
+// awaitRoutine waits until each member of ms has recorded in col, from sinceMs, at least heartbeats
+// Heartbeats and one OffsetCommit answered without error: a stable group's routine traffic, which the
+// sequence diagram counts in one note per member (heartbeat.interval.ms 500, auto.commit.interval.ms
+// 1000: about heartbeats/2 seconds).
+func awaitRoutine(ctx context.Context, col *timeline.Collector, ms []*coordMember, sinceMs int64, heartbeats int) error {
+	what := fmt.Sprintf("%d heartbeats and a commit from each member", heartbeats)
+	return poll.Until(ctx, 30*time.Second, what, func() bool {
+		hb, commits := map[string]int{}, map[string]int{}
+		for _, r := range col.Records() {
+			if r.Kind != timeline.GroupRequest || r.Err != "" || r.TsMs < sinceMs {
+				continue
+			}
+			switch r.API {
+			case "Heartbeat":
+				hb[r.Member]++
+			case "OffsetCommit":
+				commits[r.Member]++
+			}
+		}
+		for _, m := range ms {
+			if hb[m.name] < heartbeats || commits[m.name] < 1 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // partitionList formats partitions as "0, 1, 2" (sorted), or "none".
