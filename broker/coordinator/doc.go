@@ -33,7 +33,7 @@
 //
 // Plugging into the broker:
 //
-//	cfg := coordinator.DefaultConfig()  // Kafka defaults; cfg.Set(key, value) per group.*/offsets.* key
+//	cfg := coordinator.DefaultConfig()  // Kafka defaults; the broker sets the group.*/offsets.* fields from its config
 //	cfg.Node = coordinator.Node{ID: brokerID, Host: advertisedHost, Port: advertisedPort}
 //	cfg.ClientInfo = func(ctx context.Context) (string, string) {
 //		ri, _ := broker.RequestInfoFrom(ctx)
