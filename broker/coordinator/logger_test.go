@@ -4,11 +4,9 @@ import (
 	"log/slog"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The standard library's structured logger is a Logger as it is.
@@ -24,13 +22,7 @@ func TestCoreLogLinesThroughLogrus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, core: core, now: time.UnixMilli(1000), log: newMemLog(), timers: map[TimerID]time.Time{},
-		resps: map[RequestID]kmsg.Response{}, errs: map[RequestID]error{}}
-	h.apply(core.Startup(h.now))
-	for p := int32(0); p < 5; p++ {
-		core.BeginLoad(p)
-		h.apply(mustLoad(t, core, h.now, p))
-	}
+	h := startedHarness(t, core)
 	ms := h.stableGroup("g", 1, joinOpts{version: 4, session: 10000, rebalance: 10000})
 
 	find := func(msg string) *logrus.Entry {
