@@ -22,14 +22,11 @@ func (g *generator) ch1(ctx context.Context) error {
 		members int
 	}{{"billing", 2}, {"audit", 1}, {"reports", 5}}
 
-	l, err := startLab(ctx)
+	l, err := startLabWithTopic(ctx, topic, partitions)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	if err := createTopic(ctx, l.Bootstrap(), topic, partitions); err != nil {
-		return err
-	}
 	byGroup := map[string][]*coordMember{}
 	var all []*coordMember
 	defer func() {

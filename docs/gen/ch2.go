@@ -26,14 +26,11 @@ import (
 // server holds it with all three running, and c1's rebalance caused by c3's arrival, step by step.
 func (g *generator) ch2(ctx context.Context) error {
 	const group, topic, partitions, messages = "dashboard", "clicks", 6, 30
-	l, err := startLab(ctx)
+	l, err := startLabWithTopic(ctx, topic, partitions)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	if err := createTopic(ctx, l.Bootstrap(), topic, partitions); err != nil {
-		return err
-	}
 	if err := produce(ctx, l.Bootstrap(), topic, partitions, messages); err != nil {
 		return err
 	}

@@ -18,14 +18,11 @@ import (
 // their timeline, which becomes a Mermaid sequence diagram and a table of generations.
 func (g *generator) ch3(ctx context.Context) error {
 	const group, topic, partitions = "invoices", "invoices", 6
-	l, err := startLab(ctx)
+	l, err := startLabWithTopic(ctx, topic, partitions)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	if err := createTopic(ctx, l.Bootstrap(), topic, partitions); err != nil {
-		return err
-	}
 	col := &timeline.Collector{}
 	runner := &timeline.Recorder{Sink: col, Era: string(spec.Classic), Member: "runner"}
 	var live []*coordMember

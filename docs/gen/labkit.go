@@ -38,6 +38,19 @@ func startLab(ctx context.Context) (*lab.Lab, error) {
 	return l, nil
 }
 
+// startLabWithTopic is startLab, then createTopic (the lab is closed when the topic cannot be made).
+func startLabWithTopic(ctx context.Context, topic string, partitions int32) (*lab.Lab, error) {
+	l, err := startLab(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := createTopic(ctx, l.Bootstrap(), topic, partitions); err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
 // createTopic creates topic with the given partitions (replication factor 1) through CreateTopics.
 func createTopic(ctx context.Context, bootstrap, topic string, partitions int32) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...))
