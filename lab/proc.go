@@ -30,13 +30,22 @@ type proc struct {
 }
 
 // startProc starts argv with its output appended to logPath.
+func startProc(argv []string, dir string, env []string, logPath string) (*proc, error) {
+	p, _, err := startProcIO(argv, dir, env, logPath, nil)
+	return p, err
+}
+
+// startProcIO is startProc for a child spoken to through its standard input and output (a harness of
+// JSON lines): with stdout set, the child's standard output goes to stdout, which a goroutine of its
+// own runs until EOF (before the process is waited for), and startProcIO returns a pipe to its
+// standard input; standard error still goes to logPath.
 //
 // Pdeathsig fires when the OS thread that forked the child exits, not the process, so the fork and
 // the wait happen on one goroutine locked to its thread: that thread lives as long as the child.
-func startProc(argv []string, dir string, env []string, logPath string) (*proc, error) {
+func startProcIO(argv []string, dir string, env []string, logPath string, stdout func(io.Reader)) (*proc, io.WriteCloser, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("lab: open log %s: %w", logPath, err)
+		return nil, nil, fmt.Errorf("lab: open log %s: %w", logPath, err)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
@@ -44,6 +53,18 @@ func startProc(argv []string, dir string, env []string, logPath string) (*proc, 
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.SysProcAttr = childSysProcAttr()
+	var stdin io.WriteCloser
+	var out io.ReadCloser
+	if stdout != nil {
+		cmd.Stdout = nil
+		if stdin, err = cmd.StdinPipe(); err == nil {
+			out, err = cmd.StdoutPipe()
+		}
+		if err != nil {
+			logf.Close()
+			return nil, nil, fmt.Errorf("lab: start %s: %w", argv[0], err)
+		}
+	}
 	p := &proc{cmd: cmd, logPath: logPath, done: make(chan struct{})}
 	if st, err := logf.Stat(); err == nil {
 		p.logStart = st.Size()
@@ -58,14 +79,22 @@ func startProc(argv []string, dir string, env []string, logPath string) (*proc, 
 			return
 		}
 		started <- nil
+		if out != nil {
+			read := make(chan struct{})
+			go func() {
+				defer close(read)
+				stdout(out)
+			}()
+			<-read // Wait closes the pipes: read everything first
+		}
 		p.err = cmd.Wait()
 		logf.Close()
 		close(p.done)
 	}()
 	if err := <-started; err != nil {
-		return nil, fmt.Errorf("lab: start %s: %w", argv[0], err)
+		return nil, nil, fmt.Errorf("lab: start %s: %w", argv[0], err)
 	}
-	return p, nil
+	return p, stdin, nil
 }
 
 func (p *proc) pid() int { return p.cmd.Process.Pid }
