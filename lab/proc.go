@@ -17,8 +17,9 @@ import (
 	"github.com/rebalancelab/rebalancelab/internal/poll"
 )
 
-// proc is one child process the lab runs (a ZooKeeper JVM or a broker binary). Its stdout and stderr
-// go to one log file; it runs in its own process group (so a terminal's Ctrl-C reaches only the Go
+// proc is one child process the lab runs (a ZooKeeper, Kafka or Connect JVM, a broker binary, the
+// 0.8.2.2 connector's harness). Its stdout and stderr go to one log file (startProcIO: stderr only, its
+// stdout read by the caller); it runs in its own process group (so a terminal's Ctrl-C reaches only the Go
 // process, which then cleans up) and, on Linux, gets SIGKILL when the Go process dies (Pdeathsig), so
 // a test binary killed with -9 leaves no JVM behind.
 type proc struct {
