@@ -168,23 +168,19 @@ log4j.logger.org.apache.kafka.connect.runtime.distributed.DistributedConfig=WARN
 	w := &ConnectWorker{Name: o.Name, URL: "http://127.0.0.1:" + strconv.Itoa(port), Dir: o.Dir, p: p, log: o.Log}
 	o.Log.WithFields(logrus.Fields{"worker": o.Name, "pid": p.pid(), "rest": w.URL}).Info("Connect worker process started")
 	rest := ConnectREST{URL: w.URL}
-	for {
+	err = p.waitUp(ctx, 200*time.Millisecond, "Connect worker "+o.Name+"'s REST API", func() bool {
 		c, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
 		_, err := rest.do(c, http.MethodGet, "/", nil)
-		cancel()
-		if err == nil {
-			return w, nil
-		}
-		if p.exited() {
-			return nil, fmt.Errorf("lab: Connect worker %s exited (%v) before its REST API answered; log tail (%s):\n%s", o.Name, p.err, logPath, p.logTail())
-		}
-		select {
-		case <-ctx.Done():
-			p.kill()
-			return nil, fmt.Errorf("lab: Connect worker %s: REST API %s not up: %w; log tail (%s):\n%s", o.Name, w.URL, ctx.Err(), logPath, p.logTail())
-		case <-time.After(200 * time.Millisecond):
-		}
+		return err == nil
+	})
+	switch {
+	case errors.Is(err, errExited):
+		return nil, fmt.Errorf("lab: Connect worker %s exited (%v) before its REST API answered; log tail (%s):\n%s", o.Name, p.err, logPath, p.logTail())
+	case err != nil:
+		return nil, fmt.Errorf("lab: Connect worker %s: REST API %s not up: %w; log tail (%s):\n%s", o.Name, w.URL, err, logPath, p.logTail())
 	}
+	return w, nil
 }
 
 // Pid is the worker JVM's process id.

@@ -21,6 +21,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/poll"
 	"github.com/rebalancelab/rebalancelab/internal/wire"
 	"github.com/rebalancelab/rebalancelab/internal/zklog"
 )
@@ -168,16 +169,15 @@ func (n *BrokerNode) startKafka(ctx context.Context) error {
 	}
 	defer zc.Close()
 	idPath := chroot + "/brokers/ids/" + strconv.Itoa(int(n.id))
-	for {
+	every100ms := poll.Backoff{First: 100 * time.Millisecond, Max: 100 * time.Millisecond}
+	if err := every100ms.UntilErr(ctx, 0, idPath+" to be free", func() error {
 		ok, _, err := zc.Exists(idPath)
-		if err == nil && !ok {
-			break
+		if err == nil && ok {
+			err = errors.New("it exists")
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("lab: broker %d: %s still held by an earlier session (err %v): %w", n.id, idPath, err, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
+		return err
+	}); err != nil {
+		return fmt.Errorf("lab: broker %d: %s still held by an earlier session: %w", n.id, idPath, err)
 	}
 
 	argv := append([]string{java}, KafkaHeapOpts...)
@@ -193,21 +193,18 @@ func (n *BrokerNode) startKafka(ctx context.Context) error {
 	}
 	n.p = p
 	n.l.log.WithFields(logrus.Fields{"broker": n.id, "pid": p.pid(), "addr": n.Addr(), "kafka": n.l.kafkaVersion}).Info("Kafka broker process started")
-	for {
-		if ok, _, err := zc.Exists(idPath); err == nil && ok && kafkaReady(ctx, n.Addr(), n.id) {
-			return nil
-		}
-		if p.exited() {
-			return fmt.Errorf("lab: Kafka broker %d process exited (%v) before it was up; log tail (%s):\n%s", n.id, p.err, n.LogPath(), p.logTail())
-		}
-		select {
-		case <-ctx.Done():
-			p.kill()
-			return fmt.Errorf("lab: Kafka broker %d not up (%s registered, ApiVersions and a Metadata answer listing it on %s): %w; log tail (%s):\n%s",
-				n.id, idPath, n.Addr(), ctx.Err(), n.LogPath(), p.logTail())
-		case <-time.After(100 * time.Millisecond):
-		}
+	err = p.waitUp(ctx, 100*time.Millisecond, fmt.Sprintf("Kafka broker %d", n.id), func() bool {
+		ok, _, err := zc.Exists(idPath)
+		return err == nil && ok && kafkaReady(ctx, n.Addr(), n.id)
+	})
+	switch {
+	case errors.Is(err, errExited):
+		return fmt.Errorf("lab: Kafka broker %d process exited (%v) before it was up; log tail (%s):\n%s", n.id, p.err, n.LogPath(), p.logTail())
+	case err != nil:
+		return fmt.Errorf("lab: Kafka broker %d not up (%s registered, ApiVersions and a Metadata answer listing it on %s): %w; log tail (%s):\n%s",
+			n.id, idPath, n.Addr(), err, n.LogPath(), p.logTail())
 	}
+	return nil
 }
 
 // kafkaReady reports whether an ApiVersions v3 round trip on addr answers with error code 0 and a

@@ -453,20 +453,14 @@ func (n *BrokerNode) startProcess(ctx context.Context) error {
 	}
 	n.p = p
 	n.l.log.WithFields(logrus.Fields{"broker": n.id, "pid": p.pid(), "addr": n.Addr()}).Info("broker process started")
-	for {
-		if upLineAfter(n.LogPath(), off) {
-			return nil
-		}
-		if p.exited() {
-			return fmt.Errorf("lab: broker %d process exited (%v) before it was up; log tail:\n%s", n.id, p.err, p.logTail())
-		}
-		select {
-		case <-ctx.Done():
-			p.kill()
-			return fmt.Errorf("lab: broker %d process not up: %w; log tail:\n%s", n.id, ctx.Err(), p.logTail())
-		case <-time.After(50 * time.Millisecond):
-		}
+	err = p.waitUp(ctx, 50*time.Millisecond, fmt.Sprintf("broker %d's first stdout line", n.id), func() bool { return upLineAfter(n.LogPath(), off) })
+	switch {
+	case errors.Is(err, errExited):
+		return fmt.Errorf("lab: broker %d process exited (%v) before it was up; log tail:\n%s", n.id, p.err, p.logTail())
+	case err != nil:
+		return fmt.Errorf("lab: broker %d process not up: %w; log tail:\n%s", n.id, err, p.logTail())
 	}
+	return nil
 }
 
 // upLineAfter reports whether the file has, after byte off, the broker command's first stdout line: a

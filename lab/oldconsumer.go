@@ -10,18 +10,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"sync"
-	"syscall"
-	"time"
 
 	"github.com/sirupsen/logrus"
 )
@@ -85,10 +80,8 @@ type OldConsumerEvent struct {
 type OldConsumer struct {
 	ConsumerID string // as the connector names itself (<group>_<consumer.id>)
 	LogPath    string
-	cmd        *exec.Cmd
+	p          *proc
 	stdin      io.WriteCloser
-	done       chan struct{}
-	err        error
 
 	mu     sync.Mutex
 	events []OldConsumerEvent
@@ -133,48 +126,9 @@ func StartOldConsumer(ctx context.Context, o OldConsumerOptions) (*OldConsumer, 
 	for _, k := range keys {
 		argv = append(argv, "--config", k+"="+o.Config[k])
 	}
-	logf, err := os.OpenFile(o.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stderr = logf
-	cmd.SysProcAttr = childSysProcAttr()
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		logf.Close()
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		logf.Close()
-		return nil, err
-	}
-	c := &OldConsumer{LogPath: o.LogPath, cmd: cmd, stdin: stdin, done: make(chan struct{})}
-	started := make(chan error, 1)
-	readDone := make(chan struct{})
-	// Pdeathsig fires when the forking thread exits: fork and wait on one locked goroutine (as startProc).
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			logf.Close()
-			started <- err
-			close(readDone)
-			return
-		}
-		started <- nil
-		<-readDone // Wait closes the pipes: read everything first
-		c.err = cmd.Wait()
-		logf.Close()
-		close(c.done)
-	}()
-	if err := <-started; err != nil {
-		return nil, fmt.Errorf("lab: start the 0.8.2.2 connector: %w", err)
-	}
+	c := &OldConsumer{LogPath: o.LogPath}
 	firstStarted := make(chan struct{})
-	go func() {
-		defer close(readDone)
+	readLines := func(stdout io.Reader) {
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		once := false
@@ -197,24 +151,20 @@ func StartOldConsumer(ctx context.Context, o OldConsumerOptions) (*OldConsumer, 
 				close(firstStarted)
 			}
 		}
-	}()
+	}
+	c.p, c.stdin, err = startProcIO(argv, "", nil, o.LogPath, readLines)
+	if err != nil {
+		return nil, fmt.Errorf("lab: the 0.8.2.2 connector: %w", err)
+	}
 	select {
 	case <-firstStarted:
 		return c, nil
-	case <-c.done:
-		return nil, fmt.Errorf("lab: the 0.8.2.2 connector exited before it started (%v): %s", c.err, tailOf(o.LogPath))
+	case <-c.p.done:
+		return nil, fmt.Errorf("lab: the 0.8.2.2 connector exited before it started (%v): %s", c.p.err, c.p.logTail())
 	case <-ctx.Done():
 		c.Kill()
-		return nil, fmt.Errorf("lab: the 0.8.2.2 connector did not start: %w: %s", ctx.Err(), tailOf(o.LogPath))
+		return nil, fmt.Errorf("lab: the 0.8.2.2 connector did not start: %w: %s", ctx.Err(), c.p.logTail())
 	}
-}
-
-func tailOf(path string) string {
-	b, _ := os.ReadFile(path)
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return string(b)
 }
 
 // Events is a copy of every event so far.
@@ -225,45 +175,28 @@ func (c *OldConsumer) Events() []OldConsumerEvent {
 }
 
 // Pid is the JVM's process id.
-func (c *OldConsumer) Pid() int { return c.cmd.Process.Pid }
+func (c *OldConsumer) Pid() int { return c.p.pid() }
 
 // Exited reports whether the JVM has exited.
-func (c *OldConsumer) Exited() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}
+func (c *OldConsumer) Exited() bool { return c.p.exited() }
 
 // Stop asks for a graceful shutdown ("stop": the connector commits, when auto-commit is on, and closes
 // its ZooKeeper session) and waits for the exit; at ctx's end it kills the JVM.
 func (c *OldConsumer) Stop(ctx context.Context) error {
 	if c.Exited() {
-		return c.err
+		return c.p.err
 	}
 	_, _ = io.WriteString(c.stdin, "stop\n")
 	_ = c.stdin.Close()
 	select {
-	case <-c.done:
-		return c.err
+	case <-c.p.done:
+		return c.p.err
 	case <-ctx.Done():
 		c.Kill()
 		return fmt.Errorf("lab: the 0.8.2.2 connector did not stop: %w", ctx.Err())
 	}
 }
 
-// Kill is kill -9 of the JVM (no goodbye: its session expires on the server); it waits for the exit.
-func (c *OldConsumer) Kill() {
-	if c.Exited() {
-		return
-	}
-	if err := signalGroup(c.cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		_ = c.cmd.Process.Kill()
-	}
-	select {
-	case <-c.done:
-	case <-time.After(10 * time.Second):
-	}
-}
+// Kill is kill -9 of the JVM's process group (no goodbye: its session expires on the server); it waits
+// for the exit.
+func (c *OldConsumer) Kill() { c.p.kill() }

@@ -13,10 +13,13 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rebalancelab/rebalancelab/internal/poll"
 )
 
-// proc is one child process the lab runs (a ZooKeeper JVM or a broker binary). Its stdout and stderr
-// go to one log file; it runs in its own process group (so a terminal's Ctrl-C reaches only the Go
+// proc is one child process the lab runs (a ZooKeeper, Kafka or Connect JVM, a broker binary, the
+// 0.8.2.2 connector's harness). Its stdout and stderr go to one log file (startProcIO: stderr only, its
+// stdout read by the caller); it runs in its own process group (so a terminal's Ctrl-C reaches only the Go
 // process, which then cleans up) and, on Linux, gets SIGKILL when the Go process dies (Pdeathsig), so
 // a test binary killed with -9 leaves no JVM behind.
 type proc struct {
@@ -28,13 +31,22 @@ type proc struct {
 }
 
 // startProc starts argv with its output appended to logPath.
+func startProc(argv []string, dir string, env []string, logPath string) (*proc, error) {
+	p, _, err := startProcIO(argv, dir, env, logPath, nil)
+	return p, err
+}
+
+// startProcIO is startProc for a child spoken to through its standard input and output (a harness of
+// JSON lines): with stdout set, the child's standard output goes to stdout, which a goroutine of its
+// own runs until EOF (before the process is waited for), and startProcIO returns a pipe to its
+// standard input; standard error still goes to logPath.
 //
 // Pdeathsig fires when the OS thread that forked the child exits, not the process, so the fork and
 // the wait happen on one goroutine locked to its thread: that thread lives as long as the child.
-func startProc(argv []string, dir string, env []string, logPath string) (*proc, error) {
+func startProcIO(argv []string, dir string, env []string, logPath string, stdout func(io.Reader)) (*proc, io.WriteCloser, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("lab: open log %s: %w", logPath, err)
+		return nil, nil, fmt.Errorf("lab: open log %s: %w", logPath, err)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
@@ -42,6 +54,18 @@ func startProc(argv []string, dir string, env []string, logPath string) (*proc, 
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.SysProcAttr = childSysProcAttr()
+	var stdin io.WriteCloser
+	var out io.ReadCloser
+	if stdout != nil {
+		cmd.Stdout = nil
+		if stdin, err = cmd.StdinPipe(); err == nil {
+			out, err = cmd.StdoutPipe()
+		}
+		if err != nil {
+			logf.Close()
+			return nil, nil, fmt.Errorf("lab: start %s: %w", argv[0], err)
+		}
+	}
 	p := &proc{cmd: cmd, logPath: logPath, done: make(chan struct{})}
 	if st, err := logf.Stat(); err == nil {
 		p.logStart = st.Size()
@@ -56,14 +80,22 @@ func startProc(argv []string, dir string, env []string, logPath string) (*proc, 
 			return
 		}
 		started <- nil
+		if out != nil {
+			read := make(chan struct{})
+			go func() {
+				defer close(read)
+				stdout(out)
+			}()
+			<-read // Wait closes the pipes: read everything first
+		}
 		p.err = cmd.Wait()
 		logf.Close()
 		close(p.done)
 	}()
 	if err := <-started; err != nil {
-		return nil, fmt.Errorf("lab: start %s: %w", argv[0], err)
+		return nil, nil, fmt.Errorf("lab: start %s: %w", argv[0], err)
 	}
-	return p, nil
+	return p, stdin, nil
 }
 
 func (p *proc) pid() int { return p.cmd.Process.Pid }
@@ -172,24 +204,30 @@ func freePort() (int, error) {
 	return 0, errors.New("lab: no free loopback port after 50 tries")
 }
 
-// waitTCP waits until addr accepts a TCP connection, p exits, or ctx ends.
-func waitTCP(ctx context.Context, addr string, p *proc) error {
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
+// errExited is waitUp's error when the process exits before it is up.
+var errExited = errors.New("process exited")
+
+// waitUp waits for a process to come up: it tries up at once and then every pause (poll, fixed pauses)
+// until up holds (nil). If p exits first it returns errExited; if ctx ends first it kills p and returns
+// poll's error, which wraps ctx.Err() and names what ("broker 1's first stdout line").
+func (p *proc) waitUp(ctx context.Context, pause time.Duration, what string, up func() bool) error {
+	err := poll.Backoff{First: pause, Max: pause}.UntilErr(ctx, 0, what, func() error {
+		if up() {
 			return nil
 		}
-		if p != nil && p.exited() {
-			return fmt.Errorf("process exited (%v) before listening on %s", p.err, addr)
+		if p.exited() {
+			return poll.Stop(errExited)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not listening: %w", addr, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
+		return errNotUp
+	})
+	if err != nil && err != errExited {
+		p.kill()
 	}
+	return err
 }
+
+// errNotUp is waitUp's reason while the process runs and is not up yet.
+var errNotUp = errors.New("the process runs, not up yet")
 
 // ChildSysProcAttr is the process attributes the lab gives its children (its own process group; on
 // Linux SIGKILL when the parent thread dies), for other packages' child processes (member processes).

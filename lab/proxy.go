@@ -312,12 +312,18 @@ func (p *Proxy) Stall() error {
 
 // stall is Stall; it also returns when the stall was in force (zero when it already was).
 func (p *Proxy) stall() (time.Time, error) {
+	return p.setFault(func(f *faults) { f.stalled = true })
+}
+
+// setFault changes the proxy's faults with set (unless it is closed) and returns when the change took
+// effect.
+func (p *Proxy) setFault(set func(*faults)) (time.Time, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.usable(); err != nil {
 		return time.Time{}, err
 	}
-	return p.f.set(func(f *faults) { f.stalled = true }), nil
+	return p.f.set(set), nil
 }
 
 // Latency delays every byte from the upstream to the client by d, counted from when the proxy read
@@ -333,12 +339,7 @@ func (p *Proxy) setLatency(d time.Duration) (time.Time, error) {
 	if d < 0 {
 		return time.Time{}, fmt.Errorf("lab: proxy %s: negative latency %v", p.p.Name, d)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err := p.usable(); err != nil {
-		return time.Time{}, err
-	}
-	return p.f.set(func(f *faults) { f.latency = d }), nil
+	return p.setFault(func(f *faults) { f.latency = d })
 }
 
 // Loss makes the proxy lose pct percent of what it forwards, in both directions, as a TCP connection
@@ -360,12 +361,7 @@ func (p *Proxy) setLoss(pct float64) (time.Time, error) {
 	if pct < 0 || pct > 100 {
 		return time.Time{}, fmt.Errorf("lab: proxy %s: loss %v%%: want 0..100", p.p.Name, pct)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err := p.usable(); err != nil {
-		return time.Time{}, err
-	}
-	return p.f.set(func(f *faults) { f.loss = pct }), nil
+	return p.setFault(func(f *faults) { f.loss = pct })
 }
 
 // Cut disables the proxy: its listener closes (new connections are refused) and every open

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/rebalancelab/rebalancelab/internal/poll"
 )
 
 // ZooKeeper defaults used by the lab (docs/design.md "Lab timing").
@@ -249,27 +251,27 @@ func (z *ZooKeeper) waitServing(ctx context.Context) error {
 // waitReady polls the node until ruok answers imok and (when serving is wanted) srvr shows a mode.
 // A node that exits meanwhile, or ctx's end, gives an error with the node's log tail.
 func (n *ZKNode) waitReady(ctx context.Context, serving bool) error {
-	last := "no answer yet"
-	for {
+	var mode string
+	every100ms := poll.Backoff{First: 100 * time.Millisecond, Max: 100 * time.Millisecond}
+	err := every100ms.UntilErr(ctx, 0, fmt.Sprintf("ZooKeeper node %d to answer", n.id), func() error {
 		if !n.Running() {
-			return fmt.Errorf("lab: ZooKeeper node %d (%s) exited during start-up; log tail:\n%s", n.id, n.Addr(), n.logTail())
+			return poll.Stop(fmt.Errorf("lab: ZooKeeper node %d (%s) exited during start-up; log tail:\n%s", n.id, n.Addr(), n.logTail()))
 		}
-		mode, err := n.probe(ctx, serving)
-		if err == nil {
-			n.z.log.WithFields(logrus.Fields{"zk_node": n.id, "addr": n.Addr(), "mode": mode}).Debug("ZooKeeper node ready")
-			return nil
-		}
-		last = err.Error()
-		select {
-		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.Canceled) {
-				// Interrupted (Ctrl-C), not a failing server: its log has nothing to explain.
-				return fmt.Errorf("lab: ZooKeeper node %d (%s) start-up interrupted: %w", n.id, n.Addr(), ctx.Err())
-			}
-			return fmt.Errorf("lab: ZooKeeper node %d (%s) not ready (%s): %w; log tail:\n%s", n.id, n.Addr(), last, ctx.Err(), n.logTail())
-		case <-time.After(100 * time.Millisecond):
-		}
+		var err error
+		mode, err = n.probe(ctx, serving)
+		return err
+	})
+	switch {
+	case err == nil:
+		n.z.log.WithFields(logrus.Fields{"zk_node": n.id, "addr": n.Addr(), "mode": mode}).Debug("ZooKeeper node ready")
+		return nil
+	case ctx.Err() == nil: // the node exited
+		return err
+	case errors.Is(ctx.Err(), context.Canceled):
+		// Interrupted (Ctrl-C), not a failing server: its log has nothing to explain.
+		return fmt.Errorf("lab: ZooKeeper node %d (%s) start-up interrupted: %w", n.id, n.Addr(), ctx.Err())
 	}
+	return fmt.Errorf("lab: ZooKeeper node %d (%s) not ready: %w; log tail:\n%s", n.id, n.Addr(), err, n.logTail())
 }
 
 // probe asks ruok and, if serving is wanted, srvr; it returns the srvr mode ("" when not asked).

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-
-	"github.com/rebalancelab/rebalancelab/internal/kconfig"
 )
 
 // Node is a broker as FindCoordinator names it (kafka.cluster.Node): id, advertised host and port.
@@ -89,64 +87,6 @@ func DefaultConfig() Config {
 		OffsetsRetentionCheckIntervalMs: 600000,
 		OffsetsTopicSegmentBytes:        104857600,
 	}
-}
-
-// ConfigKeys are the server.properties keys Set understands.
-var ConfigKeys = []string{
-	"group.min.session.timeout.ms",
-	"group.max.session.timeout.ms",
-	"group.initial.rebalance.delay.ms",
-	"group.max.size",
-	"offsets.topic.num.partitions",
-	"offset.metadata.max.bytes",
-	"offsets.retention.minutes",
-	"offsets.retention.check.interval.ms",
-	"offsets.topic.segment.bytes",
-}
-
-// Set applies one server.properties key from ConfigKeys; an unknown key or a value that is not a
-// number in range is an error naming the key.
-func (c *Config) Set(key, value string) error {
-	// Kafka 3.9's types and validators (GroupCoordinatorConfig); kconfig's error names key, type, range.
-	parse32 := func(r kconfig.Range) (int32, error) {
-		v, err := kconfig.ParseInt(key, value, r)
-		if err != nil {
-			return 0, fmt.Errorf("coordinator config: %w", err)
-		}
-		return v, nil
-	}
-	var err error
-	switch key {
-	case "group.min.session.timeout.ms":
-		c.GroupMinSessionTimeoutMs, err = parse32(kconfig.Any)
-	case "group.max.session.timeout.ms":
-		c.GroupMaxSessionTimeoutMs, err = parse32(kconfig.Any)
-	case "group.initial.rebalance.delay.ms":
-		c.GroupInitialRebalanceDelayMs, err = parse32(kconfig.Any)
-	case "group.max.size":
-		c.GroupMaxSize, err = parse32(kconfig.AtLeast(1))
-	case "offsets.topic.num.partitions":
-		c.OffsetsTopicNumPartitions, err = parse32(kconfig.AtLeast(1))
-	case "offset.metadata.max.bytes":
-		c.OffsetMetadataMaxBytes, err = parse32(kconfig.Any)
-	case "offsets.retention.minutes":
-		c.OffsetsRetentionMinutes, err = parse32(kconfig.AtLeast(1))
-	case "offsets.topic.segment.bytes":
-		c.OffsetsTopicSegmentBytes, err = parse32(kconfig.AtLeast(1))
-	case "offsets.retention.check.interval.ms":
-		var v int64
-		v, err = kconfig.ParseLong(key, value, kconfig.AtLeast(1))
-		if err != nil {
-			err = fmt.Errorf("coordinator config: %w", err)
-		}
-		c.OffsetsRetentionCheckIntervalMs = v
-	default:
-		return fmt.Errorf("coordinator config: unknown key %q", key)
-	}
-	if err != nil {
-		return err
-	}
-	return c.Validate()
 }
 
 // Validate checks the bounds Kafka's ConfigDef enforces (atLeast(1) etc.).

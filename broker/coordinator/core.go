@@ -3,13 +3,11 @@ package coordinator
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"runtime/debug"
 	"sort"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -182,7 +180,7 @@ type appendCallback func(code int16, seq int64)
 // generator), so the same inputs give the same outputs. It is not safe for concurrent use.
 type Core struct {
 	cfg Config
-	log *logrus.Entry
+	log Logger // nil: no logging
 	rng *rand.Rand
 
 	nowMs int64
@@ -214,14 +212,9 @@ type Core struct {
 // NewCore returns a coordinator core with cfg (see DefaultConfig). log may be nil (no logging); seed
 // drives member id generation. The core answers COORDINATOR_NOT_AVAILABLE until Startup and
 // NOT_COORDINATOR for groups of partitions it has not loaded (BeginLoad/CompleteLoad).
-func NewCore(cfg Config, log *logrus.Entry, seed uint64) (*Core, error) {
+func NewCore(cfg Config, log Logger, seed uint64) (*Core, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	if log == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		log = logrus.NewEntry(l)
 	}
 	return &Core{
 		cfg:       cfg,
@@ -290,7 +283,7 @@ func (c *Core) Step(now time.Time, ev Event) (effects []Effect) {
 				e = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
 			}
 			c.faults = append(c.faults, e)
-			c.log.WithError(e).Error("group coordinator internal error")
+			c.logWith("error", e).Error("group coordinator internal error")
 			if re, ok := ev.(RequestEvent); ok && !c.answered(re.ID) {
 				c.emit(c.faultResponse(re))
 			}
@@ -582,7 +575,7 @@ func (c *Core) CompleteLoad(now time.Time, p int32, records []KV) (effects []Eff
 			}
 			loadedGroups[k.group] = g
 		default:
-			c.log.WithField("partition", p).Warnf("unknown message key version %d while loading offsets and group metadata; ignoring it", k.version)
+			c.logWith("partition", p).Warnf("unknown message key version %d while loading offsets and group metadata; ignoring it", k.version)
 		}
 	}
 
@@ -611,14 +604,12 @@ func (c *Core) CompleteLoad(now time.Time, p int32, records []KV) (effects []Eff
 			g.offsets[tp] = cr
 		}
 		if cur := c.groups[g.id]; cur != nil {
-			c.log.WithFields(logrus.Fields{"group": g.id, "generation": g.generation}).
-				Debug("group already cached; keeping the cached one")
+			c.logGroup(g).Debug("group already cached; keeping the cached one")
 			return
 		}
 		g.epoch = c.newEpoch()
 		c.groups[g.id] = g
-		c.log.WithFields(logrus.Fields{"group": g.id, "generation": g.generation, "partition": p}).
-			Infof("loaded group %s in state %s with %d members and %d offsets", g.id, g.state, g.size(), len(g.offsets))
+		c.logGroup(g, "partition", p).Infof("loaded group %s in state %s with %d members and %d offsets", g.id, g.state, g.size(), len(g.offsets))
 		c.onGroupLoaded(g)
 	}
 	for _, id := range groupOrder {

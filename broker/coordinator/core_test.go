@@ -656,13 +656,7 @@ func TestAppendFailure(t *testing.T) {
 // UNKNOWN_SERVER_ERROR instead of crashing the broker.
 func TestInternalFaultAnswersUnknownServerError(t *testing.T) {
 	core, _ := NewCore(cfgNoDelay(), nil, 1)
-	h := &harness{t: t, core: core, now: time.UnixMilli(1000), log: newMemLog(), timers: map[TimerID]time.Time{},
-		resps: map[RequestID]kmsg.Response{}, errs: map[RequestID]error{}}
-	h.apply(core.Startup(h.now))
-	for p := int32(0); p < 5; p++ {
-		core.BeginLoad(p)
-		h.apply(mustLoad(t, core, h.now, p))
-	}
+	h := startedHarness(t, core)
 	ms := h.stableGroup("g", 1, joinOpts{version: 3, session: 10000, rebalance: 10000})
 	core.groups["g"].state = GroupState(42) // corrupt the state on purpose
 	r := h.do(syncReq(3, "g", ms[0].memberID, 1, nil, nil)).(*kmsg.SyncGroupResponse)
@@ -676,6 +670,18 @@ func TestInternalFaultAnswersUnknownServerError(t *testing.T) {
 	if err := h.errs[id]; !errors.Is(err, ErrNotGroupAPI) {
 		t.Fatalf("typed nil request: %v", err)
 	}
+}
+
+// startedHarness drives core (of cfgNoDelay) from time 1000 ms: started, its 5 partitions loaded empty.
+func startedHarness(t *testing.T, core *Core) *harness {
+	h := &harness{t: t, core: core, now: time.UnixMilli(1000), log: newMemLog(), timers: map[TimerID]time.Time{},
+		resps: map[RequestID]kmsg.Response{}, errs: map[RequestID]error{}}
+	h.apply(core.Startup(h.now))
+	for p := int32(0); p < 5; p++ {
+		core.BeginLoad(p)
+		h.apply(mustLoad(t, core, h.now, p))
+	}
+	return h
 }
 
 func mustLoad(t *testing.T, core *Core, now time.Time, p int32) []Effect {

@@ -14,12 +14,15 @@
 //     and their legal predecessors are GroupState/transitionTo, as in GroupMetadata. Files: core.go
 //     (Step, timers, loading), api.go (requests decoded, responses encoded per version), handlers.go
 //     and rebalance.go (GroupCoordinator), metadata_manager.go (GroupMetadataManager's writes),
-//     group.go and state.go (GroupMetadata).
+//     group.go and state.go (GroupMetadata), logger.go (the small Logger interface the core logs
+//     through, fields as key/value pairs; *slog.Logger satisfies it, so the core imports no logging
+//     library).
 //   - Coordinator (driver.go) runs a Core for the broker: it implements the broker's GroupHandler,
-//     Handle(ctx, kmsg.Request) (kmsg.Response, error), with real timers, logrus logging (fields
-//     group, member, generation) and an OffsetsLog the broker provides. It appends outside the lock
-//     every request takes (one goroutine per __consumer_offsets partition, appends in order), so a
-//     slow append holds up only the responses that wait for its record.
+//     Handle(ctx, kmsg.Request) (kmsg.Response, error), with real timers, logrus logging (the core's
+//     Logger adapted to the broker's *logrus.Entry; fields group, member, generation, partition)
+//     and an OffsetsLog the broker provides. It appends outside the lock every request takes (one
+//     goroutine per __consumer_offsets partition, appends in order), so a slow append holds up only
+//     the responses that wait for its record.
 //
 // Durability (records.go): offsets and group metadata are Kafka's own __consumer_offsets records
 // (OffsetCommitKey v1 / OffsetCommitValue v3, GroupMetadataKey v2 / GroupMetadataValue v3, null
@@ -30,7 +33,7 @@
 //
 // Plugging into the broker:
 //
-//	cfg := coordinator.DefaultConfig()  // Kafka defaults; cfg.Set(key, value) per group.*/offsets.* key
+//	cfg := coordinator.DefaultConfig()  // Kafka defaults; the broker sets the group.*/offsets.* fields from its config
 //	cfg.Node = coordinator.Node{ID: brokerID, Host: advertisedHost, Port: advertisedPort}
 //	cfg.ClientInfo = func(ctx context.Context) (string, string) {
 //		ri, _ := broker.RequestInfoFrom(ctx)

@@ -105,7 +105,7 @@ func Start(ctx context.Context, cfg Config, olog OffsetsLog, log *logrus.Entry) 
 		return nil, fmt.Errorf("group coordinator: seed: %w", err)
 	}
 	cfg.ObserveGroups = cfg.OnGroupChange != nil
-	core, err := NewCore(cfg, log, binary.LittleEndian.Uint64(seed[:]))
+	core, err := NewCore(cfg, logrusLogger{log}, binary.LittleEndian.Uint64(seed[:]))
 	if err != nil {
 		return nil, err
 	}
@@ -457,4 +457,23 @@ func (c *Coordinator) Faults() []error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.core.Faults()
+}
+
+// logrusLogger is the Logger Start gives the core: a line's key/value pairs become the entry's fields.
+type logrusLogger struct{ e *logrus.Entry }
+
+func (l logrusLogger) Debug(msg string, keyvals ...any) { l.log(logrus.DebugLevel, msg, keyvals) }
+func (l logrusLogger) Info(msg string, keyvals ...any)  { l.log(logrus.InfoLevel, msg, keyvals) }
+func (l logrusLogger) Warn(msg string, keyvals ...any)  { l.log(logrus.WarnLevel, msg, keyvals) }
+func (l logrusLogger) Error(msg string, keyvals ...any) { l.log(logrus.ErrorLevel, msg, keyvals) }
+
+func (l logrusLogger) log(level logrus.Level, msg string, keyvals []any) {
+	if !l.e.Logger.IsLevelEnabled(level) {
+		return
+	}
+	fields := make(logrus.Fields, len(keyvals)/2)
+	for i := 0; i+1 < len(keyvals); i += 2 {
+		fields[fmt.Sprint(keyvals[i])] = keyvals[i+1]
+	}
+	l.e.WithFields(fields).Log(level, msg)
 }

@@ -291,19 +291,6 @@ func TestDriverStartErrors(t *testing.T) {
 	if e := commitErr(t, handle(t, c, "x", commitReq(5, "", "", -1, nil, "t", 0, 1))); e != 0 {
 		t.Fatalf("commit after a failed load: %d", e)
 	}
-	var d Config = DefaultConfig()
-	if err := d.Set("group.min.session.timeout.ms", "500"); err != nil || d.GroupMinSessionTimeoutMs != 500 {
-		t.Fatalf("Set: %v %d", err, d.GroupMinSessionTimeoutMs)
-	}
-	if err := d.Set("group.initial.rebalance.delay.ms", "0"); err != nil || d.GroupInitialRebalanceDelayMs != 0 {
-		t.Fatalf("Set delay 0: %v", err)
-	}
-	if err := d.Set("group.max.size", "abc"); err == nil {
-		t.Fatal("Set accepted a non-number")
-	}
-	if err := d.Set("group.unknown", "1"); err == nil {
-		t.Fatal("Set accepted an unknown key")
-	}
 }
 
 // TestDriverClientInfoAndVersions: Config.ClientInfo feeds the member's client id/host when the

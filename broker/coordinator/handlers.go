@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -43,10 +42,6 @@ type syncResult struct {
 }
 
 func syncError(err int16) syncResult { return syncResult{err: err} }
-
-func (c *Core) logGroup(g *group) *logrus.Entry {
-	return c.log.WithFields(logrus.Fields{"group": g.id, "generation": g.generation})
-}
 
 func (c *Core) transition(g *group, s GroupState) {
 	if err := g.transitionTo(s, c.nowMs); err != nil {
@@ -236,19 +231,19 @@ func (c *Core) doNewMemberJoinGroup(g *group, a joinArgs, w *waiter) {
 
 func (c *Core) doStaticNewMemberJoinGroup(g *group, instanceID, newMemberID string, a joinArgs, w *waiter) {
 	if oldMemberID, ok := g.currentStaticMemberID(instanceID); ok {
-		c.logGroup(g).WithField("member", newMemberID).Infof("static member with group.instance.id=%s and unknown member id joins in state %s; replacing previously mapped member %s",
+		c.logGroup(g, "member", newMemberID).Infof("static member with group.instance.id=%s and unknown member id joins in state %s; replacing previously mapped member %s",
 			instanceID, g.state, oldMemberID)
 		c.updateStaticMemberAndRebalance(g, oldMemberID, newMemberID, instanceID, a, w)
 		return
 	}
-	c.logGroup(g).WithField("member", newMemberID).Infof("static member with group.instance.id=%s and unknown member id joins in state %s; new member id", instanceID, g.state)
+	c.logGroup(g, "member", newMemberID).Infof("static member with group.instance.id=%s and unknown member id joins in state %s; new member id", instanceID, g.state)
 	c.addMemberAndRebalance(g, newMemberID, a, w)
 }
 
 func (c *Core) doDynamicNewMemberJoinGroup(g *group, newMemberID string, a joinArgs, w *waiter) {
 	if a.requireKnownMemberID {
 		// KIP-394: register the id as pending and ask the member to rejoin with it
-		c.logGroup(g).WithField("member", newMemberID).Infof("dynamic member with unknown member id joins in state %s; MEMBER_ID_REQUIRED", g.state)
+		c.logGroup(g, "member", newMemberID).Infof("dynamic member with unknown member id joins in state %s; MEMBER_ID_REQUIRED", g.state)
 		if g.has(newMemberID) {
 			c.fail("attempt to add pending member %s which is already a member of group %s", newMemberID, g.id)
 		}
@@ -257,7 +252,7 @@ func (c *Core) doDynamicNewMemberJoinGroup(g *group, newMemberID string, a joinA
 		c.respondJoin(w, joinError(newMemberID, kerr.MemberIDRequired.Code))
 		return
 	}
-	c.logGroup(g).WithField("member", newMemberID).Infof("dynamic member with unknown member id joins in state %s; added", g.state)
+	c.logGroup(g, "member", newMemberID).Infof("dynamic member with unknown member id joins in state %s; added", g.state)
 	c.addMemberAndRebalance(g, newMemberID, a, w)
 }
 
@@ -268,7 +263,7 @@ func (c *Core) validateCurrentMember(g *group, memberID string, instanceID *stri
 		cur, ok := g.currentStaticMemberID(*instanceID)
 		switch {
 		case ok && cur != memberID:
-			c.logGroup(g).WithField("member", memberID).Infof("request for static member with group.instance.id=%s is fenced by current member id %s during %s",
+			c.logGroup(g, "member", memberID).Infof("request for static member with group.instance.id=%s is fenced by current member id %s during %s",
 				*instanceID, cur, operation)
 			return kerr.FencedInstanceID.Code
 		case ok:
@@ -332,7 +327,7 @@ func (c *Core) doCurrentMemberJoinGroup(g *group, a joinArgs, w *waiter) {
 				protocolName: g.protocolName, leaderID: g.leaderID})
 		}
 	default: // Empty, Dead
-		c.logGroup(g).WithField("member", a.memberID).Warnf("attempt to add rejoining member in unexpected group state %s", g.state)
+		c.logGroup(g, "member", a.memberID).Warnf("attempt to add rejoining member in unexpected group state %s", g.state)
 		c.respondJoin(w, joinError(a.memberID, kerr.UnknownMemberID.Code))
 	}
 }
@@ -402,7 +397,7 @@ func (c *Core) doSyncGroup(g *group, a syncArgs, w *waiter) {
 		if !g.isLeader(a.memberID) {
 			return // followers wait for the leader's assignment
 		}
-		c.logGroup(g).WithField("member", a.memberID).Infof("assignment received from leader for generation %d; the group has %d members, %d of which are static",
+		c.logGroup(g, "member", a.memberID).Infof("assignment received from leader for generation %d; the group has %d members, %d of which are static",
 			g.generation, g.size(), len(g.staticMembers))
 		// fill any missing members with an empty assignment
 		assignment := make(map[string][]byte, len(a.assignments)+g.size())
@@ -411,7 +406,7 @@ func (c *Core) doSyncGroup(g *group, a syncArgs, w *waiter) {
 		}
 		for _, mm := range g.allMembers() {
 			if _, ok := assignment[mm.id]; !ok {
-				c.logGroup(g).WithField("member", mm.id).Warn("setting empty assignment for member missing from the leader's assignment")
+				c.logGroup(g, "member", mm.id).Warn("setting empty assignment for member missing from the leader's assignment")
 				assignment[mm.id] = []byte{}
 			}
 		}
@@ -477,7 +472,7 @@ func (c *Core) handleLeaveGroup(groupID string, leaving []leaveMember) (int16, [
 		}
 		c.removeMemberAndUpdateGroup(g, m, fmt.Sprintf("removing member %s on LeaveGroup; client reason: %s", memberID, why))
 		c.removeHeartbeatForLeavingMember(g, memberID)
-		c.logGroup(g).WithField("member", memberID).Infof("member has left the group through explicit LeaveGroup; client reason: %s", why)
+		c.logGroup(g, "member", memberID).Infof("member has left the group through explicit LeaveGroup; client reason: %s", why)
 	}
 	out := make([]leaveMemberResult, 0, len(leaving))
 	for _, l := range leaving {
@@ -494,7 +489,7 @@ func (c *Core) handleLeaveGroup(groupID string, leaving []leaveMember) (int16, [
 			res.err = kerr.UnknownMemberID.Code
 		case g.isPendingMember(l.memberID):
 			c.removePendingMemberAndUpdateGroup(g, l.memberID)
-			c.logGroup(g).WithField("member", l.memberID).Info("pending member has left the group through explicit LeaveGroup")
+			c.logGroup(g, "member", l.memberID).Info("pending member has left the group through explicit LeaveGroup")
 		default:
 			if err := c.validateCurrentMember(g, l.memberID, l.instanceID, "leave-group"); err != errNone {
 				res.err = err

@@ -105,7 +105,7 @@ func newHarnessWithLog(t *testing.T, cfg Config, log *memLog) *harness {
 	t.Helper()
 	l := logrus.New()
 	l.SetLevel(logrus.WarnLevel)
-	core, err := NewCore(cfg, logrus.NewEntry(l).WithField("test", t.Name()), 42)
+	core, err := NewCore(cfg, logrusLogger{logrus.NewEntry(l).WithField("test", t.Name())}, 42)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -180,7 +180,7 @@ func (c *Core) cleanupExpiredOffsets() {
 	retentionMs := int64(c.cfg.OffsetsRetentionMinutes) * 60 * 1000
 	n := c.cleanupGroupMetadata(groups, func(g *group) []topicPartition { return g.removeExpiredOffsets(c.nowMs, retentionMs) })
 	if n > 0 {
-		c.log.Infof("removed %d expired offsets", n)
+		c.logWith().Infof("removed %d expired offsets", n)
 	}
 }
 

@@ -71,7 +71,7 @@ func (c *Core) propagateAssignment(g *group, err int16) {
 	}
 	for _, m := range g.allMembers() {
 		if len(m.assignment) == 0 && err == errNone {
-			c.logGroup(g).WithField("member", m.id).Warn("sending empty assignment with no error")
+			c.logGroup(g, "member", m.id).Warn("sending empty assignment with no error")
 		}
 		if c.maybeInvokeSyncCallback(m, syncResult{protocolType: pt, protocolName: pn, assignment: m.assignment, err: err}) {
 			// restart the session after propagating: an expiry that fell while the member waited for
@@ -127,16 +127,16 @@ func (c *Core) removeHeartbeatForLeavingMember(g *group, memberID string) {
 func (c *Core) onExpireHeartbeat(g *group, memberID string, isPending bool) {
 	switch {
 	case g.is(Dead):
-		c.logGroup(g).WithField("member", memberID).Info("heartbeat expiration after the group was unloaded or deleted")
+		c.logGroup(g, "member", memberID).Info("heartbeat expiration after the group was unloaded or deleted")
 	case isPending:
-		c.logGroup(g).WithField("member", memberID).Info("pending member has been removed after session timeout expiration")
+		c.logGroup(g, "member", memberID).Info("pending member has been removed after session timeout expiration")
 		c.removePendingMemberAndUpdateGroup(g, memberID)
 	case !g.has(memberID):
-		c.logGroup(g).WithField("member", memberID).Debug("member has already been removed from the group")
+		c.logGroup(g, "member", memberID).Debug("member has already been removed from the group")
 	default:
 		m := g.members[memberID]
 		if !m.hasSatisfiedHeartbeat() {
-			c.logGroup(g).WithField("member", memberID).Info("member has failed (session timeout), removing it from the group")
+			c.logGroup(g, "member", memberID).Info("member has failed (session timeout), removing it from the group")
 			c.removeMemberAndUpdateGroup(g, m, fmt.Sprintf("removing member %s on heartbeat expiration", memberID))
 		}
 	}
@@ -198,7 +198,7 @@ func (c *Core) updateStaticMemberAndRebalance(g *group, oldMemberID, newMemberID
 		// member id; otherwise rebalance so that protocol and assignment stay consistent
 		next, ok := g.selectProtocol()
 		if ok && g.protocolName != nil && *g.protocolName == next {
-			c.logGroup(g).WithField("member", newMemberID).Info("static member which joins during Stable stage and doesn't affect selectProtocol will not trigger rebalance")
+			c.logGroup(g, "member", newMemberID).Info("static member which joins during Stable stage and doesn't affect selectProtocol will not trigger rebalance")
 			assignment := map[string][]byte{}
 			for _, mm := range g.allMembers() {
 				assignment[mm.id] = nonNil(mm.assignment)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/internal/poll"
 )
 
 // ch1: one topic of 4 partitions read by three groups of coordinator-era consumers: billing (2
@@ -22,14 +22,11 @@ func (g *generator) ch1(ctx context.Context) error {
 		members int
 	}{{"billing", 2}, {"audit", 1}, {"reports", 5}}
 
-	l, err := startLab(ctx)
+	l, err := startLabWithTopic(ctx, topic, partitions)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	if err := createTopic(ctx, l.Bootstrap(), topic, partitions); err != nil {
-		return err
-	}
 	byGroup := map[string][]*coordMember{}
 	var all []*coordMember
 	defer func() {
@@ -51,7 +48,7 @@ func (g *generator) ch1(ctx context.Context) error {
 	gens := map[string]int32{}
 	for _, gr := range groups {
 		ms := byGroup[gr.name]
-		if err := testutil.Await(ctx, 60*time.Second, "group "+gr.name+" to be stable", func() bool { return coordStable(ms, partitions) }); err != nil {
+		if err := poll.Until(ctx, 60*time.Second, "group "+gr.name+" to be stable", func() bool { return coordStable(ms, partitions) }); err != nil {
 			return err
 		}
 		gens[gr.name] = ms[0].c.Generation()
@@ -71,7 +68,7 @@ func (g *generator) ch1(ctx context.Context) error {
 	}
 	for _, gr := range groups {
 		ms := byGroup[gr.name]
-		if err := testutil.Await(ctx, 60*time.Second, "group "+gr.name+" to receive every message", func() bool { return distinct(ms) == n }); err != nil {
+		if err := poll.Until(ctx, 60*time.Second, "group "+gr.name+" to receive every message", func() bool { return distinct(ms) == n }); err != nil {
 			return err
 		}
 	}

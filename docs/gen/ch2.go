@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/internal/poll"
 	"github.com/rebalancelab/rebalancelab/internal/zklog"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
@@ -26,14 +26,11 @@ import (
 // server holds it with all three running, and c1's rebalance caused by c3's arrival, step by step.
 func (g *generator) ch2(ctx context.Context) error {
 	const group, topic, partitions, messages = "dashboard", "clicks", 6, 30
-	l, err := startLab(ctx)
+	l, err := startLabWithTopic(ctx, topic, partitions)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	if err := createTopic(ctx, l.Bootstrap(), topic, partitions); err != nil {
-		return err
-	}
 	if err := produce(ctx, l.Bootstrap(), topic, partitions, messages); err != nil {
 		return err
 	}
@@ -58,15 +55,20 @@ func (g *generator) ch2(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := testutil.Await(ctx, 60*time.Second, "c1 and c2 to own every partition", stable); err != nil {
+	if err := poll.Until(ctx, 60*time.Second, "c1 and c2 to own every partition", stable); err != nil {
 		return err
 	}
-	time.Sleep(200 * time.Millisecond) // let the last notifications of the first round land before the mark
+	// The first round's last notifications land before the mark: each has its rebalance ended.
+	if err := poll.Until(ctx, 30*time.Second, "c1's and c2's rebalances to end", func() bool {
+		return rebalancesEnded(col.Records(), group, members)
+	}); err != nil {
+		return err
+	}
 	mark := time.Now().UnixMilli()
 	if err := start("c3"); err != nil {
 		return err
 	}
-	if err := testutil.Await(ctx, 60*time.Second, "c1, c2 and c3 to own every partition", stable); err != nil {
+	if err := poll.Until(ctx, 60*time.Second, "c1, c2 and c3 to own every partition", stable); err != nil {
 		return err
 	}
 
@@ -85,7 +87,7 @@ func (g *generator) ch2(ctx context.Context) error {
 		}
 		return true
 	}
-	if err := testutil.Await(ctx, 30*time.Second, "every offset committed in ZooKeeper", committed); err != nil {
+	if err := poll.Until(ctx, 30*time.Second, "every offset committed in ZooKeeper", committed); err != nil {
 		return err
 	}
 	if !stable() {
@@ -298,6 +300,28 @@ func (m *zkMember) shutdown() {
 
 // zkStable: every partition of topic is owned by exactly one member, each member owning
 // partitions/len(ms) of them or one more (the range assignor's split).
+// rebalancesEnded: in recs, each member's last notification of a change of the group's members
+// (/consumers/<group>/ids) and its last rebalance begun are followed by a successful rebalance end.
+func rebalancesEnded(recs []timeline.Record, group string, ms []*zkMember) bool {
+	ids := "/consumers/" + group + "/ids"
+	for _, m := range ms {
+		ended := false
+		for _, r := range recs {
+			switch {
+			case r.Member != m.name:
+			case r.Kind == timeline.ZKWatch && r.Path == ids, r.Kind == timeline.RebalanceBegin:
+				ended = false
+			case r.Kind == timeline.RebalanceEnd:
+				ended = r.OK != nil && *r.OK
+			}
+		}
+		if !ended {
+			return false
+		}
+	}
+	return true
+}
+
 func zkStable(ms []*zkMember, topic string, partitions int) bool {
 	seen := map[int32]bool{}
 	for _, m := range ms {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/internal/poll"
 	"github.com/rebalancelab/rebalancelab/scenarios"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
@@ -18,14 +18,11 @@ import (
 // their timeline, which becomes a Mermaid sequence diagram and a table of generations.
 func (g *generator) ch3(ctx context.Context) error {
 	const group, topic, partitions = "invoices", "invoices", 6
-	l, err := startLab(ctx)
+	l, err := startLabWithTopic(ctx, topic, partitions)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	if err := createTopic(ctx, l.Bootstrap(), topic, partitions); err != nil {
-		return err
-	}
 	col := &timeline.Collector{}
 	runner := &timeline.Recorder{Sink: col, Era: string(spec.Classic), Member: "runner"}
 	var live []*coordMember
@@ -43,20 +40,25 @@ func (g *generator) ch3(ctx context.Context) error {
 			return err
 		}
 		live, started = append(live, m), append(started, m)
-		if err := testutil.Await(ctx, 60*time.Second, "the group to be stable with "+name, stable); err != nil {
+		if err := poll.Until(ctx, 60*time.Second, "the group to be stable with "+name, stable); err != nil {
 			return err
 		}
 	}
-	time.Sleep(1500 * time.Millisecond) // a stable group: heartbeats and commits only
+	// A stable group: heartbeats and commits only.
+	if err := awaitRoutine(ctx, col, live, time.Now().UnixMilli(), 3); err != nil {
+		return err
+	}
 	runner.Emit(timeline.Record{Kind: timeline.Trigger, Name: "m2 leaves (close: LeaveGroup)"})
 	if err := live[1].close(); err != nil {
 		return err
 	}
 	live = []*coordMember{live[0], live[2]}
-	if err := testutil.Await(ctx, 60*time.Second, "the group to be stable without m2", stable); err != nil {
+	if err := poll.Until(ctx, 60*time.Second, "the group to be stable without m2", stable); err != nil {
 		return err
 	}
-	time.Sleep(1000 * time.Millisecond)
+	if err := awaitRoutine(ctx, col, live, time.Now().UnixMilli(), 2); err != nil {
+		return err
+	}
 	recs := col.Records()
 	sort.SliceStable(recs, func(i, j int) bool { return recs[i].TsMs < recs[j].TsMs })
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/poll"
 	"github.com/rebalancelab/rebalancelab/internal/wire"
 	"github.com/rebalancelab/rebalancelab/scenarios"
 )
@@ -75,19 +77,21 @@ func (g *generator) ch7(ctx context.Context) error {
 		r, err := t.join(ctx, w2, "w2", group, first.MemberID, "connect", "sessioned", meta("w2"))
 		w2done <- joinResult{r, err}
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	every100ms := poll.Backoff{First: 100 * time.Millisecond, Max: 100 * time.Millisecond}
+	err = every100ms.UntilErr(ctx, 30*time.Second, "w1's heartbeat to answer REBALANCE_IN_PROGRESS", func() error {
 		code, err := t.heartbeat(ctx, w1, "w1", group, j1.Generation, j1.MemberID)
-		if err != nil {
-			return err
+		switch {
+		case err != nil:
+			return poll.Stop(err)
+		case code != kerr.RebalanceInProgress.Code:
+			return errors.New(errName(code))
 		}
-		if code == kerr.RebalanceInProgress.Code {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("w1's heartbeats never answered REBALANCE_IN_PROGRESS")
-		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+	if errors.Is(err, poll.ErrTimeout) {
+		return fmt.Errorf("w1's heartbeats never answered REBALANCE_IN_PROGRESS: %w", err)
+	} else if err != nil {
+		return err
 	}
 	j1b, err := t.join(ctx, w1, "w1", group, j1.MemberID, "connect", "sessioned", meta("w1"))
 	if err != nil {
@@ -242,22 +246,23 @@ func (t *transcript) findCoordinator(ctx context.Context, c *wire.Conn, who, gro
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.Version, req.CoordinatorKey = 2, group
 	t.req(who, fmt.Sprintf("FindCoordinator v2 key=%s", group))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	every200ms := poll.Backoff{First: 200 * time.Millisecond, Max: 200 * time.Millisecond}
+	err := every200ms.UntilErr(ctx, 30*time.Second, "FindCoordinator to name the coordinator of "+group, func() error {
 		r, err := c.Request(ctx, req)
 		if err != nil {
-			return err
+			return poll.Stop(err)
 		}
 		resp := r.(*kmsg.FindCoordinatorResponse)
-		if resp.ErrorCode == 0 {
-			t.resp(who, fmt.Sprintf("coordinator: broker %d at %s:%d", resp.NodeID, resp.Host, resp.Port))
-			return nil
+		if resp.ErrorCode != 0 { // __consumer_offsets is being created: COORDINATOR_NOT_AVAILABLE
+			return errors.New(errName(resp.ErrorCode))
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("FindCoordinator: %s", errName(resp.ErrorCode))
-		}
-		time.Sleep(200 * time.Millisecond) // __consumer_offsets is being created: COORDINATOR_NOT_AVAILABLE
+		t.resp(who, fmt.Sprintf("coordinator: broker %d at %s:%d", resp.NodeID, resp.Host, resp.Port))
+		return nil
+	})
+	if errors.Is(err, poll.ErrTimeout) {
+		return fmt.Errorf("FindCoordinator: %w", err)
 	}
+	return err
 }
 
 // join sends one JoinGroup v7 (session 10 s, rebalance 10 s) and records it.

@@ -16,6 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/rebalancelab/rebalancelab/broker/coordinator"
+	"github.com/rebalancelab/rebalancelab/internal/poll"
 	"github.com/rebalancelab/rebalancelab/internal/zkdata"
 	"github.com/rebalancelab/rebalancelab/internal/zklog"
 	"github.com/rebalancelab/rebalancelab/scenarios"
@@ -104,20 +105,17 @@ func (s *snapshots) onStep(run string) func(ctx context.Context, info scenarios.
 				s.add(run, info.Era, snapshot(ctx, info, "after the kill"))
 				return
 			}
-			// After the return: once every replica is back in the ISR, or after isrRejoinDeadline.
+			// After the return: once every replica is back in the ISR, or after isrRejoinDeadline (or
+			// ctx's end): the snapshot taken last is the figure either way, and fullISR says which.
 			start := time.Now()
-			for {
-				c := snapshot(ctx, info, "after the return")
-				if c.fullISR() || time.Since(start) > isrRejoinDeadline || ctx.Err() != nil {
-					c.waitedMs = time.Since(start).Milliseconds()
-					s.add(run, info.Era, c)
-					return
-				}
-				select {
-				case <-ctx.Done():
-				case <-time.After(200 * time.Millisecond):
-				}
-			}
+			var c clusterSnapshot
+			every200ms := poll.Backoff{First: 200 * time.Millisecond, Max: 200 * time.Millisecond}
+			_ = every200ms.Until(ctx, isrRejoinDeadline, "every replica back in the ISR", func() bool {
+				c = snapshot(ctx, info, "after the return")
+				return c.fullISR()
+			})
+			c.waitedMs = time.Since(start).Milliseconds()
+			s.add(run, info.Era, c)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rebalancelab/rebalancelab/internal/poll"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/newconsumer"
 	"github.com/rebalancelab/rebalancelab/scenarios/env"
@@ -33,6 +34,19 @@ func startLab(ctx context.Context) (*lab.Lab, error) {
 	l, err := lab.Start(ctx, lab.Options{Brokers: 1, Log: quietLog()})
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
+	}
+	return l, nil
+}
+
+// startLabWithTopic is startLab, then createTopic (the lab is closed when the topic cannot be made).
+func startLabWithTopic(ctx context.Context, topic string, partitions int32) (*lab.Lab, error) {
+	l, err := startLab(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := createTopic(ctx, l.Bootstrap(), topic, partitions); err != nil {
+		_ = l.Close()
+		return nil, err
 	}
 	return l, nil
 }
@@ -172,6 +186,34 @@ func coordStable(ms []*coordMember, partitions int) bool {
 		}
 	}
 	return len(seen) == partitions
+}
+
+// awaitRoutine waits until each member of ms has recorded in col, from sinceMs, at least heartbeats
+// Heartbeats and one OffsetCommit answered without error: a stable group's routine traffic, which the
+// sequence diagram counts in one note per member (heartbeat.interval.ms 500, auto.commit.interval.ms
+// 1000: about heartbeats/2 seconds).
+func awaitRoutine(ctx context.Context, col *timeline.Collector, ms []*coordMember, sinceMs int64, heartbeats int) error {
+	what := fmt.Sprintf("%d heartbeats and a commit from each member", heartbeats)
+	return poll.Until(ctx, 30*time.Second, what, func() bool {
+		hb, commits := map[string]int{}, map[string]int{}
+		for _, r := range col.Records() {
+			if r.Kind != timeline.GroupRequest || r.Err != "" || r.TsMs < sinceMs {
+				continue
+			}
+			switch r.API {
+			case "Heartbeat":
+				hb[r.Member]++
+			case "OffsetCommit":
+				commits[r.Member]++
+			}
+		}
+		for _, m := range ms {
+			if hb[m.name] < heartbeats || commits[m.name] < 1 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // partitionList formats partitions as "0, 1, 2" (sorted), or "none".

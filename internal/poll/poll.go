@@ -37,7 +37,8 @@ func Until(ctx context.Context, timeout time.Duration, what string, cond func() 
 
 // UntilErr is Until for a condition that says why it does not hold yet: cond returns nil once it holds;
 // the error at the deadline (or ctx's end) wraps ErrTimeout (or ctx.Err()) and ends with the last
-// error cond returned.
+// error cond returned. cond returns Stop(err) when it never will hold (the process it waits for
+// exited): UntilErr returns err at once, as it is.
 func UntilErr(ctx context.Context, timeout time.Duration, what string, cond func() error) error {
 	return Default.UntilErr(ctx, timeout, what, cond)
 }
@@ -51,6 +52,15 @@ func (b Backoff) Until(ctx context.Context, timeout time.Duration, what string, 
 		return errNotYet
 	})
 }
+
+// Stop marks err as final for UntilErr: the wait ends at once and UntilErr returns err itself.
+func Stop(err error) error { return stop{err} }
+
+// stop is Stop's mark.
+type stop struct{ err error }
+
+func (s stop) Error() string { return s.err.Error() }
+func (s stop) Unwrap() error { return s.err }
 
 // errNotYet is Until's reason: a bool condition gives none, and the error does not name it.
 var errNotYet = errors.New("")
@@ -75,6 +85,9 @@ func (b Backoff) UntilErr(ctx context.Context, timeout time.Duration, what strin
 		last := cond()
 		if last == nil {
 			return nil
+		}
+		if s, ok := last.(stop); ok {
+			return s.err
 		}
 		// A timeout already passed ends the wait now, not after one more pause.
 		if timeout > 0 && time.Since(start) >= timeout {

@@ -52,3 +52,18 @@ func TestUntilStopsWhenTheContextEnds(t *testing.T) {
 		t.Fatalf("err %v after %d tries; want context.Canceled after 2", err, tries)
 	}
 }
+
+func TestUntilErrStopsAtOnceOnStop(t *testing.T) {
+	exited := errors.New("process exited (exit status 1) before listening on 127.0.0.1:1")
+	tries := 0
+	err := UntilErr(context.Background(), 10*time.Second, "port", func() error {
+		tries++
+		if tries == 2 {
+			return Stop(exited)
+		}
+		return errors.New("connection refused")
+	})
+	if err != exited || tries != 2 {
+		t.Fatalf("err %v after %d tries; want the Stop error itself after 2", err, tries)
+	}
+}
