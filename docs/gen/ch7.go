@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/internal/wire"
-	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/streams"
 )
 
 // ch7: the coordinator serves any protocol type. Two "Connect workers" (raw group requests with
@@ -414,7 +414,7 @@ func (g *generator) ch7Streams() error {
 	}
 	g.out.block("ch7-streams-table", "```text\n"+table+"```")
 	s := res.Streams
-	ev := map[string]scenarios.StreamsEvent{}
+	ev := map[string]streams.Event{}
 	for _, e := range s.Events {
 		ev[e.Trigger] = e
 	}
