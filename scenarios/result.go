@@ -7,6 +7,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
+	"github.com/rebalancelab/rebalancelab/scenarios/streams"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -34,7 +35,7 @@ type RunResult struct {
 	HostCapabilities *lab.Capabilities
 	Notes            []string // what the run did differently from what was asked, and why
 	// Streams is what a Streams scenario measured (Scenario.Streams); nil for the consumer eras'.
-	Streams *StreamsRun
+	Streams *streams.Result
 }
 
 // EraRun is one era of a run: report.EraRun, with the methods the runner's relations and extras read

@@ -13,6 +13,8 @@ type (
 	Step   = spec.Step
 	Timing = spec.Timing
 	Params = spec.Params
+	// StreamsSpec is spec.Streams: what makes a Scenario a Streams scenario.
+	StreamsSpec = spec.Streams
 )
 
 // The step actions and broker roles: spec's.

@@ -2,8 +2,9 @@ package scenarios
 
 import (
 	"fmt"
-	"slices"
 	"strings"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/streams"
 )
 
 // streamsThreads is issue 17's streams-threads: Kafka Streams' thread model seen from the coordinator.
@@ -46,7 +47,7 @@ func streamsThreads() *Scenario {
 }
 
 // streamsRecords is the records the scenario produces (its spec's).
-func streamsRecords(*StreamsRun) int { return streamsThreads().Streams.Records }
+func streamsRecords(*streams.Result) int { return streamsThreads().Streams.Records }
 
 // streamsRel is the registered relation rel on a Streams run, reported as text.
 func streamsRel(text, rel string) Relation { return namedRel(nil, false, text, rel, nil) }
@@ -65,8 +66,8 @@ const (
 
 // onStreams is a registered relation on a Streams run (RunResult.Streams). Unless it reads only the
 // records (observed false) it reads the group's generations, which only the rebalancelab broker's
-// observer sees: on another broker (StreamsRun.Observed false) it is skipped, not measured.
-func onStreams(observed bool, f func(r *StreamsRun, p Params) (bool, string)) namedRelation {
+// observer sees: on another broker (streams.Result.Observed false) it is skipped, not measured.
+func onStreams(observed bool, f func(r *streams.Result, p Params) (bool, string)) namedRelation {
 	return func(c checkCtx, _ map[string]string) (bool, string, bool) {
 		if c.run == nil || c.run.Streams == nil {
 			return false, errNoStreams.Error(), false
@@ -81,25 +82,25 @@ func onStreams(observed bool, f func(r *StreamsRun, p Params) (bool, string)) na
 }
 
 // streamsStartOnThreads: start: every task on one of s1's 3 threads, partitions/3 per thread
-func streamsStartOnThreads(r *StreamsRun, p Params) (bool, string) {
+func streamsStartOnThreads(r *streams.Result, p Params) (bool, string) {
 	ev, l, err := stableOf(r, "start")
 	if err != nil {
 		return false, err.Error()
 	}
-	ok := len(l.Members) == r.Threads && l.threadsOf("s1") == r.Threads
+	ok := len(l.Members) == r.Threads && l.ThreadsOf("s1") == r.Threads
 	for _, m := range l.Members {
 		ok = ok && len(m.Tasks) == p.Partitions/r.Threads
 	}
-	return ok, fmt.Sprintf("generation %d: %s (time_to_stable_ms %d)", l.Generation, l.summary(), ev.TimeToStableMs)
+	return ok, fmt.Sprintf("generation %d: %s (time_to_stable_ms %d)", l.Generation, l.Summary(), ev.TimeToStableMs)
 }
 
 // streamsCoPartitioned: every stable generation: task 0_i reads partition i of both inputs
-func streamsCoPartitioned(r *StreamsRun, _ Params) (bool, string) {
+func streamsCoPartitioned(r *streams.Result, _ Params) (bool, string) {
 	if len(r.Lanes) == 0 {
 		return false, "no stable generation"
 	}
 	for _, l := range r.Lanes {
-		if err := l.coPartitioned(r.Inputs); err != nil {
+		if err := l.CoPartitioned(r.Inputs); err != nil {
 			return false, err.Error()
 		}
 	}
@@ -108,7 +109,7 @@ func streamsCoPartitioned(r *StreamsRun, _ Params) (bool, string) {
 }
 
 // streamsRemovedThreadTasksMove: remove-thread: the removed thread's tasks move to s1's other threads
-func streamsRemovedThreadTasksMove(r *StreamsRun, _ Params) (bool, string) {
+func streamsRemovedThreadTasksMove(r *streams.Result, _ Params) (bool, string) {
 	ev, l, err := stableOf(r, "remove-thread")
 	if err != nil {
 		return false, err.Error()
@@ -125,37 +126,37 @@ func streamsRemovedThreadTasksMove(r *StreamsRun, _ Params) (bool, string) {
 			moved++
 		}
 	}
-	ok := removed != "" && len(l.Members) == r.Threads-1 && l.threadsOf("s1") == r.Threads-1 && moved > 0
+	ok := removed != "" && len(l.Members) == r.Threads-1 && l.ThreadsOf("s1") == r.Threads-1 && moved > 0
 	for _, m := range l.Members {
 		ok = ok && m.Thread != removed
 	}
-	return ok, fmt.Sprintf("removed %s, its %d tasks moved; generation %d: %s", removed, moved, l.Generation, l.summary())
+	return ok, fmt.Sprintf("removed %s, its %d tasks moved; generation %d: %s", removed, moved, l.Generation, l.Summary())
 }
 
 // streamsAddThread: add-thread: every task on s1's 3 threads again
-func streamsAddThread(r *StreamsRun, _ Params) (bool, string) {
+func streamsAddThread(r *streams.Result, _ Params) (bool, string) {
 	_, l, err := stableOf(r, "add-thread")
 	if err != nil {
 		return false, err.Error()
 	}
-	return len(l.Members) == r.Threads && l.threadsOf("s1") == r.Threads, fmt.Sprintf("generation %d: %s", l.Generation, l.summary())
+	return len(l.Members) == r.Threads && l.ThreadsOf("s1") == r.Threads, fmt.Sprintf("generation %d: %s", l.Generation, l.Summary())
 }
 
 // streamsJoinSpread: join: the tasks spread over both instances, every thread of each with a task
-func streamsJoinSpread(r *StreamsRun, _ Params) (bool, string) {
+func streamsJoinSpread(r *streams.Result, _ Params) (bool, string) {
 	ev, l, err := stableOf(r, "join")
 	if err != nil {
 		return false, err.Error()
 	}
-	ok := l.threadsOf("s1") == r.Threads && l.threadsOf("s2") == r.Threads
+	ok := l.ThreadsOf("s1") == r.Threads && l.ThreadsOf("s2") == r.Threads
 	for _, m := range l.Members {
 		ok = ok && len(m.Tasks) > 0
 	}
-	return ok, fmt.Sprintf("generation %d: %s; %d tasks moved", l.Generation, l.summary(), ev.TasksMoved)
+	return ok, fmt.Sprintf("generation %d: %s; %d tasks moved", l.Generation, l.Summary(), ev.TasksMoved)
 }
 
 // streamsCrashBackToS1: crash: the killed s2's tasks come back to s1's threads
-func streamsCrashBackToS1(r *StreamsRun, _ Params) (bool, string) {
+func streamsCrashBackToS1(r *streams.Result, _ Params) (bool, string) {
 	ev, l, err := stableOf(r, "crash")
 	if err != nil {
 		return false, err.Error()
@@ -178,13 +179,13 @@ func streamsCrashBackToS1(r *StreamsRun, _ Params) (bool, string) {
 	for _, ip := range r.Instances {
 		killed = killed || (ip.Member == "s2" && ip.Signal == "SIGKILL")
 	}
-	ok := killed && len(l.Members) == r.Threads && l.threadsOf("s1") == r.Threads && held > 0 && fromS2 == held
+	ok := killed && len(l.Members) == r.Threads && l.ThreadsOf("s1") == r.Threads && held > 0 && fromS2 == held
 	return ok, fmt.Sprintf("s2 SIGKILL %v; %d of its %d tasks moved to s1 (%d moved in all); generation %d: %s (time_to_stable_ms %d)",
-		killed, fromS2, held, ev.TasksMoved, l.Generation, l.summary(), ev.TimeToStableMs)
+		killed, fromS2, held, ev.TasksMoved, l.Generation, l.Summary(), ev.TimeToStableMs)
 }
 
 // streamsEveryEventStable: every event: stable again (time_to_stable_ms >= 0)
-func streamsEveryEventStable(r *StreamsRun, _ Params) (bool, string) {
+func streamsEveryEventStable(r *streams.Result, _ Params) (bool, string) {
 	var parts []string
 	ok := len(r.Events) == 5
 	for _, ev := range r.Events {
@@ -195,7 +196,7 @@ func streamsEveryEventStable(r *StreamsRun, _ Params) (bool, string) {
 }
 
 // streamsRecordsOut: records: every input came out at least once (lost == 0, distinct_out == records_in == records)
-func streamsRecordsOut(r *StreamsRun, _ Params) (bool, string) {
+func streamsRecordsOut(r *streams.Result, _ Params) (bool, string) {
 	t := r.Totals
 	return t.Lost == 0 && t.DistinctOut == t.RecordsIn && t.RecordsIn == int64(streamsRecords(r)),
 		fmt.Sprintf("records_in %d, records_out %d, distinct_out %d, duplicates %d, lost %d, records_reprocessed %d",
@@ -203,24 +204,14 @@ func streamsRecordsOut(r *StreamsRun, _ Params) (bool, string) {
 }
 
 // stableOf is the event named trigger and its stable generation.
-func stableOf(r *StreamsRun, trigger string) (StreamsEvent, StreamsLane, error) {
+func stableOf(r *streams.Result, trigger string) (streams.Event, streams.Lane, error) {
 	for _, ev := range r.Events {
 		if ev.Trigger == trigger {
 			if ev.Stable == nil {
-				return ev, StreamsLane{}, fmt.Errorf("%s: never stable (time_to_stable_ms %d)", trigger, ev.TimeToStableMs)
+				return ev, streams.Lane{}, fmt.Errorf("%s: never stable (time_to_stable_ms %d)", trigger, ev.TimeToStableMs)
 			}
 			return ev, *ev.Stable, nil
 		}
 	}
-	return StreamsEvent{}, StreamsLane{}, fmt.Errorf("no %s event", trigger)
-}
-
-// summary: "s1-StreamThread-1 [0_0 0_3], s1-StreamThread-2 [...]".
-func (l StreamsLane) summary() string {
-	var parts []string
-	for _, m := range l.Members {
-		tasks := slices.Clone(m.Tasks)
-		parts = append(parts, fmt.Sprintf("%s [%s]", m.Thread, strings.Join(tasks, " ")))
-	}
-	return strings.Join(parts, ", ")
+	return streams.Event{}, streams.Lane{}, fmt.Errorf("no %s event", trigger)
 }

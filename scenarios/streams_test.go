@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rebalancelab/rebalancelab/internal/groupview"
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/streams"
 )
 
 // TestStreamsThreads is issue 17's Streams must-show, `scenario run streams-threads` as a test: Kafka
@@ -59,7 +59,7 @@ func TestStreamsThreads(t *testing.T) {
 	var tasks []string
 	for _, m := range first.Members {
 		if m.Instance != "s1" || len(m.Tasks) != 2 {
-			t.Fatalf("start's stable generation: %s, want s1's 3 threads with 2 tasks each", first.summary())
+			t.Fatalf("start's stable generation: %s, want s1's 3 threads with 2 tasks each", first.Summary())
 		}
 		tasks = append(tasks, m.Tasks...)
 	}
@@ -68,11 +68,11 @@ func TestStreamsThreads(t *testing.T) {
 	}
 	// With both instances, 6 threads with one task each; after the kill, s1's 3 threads again.
 	if _, l, err := stableOf(s, "join"); err != nil || len(l.Members) != 6 {
-		t.Fatalf("join: %v %s", err, l.summary())
+		t.Fatalf("join: %v %s", err, l.Summary())
 	}
 	crash, l, err := stableOf(s, "crash")
-	if err != nil || len(l.Members) != 3 || l.threadsOf("s1") != 3 || crash.TasksMoved < 3 {
-		t.Fatalf("crash: %v %s, %d moved", err, l.summary(), crash.TasksMoved)
+	if err != nil || len(l.Members) != 3 || l.ThreadsOf("s1") != 3 || crash.TasksMoved < 3 {
+		t.Fatalf("crash: %v %s, %d moved", err, l.Summary(), crash.TasksMoved)
 	}
 	ends := map[string]MemberProcess{}
 	for _, ip := range s.Instances {
@@ -89,84 +89,26 @@ func TestStreamsThreads(t *testing.T) {
 	}
 	var parsed struct {
 		Streams struct {
-			Lanes  []StreamsLane  `json:"lanes"`
-			Events []StreamsEvent `json:"events"`
+			Lanes  []streams.Lane  `json:"lanes"`
+			Events []streams.Event `json:"events"`
 		} `json:"streams"`
 	}
 	if err := json.Unmarshal(js.Bytes(), &parsed); err != nil || len(parsed.Streams.Lanes) != len(s.Lanes) || len(parsed.Streams.Events) != 5 {
 		t.Fatalf("JSON streams: %v, %d lanes %d events", err, len(parsed.Streams.Lanes), len(parsed.Streams.Events))
 	}
-	for _, f := range []string{"index.html", streamsAppFile, streamsGroupFile} {
+	for _, f := range []string{"index.html", streams.AppEventsFile, streams.GroupLogFile} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Fatalf("report file %s: %v", f, err)
 		}
 	}
 }
 
-// TestStreamsFiguresFromGenerations: the events' figures from hand-written generations (no JVM): a
-// thread leaves, the cooperative protocol's two rounds (the moving tasks revoked, then assigned) make
-// two generations, time to stable is the second's, and the tasks moved are counted against the stable
-// generation before the trigger; a processed record seen before counts as re-processed in its window.
-func TestStreamsFiguresFromGenerations(t *testing.T) {
-	m := func(thread string, tasks ...string) groupview.Member {
-		parts := map[string][]int32{}
-		for _, task := range tasks {
-			p := int32(task[len(task)-1] - '0')
-			parts["a"] = append(parts["a"], p)
-			parts["b"] = append(parts["b"], p)
-		}
-		return groupview.Member{MemberID: thread, ClientID: thread + "-consumer", ActiveTasks: tasks, Partitions: parts}
-	}
-	gens := []groupview.Generation{
-		{TsMs: 1000, State: "Stable", Generation: 1, Members: []groupview.Member{m("s1-StreamThread-1", "0_0", "0_2"), m("s1-StreamThread-2", "0_1", "0_3")}},
-		{TsMs: 2100, State: "PreparingRebalance", Generation: 1},
-		{TsMs: 2150, State: "Stable", Generation: 2, Members: []groupview.Member{m("s1-StreamThread-2", "0_1", "0_3")}},
-		{TsMs: 2160, State: "PreparingRebalance", Generation: 2},
-		{TsMs: 2200, State: "Stable", Generation: 3, Members: []groupview.Member{m("s1-StreamThread-2", "0_0", "0_1", "0_2", "0_3")}},
-	}
-	r := &streamsRunner{run: &StreamsRun{Inputs: []string{"a", "b"}}, p: Params{Partitions: 4}, gens: gens,
-		triggers: []StreamsEvent{{Trigger: "start", AtMs: 500}, {Trigger: "remove-thread", AtMs: 2000}},
-		app:      []StreamsAppEvent{{Ev: "processed", TsMs: 1500, Out: "a/0/0"}, {Ev: "processed", TsMs: 2300, Out: "a/0/0"}, {Ev: "processed", TsMs: 2300, Out: "a/0/1"}}}
-	r.compute()
-	ev := r.run.Events
-	if len(ev) != 2 || ev[0].TimeToStableMs != 500 || ev[0].TasksMoved != 4 {
-		t.Fatalf("start: %+v", ev)
-	}
-	rm := ev[1]
-	if rm.TimeToStableMs != 200 || rm.Rebalances != 2 || rm.Generations != 2 || rm.TasksMoved != 2 || rm.RecordsReprocessed != 1 ||
-		strings.Join(rm.Moves, "; ") != "0_0 s1-StreamThread-1 -> s1-StreamThread-2; 0_2 s1-StreamThread-1 -> s1-StreamThread-2" {
-		t.Fatalf("remove-thread: %+v", rm)
-	}
-	if len(r.run.Lanes) != 3 || r.run.Totals.RecordsProcessed != 3 || r.run.Totals.RecordsReprocessed != 1 || r.run.Totals.Rebalances != 2 {
-		t.Fatalf("lanes %d, totals %+v", len(r.run.Lanes), r.run.Totals)
-	}
-	for _, l := range r.run.Lanes {
-		if err := l.coPartitioned([]string{"a", "b"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bad := StreamsLane{Generation: 9, Members: []StreamsLaneMember{{Thread: "x", Tasks: []string{"0_1"}, Partitions: map[string][]int32{"a": {1}, "b": {2}}}}}
-	if err := bad.coPartitioned([]string{"a", "b"}); err == nil || !strings.Contains(err.Error(), "b partitions [2]") {
-		t.Fatalf("a task on another partition of b: %v", err)
-	}
-}
-
-// TestStreamsRefusals: a Streams scenario is refused, before anything starts, on a broker the lab does
-// not have, on an existing cluster, and for a consumer era.
+// TestStreamsRefusals: Run hands a refused Streams run back as the driver refused it (streams.Run),
+// with no result.
 func TestStreamsRefusals(t *testing.T) {
-	for _, tc := range []struct {
-		o    Options
-		want string
-	}{
-		{Options{Broker: "redpanda"}, "--broker redpanda: want rebalancelab or kafka"},
-		{Options{Bootstrap: "127.0.0.1:1"}, "not on an existing cluster (--bootstrap)"},
-		{Options{Eras: []string{"classic"}}, "--era classic: its members are Kafka Streams instances"},
-	} {
-		tc.o.Scenario = "streams-threads"
-		res, err := Run(context.Background(), tc.o)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || res != nil {
-			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
-		}
+	res, err := Run(context.Background(), Options{Scenario: "streams-threads", Eras: []string{"classic"}})
+	if err == nil || !strings.Contains(err.Error(), "--era classic: its members are Kafka Streams instances") || res != nil {
+		t.Errorf("--era classic: %v, %v", res, err)
 	}
 }
 

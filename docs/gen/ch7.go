@@ -13,7 +13,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/internal/poll"
 	"github.com/rebalancelab/rebalancelab/internal/wire"
-	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/streams"
 )
 
 // ch7: the coordinator serves any protocol type. Two "Connect workers" (raw group requests with
@@ -419,7 +419,7 @@ func (g *generator) ch7Streams() error {
 	}
 	g.out.block("ch7-streams-table", "```text\n"+table+"```")
 	s := res.Streams
-	ev := map[string]scenarios.StreamsEvent{}
+	ev := map[string]streams.Event{}
 	for _, e := range s.Events {
 		ev[e.Trigger] = e
 	}

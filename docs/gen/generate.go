@@ -16,6 +16,7 @@ import (
 	"github.com/rebalancelab/rebalancelab/scenarios/connect"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
+	"github.com/rebalancelab/rebalancelab/scenarios/streams"
 )
 
 // sizes are the knobs -small changes.
@@ -204,7 +205,7 @@ func (s sizes) scenarioRuns(only map[string]bool) []scenarioRun {
 		}
 	}
 	if only["ch7"] { // Kafka Streams instances: one size (2 instances, 6 partitions), small or not
-		add(runStreams, "streams-threads", []string{scenarios.StreamsEra}, spec.Params{Consumers: 2, Partitions: 6}, false)
+		add(runStreams, "streams-threads", []string{streams.Era}, spec.Params{Consumers: 2, Partitions: 6}, false)
 		for _, p := range s.connect.protocols { // Kafka Connect workers
 			runs = append(runs, scenarioRun{key: connectKey(p), name: connect.Scenario, connectProtocol: p, connectLayouts: s.connect.layouts})
 		}

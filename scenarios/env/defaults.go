@@ -9,7 +9,7 @@ import (
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
-// Defaults are the options every runner shares — scenarios.Run (and the Streams runner it calls),
+// Defaults are the options every runner shares — scenarios.Run, streams.Run (the Streams driver),
 // connect.Run (scenarios/connect), bench storm — filled in one place (Fill).
 type Defaults struct {
 	// Log is the runner's log; nil: logrus' standard logger.

@@ -39,12 +39,12 @@ type RunResult struct {
 	Hosts            []HostInfo
 	HostCapabilities *HostCapabilities
 	Notes            []string // what the run did differently from what was asked, and why
-	// Streams is what a Streams scenario measured (the runner's StreamsRun), which writes its own table,
-	// files and page (StreamsOutput); nil for the consumer eras'.
+	// Streams is what a Streams scenario measured (the Streams driver's *streams.Result), which writes
+	// its own table, files and page (StreamsOutput); nil for the consumer eras'.
 	Streams StreamsOutput
 }
 
-// StreamsOutput is a Streams scenario's own output (the runner's *scenarios.StreamsRun, whose types
+// StreamsOutput is a Streams scenario's own output (package scenarios/streams' *Result, whose types
 // the Streams catalogue's relations read): the run's table, files and page are its, not the consumer
 // eras' figures; it is the result JSON's "streams" (marshalled as itself).
 type StreamsOutput interface {

@@ -16,6 +16,8 @@
 //   - Relations: what the figures must show, as data a scenario file can hold (a comparison of a figure
 //     of an event or of the totals, or of an extra counter, with an expression of N, P and H; or the
 //     name of a relation registered in Go). The evaluator, which reads a run's results, is the runner's.
+//   - Streams: what a Streams scenario runs instead of an era's consumers (threads per Kafka Streams
+//     instance, records, the producer's pace, commit.interval.ms), read by package scenarios/streams.
 //
 // Nothing here touches a clock, the network or the lab: spec imports neither the lab nor the runner.
 package spec

@@ -1,7 +1,7 @@
-package scenarios
+package streams
 
-// A Kafka Streams instance of a Streams scenario: `java -cp interop/streams-3.9/target/lib/* MergeApp ...`
-// (lab.StreamsMainClass), its JSON lines on stdout read into StreamsAppEvents, commands on stdin.
+// A Kafka Streams instance of a Streams run: `java -cp interop/streams-3.9/target/lib/* MergeApp ...`
+// (lab.StreamsMainClass), its JSON lines on stdout read into AppEvents, commands on stdin.
 
 import (
 	"encoding/json"
@@ -18,10 +18,11 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/scenarios/members"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 )
 
-// StreamsAppEvent is one line the Streams application printed (MergeApp's javadoc gives the kinds).
-type StreamsAppEvent struct {
+// AppEvent is one line the Streams application printed (MergeApp's javadoc gives the kinds).
+type AppEvent struct {
 	Instance  string          `json:"instance"` // the scenario's name of the instance: s1, s2
 	Ev        string          `json:"ev"`       // started, state, processed, threads, thread_removed, thread_added, error, stopped
 	TsMs      int64           `json:"ts_ms"`
@@ -37,22 +38,22 @@ type StreamsAppEvent struct {
 	Threads   json.RawMessage `json:"threads,omitempty"`
 }
 
-// streamsInstance is one running JVM.
-type streamsInstance struct {
+// instance is one running JVM.
+type instance struct {
 	name    string
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
 	logPath string
 	exited  chan struct{}
-	proc    MemberProcess
+	proc    report.MemberProcess
 
 	mu   sync.Mutex
 	stop string // how the runner ended it: sigkill, or "stop" for the stdin command
 }
 
-// startStreamsInstance starts the JVM. onEvent gets every stdout line decoded, in order, from the
+// startInstance starts the JVM. onEvent gets every stdout line decoded, in order, from the
 // goroutine that reads them; the process's stderr (Streams' warnings) goes to dir/<name>.log.
-func startStreamsInstance(name, java, classpath, dir string, args []string, onEvent func(StreamsAppEvent), onExit func(MemberProcess)) (*streamsInstance, error) {
+func startInstance(name, java, classpath, dir string, args []string, onEvent func(AppEvent), onExit func(report.MemberProcess)) (*instance, error) {
 	logPath := filepath.Join(dir, name+".log")
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -63,7 +64,7 @@ func startStreamsInstance(name, java, classpath, dir string, args []string, onEv
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dorg.slf4j.simpleLogger.logFile=System.err",
 		"-cp", filepath.Join(classpath, "*"), lab.StreamsMainClass)
 	argv = append(argv, args...)
-	si := &streamsInstance{name: name, logPath: logPath, exited: make(chan struct{})}
+	si := &instance{name: name, logPath: logPath, exited: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {
 		// Fork and wait on one locked OS thread: Pdeathsig (lab.ChildSysProcAttr) then kills the JVM
@@ -76,9 +77,9 @@ func startStreamsInstance(name, java, classpath, dir string, args []string, onEv
 		cmd.SysProcAttr = lab.ChildSysProcAttr()
 		cmd.Stderr = logf
 		cmd.Stdout = members.LineWriter(func(b []byte) {
-			var ev StreamsAppEvent
+			var ev AppEvent
 			if err := json.Unmarshal(b, &ev); err != nil {
-				ev = StreamsAppEvent{Ev: "error", TsMs: time.Now().UnixMilli(), Text: "stdout: " + string(b)}
+				ev = AppEvent{Ev: "error", TsMs: time.Now().UnixMilli(), Text: "stdout: " + string(b)}
 			}
 			ev.Instance = name
 			onEvent(ev)
@@ -95,7 +96,7 @@ func startStreamsInstance(name, java, classpath, dir string, args []string, onEv
 		started <- nil
 		_ = cmd.Wait()
 		st := cmd.ProcessState
-		mp := MemberProcess{Member: name, PID: cmd.Process.Pid, ExitCode: st.ExitCode(), Status: st.String()}
+		mp := report.MemberProcess{Member: name, PID: cmd.Process.Pid, ExitCode: st.ExitCode(), Status: st.String()}
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			mp.Signal = members.SignalName(ws.Signal())
 		}
@@ -114,7 +115,7 @@ func startStreamsInstance(name, java, classpath, dir string, args []string, onEv
 }
 
 // command writes one command line (remove-thread, add-thread, threads, stop) to the instance's stdin.
-func (si *streamsInstance) command(c string) error {
+func (si *instance) command(c string) error {
 	if c == "stop" {
 		si.mu.Lock()
 		si.stop = "stop"
@@ -125,7 +126,7 @@ func (si *streamsInstance) command(c string) error {
 }
 
 // kill is the crash: SIGKILL, then wait until the process is dead and its stdout read.
-func (si *streamsInstance) kill() {
+func (si *instance) kill() {
 	si.mu.Lock()
 	if si.stop == "" {
 		si.stop = "sigkill"
@@ -136,7 +137,7 @@ func (si *streamsInstance) kill() {
 }
 
 // shutdown asks the application to close (KafkaStreams.close) and waits up to d, then kills it.
-func (si *streamsInstance) shutdown(d time.Duration) {
+func (si *instance) shutdown(d time.Duration) {
 	select {
 	case <-si.exited:
 		return
@@ -153,7 +154,7 @@ func (si *streamsInstance) shutdown(d time.Duration) {
 }
 
 // logTail is the end of the instance's stderr, for errors.
-func (si *streamsInstance) logTail() string {
+func (si *instance) logTail() string {
 	b, _ := os.ReadFile(si.logPath)
 	s := strings.TrimSpace(string(b))
 	if len(s) > 2000 {

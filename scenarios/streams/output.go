@@ -1,4 +1,4 @@
-package scenarios
+package streams
 
 // The output of a Streams scenario: the table, the files beside the JSON (the instances' lines and the
 // coordinator's generations), and an HTML page with the observer's lanes.
@@ -15,17 +15,18 @@ import (
 	"text/tabwriter"
 
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
-// Streams output files, in the report or output directory.
+// A Streams run's files (Result.WriteFiles), in the report or output directory.
 const (
-	streamsAppFile   = "streams-app.jsonl"   // every line the instances printed, with "instance"
-	streamsGroupFile = "streams-group.jsonl" // the observer's groupview.Generation of every transition
+	AppEventsFile = "streams-app.jsonl"   // every line the instances printed (AppEvent), with "instance"
+	GroupLogFile  = "streams-group.jsonl" // the observer's groupview.Generation of every transition
 )
 
 // WriteTable writes the events' figures, the lanes, the totals and r's relations and verdict
 // (report.StreamsOutput).
-func (s *StreamsRun) WriteTable(w io.Writer, r *report.RunResult) error {
+func (s *Result) WriteTable(w io.Writer, r *report.RunResult) error {
 	fmt.Fprintf(w, "%s (seed %d, %d instances x %d stream threads, %d partitions per input, broker %s, Kafka Streams %s as processes)\n",
 		r.Scenario, r.Seed, r.Params.Consumers, s.Threads, r.Params.Partitions, r.BrokerName(), r.Versions["kafka-streams"])
 	if !s.Observed {
@@ -50,7 +51,7 @@ func (s *StreamsRun) WriteTable(w io.Writer, r *report.RunResult) error {
 		t0 = s.Events[0].AtMs
 	}
 	for _, l := range s.Lanes {
-		fmt.Fprintf(w, "  gen %-3d +%6d ms  %s\n", l.Generation, l.TsMs-t0, l.summary())
+		fmt.Fprintf(w, "  gen %-3d +%6d ms  %s\n", l.Generation, l.TsMs-t0, l.Summary())
 	}
 	t := s.Totals
 	fmt.Fprintf(w, "records: in %d, out %d, distinct out %d, duplicates %d, lost %d; processed %d, re-processed %d; rebalances %d\n",
@@ -76,7 +77,7 @@ func (s *StreamsRun) WriteTable(w io.Writer, r *report.RunResult) error {
 
 // WriteFiles writes streams-app.jsonl and streams-group.jsonl to dir and names them in s
 // (report.StreamsOutput).
-func (s *StreamsRun) WriteFiles(dir string) error {
+func (s *Result) WriteFiles(dir string) error {
 	write := func(name string, n int, item func(i int) any) error {
 		f, err := os.Create(filepath.Join(dir, name))
 		if err != nil {
@@ -96,13 +97,13 @@ func (s *StreamsRun) WriteFiles(dir string) error {
 		}
 		return f.Close()
 	}
-	if err := write(streamsAppFile, len(s.App), func(i int) any { return s.App[i] }); err != nil {
+	if err := write(AppEventsFile, len(s.App), func(i int) any { return s.App[i] }); err != nil {
 		return err
 	}
-	if err := write(streamsGroupFile, len(s.Generations), func(i int) any { return s.Generations[i] }); err != nil {
+	if err := write(GroupLogFile, len(s.Generations), func(i int) any { return s.Generations[i] }); err != nil {
 		return err
 	}
-	s.AppFile, s.ObserverLog = streamsAppFile, streamsGroupFile
+	s.AppFile, s.ObserverLog = AppEventsFile, GroupLogFile
 	return nil
 }
 
@@ -110,7 +111,7 @@ func (s *StreamsRun) WriteFiles(dir string) error {
 // per stable generation, a column per stream thread, its tasks in the cell).
 //
 // (report.StreamsOutput.)
-func (s *StreamsRun) WriteReport(dir string, r *report.RunResult) error {
+func (s *Result) WriteReport(dir string, r *report.RunResult) error {
 	var b strings.Builder
 	e := html.EscapeString
 	fmt.Fprintf(&b, "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>%s</title>\n", e(r.Scenario))
@@ -178,12 +179,15 @@ func (s *StreamsRun) WriteReport(dir string, r *report.RunResult) error {
 		b.WriteString("</tr>\n")
 	}
 	fmt.Fprintf(&b, "</table><p>Files: <a href=\"%s\">%s</a> (the instances' lines), <a href=\"%s\">%s</a> (every group transition, decoded).</p></body></html>\n",
-		streamsAppFile, streamsAppFile, streamsGroupFile, streamsGroupFile)
+		AppEventsFile, AppEventsFile, GroupLogFile, GroupLogFile)
 	return os.WriteFile(filepath.Join(dir, "index.html"), []byte(b.String()), 0o644)
 }
 
 // JSONParams are the result JSON's params of a Streams run: threads_per_instance, records (acknowledged
 // to the inputs) and members_as (always processes) (report.StreamsOutput).
-func (s *StreamsRun) JSONParams() map[string]any {
-	return map[string]any{"threads_per_instance": s.Threads, "records": s.Totals.RecordsIn, "members_as": MembersAsProcesses}
+func (s *Result) JSONParams() map[string]any {
+	return map[string]any{"threads_per_instance": s.Threads, "records": s.Totals.RecordsIn, "members_as": spec.MembersAsProcesses}
 }
+
+// Result is the report's Streams output.
+var _ report.StreamsOutput = (*Result)(nil)
