@@ -35,17 +35,6 @@ import (
 // instances, not one of the consumer eras).
 const StreamsEra = "streams"
 
-// StreamsSpec makes a Scenario a Streams scenario: its members are Streams instances of the lab's
-// application (two co-partitioned inputs merged, stateless, into an output), started as JVMs.
-type StreamsSpec struct {
-	Threads    int // num.stream.threads of every instance
-	Records    int // produced in all, alternately to each input
-	RatePerSec int // the producer's pace
-	// CommitIntervalMs is Streams' commit.interval.ms (Kafka's default 30000 for at_least_once): what a
-	// kill -9 makes the next owner re-process is at most this much of the dead instance's work.
-	CommitIntervalMs int64
-}
-
 // StreamsRun is what a Streams scenario's run measured (RunResult.Streams, the JSON's "streams").
 type StreamsRun struct {
 	Application string            `json:"application_id"`
