@@ -8,7 +8,6 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
-	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 // The Streams scenario and the relations that read its StreamsRun join the catalogue here (the
@@ -266,7 +265,7 @@ func checkStreamsFaultsTookEffect(run *report.RunResult, _ Params, _ map[string]
 	usedApp := map[int]bool{}
 	for _, st := range run.Script {
 		switch st.Action {
-		case spec.ActCrash:
+		case ActCrash:
 			n++
 			found := false
 			for i, p := range s.Instances {
@@ -278,10 +277,10 @@ func checkStreamsFaultsTookEffect(run *report.RunResult, _ Params, _ map[string]
 			if !found {
 				missing = append(missing, st.String())
 			}
-		case spec.ActRemoveThread, spec.ActAddThread:
+		case ActRemoveThread, ActAddThread:
 			n++
 			want := "thread_removed"
-			if st.Action == spec.ActAddThread {
+			if st.Action == ActAddThread {
 				want = "thread_added"
 			}
 			found := false
