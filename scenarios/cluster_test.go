@@ -214,8 +214,8 @@ func TestDurability(t *testing.T) {
 		if len(e.Durability) != 2 {
 			t.Fatalf("%s: %d producer checks, want 2 (acks_all, acks_1): %+v", e.Era, len(e.Durability), e.Durability)
 		}
-		all, _ := e.producerCheck("acks_all")
-		one, _ := e.producerCheck("acks_1")
+		all, _ := producerCheck(e, "acks_all")
+		one, _ := producerCheck(e, "acks_1")
 		t.Logf("%s: acks_all %+v", e.Era, all)
 		t.Logf("%s: acks_1 %+v", e.Era, one)
 		if all.Acked == 0 || all.Lost != 0 || all.Duplicates != 0 || all.Failed != 0 {

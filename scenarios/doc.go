@@ -1,8 +1,8 @@
 // Package scenarios runs scripted comparisons of Kafka's consumer-group eras on a real lab and computes
 // their figures (docs/design.md "Scenarios, timeline and figures").
 //
-// A scenario (Catalog, catalog.go) is an environment (ZooKeeper nodes, one broker), N members of one era
-// and a script of timed steps (script.go): start, graceful stop, crash, link faults (stall, latency, cut,
+// A scenario (package catalog: Catalog, Lookup) is an environment (ZooKeeper nodes, one broker), N
+// members of one era and a script of timed steps (package spec): start, graceful stop, crash, link faults (stall, latency, cut,
 // heal) on a member's ZooKeeper, coordinator or fetch link, ZooKeeper node and broker stop/start, measured
 // triggers, and settles that wait for a stable group. The script is a pure function of the scenario, the
 // params, the timing and --seed: the same inputs give the same bytes (FormatScript).
@@ -18,7 +18,7 @@
 // everything produced, a "shutdown" trigger is recorded and the members stop gracefully; the figures
 // (Compute, figures.go: a replay of the records, which follow docs/design.md "What the members must emit")
 // cover the timeline up to that trigger, the file keeps it all. Each scenario's Relations — the
-// expected relations between figures per era — are then checked and reported; the zk era's figures are
+// expected relations between figures per era — are then checked (catalog.CheckRelations) and reported; the zk era's figures are
 // cross-checked against the ZooKeeper server's four-letter words (ZKCrosscheck).
 //
 // Eras: zk (zkconsumer, range), classic (newconsumer, eager range), cooperative (newconsumer,

@@ -24,25 +24,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// DurabilitySpec makes a scenario's runner write the side topic with Producers.
-type DurabilitySpec struct {
-	Producers []ProducerSpec
-	// TopicConfigs are the side topic's configs (e.g. min.insync.replicas).
-	TopicConfigs map[string]string
-	// RecordsPerSec is each producer's rate, records per second, sent asynchronously (the producer
-	// keeps its in-flight records, as an application does, rather than waiting for each).
-	RecordsPerSec int
-}
-
-// ProducerSpec is one producer of the side topic.
-type ProducerSpec struct {
-	// Name keys the producer's records and prefixes its Extra figures ("acks_all": acks_all_lost).
-	Name string
-	// Acks is the producer's acks, as Kafka's producer config names it: "all" (with Kafka's default
-	// enable.idempotence=true) or "1" (the leader alone; idempotence off, as Kafka requires).
-	Acks string
-}
-
 // sideBufferSeconds is how many seconds of records a side producer buffers.
 const sideBufferSeconds = 30
 
@@ -84,7 +65,7 @@ func (r *eraRunner) startDurability(ctx, stop context.Context) (*sideTopic, erro
 		}
 	}
 	for _, p := range s.spec.Producers {
-		opts, err := p.clientOpts()
+		opts, err := producerClientOpts(p)
 		if err != nil {
 			closeAll()
 			return nil, err
@@ -111,8 +92,8 @@ func (r *eraRunner) startDurability(ctx, stop context.Context) (*sideTopic, erro
 	return s, nil
 }
 
-// clientOpts are franz-go's options for the producer's acks.
-func (p ProducerSpec) clientOpts() ([]kgo.Opt, error) {
+// producerClientOpts are franz-go's options for producer p's acks.
+func producerClientOpts(p ProducerSpec) ([]kgo.Opt, error) {
 	switch p.Acks {
 	case "all", "-1":
 		return []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks())}, nil
@@ -335,30 +316,4 @@ func (s *sideTopic) readBack(ctx context.Context) (map[string]map[int64]int, err
 		}
 	}
 	return out, nil
-}
-
-// durabilityFigures are the Extra figures of the producers' checks: <producer>_acked, _lost,
-// _lost_elsewhere, _duplicates, _failed, _max_ack_gap_ms, _max_partition_ack_gap_ms.
-func durabilityFigures(e *EraRun) map[string]int64 {
-	m := map[string]int64{}
-	for _, c := range e.Durability {
-		m[c.Producer+"_acked"] = c.Acked
-		m[c.Producer+"_lost"] = c.Lost
-		m[c.Producer+"_lost_elsewhere"] = c.LostElsewhere
-		m[c.Producer+"_duplicates"] = c.Duplicates
-		m[c.Producer+"_failed"] = c.Failed
-		m[c.Producer+"_max_ack_gap_ms"] = c.MaxAckGapMs
-		m[c.Producer+"_max_partition_ack_gap_ms"] = c.MaxPartitionAckGapMs
-	}
-	return m
-}
-
-// producerCheck is the era's check of producer name.
-func (e *EraRun) producerCheck(name string) (ProducerCheck, bool) {
-	for _, c := range e.Durability {
-		if c.Producer == name {
-			return c, true
-		}
-	}
-	return ProducerCheck{}, false
 }

@@ -38,11 +38,11 @@ func TestDurabilityJudge(t *testing.T) {
 // TestProducerSpecAcks: acks all and 1 map to franz-go's options; anything else is refused by name.
 func TestProducerSpecAcks(t *testing.T) {
 	for _, acks := range []string{"all", "-1", "1"} {
-		if _, err := (ProducerSpec{Name: "p", Acks: acks}).clientOpts(); err != nil {
+		if _, err := producerClientOpts(ProducerSpec{Name: "p", Acks: acks}); err != nil {
 			t.Errorf("acks %q: %v", acks, err)
 		}
 	}
-	_, err := ProducerSpec{Name: "p", Acks: "0"}.clientOpts()
+	_, err := producerClientOpts(ProducerSpec{Name: "p", Acks: "0"})
 	if err == nil || err.Error() != `durability producer p: acks "0" (want all or 1)` {
 		t.Errorf("acks 0: %v", err)
 	}

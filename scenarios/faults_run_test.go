@@ -3,12 +3,14 @@ package scenarios
 import (
 	"bytes"
 	"context"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
 )
 
@@ -62,7 +64,7 @@ func runFailingFault(t *testing.T, sc *Scenario, wantErrs []string, wantFaultRel
 	}
 	var faultRel *report.RelationResult
 	for i := range e.Relations {
-		if e.Relations[i].Relation == FaultRelationText {
+		if e.Relations[i].Relation == catalog.FaultRelationText {
 			faultRel = &e.Relations[i]
 		}
 	}
@@ -79,15 +81,15 @@ func runFailingFault(t *testing.T, sc *Scenario, wantErrs []string, wantFaultRel
 }
 
 // faultScenario is a definition of one era's run: two members started and settled, then steps.
-func faultScenario(name string, zkNodes int, steps func(s *script)) *Scenario {
+func faultScenario(name string, zkNodes int, steps func(s *catalog.Builder)) *Scenario {
 	return &Scenario{Name: name, Description: "a fault that cannot be injected", MinConsumers: 1, ZKNodes: zkNodes,
 		StopsZKNode: zkNodes > 1,
-		Script: func(p Params, t Timing, _ *scriptRand) []Step {
-			s := &script{t: t}
-			s.startAll(p.Consumers)
-			s.trigger("fault")
+		Script: func(p Params, t Timing, _ *rand.Rand) []Step {
+			s := catalog.NewBuilder(t)
+			s.StartAll(p.Consumers)
+			s.Trigger("fault")
 			steps(s)
-			return s.steps
+			return s.Steps()
 		}}
 }
 
@@ -96,8 +98,8 @@ func faultScenario(name string, zkNodes int, steps func(s *script)) *Scenario {
 // fault record.
 func TestFaultFailsZKNodeAlreadyStopped(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper)
-	sc := faultScenario("fault-zk", 3, func(s *script) {
-		s.add(Step{Action: ActZKStop, Node: 1}).add(Step{Action: ActZKStop, Node: 1}).add(Step{Action: ActZKStart, Node: 1}).settle()
+	sc := faultScenario("fault-zk", 3, func(s *catalog.Builder) {
+		s.Add(Step{Action: ActZKStop, Node: 1}).Add(Step{Action: ActZKStop, Node: 1}).Add(Step{Action: ActZKStart, Node: 1}).Settle()
 	})
 	runFailingFault(t, sc, []string{"zk-stop 1: zookeeper/1 is not running (already stopped)"},
 		"1 of 3 fault steps left no fault record: zk-stop 1")
@@ -108,9 +110,9 @@ func TestFaultFailsZKNodeAlreadyStopped(t *testing.T) {
 // fault record; the heal of the coordination link that was really stalled does.
 func TestFaultFailsLinkThatDoesNotExist(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper)
-	sc := faultScenario("fault-link", 1, func(s *script) {
-		s.link(0, ActStall, "m1", "coordinatr").link(0, ActStall, "m1", linkZooKeeper).
-			link(0, ActStall, "m2", CoordinationLink).link(200, ActHeal, "m2", CoordinationLink).settle()
+	sc := faultScenario("fault-link", 1, func(s *catalog.Builder) {
+		s.Link(0, ActStall, "m1", "coordinatr").Link(0, ActStall, "m1", linkZooKeeper).
+			Link(0, ActStall, "m2", CoordinationLink).Link(200, ActHeal, "m2", CoordinationLink).Settle()
 	})
 	runFailingFault(t, sc, []string{
 		`stall m1/coordinatr: no such link "coordinatr" (want coordination, zookeeper, coordinator or fetch)`,
@@ -122,8 +124,8 @@ func TestFaultFailsLinkThatDoesNotExist(t *testing.T) {
 // has already exited, so the second crash is the run's error and leaves no crash record.
 func TestFaultFailsCrashOfExitedMember(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper)
-	sc := faultScenario("fault-crash", 1, func(s *script) {
-		s.member(0, ActCrash, "m2").settle().member(0, ActCrash, "m2")
+	sc := faultScenario("fault-crash", 1, func(s *catalog.Builder) {
+		s.Member(0, ActCrash, "m2").Settle().Member(0, ActCrash, "m2")
 	})
 	runFailingFault(t, sc, []string{"crash m2: not running"}, "1 of 2 fault steps left no fault record: crash m2")
 }
@@ -132,9 +134,9 @@ func TestFaultFailsCrashOfExitedMember(t *testing.T) {
 // lab's Stop would do nothing), and started: the second stop is the run's error and leaves no record.
 func TestFaultFailsBrokerAlreadyStopped(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper)
-	sc := faultScenario("fault-broker", 1, func(s *script) {
-		s.add(Step{Action: ActBrokerStop, Node: 0}).add(Step{Action: ActBrokerStop, Node: 0}).
-			add(Step{Action: ActBrokerStart, Node: 0}).settle()
+	sc := faultScenario("fault-broker", 1, func(s *catalog.Builder) {
+		s.Add(Step{Action: ActBrokerStop, Node: 0}).Add(Step{Action: ActBrokerStop, Node: 0}).
+			Add(Step{Action: ActBrokerStart, Node: 0}).Settle()
 	})
 	runFailingFault(t, sc, []string{"broker-stop 0: broker 1 is not running (already stopped or killed)"},
 		"1 of 3 fault steps left no fault record: broker-stop 0")
@@ -144,8 +146,8 @@ func TestFaultFailsBrokerAlreadyStopped(t *testing.T) {
 // run's error, and no host-down record.
 func TestFaultFailsHostThatDoesNotExist(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper)
-	sc := faultScenario("fault-host", 1, func(s *script) {
-		s.add(Step{Action: ActHostDown, Host: 2}).add(Step{DelayMs: 200, Action: ActHostUp, Host: 2}).settle()
+	sc := faultScenario("fault-host", 1, func(s *catalog.Builder) {
+		s.Add(Step{Action: ActHostDown, Host: 2}).Add(Step{DelayMs: 200, Action: ActHostUp, Host: 2}).Settle()
 	})
 	runFailingFault(t, sc, []string{
 		"host-down h2: needs test hosts (scenario run --hosts N)",

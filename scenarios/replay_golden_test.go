@@ -26,6 +26,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 	"github.com/rebalancelab/rebalancelab/scenarios/figures/goldentest"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
 )
@@ -108,7 +109,7 @@ func replayRecorded(t *testing.T) []goldenTimeline {
 		dir := filepath.Dir(resPath)
 		var rr recordedResult
 		goldentest.ReadJSON(t, resPath, &rr)
-		sc, err := Lookup(rr.Scenario)
+		sc, err := catalog.Lookup(rr.Scenario)
 		if err != nil {
 			t.Fatalf("%s: %v", resPath, err)
 		}

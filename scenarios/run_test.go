@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -44,7 +45,7 @@ func quietLog() *logrus.Entry {
 // seed 1.
 func small(t *testing.T, name string) Params {
 	t.Helper()
-	sc, err := Lookup(name)
+	sc, err := catalog.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func runScenarioWith(t *testing.T, name string, p Params, opt func(o *Options)) 
 	var table bytes.Buffer
 	_ = res.WriteTable(&table)
 	t.Logf("%s\n%s", name, table.String())
-	sc, err := Lookup(name)
+	sc, err := catalog.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}

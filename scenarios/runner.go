@@ -25,6 +25,7 @@ import (
 	"github.com/rebalancelab/rebalancelab/broker"
 	"github.com/rebalancelab/rebalancelab/internal/poll"
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 	"github.com/rebalancelab/rebalancelab/scenarios/env"
 	"github.com/rebalancelab/rebalancelab/scenarios/members"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
@@ -172,11 +173,11 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 	sc := o.Definition
 	if sc == nil {
 		var err error
-		if sc, err = Lookup(o.Scenario); err != nil {
+		if sc, err = catalog.Lookup(o.Scenario); err != nil {
 			return nil, err
 		}
 	}
-	p, err := sc.params(o.Params)
+	p, err := sc.ParamsFor(o.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +264,7 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 		if err := checkExternal(o.envOptions(res.RunID), sc, res.Script, eras); err != nil {
 			return nil, err
 		}
-	} else if killsBroker(res.Script) && o.Broker == lab.BrokerRebalancelab {
+	} else if catalog.KillsBroker(res.Script) && o.Broker == lab.BrokerRebalancelab {
 		if err := checkMemberBinary(o.MemberBinary); err != nil {
 			return nil, fmt.Errorf("%s kills brokers with SIGKILL, so its brokers run as processes: %w", sc.Name, err)
 		}
@@ -346,11 +347,11 @@ func runEras(ctx context.Context, o Options, sc *Scenario, res *RunResult, eras 
 	eo := o.envOptions(res.RunID)
 	if o.Bootstrap == "" {
 		lo := lab.Options{ZK: lab.ZKOptions{Nodes: sc.ZKNodes, Log: o.LabLog},
-			Brokers: sc.brokers(), KafkaDefaults: o.KafkaDefaults, BrokerConfig: o.BrokerConfig, Broker: o.Broker, Log: o.LabLog}
-		if killsBroker(res.Script) || o.BrokersAs == lab.BrokersProcess {
+			Brokers: sc.BrokerCount(), KafkaDefaults: o.KafkaDefaults, BrokerConfig: o.BrokerConfig, Broker: o.Broker, Log: o.LabLog}
+		if catalog.KillsBroker(res.Script) || o.BrokersAs == lab.BrokersProcess {
 			lo.BrokersAs, lo.BrokerBinary = lab.BrokersProcess, o.MemberBinary
 		}
-		if sc.brokers() > 1 && o.Broker == lab.BrokerRebalancelab {
+		if sc.BrokerCount() > 1 && o.Broker == lab.BrokerRebalancelab {
 			// Topic creation spreads replicas from a start drawn from the run's seed (AdminUtils'
 			// random start, made deterministic), so that two runs of one seed lead alike.
 			lo.BrokerConfig = maps.Clone(o.BrokerConfig)

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 )
 
 // TestScriptSameSeedSameBytes: every scenario's scripted events are byte-identical for the same seed
 // (built twice, independently), for the lab's and Kafka's timing.
 func TestScriptSameSeedSameBytes(t *testing.T) {
-	for _, sc := range Catalog() {
+	for _, sc := range catalog.Catalog() {
 		for _, timing := range []Timing{LabTiming(), KafkaTiming()} {
 			for _, seed := range []int64{0, 1, 42, -7} {
 				p := Params{Seed: seed}
@@ -35,7 +37,7 @@ func TestScriptSameSeedSameBytes(t *testing.T) {
 // TestScriptGolden pins herd-effect's script for seed 1 (N=3): the random choice (who leaves) comes
 // from PCG, whose sequence Go's math/rand/v2 fixes, so these bytes hold on every platform.
 func TestScriptGolden(t *testing.T) {
-	sc, err := Lookup("herd-effect")
+	sc, err := catalog.Lookup("herd-effect")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +70,7 @@ func TestScriptGolden(t *testing.T) {
 // (over 20 seeds, at least two distinct scripts), and the choices stay in range.
 func TestScriptSeedMatters(t *testing.T) {
 	for _, name := range []string{"herd-effect", "consumer-crash", "split-brain-zombie", "split-brain-divergent-views", "rolling-restart", "zk-quorum-loss"} {
-		sc, err := Lookup(name)
+		sc, err := catalog.Lookup(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +142,7 @@ func TestScriptShapes(t *testing.T) {
 		return n
 	}
 	get := func(name string, n int) []Step {
-		sc, err := Lookup(name)
+		sc, err := catalog.Lookup(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,17 +197,17 @@ func TestScriptShapes(t *testing.T) {
 }
 
 func TestParamsAndLookup(t *testing.T) {
-	if _, err := Lookup("nope"); err == nil || !strings.Contains(err.Error(), "herd-effect") {
-		t.Fatalf("Lookup(nope) = %v, want an error listing the scenarios", err)
+	if _, err := catalog.Lookup("nope"); err == nil || !strings.Contains(err.Error(), "herd-effect") {
+		t.Fatalf("catalog.Lookup(nope) = %v, want an error listing the scenarios", err)
 	}
-	sc, _ := Lookup("consumer-crash")
+	sc, _ := catalog.Lookup("consumer-crash")
 	if _, err := sc.ScriptFor(Params{Consumers: 1}, LabTiming()); err == nil || !strings.Contains(err.Error(), "at least 2") {
 		t.Fatalf("1 consumer: %v", err)
 	}
 	if _, err := sc.ScriptFor(Params{Partitions: -1}, LabTiming()); err == nil {
 		t.Fatal("negative partitions accepted")
 	}
-	for _, s := range Catalog() {
+	for _, s := range catalog.Catalog() {
 		if s.Description == "" || strings.Contains(s.Description, "\n") {
 			t.Errorf("%s: description %q is not one line", s.Name, s.Description)
 		}

@@ -2,10 +2,32 @@ package scenarios
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 	"github.com/rebalancelab/rebalancelab/scenarios/streams"
 )
+
+// The Streams scenario and the relations that read its streams.Result join the catalogue here (the
+// catalogue cannot import this package: the runner imports it).
+func init() {
+	catalog.Register(streamsThreads)
+	for name, fn := range map[string]catalog.RunRelation{
+		relStreamsStartOnThreads:           onStreams(true, streamsStartOnThreads),
+		relStreamsCoPartitioned:            onStreams(true, streamsCoPartitioned),
+		relStreamsRemovedThreadTasksMove:   onStreams(true, streamsRemovedThreadTasksMove),
+		relStreamsAddThread:                onStreams(true, streamsAddThread),
+		relStreamsJoinSpread:               onStreams(true, streamsJoinSpread),
+		relStreamsCrashBackToS1:            onStreams(true, streamsCrashBackToS1),
+		relStreamsEveryEventStable:         onStreams(true, streamsEveryEventStable),
+		relStreamsRecordsOut:               onStreams(false, streamsRecordsOut),
+		catalog.RelStreamsFaultsTookEffect: checkStreamsFaultsTookEffect,
+	} {
+		catalog.RegisterRelation(name, fn)
+	}
+}
 
 // streamsThreads is issue 17's streams-threads: Kafka Streams' thread model seen from the coordinator.
 // One instance with 3 stream threads gets 6 tasks, 2 per thread, task i reading partition i of both
@@ -23,15 +45,15 @@ func streamsThreads() *Scenario {
 		MinConsumers: 2, MaxConsumers: 2,
 		ZKNodes: 1,
 		Streams: spec,
-		Script: func(p Params, t Timing, _ *scriptRand) []Step {
-			s := &script{t: t}
+		Script: func(p Params, t Timing, _ *rand.Rand) []Step {
+			s := catalog.NewBuilder(t)
 			hold := int64(2000) // records flow through each layout before the next change
-			s.trigger("start").member(0, ActStart, "s1").settle()
-			s.add(Step{DelayMs: hold, Action: ActTrigger, Name: "remove-thread"}).member(0, ActRemoveThread, "s1").settle()
-			s.add(Step{DelayMs: hold, Action: ActTrigger, Name: "add-thread"}).member(0, ActAddThread, "s1").settle()
-			s.add(Step{DelayMs: hold, Action: ActTrigger, Name: "join"}).member(0, ActStart, "s2").settle()
-			s.add(Step{DelayMs: hold, Action: ActTrigger, Name: "crash"}).member(0, ActCrash, "s2").settle()
-			return s.steps
+			s.Trigger("start").Member(0, ActStart, "s1").Settle()
+			s.Add(Step{DelayMs: hold, Action: ActTrigger, Name: "remove-thread"}).Member(0, ActRemoveThread, "s1").Settle()
+			s.Add(Step{DelayMs: hold, Action: ActTrigger, Name: "add-thread"}).Member(0, ActAddThread, "s1").Settle()
+			s.Add(Step{DelayMs: hold, Action: ActTrigger, Name: "join"}).Member(0, ActStart, "s2").Settle()
+			s.Add(Step{DelayMs: hold, Action: ActTrigger, Name: "crash"}).Member(0, ActCrash, "s2").Settle()
+			return s.Steps()
 		},
 		Relations: []Relation{
 			streamsRel("start: every task on one of s1's 3 threads, partitions/3 per thread", relStreamsStartOnThreads),
@@ -50,7 +72,7 @@ func streamsThreads() *Scenario {
 func streamsRecords(*streams.Result) int { return streamsThreads().Streams.Records }
 
 // streamsRel is the registered relation rel on a Streams run, reported as text.
-func streamsRel(text, rel string) Relation { return namedRel(nil, false, text, rel, nil) }
+func streamsRel(text, rel string) Relation { return catalog.NamedRel(nil, false, text, rel, nil) }
 
 // The Streams scenario's registered relations.
 const (
@@ -67,16 +89,20 @@ const (
 // onStreams is a registered relation on a Streams run (RunResult.Streams). Unless it reads only the
 // records (observed false) it reads the group's generations, which only the rebalancelab broker's
 // observer sees: on another broker (streams.Result.Observed false) it is skipped, not measured.
-func onStreams(observed bool, f func(r *streams.Result, p Params) (bool, string)) namedRelation {
-	return func(c checkCtx, _ map[string]string) (bool, string, bool) {
-		if c.run == nil || c.run.Streams == nil {
+func onStreams(observed bool, f func(r *streams.Result, p Params) (bool, string)) catalog.RunRelation {
+	return func(run *report.RunResult, p Params, _ map[string]string) (bool, string, bool) {
+		var s *streams.Result
+		if run != nil {
+			s, _ = run.Streams.(*streams.Result)
+		}
+		if s == nil {
 			return false, errNoStreams.Error(), false
 		}
-		if observed && !c.run.Streams.Observed {
+		if observed && !s.Observed {
 			return false, "not measured: the group's generations come from the rebalancelab broker's group observer, and this run's broker (" +
-				c.run.Broker + ") has none", true
+				run.Broker + ") has none", true
 		}
-		ok, got := f(c.run.Streams, c.p)
+		ok, got := f(s, p)
 		return ok, got, false
 	}
 }
@@ -214,4 +240,56 @@ func stableOf(r *streams.Result, trigger string) (streams.Event, streams.Lane, e
 		}
 	}
 	return streams.Event{}, streams.Lane{}, fmt.Errorf("no %s event", trigger)
+}
+
+// checkStreamsFaultsTookEffect: catalog.FaultRelationText on a Streams run (the catalogue's Streams
+// fault relation, registered as catalog.RelStreamsFaultsTookEffect).
+func checkStreamsFaultsTookEffect(run *report.RunResult, _ Params, _ map[string]string) (bool, string, bool) {
+	s, _ := run.Streams.(*streams.Result)
+	if s == nil {
+		return false, "not a Streams run", false
+	}
+	n := 0
+	var missing []string
+	usedProc := map[int]bool{}
+	usedApp := map[int]bool{}
+	for _, st := range run.Script {
+		switch st.Action {
+		case ActCrash:
+			n++
+			found := false
+			for i, p := range s.Instances {
+				if !usedProc[i] && p.Member == st.Member && p.Signal == "SIGKILL" {
+					usedProc[i], found = true, true
+					break
+				}
+			}
+			if !found {
+				missing = append(missing, st.String())
+			}
+		case ActRemoveThread, ActAddThread:
+			n++
+			want := "thread_removed"
+			if st.Action == ActAddThread {
+				want = "thread_added"
+			}
+			found := false
+			for i, a := range s.App {
+				if !usedApp[i] && a.Instance == st.Member && a.Ev == want {
+					usedApp[i], found = true, true
+					break
+				}
+			}
+			if !found {
+				missing = append(missing, st.String())
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return false, fmt.Sprintf("%d of %d fault steps left no record: %s", len(missing), n, strings.Join(missing, "; ")), false
+	}
+	if n == 0 {
+		return true, "no fault step", false
+	}
+	return true, fmt.Sprintf("%d fault steps, each with its record", n), false
 }

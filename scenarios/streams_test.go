@@ -13,6 +13,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 	"github.com/rebalancelab/rebalancelab/scenarios/streams"
 )
 
@@ -142,7 +143,7 @@ func TestStreamsThreadsOnKafka39(t *testing.T) {
 		t.Errorf("relation counts %+v, want 2 held (records, faults) and 7 skipped", c)
 	}
 	for _, rel := range res.Eras[0].Relations {
-		measured := strings.HasPrefix(rel.Relation, "records:") || rel.Relation == FaultRelationText
+		measured := strings.HasPrefix(rel.Relation, "records:") || rel.Relation == catalog.FaultRelationText
 		if measured != !rel.Skipped || rel.Skipped && !strings.HasPrefix(rel.Got, "not measured: ") {
 			t.Errorf("%s: skipped %v (%s)", rel.Relation, rel.Skipped, rel.Got)
 		}

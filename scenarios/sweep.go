@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 	"github.com/rebalancelab/rebalancelab/scenarios/env"
 )
 
@@ -79,7 +80,7 @@ func RunSweep(ctx context.Context, o SweepOptions) (*SweepResult, error) {
 	sc := o.Definition
 	if sc == nil {
 		var err error
-		if sc, err = Lookup(o.Scenario); err != nil {
+		if sc, err = catalog.Lookup(o.Scenario); err != nil {
 			return nil, err
 		}
 	}

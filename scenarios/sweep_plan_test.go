@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 )
 
 // TestPoolMembersChoice: above MaxInProcessMembers members, a run whose caller chose nothing runs them
@@ -54,7 +56,7 @@ func TestPoolMembersChoice(t *testing.T) {
 	}
 	// The catalogue's scenarios take N=256 now (in pools), up to MaxMembers.
 	for _, name := range []string{"herd-join", "storm"} {
-		sc, err := Lookup(name)
+		sc, err := catalog.Lookup(name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
 )
 
@@ -70,7 +71,7 @@ func TestCLIFaultThatFailsFailsTheRun(t *testing.T) {
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
-	wantRel := "classic: FAIL " + scenarios.FaultRelationText + ": 1 of 2 fault steps left no fault record: crash m2"
+	wantRel := "classic: FAIL " + catalog.FaultRelationText + ": 1 of 2 fault steps left no fault record: crash m2"
 	if doc.Passed || doc.RelationsHold || len(doc.Failures) != 2 || doc.Failures[0] != wantErr || doc.Failures[1] != wantRel {
 		t.Errorf("passed %v, relations_hold %v, failures %q; want false, false, [%q %q]", doc.Passed, doc.RelationsHold, doc.Failures, wantErr, wantRel)
 	}
@@ -82,7 +83,7 @@ func TestCLIFaultThatFailsFailsTheRun(t *testing.T) {
 	}
 	found := false
 	for _, rel := range doc.Eras[0].Relations {
-		if rel.Relation == scenarios.FaultRelationText {
+		if rel.Relation == catalog.FaultRelationText {
 			found = true
 			if rel.OK || rel.Got != "1 of 2 fault steps left no fault record: crash m2" {
 				t.Errorf("fault relation ok=%v %q", rel.OK, rel.Got)

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 	"github.com/rebalancelab/rebalancelab/scenarios/connect"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
@@ -49,7 +50,7 @@ connect-workers runs it).`,
 				return writeCatalogJSON(cmd.OutOrStdout())
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			for _, s := range scenarios.Catalog() {
+			for _, s := range catalog.Catalog() {
 				fmt.Fprintf(w, "%s\t%s\n", s.Name, s.Description)
 			}
 			fmt.Fprintf(w, "%s\t%s\n", connect.Scenario, connect.ScenarioDescription)
@@ -140,7 +141,7 @@ func (f *scenarioRunFlags) options(cmd *cobra.Command, args []string) (*scenario
 		needs := f.hosts > 0
 		if sf != nil {
 			needs = needs || sf.Scenario.Defaults.Hosts > 0
-		} else if sc, err := scenarios.Lookup(name); err == nil && sc.Defaults.Hosts > 0 {
+		} else if sc, err := catalog.Lookup(name); err == nil && sc.Defaults.Hosts > 0 {
 			needs = true
 		}
 		if needs { // members run inside their test hosts, as processes
@@ -537,7 +538,7 @@ func failed(what string, res *scenarios.RunResult) error {
 // scenarios.FormatScript writes them). Errors: an unknown scenario, an unreadable file, a line that is
 // no step or names no action, no step at all.
 func scriptDefinition(name, file string) (*scenarios.Scenario, error) {
-	sc, err := scenarios.Lookup(name)
+	sc, err := catalog.Lookup(name)
 	if err != nil {
 		return nil, err
 	}
@@ -612,7 +613,7 @@ type catalogEntry struct {
 
 func writeCatalogJSON(w io.Writer) error {
 	var out []catalogEntry
-	for _, s := range scenarios.Catalog() {
+	for _, s := range catalog.Catalog() {
 		out = append(out, catalogEntry{Name: s.Name, Description: s.Description, Defaults: s.Defaults, Small: s.Small,
 			ZKNodes: s.ZKNodes, Brokers: max(1, s.Brokers), Hosts: max(s.MinHosts, s.Defaults.Hosts), Streams: s.Streams != nil,
 			NotApplicable: s.NotApplicable})

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 )
 
 // scenarioTarget resolves what `scenario <verb>` runs: the catalogue scenario NAME (args[0]) or the
@@ -17,7 +18,7 @@ import (
 // name and, for a file, the loaded file (the Scenario to run as Options.Definition). Errors: NAME and
 // --script together; neither; a file that cannot be read ("--script FILE: open ...: no such file");
 // a malformed file ("FILE:LINE: field X: what is wrong").
-func scenarioTarget(verb string, args []string, script string) (string, *scenarios.ScenarioFile, error) {
+func scenarioTarget(verb string, args []string, script string) (string, *catalog.ScenarioFile, error) {
 	switch {
 	case len(args) == 1 && script != "":
 		return "", nil, fmt.Errorf("scenario %s: NAME %q and --script %s: give one (a catalogue scenario by NAME, or a scenario file with --script)", verb, args[0], script)
@@ -26,7 +27,7 @@ func scenarioTarget(verb string, args []string, script string) (string, *scenari
 	case len(args) == 1:
 		return args[0], nil, nil
 	}
-	sf, err := scenarios.LoadScenarioFile(script)
+	sf, err := catalog.LoadScenarioFile(script)
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
@@ -74,7 +75,7 @@ apply to ("all" for every era) and the relation as a run reports it.`,
 			var sc *scenarios.Scenario
 			if sf != nil {
 				sc = sf.Scenario
-			} else if sc, err = scenarios.Lookup(name); err != nil {
+			} else if sc, err = catalog.Lookup(name); err != nil {
 				return err
 			}
 			t := scenarios.LabTiming()

@@ -105,7 +105,7 @@ func sizesFor(small bool) sizes {
 			cluster: spec.Params{Consumers: 2, Partitions: 6}, clusterEras: spec.Names([]spec.Era{spec.Classic}),
 		}
 	}
-	// The scenarios' own defaults (scenarios.Catalog), and the herd-join sweep under make demo's rules:
+	// The scenarios' own defaults (catalog.Catalog), and the herd-join sweep under make demo's rules:
 	// N = 4, 16, 64, 256 with P = 2·N, 3 runs per size, zk and classic at every size, cooperative and
 	// static up to N=64 (about 9 minutes in all on 2 cores); connect-workers as `make connect-workers`
 	// runs it (the four layouts, sessioned then eager).

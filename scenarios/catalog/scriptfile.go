@@ -1,4 +1,4 @@
-package scenarios
+package catalog
 
 // Scenarios as files (issue #31, part 2): a scenario file (spec.DecodeFile, docs/reference/
 // scenarios.md "Scenario files") made into the runner's Scenario, and the catalogue's scenarios that
@@ -11,36 +11,38 @@ import (
 	"path"
 	"sort"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
-//go:embed catalog/*.yaml
+//go:embed *.yaml
 var catalogFiles embed.FS
 
 // extraCounters are the extra counter sets registered in Go that a scenario file's extras: may name:
 // the counters each computes from an era's timeline (the result's "extra") and the function.
 var extraCounters = map[string]struct {
 	keys []string
-	fn   func(e *EraRun) map[string]int64
+	fn   func(e *eraRun) map[string]int64
 }{
 	// commits-for-others: commits made for a partition another live member owned then, applied and
 	// rejected (the split-brain zombie's).
 	"commits-for-others": {[]string{"commits_applied_for_others_partitions", "commits_rejected_for_others_partitions"},
-		func(e *EraRun) map[string]int64 {
+		func(e *eraRun) map[string]int64 {
 			return map[string]int64{"commits_applied_for_others_partitions": e.commitsForOthers(timeline.CommitApplied),
 				"commits_rejected_for_others_partitions": e.commitsForOthers(timeline.CommitRejected)}
 		}},
 	// restart-revocations-of-others: partitions revoked from members not being restarted during the
 	// restart-<m> and rejoin-<m> windows.
 	"restart-revocations-of-others": {[]string{"restart_revocations_of_others"},
-		func(e *EraRun) map[string]int64 {
+		func(e *eraRun) map[string]int64 {
 			return map[string]int64{"restart_revocations_of_others": e.restartRevocationsOfOthers()}
 		}},
 	// zk-outage: records between the quorum-loss and recover triggers: deliveries during the outage,
 	// and commits rejected from quorum-loss to the end (zk-quorum-loss's).
 	"zk-outage": {[]string{"deliveries_during_outage", "commits_rejected_after_outage"},
-		func(e *EraRun) map[string]int64 {
+		func(e *eraRun) map[string]int64 {
 			return map[string]int64{
 				"deliveries_during_outage":      e.countBetween("quorum-loss", "recover", isDeliver),
 				"commits_rejected_after_outage": e.countBetween("quorum-loss", "", isRejectedCommit),
@@ -49,7 +51,7 @@ var extraCounters = map[string]struct {
 	// partition-ends: the partitions' ends summed (partitionEnds, as VerifiableConsumer's handlers see
 	// them): consumed position, records consumed, last acknowledged commit (the consumer-bounce tests').
 	"partition-ends": {[]string{"consumed_position", "records_consumed", "committed_position"},
-		func(e *EraRun) map[string]int64 {
+		func(e *eraRun) map[string]int64 {
 			var pos, consumed, committed int64
 			for _, p := range e.partitionEnds() {
 				pos, consumed, committed = pos+p.position, consumed+p.consumed, committed+p.lastCommit
@@ -59,17 +61,17 @@ var extraCounters = map[string]struct {
 	// revocations-of-m1: partitions m1 revoked from the bounce-1-m2 trigger on (static-member-bounce's
 	// member that is never bounced).
 	"revocations-of-m1": {[]string{"revocations_of_m1"},
-		func(e *EraRun) map[string]int64 {
+		func(e *eraRun) map[string]int64 {
 			return map[string]int64{"revocations_of_m1": e.revocationsSince("bounce-1-m2", "m1")}
 		}},
 	// fencing: from the fence trigger on, m1's requests answered FENCED_INSTANCE_ID, m1's stops, and
 	// the rebalances of the members other than m1 and the newcomer "fencer" (static-fencing's).
 	"fencing": {[]string{"fenced_requests_of_m1", "m1_stopped", "rebalances_of_the_others"},
-		func(e *EraRun) map[string]int64 { return fencingCounters(e, "m1", "fencer") }},
+		func(e *eraRun) map[string]int64 { return fencingCounters(e, "m1", "fencer") }},
 	// broker-failure: the partitions with a delivery between the broker-failure and broker-return
 	// triggers.
 	"broker-failure": {[]string{"partitions_delivered_after_failure"},
-		func(e *EraRun) map[string]int64 {
+		func(e *eraRun) map[string]int64 {
 			return map[string]int64{
 				"partitions_delivered_after_failure": e.partitionsDeliveredBetween("broker-failure", "broker-return"),
 			}
@@ -77,7 +79,7 @@ var extraCounters = map[string]struct {
 	// coordinator-failover: when every member found the coordinator again after the
 	// coordinator-failover trigger, and the records delivered past the commits acknowledged before it.
 	"coordinator-failover": {[]string{"coordinator_found_ms", "uncommitted_at_kill"},
-		func(e *EraRun) map[string]int64 {
+		func(e *eraRun) map[string]int64 {
 			return map[string]int64{
 				"coordinator_found_ms": e.coordinatorFoundMs("coordinator-failover"),
 				"uncommitted_at_kill":  e.uncommittedAt("coordinator-failover", "coordinator-return"),
@@ -87,7 +89,7 @@ var extraCounters = map[string]struct {
 
 // fencingCounters counts, from the fence trigger on, victim's requests answered FENCED_INSTANCE_ID,
 // victim's stops, and the rebalances of the members other than victim and newcomer.
-func fencingCounters(e *EraRun, victim, newcomer string) map[string]int64 {
+func fencingCounters(e *eraRun, victim, newcomer string) map[string]int64 {
 	var fenced, stopped, othersRebalancing int64
 	start, _ := e.triggerTs("fence")
 	for _, r := range e.Records {
@@ -107,12 +109,12 @@ func fencingCounters(e *EraRun, victim, newcomer string) map[string]int64 {
 		"rebalances_of_the_others": othersRebalancing}
 }
 
-// FileVocabulary is what a scenario file may name: the figures (FigureTable), the invariants, the
+// FileVocabulary is what a scenario file may name: the figures (figures.FigureTable), the invariants, the
 // relations registered in Go (NamedRelations), the extra counter sets, and the runner's bounds.
 func FileVocabulary() spec.Vocabulary {
-	v := spec.Vocabulary{Invariants: InvariantNames, Named: NamedRelations(), Extras: map[string][]string{},
+	v := spec.Vocabulary{Invariants: figures.InvariantNames, Named: NamedRelations(), Extras: map[string][]string{},
 		MaxMembers: MaxMembers, MaxPartitions: MaxPartitions}
-	for _, d := range FigureTable {
+	for _, d := range figures.FigureTable {
 		v.Figures = append(v.Figures, d.Name)
 	}
 	for name, x := range extraCounters {
@@ -145,11 +147,11 @@ func LoadScenarioFile(p string) (*ScenarioFile, error) {
 // Check fills p's defaults, checks its bounds (as a run does) and builds the script for p with both
 // timings: the errors the file gives at this size, before anything starts.
 func (sf *ScenarioFile) Check(p Params) error {
-	p, err := sf.Scenario.params(p)
+	p, err := sf.Scenario.ParamsFor(p)
 	if err != nil {
 		return err
 	}
-	for _, t := range []Timing{LabTiming(), KafkaTiming()} {
+	for _, t := range []Timing{spec.LabTiming(), spec.KafkaTiming()} {
 		if _, err := sf.File.Build(p, t, newRandSource(p.Seed, sf.Scenario.Name)); err != nil {
 			return err
 		}
@@ -186,8 +188,8 @@ func scenarioOfFile(f *spec.File) *Scenario {
 		}
 	}
 	if len(f.Extras) > 0 || f.Durability != nil {
-		sc.Extra = func(e *EraRun) map[string]int64 {
-			out := map[string]int64{}
+		sc.Extra = func(re *report.EraRun) map[string]int64 {
+			e, out := (*eraRun)(re), map[string]int64{}
 			if f.Durability != nil {
 				for k, v := range durabilityFigures(e) {
 					out[k] = v
@@ -210,19 +212,18 @@ func scenarioOfFile(f *spec.File) *Scenario {
 // catalogFromFiles returns the catalogue's scenarios that are embedded files, by name. A file that
 // does not decode is a bug of this binary: it panics, and TestCatalogFilesDecode says which.
 func catalogFromFiles() map[string]*Scenario {
-	entries, err := catalogFiles.ReadDir("catalog")
+	entries, err := catalogFiles.ReadDir(".")
 	if err != nil {
 		panic(err)
 	}
 	out := map[string]*Scenario{}
 	v := FileVocabulary()
 	for _, e := range entries {
-		p := path.Join("catalog", e.Name())
-		data, err := catalogFiles.ReadFile(p)
+		data, err := catalogFiles.ReadFile(e.Name())
 		if err != nil {
 			panic(err)
 		}
-		f, err := spec.DecodeFile("scenarios/"+p, data, v)
+		f, err := spec.DecodeFile(path.Join("scenarios/catalog", e.Name()), data, v)
 		if err != nil {
 			panic(fmt.Sprintf("embedded scenario file: %v", err))
 		}

@@ -1,4 +1,4 @@
-package scenarios
+package catalog
 
 // The relations' evaluator: a scenario's relations as data (spec.Relation: a comparison of a figure
 // of an event or of the totals, or of an extra counter, with an expression of the run; or a
@@ -44,19 +44,10 @@ var namedRelations = map[string]namedRelation{
 	relSlowHostWindows:                checkSlowHostWindows,
 	relCrashStableWithinTwoSessions:   checkCrashStableWithinTwoSessions,
 	relFaultsTookEffect:               checkFaultsTookEffect,
-	relStreamsFaultsTookEffect:        checkStreamsFaultsTookEffect,
 	relPerPartition:                   checkPerPartition,
 	relProducerKeptAcknowledged:       onProducer(producerKeptAcknowledged),
 	relProducerCarriedOn:              onProducer(producerCarriedOn),
 	relProducerLostOnlyWhereDownLed:   onProducer(producerLostOnlyWhereDownLed),
-	relStreamsStartOnThreads:          onStreams(true, streamsStartOnThreads),
-	relStreamsCoPartitioned:           onStreams(true, streamsCoPartitioned),
-	relStreamsRemovedThreadTasksMove:  onStreams(true, streamsRemovedThreadTasksMove),
-	relStreamsAddThread:               onStreams(true, streamsAddThread),
-	relStreamsJoinSpread:              onStreams(true, streamsJoinSpread),
-	relStreamsCrashBackToS1:           onStreams(true, streamsCrashBackToS1),
-	relStreamsEveryEventStable:        onStreams(true, streamsEveryEventStable),
-	relStreamsRecordsOut:              onStreams(false, streamsRecordsOut),
 }
 
 // NamedRelations lists the names of the relations registered in Go, sorted (a scenario file's

@@ -1,4 +1,4 @@
-package scenarios
+package catalog
 
 // The cluster scenarios' Go (issue #15): the relations registered for them and the counters their
 // files name. The scenarios are files (catalog/broker-failure.yaml, coordinator-failover.yaml,
@@ -9,11 +9,13 @@ package scenarios
 import (
 	"fmt"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
 // onProducer is a registered relation on the durability check of the producer args["producer"].
-func onProducer(f func(ProducerCheck) (bool, string)) namedRelation {
+func onProducer(f func(report.ProducerCheck) (bool, string)) namedRelation {
 	return func(x checkCtx, args map[string]string) (bool, string, bool) {
 		c, ok := x.era.producerCheck(args["producer"])
 		if !ok {
@@ -25,24 +27,24 @@ func onProducer(f func(ProducerCheck) (bool, string)) namedRelation {
 }
 
 // producerKeptAcknowledged: every record the producer saw acknowledged is in the log.
-func producerKeptAcknowledged(c ProducerCheck) (bool, string) {
+func producerKeptAcknowledged(c report.ProducerCheck) (bool, string) {
 	return c.Lost == 0 && c.Acked > 0, fmt.Sprintf("%d lost of %d acknowledged", c.Lost, c.Acked)
 }
 
 // producerCarriedOn: the producer had records acknowledged after the broker's kill.
-func producerCarriedOn(c ProducerCheck) (bool, string) {
+func producerCarriedOn(c report.ProducerCheck) (bool, string) {
 	return c.AckedAfterDown > 0, fmt.Sprintf("%d acknowledged after the kill", c.AckedAfterDown)
 }
 
 // producerLostOnlyWhereDownLed: records were lost only on the partitions the killed broker led.
-func producerLostOnlyWhereDownLed(c ProducerCheck) (bool, string) {
+func producerLostOnlyWhereDownLed(c report.ProducerCheck) (bool, string) {
 	return len(c.DownLedPartitions) > 0 && c.LostElsewhere == 0,
 		fmt.Sprintf("%d lost of %d acknowledged, on partitions %v; the killed broker led %v; %d elsewhere",
 			c.Lost, c.Acked, c.LostPartitions, c.DownLedPartitions, c.LostElsewhere)
 }
 
 // partitionsDeliveredBetween counts the partitions with a delivery between the triggers from and to.
-func (e *EraRun) partitionsDeliveredBetween(from, to string) int64 {
+func (e *eraRun) partitionsDeliveredBetween(from, to string) int64 {
 	start, ok := e.triggerTs(from)
 	if !ok {
 		return -1
@@ -65,7 +67,7 @@ func (e *EraRun) partitionsDeliveredBetween(from, to string) int64 {
 // their first group request (other than FindCoordinator) answered without error after their first
 // FindCoordinator since the kill (the old coordinator is dead: a member must look it up again). -1
 // when a live member never got one, or there was no kill.
-func (e *EraRun) coordinatorFoundMs(trigger string) int64 {
+func (e *eraRun) coordinatorFoundMs(trigger string) int64 {
 	start, ok := e.triggerTs(trigger)
 	if !ok {
 		return -1
@@ -117,9 +119,9 @@ func (e *EraRun) coordinatorFoundMs(trigger string) int64 {
 }
 
 // killAfter is the time of the first broker kill after ts (its fault record), -1 when there is none.
-func (e *EraRun) killAfter(ts int64) int64 {
+func (e *eraRun) killAfter(ts int64) int64 {
 	for _, r := range e.Records {
-		if r.TsMs > ts && r.Kind == timeline.Fault && r.Action == string(ActBrokerKill) {
+		if r.TsMs > ts && r.Kind == timeline.Fault && r.Action == string(spec.ActBrokerKill) {
 			return r.TsMs
 		}
 	}
@@ -130,7 +132,7 @@ func (e *EraRun) killAfter(ts int64) int64 {
 // deliveries up to trigger to of offsets at or past the last commit acknowledged (applied) before
 // the broker kill. If the group restarted every partition from those commits, it would deliver these
 // records again and nothing more. -1 without the triggers.
-func (e *EraRun) uncommittedAt(from, to string) int64 {
+func (e *eraRun) uncommittedAt(from, to string) int64 {
 	start, ok := e.triggerTs(from)
 	if !ok {
 		return -1

@@ -1,7 +1,7 @@
-package scenarios
+package catalog
 
 // The scenarios (issue #5): each is an environment, N members of one era, a script, and the relations
-// between figures that the run must show. The relations are checked by the runner on every run (printed
+// between figures that the run must show. The relations are checked on every run (CheckRelations; printed
 // by the CLI, written to the JSON) and asserted by the tests.
 
 import (
@@ -12,25 +12,14 @@ import (
 	"strings"
 
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
-	"github.com/rebalancelab/rebalancelab/timeline"
 )
-
-// Eras the runner implements, in table order (spec.Eras' names). kip848 is not implemented by the
-// consumers yet.
-var Eras = spec.Names(spec.Eras())
 
 // CoordinationLink is the pseudo link of scripts meaning "the member's group coordination link": the
 // ZooKeeper link in the zk era, the coordinator link in the others. The runner resolves it per era.
 const CoordinationLink = "coordination"
-
-// Link names as a script's steps spell them (timeline.Link's).
-const (
-	linkZooKeeper   = string(timeline.LinkZooKeeper)
-	linkCoordinator = string(timeline.LinkCoordinator)
-	linkFetch       = string(timeline.LinkFetch)
-)
 
 // Scenario is one entry of `rebalancelab scenario list`.
 type Scenario struct {
@@ -52,7 +41,7 @@ type Scenario struct {
 	StopsZKNode bool
 	// Brokers is the lab's number of brokers (0: 1). With more than one, the era's topic gets
 	// replication factor min(3, Brokers), as __consumer_offsets does (lab.LabBrokerSettings); a script
-	// that kills a broker (ActBrokerKill) runs the brokers as processes (Options.MemberBinary).
+	// that kills a broker (spec.ActBrokerKill) runs the brokers as processes (Options.MemberBinary).
 	Brokers int
 	// TopicReplicationFactor, when set, is the era's topic's replication factor on the lab instead of
 	// min(3, Brokers) (bench storm --replication-factor: 10,000 partitions at factor 3 would pass the
@@ -69,7 +58,7 @@ type Scenario struct {
 	// Relations the figures must show. Every scenario also gets invariantRelations: each of Kafka's
 	// consumer invariants holds (its figure is 0) on every era, except those listed in ByDesign.
 	Relations []Relation
-	// ByDesign: era → the invariant figures (InvariantNames) this scenario breaks on that era because the
+	// ByDesign: era → the invariant figures (figures.InvariantNames) this scenario breaks on that era because the
 	// era's architecture does (the zk split brain, the coordinator era's zombie window): there the count
 	// is the measurement, not a failure.
 	ByDesign map[spec.Era][]string
@@ -78,16 +67,17 @@ type Scenario struct {
 	// not as an error that fails the run. Any other member that gives up is the run's error.
 	GivesUp []string
 	// Extra computes scenario-specific counters from the era's timeline (reported in the JSON).
-	Extra func(e *EraRun) map[string]int64
-	// Streams, when set, makes this a Streams scenario (streams.go): its members are Kafka Streams
-	// instances, its one era is StreamsEra, and its relations read RunResult.Streams.
-	Streams *StreamsSpec
+	Extra func(e *report.EraRun) map[string]int64
+	// Streams, when set, makes this a Streams scenario (the Streams driver, scenarios/streams): its
+	// members are Kafka Streams instances, its one era is "streams", and its relations read
+	// report.RunResult.Streams.
+	Streams *spec.Streams
 	// Durability, when set, makes the runner write a side topic with producers of several acks
-	// settings and read it back after the script (durability.go); the relations read EraRun.Durability.
+	// settings and read it back after the script; the relations read report.EraRun.Durability.
 	Durability *DurabilitySpec
 }
 
-// scriptRand is the scenario's seeded source (newRandSource).
+// scriptRand is the scenario's seeded source (spec.NewRand).
 type scriptRand = rand.Rand
 
 // Relation is one expected relation between figures, for some eras (nil: every era). CrossEra relations
@@ -106,9 +96,10 @@ type Relation struct {
 	Spec *spec.Relation
 }
 
+// checkCtx is what a relation reads: the run, the era it is checked on, the run's params and timing.
 type checkCtx struct {
-	run *RunResult
-	era *EraRun
+	run *report.RunResult
+	era *eraRun
 	p   Params
 	t   Timing
 }
@@ -117,7 +108,8 @@ func (r Relation) appliesTo(era string) bool {
 	return len(r.Eras) == 0 || slices.Contains(r.Eras, spec.Era(era))
 }
 
-// Catalog returns every scenario, by name.
+// Catalog returns every scenario, in `scenario list` order: the built-in ones, then those added with
+// Register (the Streams scenario).
 func Catalog() []*Scenario {
 	// The scenarios that are files (catalog/*.yaml, scriptfile.go), two built in Go.
 	f := catalogFromFiles()
@@ -130,9 +122,10 @@ func Catalog() []*Scenario {
 		// A three-broker cluster (catalog/broker-*.yaml, coordinator-failover.yaml, durability.yaml).
 		f["broker-failure"], f["coordinator-failover"], f["broker-rolling-bounce"], f["durability"],
 		// Over test hosts (catalog/host-*.yaml).
-		f["host-link-down"], f["host-slow-link"],
-		// Kafka Streams instances on this broker (streams.go).
-		streamsThreads()}
+		f["host-link-down"], f["host-slow-link"]}
+	for _, mk := range registered.scenarios {
+		out = append(out, mk())
+	}
 	return out
 }
 
@@ -152,15 +145,18 @@ func Lookup(name string) (*Scenario, error) {
 // ScriptFor returns the scripted events of s for p (defaults filled in) and t: the same bytes for the
 // same inputs (FormatScript).
 func (s *Scenario) ScriptFor(p Params, t Timing) ([]Step, error) {
-	p, err := s.params(p)
+	p, err := s.ParamsFor(p)
 	if err != nil {
 		return nil, err
 	}
-	return s.Script(p, t, newRandSource(p.Seed, s.Name)), nil
+	return s.Script(p, t, spec.NewRand(p.Seed, s.Name)), nil
 }
 
-// params fills defaults and validates.
-func (s *Scenario) params(p Params) (Params, error) {
+// ParamsFor is p with s's defaults filled in (a zero Consumers, Partitions or Hosts takes
+// s.Defaults'), checked against s's bounds and the runner's. Errors name the flag: "--consumers 1:
+// herd-effect needs at least 2", "--partitions 0: want 1..10000", "--hosts 1: ... needs at least 2
+// test hosts", "--down-ms -1: want 0 (half the session timeout) to 3600000".
+func (s *Scenario) ParamsFor(p Params) (Params, error) {
 	if p.Consumers == 0 {
 		p.Consumers = s.Defaults.Consumers
 	}
@@ -214,7 +210,7 @@ var coordinatorEras = []spec.Era{spec.Classic, spec.Cooperative, spec.Static}
 
 // fig returns the figure named name; a name that is no figure is an error, never a 0 that would let a
 // relation on a misspelt figure hold.
-func fig(name string, f Figures) (int64, error) {
+func fig(name string, f figures.Figures) (int64, error) {
 	v, ok := f.Get(name)
 	if !ok {
 		return 0, fmt.Errorf("unknown figure %q", name)
@@ -223,11 +219,13 @@ func fig(name string, f Figures) (int64, error) {
 }
 
 // eventNamed returns the first event whose trigger is name (report.EraRun.EventNamed).
-func (e *EraRun) eventNamed(name string) (Event, bool) { return (*report.EraRun)(e).EventNamed(name) }
+func (e *eraRun) eventNamed(name string) (figures.Event, bool) {
+	return (*report.EraRun)(e).EventNamed(name)
+}
 
 // eventsPrefixed returns the events whose trigger starts with prefix.
-func (e *EraRun) eventsPrefixed(prefix string) []Event {
-	var out []Event
+func (e *eraRun) eventsPrefixed(prefix string) []figures.Event {
+	var out []figures.Event
 	for _, ev := range e.Result.Events {
 		if strings.HasPrefix(ev.Trigger, prefix) {
 			out = append(out, ev)
@@ -293,8 +291,8 @@ func splitBrainDivergentViews() *Scenario {
 		MinConsumers: 2,
 		ZKNodes:      1,
 		Script: func(p Params, t Timing, r *scriptRand) []Step {
-			s := &script{t: t}
-			s.startAll(p.Consumers)
+			s := NewBuilder(t)
+			s.StartAll(p.Consumers)
 			// Delay half of the members (at least one), each by its own 150..450 ms.
 			members := make([]string, p.Consumers)
 			for i := range members {
@@ -303,10 +301,10 @@ func splitBrainDivergentViews() *Scenario {
 			r.Shuffle(len(members), func(i, j int) { members[i], members[j] = members[j], members[i] })
 			delayed := members[:max(1, len(members)/2)]
 			for _, m := range delayed {
-				s.add(Step{Action: ActLatency, Member: m, Link: CoordinationLink, LatencyMs: 150 + int64(r.IntN(301))})
+				s.Add(Step{Action: spec.ActLatency, Member: m, Link: CoordinationLink, LatencyMs: 150 + int64(r.IntN(301))})
 			}
 			// Churn: joins and leaves 100..300 ms apart, one measured window from the first to stable.
-			s.trigger("churn")
+			s.Trigger("churn")
 			live := append([]string(nil), members...)
 			next := p.Consumers + 1
 			for i := 0; i < 4; i++ {
@@ -317,35 +315,35 @@ func splitBrainDivergentViews() *Scenario {
 				if i%2 == 0 || len(live) < 2 {
 					m := memberName(next)
 					next++
-					s.member(d, ActStart, m)
+					s.Member(d, spec.ActStart, m)
 					live = append(live, m)
 				} else {
 					k := r.IntN(len(live))
 					m := live[k]
 					live = append(live[:k], live[k+1:]...)
-					s.member(d, ActStop, m)
+					s.Member(d, spec.ActStop, m)
 				}
 			}
-			s.settle()
+			s.Settle()
 			for _, m := range delayed {
 				for _, l := range live {
 					if l == m { // a delayed member that left needs no healing
-						s.link(0, ActHeal, m, CoordinationLink)
+						s.Link(0, spec.ActHeal, m, CoordinationLink)
 					}
 				}
 			}
-			s.settle()
+			s.Settle()
 			return s.steps
 		},
-		Extra: func(e *EraRun) map[string]int64 {
-			return map[string]int64{"ownership_conflicts_since_churn": e.countBetween("churn", "", isOwnerConflict)}
+		Extra: func(e *report.EraRun) map[string]int64 {
+			return map[string]int64{"ownership_conflicts_since_churn": (*eraRun)(e).countBetween("churn", "", isOwnerConflict)}
 		},
 		Relations: []Relation{
 			// Counted from the churn trigger to the end of the script: the churn window may close at a
 			// moment of stability between two steps.
 			extraFig([]spec.Era{spec.ZK}, "ownership_conflicts_since_churn", ge, 1, "churn: ownership_conflicts >= 1"),
-			totalFig(coordinatorEras, FigMaxConcurrentOwners, eq, 1),
-			totalFig(coordinatorEras, FigLost, eq, 0),
+			totalFig(coordinatorEras, figures.FigMaxConcurrentOwners, eq, 1),
+			totalFig(coordinatorEras, figures.FigLost, eq, 0),
 		},
 	}
 }
@@ -378,14 +376,14 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-// brokers is the lab's number of brokers for s (Scenario.Brokers, at least 1).
-func (s *Scenario) brokers() int { return max(1, s.Brokers) }
+// BrokerCount is the lab's number of brokers for s (Scenario.Brokers, at least 1).
+func (s *Scenario) BrokerCount() int { return max(1, s.Brokers) }
 
-// killsBroker reports whether script kills a broker (ActBrokerKill): the lab's brokers must then be
+// KillsBroker reports whether script kills a broker (spec.ActBrokerKill): the lab's brokers must then be
 // processes.
-func killsBroker(script []Step) bool {
+func KillsBroker(script []Step) bool {
 	for _, st := range script {
-		if st.Action == ActBrokerKill {
+		if st.Action == spec.ActBrokerKill {
 			return true
 		}
 	}

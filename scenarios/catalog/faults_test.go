@@ -1,10 +1,11 @@
-package scenarios
+package catalog
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -17,7 +18,7 @@ func TestFaultRelationNeedsItsRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	script, err := sc.ScriptFor(sc.Small, LabTiming())
+	script, err := sc.ScriptFor(sc.Small, spec.LabTiming())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,10 +26,10 @@ func TestFaultRelationNeedsItsRecords(t *testing.T) {
 	var steps []string
 	for i, st := range script {
 		switch st.Action {
-		case ActZKStop:
+		case spec.ActZKStop:
 			faults = append(faults, timeline.Record{TsMs: int64(i), Kind: timeline.Fault, Action: "zk-stop", Target: "zookeeper/" + string(rune('0'+st.Node)), Phase: timeline.FaultBegin})
 			steps = append(steps, st.String())
-		case ActZKStart:
+		case spec.ActZKStart:
 			faults = append(faults, timeline.Record{TsMs: int64(i), Kind: timeline.Fault, Action: "zk-stop", Target: "zookeeper/" + string(rune('0'+st.Node)), Phase: timeline.FaultEnd})
 			steps = append(steps, st.String())
 		}
@@ -38,8 +39,8 @@ func TestFaultRelationNeedsItsRecords(t *testing.T) {
 	}
 	rel := faultRelation()
 	check := func(recs []timeline.Record) (bool, string) {
-		era := &EraRun{Era: "zk", Applies: true, Records: recs}
-		ok, got, skip := rel.evaluate(checkCtx{run: &RunResult{Script: script}, era: era})
+		era := &eraRun{Era: "zk", Applies: true, Records: recs}
+		ok, got, skip := rel.evaluate(checkCtx{run: &report.RunResult{Script: script}, era: era})
 		if skip {
 			t.Fatalf("the fault relation skipped: %s", got)
 		}
@@ -67,15 +68,15 @@ func TestFaultRelationNeedsItsRecords(t *testing.T) {
 // its role's id, a latency or host delay of 0 as the end of the one in force.
 func TestFaultWantsOfEveryAction(t *testing.T) {
 	script := []Step{
-		{Action: ActStart, Member: "m1"}, {Action: ActTrigger, Name: "x"},
-		{Action: ActStall, Member: "m1", Link: CoordinationLink}, {Action: ActHeal, Member: "m1", Link: CoordinationLink},
-		{Action: ActLatency, Member: "m1", Link: "fetch", LatencyMs: 300}, {Action: ActLatency, Member: "m1", Link: "fetch"},
-		{Action: ActCut, Member: "m1", Link: "fetch"}, {Action: ActCrash, Member: "m1"},
-		{Action: ActBrokerKill, Broker: BrokerRoleLeader}, {Action: ActBrokerStart, Broker: BrokerRoleDown},
-		{Action: ActHostDown, Host: 3}, {Action: ActHostUp, Host: 3},
-		{Action: ActPartition, Host: 1, Peer: 2}, {Action: ActPartitionHeal, Host: 1, Peer: 2},
-		{Action: ActHostDelay, Host: 2, LatencyMs: 200}, {Action: ActHostLoss, Host: 2, LossPct: 5}, {Action: ActHostDelay, Host: 2},
-		{Action: ActSettle},
+		{Action: spec.ActStart, Member: "m1"}, {Action: spec.ActTrigger, Name: "x"},
+		{Action: spec.ActStall, Member: "m1", Link: CoordinationLink}, {Action: spec.ActHeal, Member: "m1", Link: CoordinationLink},
+		{Action: spec.ActLatency, Member: "m1", Link: "fetch", LatencyMs: 300}, {Action: spec.ActLatency, Member: "m1", Link: "fetch"},
+		{Action: spec.ActCut, Member: "m1", Link: "fetch"}, {Action: spec.ActCrash, Member: "m1"},
+		{Action: spec.ActBrokerKill, Broker: spec.BrokerRoleLeader}, {Action: spec.ActBrokerStart, Broker: spec.BrokerRoleDown},
+		{Action: spec.ActHostDown, Host: 3}, {Action: spec.ActHostUp, Host: 3},
+		{Action: spec.ActPartition, Host: 1, Peer: 2}, {Action: spec.ActPartitionHeal, Host: 1, Peer: 2},
+		{Action: spec.ActHostDelay, Host: 2, LatencyMs: 200}, {Action: spec.ActHostLoss, Host: 2, LossPct: 5}, {Action: spec.ActHostDelay, Host: 2},
+		{Action: spec.ActSettle},
 	}
 	rec := func(action, target, phase string) timeline.Record {
 		return timeline.Record{Kind: timeline.Fault, Action: action, Target: target, Phase: phase}
@@ -114,14 +115,14 @@ func TestFaultWantsOfEveryAction(t *testing.T) {
 // TestPassedNeedsNoErrors: a run whose relations all hold but which recorded an error (a fault that
 // could not be injected) fails, and says why; a skipped relation neither holds nor fails.
 func TestPassedNeedsNoErrors(t *testing.T) {
-	res := &RunResult{Eras: []*EraRun{{Era: "zk", Applies: true, Relations: []report.RelationResult{
+	res := &report.RunResult{Eras: []*report.EraRun{{Era: "zk", Applies: true, Relations: []report.RelationResult{
 		{Era: "zk", Relation: "a", OK: true, Got: "1"},
 		{Era: "zk", Relation: "b", Skipped: true, Got: "n/a"},
 	}}}}
 	if !res.Passed() || len(res.Failures()) != 0 {
 		t.Fatalf("passed=%v failures=%v, want a pass", res.Passed(), res.Failures())
 	}
-	if c := res.Counts(); c != (RelationCounts{Held: 1, Skipped: 1}) {
+	if c := res.Counts(); c != (report.RelationCounts{Held: 1, Skipped: 1}) {
 		t.Errorf("counts %+v, want 1 held, 1 skipped", c)
 	}
 	res.Eras[0].Errors = []string{"zk-stop 1: zookeeper/1 is not running (already stopped)"}

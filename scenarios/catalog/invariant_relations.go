@@ -1,13 +1,16 @@
-package scenarios
+package catalog
 
-import "github.com/rebalancelab/rebalancelab/scenarios/spec"
+import (
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
+)
 
 // invariantRelations are the relations every scenario gets on every era: each invariant figure is 0,
 // except those the scenario breaks by design on that era (Scenario.ByDesign), which are measured and
 // reported, not asserted.
 func invariantRelations(sc *Scenario) []Relation {
 	var out []Relation
-	for _, name := range InvariantNames {
+	for _, name := range figures.InvariantNames {
 		name := name
 		var eras []spec.Era
 		for _, era := range spec.Eras() {

@@ -1,4 +1,4 @@
-package scenarios
+package catalog
 
 // The check that a run's faults were earned: every fault step of the script (a crash, a link fault, a
 // ZooKeeper node or broker stopped, a test host's link, delay or loss) must have left the fault record
@@ -49,52 +49,52 @@ func faultWants(script []Step, era string) []faultWant {
 	for _, st := range script {
 		w := faultWant{step: st.String()}
 		switch st.Action {
-		case ActCrash:
+		case spec.ActCrash:
 			w.action, w.target = "crash", st.Member
-		case ActStall, ActCut, ActLatency, ActHeal:
+		case spec.ActStall, spec.ActCut, spec.ActLatency, spec.ActHeal:
 			link := st.Link
 			if link == CoordinationLink {
 				link = string(spec.Era(era).CoordinationLink())
 			}
 			w.target, w.phase = st.Member+"/"+link, timeline.FaultBegin
 			switch {
-			case st.Action == ActHeal:
+			case st.Action == spec.ActHeal:
 				// any fault of the link ends
 				w.phase, w.actionIsPrefix = timeline.FaultEnd, true
-			case st.Action == ActLatency && st.LatencyMs > 0:
+			case st.Action == spec.ActLatency && st.LatencyMs > 0:
 				w.action = fmt.Sprintf("latency %dms", st.LatencyMs)
-			case st.Action == ActLatency: // latency 0: the link's latency ends
+			case st.Action == spec.ActLatency: // latency 0: the link's latency ends
 				w.action, w.actionIsPrefix, w.phase = "latency ", true, timeline.FaultEnd
 			default:
 				w.action = string(st.Action)
 			}
-		case ActZKStop, ActZKStart:
-			w.action, w.target, w.phase = string(ActZKStop), fmt.Sprintf("zookeeper/%d", st.Node), timeline.FaultBegin
-			if st.Action == ActZKStart {
+		case spec.ActZKStop, spec.ActZKStart:
+			w.action, w.target, w.phase = string(spec.ActZKStop), fmt.Sprintf("zookeeper/%d", st.Node), timeline.FaultBegin
+			if st.Action == spec.ActZKStart {
 				w.phase = timeline.FaultEnd
 			}
-		case ActBrokerStop, ActBrokerKill:
+		case spec.ActBrokerStop, spec.ActBrokerKill:
 			// the broker's id is known when the step runs (a role, or the lab's numbering)
 			w.action, w.target, w.targetIsPrefix, w.phase = string(st.Action), "broker/", true, timeline.FaultBegin
-		case ActBrokerStart: // the end repeats the action that took the broker down
+		case spec.ActBrokerStart: // the end repeats the action that took the broker down
 			w.action, w.actionIsPrefix, w.target, w.targetIsPrefix, w.phase = "broker-", true, "broker/", true, timeline.FaultEnd
-		case ActHostDown, ActHostUp:
-			w.action, w.target, w.phase = string(ActHostDown), fmt.Sprintf("h%d", st.Host), timeline.FaultBegin
-			if st.Action == ActHostUp {
+		case spec.ActHostDown, spec.ActHostUp:
+			w.action, w.target, w.phase = string(spec.ActHostDown), fmt.Sprintf("h%d", st.Host), timeline.FaultBegin
+			if st.Action == spec.ActHostUp {
 				w.phase = timeline.FaultEnd
 			}
-		case ActPartition, ActPartitionHeal:
-			w.action, w.target, w.phase = string(ActPartition), fmt.Sprintf("h%d|h%d", st.Host, st.Peer), timeline.FaultBegin
-			if st.Action == ActPartitionHeal {
+		case spec.ActPartition, spec.ActPartitionHeal:
+			w.action, w.target, w.phase = string(spec.ActPartition), fmt.Sprintf("h%d|h%d", st.Host, st.Peer), timeline.FaultBegin
+			if st.Action == spec.ActPartitionHeal {
 				w.phase = timeline.FaultEnd
 			}
-		case ActHostDelay, ActHostLoss:
+		case spec.ActHostDelay, spec.ActHostLoss:
 			w.target, w.phase = fmt.Sprintf("h%d", st.Host), timeline.FaultBegin
 			on := st.LatencyMs > 0
-			w.action = fmt.Sprintf("%s %dms", ActHostDelay, st.LatencyMs)
-			if st.Action == ActHostLoss {
+			w.action = fmt.Sprintf("%s %dms", spec.ActHostDelay, st.LatencyMs)
+			if st.Action == spec.ActHostLoss {
 				on = st.LossPct > 0
-				w.action = fmt.Sprintf("%s %s%%", ActHostLoss, strconv.FormatFloat(st.LossPct, 'f', -1, 64))
+				w.action = fmt.Sprintf("%s %s%%", spec.ActHostLoss, strconv.FormatFloat(st.LossPct, 'f', -1, 64))
 			}
 			if !on { // 0: the host's delay (loss) ends
 				w.action, w.actionIsPrefix, w.phase = string(st.Action)+" ", true, timeline.FaultEnd
@@ -136,5 +136,5 @@ func faultRelation() Relation {
 // streamsFaultRelation is faultRelation for a Streams run: each crash step's instance ended by SIGKILL,
 // and each remove-thread / add-thread step shows as the instance's thread_removed / thread_added line.
 func streamsFaultRelation() Relation {
-	return namedRel(nil, false, FaultRelationText, relStreamsFaultsTookEffect, nil)
+	return namedRel(nil, false, FaultRelationText, RelStreamsFaultsTookEffect, nil)
 }

@@ -1,4 +1,4 @@
-package scenarios
+package catalog
 
 // The Go of Kafka's own consumer system tests (tests/kafkatest/tests/client/consumer_test.py,
 // OffsetValidationTest): the per-partition relation and the partitions' ends. The scenarios are files
@@ -84,7 +84,7 @@ func checkPerPartition(x checkCtx, args map[string]string) (bool, string, bool) 
 // partitionEnds: per partition ("<topic>-<p>") with a delivery, its end (partitionEnd), from the merged
 // timeline in its order. The position is the offset after the partition's last delivery in that order,
 // as in Kafka, where a re-delivery after a hard bounce moves it back until the consumer catches up.
-func (e *EraRun) partitionEnds() map[string]partitionEnd {
+func (e *eraRun) partitionEnds() map[string]partitionEnd {
 	ends := map[string]partitionEnd{}
 	committed := map[string]int64{}
 	for _, r := range e.allRecords() {
@@ -109,12 +109,12 @@ func (e *EraRun) partitionEnds() map[string]partitionEnd {
 }
 
 // allRecords is the scenario's records followed by the members' final stop.
-func (e *EraRun) allRecords() []timeline.Record {
+func (e *eraRun) allRecords() []timeline.Record {
 	return append(append([]timeline.Record(nil), e.Records...), e.ShutdownRecords...)
 }
 
 // revocationsSince counts the partitions member revoked from trigger from on (-1 without it).
-func (e *EraRun) revocationsSince(from, member string) int64 {
+func (e *eraRun) revocationsSince(from, member string) int64 {
 	start, ok := e.triggerTs(from)
 	if !ok {
 		return -1

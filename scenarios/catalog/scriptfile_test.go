@@ -1,4 +1,4 @@
-package scenarios
+package catalog
 
 import (
 	"os"
@@ -37,7 +37,7 @@ func TestScenarioFileBase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps, err := f.Build(Params{Consumers: 3, Partitions: 4, Seed: 1}, LabTiming(), newRandSource(1, "base"))
+	steps, err := f.Build(Params{Consumers: 3, Partitions: 4, Seed: 1}, spec.LabTiming(), newRandSource(1, "base"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestScenarioFileBase(t *testing.T) {
 {"delay_ms":0,"action":"crash","member":"m3"}
 {"delay_ms":0,"action":"settle","quiet_ms":1200,"timeout_ms":31000}
 `
-	if got := string(FormatScript(steps)); got != want {
+	if got := string(spec.FormatScript(steps)); got != want {
 		t.Errorf("script:\n%s\nwant:\n%s", got, want)
 	}
 	var texts []string
@@ -168,20 +168,20 @@ func TestScenarioFileJSON(t *testing.T) {
 // through LoadScenarioFile; for seed 3 at N=3 its first crash is m2 and its second m3; static is not
 // applicable with the file's reason; it is not in the catalogue.
 func TestScenarioFileExample(t *testing.T) {
-	sf, err := LoadScenarioFile(filepath.Join("examples", "two-crashes.yaml"))
+	sf, err := LoadScenarioFile(filepath.Join("..", "examples", "two-crashes.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := sf.Check(Params{Consumers: 3, Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
-	steps, err := sf.Scenario.ScriptFor(Params{Consumers: 3, Seed: 3}, LabTiming())
+	steps, err := sf.Scenario.ScriptFor(Params{Consumers: 3, Seed: 3}, spec.LabTiming())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var crashes []string
 	for _, s := range steps {
-		if s.Action == ActCrash {
+		if s.Action == spec.ActCrash {
 			crashes = append(crashes, s.Member)
 		}
 	}

@@ -1,4 +1,4 @@
-package scenarios
+package catalog
 
 import (
 	"encoding/json"
@@ -29,14 +29,14 @@ func catalogScriptDump(t *testing.T, sc *Scenario) string {
 			for _, tm := range []struct {
 				name string
 				t    Timing
-			}{{"lab", LabTiming()}, {"kafka", KafkaTiming()}} {
+			}{{"lab", spec.LabTiming()}, {"kafka", spec.KafkaTiming()}} {
 				p.Seed = seed
 				steps, err := sc.ScriptFor(p, tm.t)
 				if err != nil {
 					t.Fatalf("%s %+v: %v", sc.Name, p, err)
 				}
 				fmt.Fprintf(&b, "# consumers=%d partitions=%d down_ms=%d seed=%d timing=%s\n", p.Consumers, p.Partitions, p.DownMs, seed, tm.name)
-				b.Write(FormatScript(steps))
+				b.Write(spec.FormatScript(steps))
 			}
 		}
 	}
@@ -52,7 +52,7 @@ func catalogScriptDump(t *testing.T, sc *Scenario) string {
 	for _, era := range spec.Eras() {
 		var props, kafkaProps map[string]string // no MemberProps and one that gives none alike
 		if sc.MemberProps != nil {
-			props, kafkaProps = sc.MemberProps(string(era), LabTiming()), sc.MemberProps(string(era), KafkaTiming())
+			props, kafkaProps = sc.MemberProps(string(era), spec.LabTiming()), sc.MemberProps(string(era), spec.KafkaTiming())
 		}
 		fmt.Fprintf(&b, "%s: na=%q bydesign=%v props=%v kafka-defaults props=%v\n", era, sc.NotApplicable[era], sc.ByDesign[era], props, kafkaProps)
 	}

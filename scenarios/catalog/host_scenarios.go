@@ -1,4 +1,4 @@
-package scenarios
+package catalog
 
 // The Go of the scenarios over test hosts (Params.Hosts, hosts.go): the scenarios are files
 // (catalog/host-link-down.yaml, host-slow-link.yaml); here the helpers their registered relations use.
@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -16,7 +18,7 @@ import (
 func downedMembers(p Params, script []Step) (down, up []string) {
 	host := 0
 	for _, st := range script {
-		if st.Action == ActHostDown {
+		if st.Action == spec.ActHostDown {
 			host = st.Host
 		}
 	}
@@ -42,7 +44,7 @@ func triggerTs(recs []timeline.Record, name string) int64 {
 
 // survivorOwners is who owns what, per the survivors' own records before ts (the downed members'
 // records left out: they cannot tell the group anything while their link is down).
-func survivorOwners(e *EraRun, downed []string, ts int64) map[string]string {
+func survivorOwners(e *eraRun, downed []string, ts int64) map[string]string {
 	var recs []timeline.Record
 	for _, r := range e.Records {
 		if r.TsMs >= ts {
@@ -52,7 +54,7 @@ func survivorOwners(e *EraRun, downed []string, ts int64) map[string]string {
 			recs = append(recs, r)
 		}
 	}
-	return Compute(recs, e.Era, e.Options).FinalOwners
+	return figures.Compute(recs, e.Era, e.Options).FinalOwners
 }
 
 func allOnce(owners map[string]string, topic string, partitions int, downed []string) bool {

@@ -1,4 +1,4 @@
-package scenarios
+package catalog
 
 // The relations registered in Go (namedRelations): what a comparison of the vocabulary cannot say.
 // A scenario names one (spec.Relation.Named) with its Args; each reads one era of a run (checkCtx).
@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -43,7 +44,7 @@ const (
 	relProducerLostOnlyWhereDownLed = "producer-lost-only-where-down-led"
 	// faults.go: every era's
 	relFaultsTookEffect        = "faults-took-effect"
-	relStreamsFaultsTookEffect = "streams-faults-took-effect"
+	RelStreamsFaultsTookEffect = "streams-faults-took-effect"
 )
 
 // namedRel is the catalogue's Relation naming the registered relation name, reported as text.
@@ -53,7 +54,7 @@ func namedRel(eras []spec.Era, crossEra bool, text, name string, args map[string
 
 // checkCrashedOwnNothing: end: the crashed member owns nothing
 func checkCrashedOwnNothing(x checkCtx, args map[string]string) (bool, string, bool) {
-	crashed := x.run.crashed()
+	crashed := crashed(x.run)
 	for k, o := range x.era.EndOwners {
 		for _, m := range strings.Split(o, ",") {
 			if crashed[m] {
@@ -103,11 +104,11 @@ func checkRestartRebalancesTwice(x checkCtx, args map[string]string) (bool, stri
 
 // checkRestartRevocationsBelowClassic: restarts: revocations below classic's
 func checkRestartRevocationsBelowClassic(x checkCtx, args map[string]string) (bool, string, bool) {
-	classic := x.run.era(string(spec.Classic))
+	classic := eraOf(x.run, string(spec.Classic))
 	if classic == nil || !classic.Applies {
 		return false, "classic did not run", true
 	}
-	sum := func(e *EraRun) (n int64) {
+	sum := func(e *eraRun) (n int64) {
 		for _, ev := range append(e.eventsPrefixed("restart-"), e.eventsPrefixed("rejoin-")...) {
 			n += ev.Figures.Revocations
 		}
@@ -168,7 +169,7 @@ func checkWindowEndsStable(x checkCtx, args map[string]string) (bool, string, bo
 	if !ok {
 		return false, "no " + args["event"] + " event", false
 	}
-	return ev.End == EndStable, fmt.Sprintf("window end %s after %d ms", ev.End, ev.Figures.TimeToStableMs), false
+	return ev.End == figures.EndStable, fmt.Sprintf("window end %s after %d ms", ev.End, ev.Figures.TimeToStableMs), false
 }
 
 // checkDeliversAgainBeforeReturn: failure: every partition delivers again before the broker returns (the
@@ -192,7 +193,7 @@ func checkStableAfterFailover(x checkCtx, args map[string]string) (bool, string,
 	if !ok {
 		return false, "no coordinator-failover event", false
 	}
-	return ev.Figures.TimeToStableMs != NeverStable,
+	return ev.Figures.TimeToStableMs != figures.NeverStable,
 		fmt.Sprintf("window end %s, time_to_stable_ms %d", ev.End, ev.Figures.TimeToStableMs), false
 }
 
@@ -200,7 +201,7 @@ func checkStableAfterFailover(x checkCtx, args map[string]string) (bool, string,
 // acknowledged before the kill
 func checkDuplicatesBoundedByUncommitted(x checkCtx, args map[string]string) (bool, string, bool) {
 	bound := x.era.uncommittedAt("coordinator-failover", "coordinator-return")
-	d, err := fig(FigDuplicates, x.era.Result.Totals)
+	d, err := fig(figures.FigDuplicates, x.era.Result.Totals)
 	if err != nil {
 		return false, err.Error(), false
 	}
@@ -276,7 +277,7 @@ func checkSurvivorsRangeOwners(x checkCtx, args map[string]string) (bool, string
 func checkDownedLoseTheirPartitions(x checkCtx, args map[string]string) (bool, string, bool) {
 	downed, _ := downedMembers(x.p, x.run.Script)
 	down, up := triggerTs(x.era.Records, "host-down"), triggerTs(x.era.Records, "host-up")
-	before := Compute(recordsBefore(x.era.Records, down), x.era.Era, x.era.Options).FinalOwners
+	before := figures.Compute(recordsBefore(x.era.Records, down), x.era.Era, x.era.Options).FinalOwners
 	var parts []string
 	for _, m := range downed {
 		owned := map[string]bool{}
@@ -340,9 +341,9 @@ func checkBreaksAreTheDowned(x checkCtx, args map[string]string) (bool, string, 
 		}
 		recs = append(recs, r)
 	}
-	tot := Compute(recs, x.era.Era, x.era.Options).Totals
+	tot := figures.Compute(recs, x.era.Era, x.era.Options).Totals
 	var bad []string
-	for _, name := range InvariantNames {
+	for _, name := range figures.InvariantNames {
 		if v, _ := tot.Get(name); v != 0 {
 			bad = append(bad, fmt.Sprintf("%s=%d", name, v))
 		}
@@ -357,8 +358,8 @@ func checkBreaksAreTheDowned(x checkCtx, args map[string]string) (bool, string, 
 // hold (without netem: on every link of its members too)
 func checkSlowHostWindows(x checkCtx, args map[string]string) (bool, string, bool) {
 	host := fmt.Sprintf("h%d", x.p.Hosts)
-	delay := fmt.Sprintf("%s %dms", ActHostDelay, hostSlowDelayMs)
-	loss := fmt.Sprintf("%s %d%%", ActHostLoss, hostSlowLossPct)
+	delay := fmt.Sprintf("%s %dms", spec.ActHostDelay, hostSlowDelayMs)
+	loss := fmt.Sprintf("%s %d%%", spec.ActHostLoss, hostSlowLossPct)
 	found := map[string]bool{}
 	links := map[string]bool{}
 	var got []string
@@ -422,55 +423,4 @@ func checkFaultsTookEffect(x checkCtx, args map[string]string) (bool, string, bo
 		return false, fmt.Sprintf("%d of %d fault steps left no fault record: %s", len(missing), len(wants), strings.Join(missing, "; ")), false
 	}
 	return true, fmt.Sprintf("%d fault steps, each with its record", len(wants)), false
-}
-
-// checkStreamsFaultsTookEffect: FaultRelationText on a Streams run (streamsFaultRelation).
-func checkStreamsFaultsTookEffect(x checkCtx, args map[string]string) (bool, string, bool) {
-	s := x.run.Streams
-	if s == nil {
-		return false, "not a Streams run", false
-	}
-	n := 0
-	var missing []string
-	usedProc := map[int]bool{}
-	usedApp := map[int]bool{}
-	for _, st := range x.run.Script {
-		switch st.Action {
-		case ActCrash:
-			n++
-			found := false
-			for i, p := range s.Instances {
-				if !usedProc[i] && p.Member == st.Member && p.Signal == "SIGKILL" {
-					usedProc[i], found = true, true
-					break
-				}
-			}
-			if !found {
-				missing = append(missing, st.String())
-			}
-		case ActRemoveThread, ActAddThread:
-			n++
-			want := "thread_removed"
-			if st.Action == ActAddThread {
-				want = "thread_added"
-			}
-			found := false
-			for i, a := range s.App {
-				if !usedApp[i] && a.Instance == st.Member && a.Ev == want {
-					usedApp[i], found = true, true
-					break
-				}
-			}
-			if !found {
-				missing = append(missing, st.String())
-			}
-		}
-	}
-	if len(missing) > 0 {
-		return false, fmt.Sprintf("%d of %d fault steps left no record: %s", len(missing), n, strings.Join(missing, "; ")), false
-	}
-	if n == 0 {
-		return true, "no fault step", false
-	}
-	return true, fmt.Sprintf("%d fault steps, each with its record", n), false
 }

@@ -1,16 +1,18 @@
-package scenarios
+package catalog
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 )
 
 // TestRelationOnUnknownFigureFails: a relation that names no figure (a misspelling) fails with the
 // name in its text; it never reads a 0 that could make "== 0" hold.
 func TestRelationOnUnknownFigureFails(t *testing.T) {
-	era := &EraRun{Era: "classic", Result: Result{
-		Totals: Figures{StaleCommitsApplied: 0},
-		Events: []Event{{Trigger: "join"}},
+	era := &eraRun{Era: "classic", Result: figures.Result{
+		Totals: figures.Figures{StaleCommitsApplied: 0},
+		Events: []figures.Event{{Trigger: "join"}},
 	}}
 	x := checkCtx{era: era}
 	for _, r := range []Relation{
@@ -27,8 +29,8 @@ func TestRelationOnUnknownFigureFails(t *testing.T) {
 	}
 	// The same relations on real names hold.
 	for _, r := range []Relation{
-		totalFig(nil, FigStaleCommitsApplied, eq, 0),
-		eventFig(nil, "join", FigRebalanceParticipants, eq, "0"),
+		totalFig(nil, figures.FigStaleCommitsApplied, eq, 0),
+		eventFig(nil, "join", figures.FigRebalanceParticipants, eq, "0"),
 	} {
 		if ok, got, _ := r.evaluate(x); !ok {
 			t.Errorf("%s: failed with %q", r.Text, got)
@@ -44,7 +46,7 @@ func TestSmallSizes(t *testing.T) {
 			t.Errorf("%s: no small size (Small %+v)", sc.Name, sc.Small)
 			continue
 		}
-		if _, err := sc.params(sc.Small); err != nil {
+		if _, err := sc.ParamsFor(sc.Small); err != nil {
 			t.Errorf("%s: small size %+v: %v", sc.Name, sc.Small, err)
 		}
 	}

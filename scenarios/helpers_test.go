@@ -1,0 +1,46 @@
+package scenarios
+
+import "fmt"
+
+// The catalogue's small readers of a run (package catalog keeps its own, unexported), as the runner's
+// tests read results.
+
+// crashed: the members the script crashes.
+func (r *RunResult) crashed() map[string]bool {
+	out := map[string]bool{}
+	for _, s := range r.Script {
+		if s.Action == ActCrash {
+			out[s.Member] = true
+		}
+	}
+	return out
+}
+
+// producerCheck is the era's durability check of producer name.
+func producerCheck(e *EraRun, name string) (ProducerCheck, bool) {
+	for _, c := range e.Durability {
+		if c.Producer == name {
+			return c, true
+		}
+	}
+	return ProducerCheck{}, false
+}
+
+// fig returns the figure named name; a name that is no figure is an error.
+func fig(name string, f Figures) (int64, error) {
+	v, ok := f.Get(name)
+	if !ok {
+		return 0, fmt.Errorf("unknown figure %q", name)
+	}
+	return v, nil
+}
+
+// era returns r's era called name, nil when it has none.
+func (r *RunResult) era(name string) *EraRun {
+	for _, e := range r.Eras {
+		if e.Era == name {
+			return e
+		}
+	}
+	return nil
+}
