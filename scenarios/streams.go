@@ -5,15 +5,12 @@ package scenarios
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/rebalancelab/rebalancelab/scenarios/env"
 	"github.com/rebalancelab/rebalancelab/scenarios/streams"
 )
-
-var errNoStreams = errors.New("not a Streams run")
 
 // runStreams is Run for a Streams scenario: streams.Run on the scenario's spec, script, partitions and
 // timing and o's lab options; its one era is streams.Era.

@@ -53,7 +53,7 @@ func TestStreamsThreads(t *testing.T) {
 	t.Logf("records: %d out for 10000 in: %d duplicates; %d re-processed (at least once)", tot.RecordsOut, tot.Duplicates, tot.RecordsReprocessed)
 
 	// The observer: the start's stable generation has the 6 tasks 0_0..0_5, 2 on each of s1's threads.
-	_, first, err := stableOf(s, "start")
+	_, first, err := streams.StableOf(s, "start")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,10 +68,10 @@ func TestStreamsThreads(t *testing.T) {
 		t.Fatalf("start's stable generation: tasks %s over %d threads, want 0_0..0_5 over 3", got, len(first.Members))
 	}
 	// With both instances, 6 threads with one task each; after the kill, s1's 3 threads again.
-	if _, l, err := stableOf(s, "join"); err != nil || len(l.Members) != 6 {
+	if _, l, err := streams.StableOf(s, "join"); err != nil || len(l.Members) != 6 {
 		t.Fatalf("join: %v %s", err, l.Summary())
 	}
-	crash, l, err := stableOf(s, "crash")
+	crash, l, err := streams.StableOf(s, "crash")
 	if err != nil || len(l.Members) != 3 || l.ThreadsOf("s1") != 3 || crash.TasksMoved < 3 {
 		t.Fatalf("crash: %v %s, %d moved", err, l.Summary(), crash.TasksMoved)
 	}

@@ -1,4 +1,4 @@
-package scenarios
+package streams
 
 import (
 	"slices"
@@ -7,7 +7,7 @@ import (
 	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 )
 
-// TestCatalogueWithStreams: with this package's registrations (streams_catalog.go) the catalogue has
+// TestCatalogueWithStreams: with this package's registrations (catalog.go) the catalogue has
 // its twenty-three scenarios, the Streams one last, and the 33 relations registered in Go, the nine
 // Streams ones among them, each of the Streams scenario's relations naming one of them.
 func TestCatalogueWithStreams(t *testing.T) {

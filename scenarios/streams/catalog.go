@@ -1,16 +1,16 @@
-package scenarios
+package streams
 
 import (
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 
 	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
-	"github.com/rebalancelab/rebalancelab/scenarios/streams"
 )
 
-// The Streams scenario and the relations that read its streams.Result join the catalogue here (the
+// The Streams scenario and the relations that read its Result join the catalogue here (the
 // catalogue cannot import this package: the runner imports it).
 func init() {
 	catalog.Register(streamsThreads)
@@ -34,28 +34,28 @@ func init() {
 // inputs; a thread removed at run time gives its tasks to the other two; a thread added back and a
 // second instance joining spread the tasks over 6 threads; that instance killed with -9 gives its tasks
 // back to the first instance's threads. Records are produced throughout; every one must come out.
-func streamsThreads() *Scenario {
-	spec := &StreamsSpec{Threads: 3, Records: 10000, RatePerSec: 500, CommitIntervalMs: 1000}
-	return &Scenario{
+func streamsThreads() *catalog.Scenario {
+	ss := &spec.Streams{Threads: 3, Records: 10000, RatePerSec: 500, CommitIntervalMs: 1000}
+	return &catalog.Scenario{
 		Name: "streams-threads",
 		Description: "Kafka Streams 3.9 instances (3 stream threads each; 2 co-partitioned inputs merged into an output) on this broker: " +
 			"a thread removed and added, a second instance joins, then is killed with -9; tasks per thread from the coordinator's view",
-		Defaults:     Params{Consumers: 2, Partitions: 6},
-		Small:        Params{Consumers: 2, Partitions: 6},
+		Defaults:     spec.Params{Consumers: 2, Partitions: 6},
+		Small:        spec.Params{Consumers: 2, Partitions: 6},
 		MinConsumers: 2, MaxConsumers: 2,
 		ZKNodes: 1,
-		Streams: spec,
-		Script: func(p Params, t Timing, _ *rand.Rand) []Step {
+		Streams: ss,
+		Script: func(p spec.Params, t spec.Timing, _ *rand.Rand) []spec.Step {
 			s := catalog.NewBuilder(t)
 			hold := int64(2000) // records flow through each layout before the next change
-			s.Trigger("start").Member(0, ActStart, "s1").Settle()
-			s.Add(Step{DelayMs: hold, Action: ActTrigger, Name: "remove-thread"}).Member(0, ActRemoveThread, "s1").Settle()
-			s.Add(Step{DelayMs: hold, Action: ActTrigger, Name: "add-thread"}).Member(0, ActAddThread, "s1").Settle()
-			s.Add(Step{DelayMs: hold, Action: ActTrigger, Name: "join"}).Member(0, ActStart, "s2").Settle()
-			s.Add(Step{DelayMs: hold, Action: ActTrigger, Name: "crash"}).Member(0, ActCrash, "s2").Settle()
+			s.Trigger("start").Member(0, spec.ActStart, "s1").Settle()
+			s.Add(spec.Step{DelayMs: hold, Action: spec.ActTrigger, Name: "remove-thread"}).Member(0, spec.ActRemoveThread, "s1").Settle()
+			s.Add(spec.Step{DelayMs: hold, Action: spec.ActTrigger, Name: "add-thread"}).Member(0, spec.ActAddThread, "s1").Settle()
+			s.Add(spec.Step{DelayMs: hold, Action: spec.ActTrigger, Name: "join"}).Member(0, spec.ActStart, "s2").Settle()
+			s.Add(spec.Step{DelayMs: hold, Action: spec.ActTrigger, Name: "crash"}).Member(0, spec.ActCrash, "s2").Settle()
 			return s.Steps()
 		},
-		Relations: []Relation{
+		Relations: []catalog.Relation{
 			streamsRel("start: every task on one of s1's 3 threads, partitions/3 per thread", relStreamsStartOnThreads),
 			streamsRel("every stable generation: task 0_i reads partition i of both inputs", relStreamsCoPartitioned),
 			streamsRel("remove-thread: the removed thread's tasks move to s1's other threads", relStreamsRemovedThreadTasksMove),
@@ -69,10 +69,10 @@ func streamsThreads() *Scenario {
 }
 
 // streamsRecords is the records the scenario produces (its spec's).
-func streamsRecords(*streams.Result) int { return streamsThreads().Streams.Records }
+func streamsRecords(*Result) int { return streamsThreads().Streams.Records }
 
 // streamsRel is the registered relation rel on a Streams run, reported as text.
-func streamsRel(text, rel string) Relation { return catalog.NamedRel(nil, false, text, rel, nil) }
+func streamsRel(text, rel string) catalog.Relation { return catalog.NamedRel(nil, false, text, rel, nil) }
 
 // The Streams scenario's registered relations.
 const (
@@ -88,15 +88,15 @@ const (
 
 // onStreams is a registered relation on a Streams run (RunResult.Streams). Unless it reads only the
 // records (observed false) it reads the group's generations, which only the rebalancelab broker's
-// observer sees: on another broker (streams.Result.Observed false) it is skipped, not measured.
-func onStreams(observed bool, f func(r *streams.Result, p Params) (bool, string)) catalog.RunRelation {
-	return func(run *report.RunResult, p Params, _ map[string]string) (bool, string, bool) {
-		var s *streams.Result
+// observer sees: on another broker (Result.Observed false) it is skipped, not measured.
+func onStreams(observed bool, f func(r *Result, p spec.Params) (bool, string)) catalog.RunRelation {
+	return func(run *report.RunResult, p spec.Params, _ map[string]string) (bool, string, bool) {
+		var s *Result
 		if run != nil {
-			s, _ = run.Streams.(*streams.Result)
+			s, _ = run.Streams.(*Result)
 		}
 		if s == nil {
-			return false, errNoStreams.Error(), false
+			return false, "not a Streams run", false
 		}
 		if observed && !s.Observed {
 			return false, "not measured: the group's generations come from the rebalancelab broker's group observer, and this run's broker (" +
@@ -108,8 +108,8 @@ func onStreams(observed bool, f func(r *streams.Result, p Params) (bool, string)
 }
 
 // streamsStartOnThreads: start: every task on one of s1's 3 threads, partitions/3 per thread
-func streamsStartOnThreads(r *streams.Result, p Params) (bool, string) {
-	ev, l, err := stableOf(r, "start")
+func streamsStartOnThreads(r *Result, p spec.Params) (bool, string) {
+	ev, l, err := StableOf(r, "start")
 	if err != nil {
 		return false, err.Error()
 	}
@@ -121,7 +121,7 @@ func streamsStartOnThreads(r *streams.Result, p Params) (bool, string) {
 }
 
 // streamsCoPartitioned: every stable generation: task 0_i reads partition i of both inputs
-func streamsCoPartitioned(r *streams.Result, _ Params) (bool, string) {
+func streamsCoPartitioned(r *Result, _ spec.Params) (bool, string) {
 	if len(r.Lanes) == 0 {
 		return false, "no stable generation"
 	}
@@ -135,8 +135,8 @@ func streamsCoPartitioned(r *streams.Result, _ Params) (bool, string) {
 }
 
 // streamsRemovedThreadTasksMove: remove-thread: the removed thread's tasks move to s1's other threads
-func streamsRemovedThreadTasksMove(r *streams.Result, _ Params) (bool, string) {
-	ev, l, err := stableOf(r, "remove-thread")
+func streamsRemovedThreadTasksMove(r *Result, _ spec.Params) (bool, string) {
+	ev, l, err := StableOf(r, "remove-thread")
 	if err != nil {
 		return false, err.Error()
 	}
@@ -160,8 +160,8 @@ func streamsRemovedThreadTasksMove(r *streams.Result, _ Params) (bool, string) {
 }
 
 // streamsAddThread: add-thread: every task on s1's 3 threads again
-func streamsAddThread(r *streams.Result, _ Params) (bool, string) {
-	_, l, err := stableOf(r, "add-thread")
+func streamsAddThread(r *Result, _ spec.Params) (bool, string) {
+	_, l, err := StableOf(r, "add-thread")
 	if err != nil {
 		return false, err.Error()
 	}
@@ -169,8 +169,8 @@ func streamsAddThread(r *streams.Result, _ Params) (bool, string) {
 }
 
 // streamsJoinSpread: join: the tasks spread over both instances, every thread of each with a task
-func streamsJoinSpread(r *streams.Result, _ Params) (bool, string) {
-	ev, l, err := stableOf(r, "join")
+func streamsJoinSpread(r *Result, _ spec.Params) (bool, string) {
+	ev, l, err := StableOf(r, "join")
 	if err != nil {
 		return false, err.Error()
 	}
@@ -182,8 +182,8 @@ func streamsJoinSpread(r *streams.Result, _ Params) (bool, string) {
 }
 
 // streamsCrashBackToS1: crash: the killed s2's tasks come back to s1's threads
-func streamsCrashBackToS1(r *streams.Result, _ Params) (bool, string) {
-	ev, l, err := stableOf(r, "crash")
+func streamsCrashBackToS1(r *Result, _ spec.Params) (bool, string) {
+	ev, l, err := StableOf(r, "crash")
 	if err != nil {
 		return false, err.Error()
 	}
@@ -194,7 +194,7 @@ func streamsCrashBackToS1(r *streams.Result, _ Params) (bool, string) {
 		}
 	}
 	held := 0 // s2's tasks in the stable generation before the kill (the join's)
-	if _, before, err := stableOf(r, "join"); err == nil {
+	if _, before, err := StableOf(r, "join"); err == nil {
 		for _, m := range before.Members {
 			if m.Instance == "s2" {
 				held += len(m.Tasks)
@@ -211,7 +211,7 @@ func streamsCrashBackToS1(r *streams.Result, _ Params) (bool, string) {
 }
 
 // streamsEveryEventStable: every event: stable again (time_to_stable_ms >= 0)
-func streamsEveryEventStable(r *streams.Result, _ Params) (bool, string) {
+func streamsEveryEventStable(r *Result, _ spec.Params) (bool, string) {
 	var parts []string
 	ok := len(r.Events) == 5
 	for _, ev := range r.Events {
@@ -222,30 +222,31 @@ func streamsEveryEventStable(r *streams.Result, _ Params) (bool, string) {
 }
 
 // streamsRecordsOut: records: every input came out at least once (lost == 0, distinct_out == records_in == records)
-func streamsRecordsOut(r *streams.Result, _ Params) (bool, string) {
+func streamsRecordsOut(r *Result, _ spec.Params) (bool, string) {
 	t := r.Totals
 	return t.Lost == 0 && t.DistinctOut == t.RecordsIn && t.RecordsIn == int64(streamsRecords(r)),
 		fmt.Sprintf("records_in %d, records_out %d, distinct_out %d, duplicates %d, lost %d, records_reprocessed %d",
 			t.RecordsIn, t.RecordsOut, t.DistinctOut, t.Duplicates, t.Lost, t.RecordsReprocessed)
 }
 
-// stableOf is the event named trigger and its stable generation.
-func stableOf(r *streams.Result, trigger string) (streams.Event, streams.Lane, error) {
+// StableOf is the event of r named trigger and the generation it settled in; an error when there is no
+// such event or it never settled.
+func StableOf(r *Result, trigger string) (Event, Lane, error) {
 	for _, ev := range r.Events {
 		if ev.Trigger == trigger {
 			if ev.Stable == nil {
-				return ev, streams.Lane{}, fmt.Errorf("%s: never stable (time_to_stable_ms %d)", trigger, ev.TimeToStableMs)
+				return ev, Lane{}, fmt.Errorf("%s: never stable (time_to_stable_ms %d)", trigger, ev.TimeToStableMs)
 			}
 			return ev, *ev.Stable, nil
 		}
 	}
-	return streams.Event{}, streams.Lane{}, fmt.Errorf("no %s event", trigger)
+	return Event{}, Lane{}, fmt.Errorf("no %s event", trigger)
 }
 
 // checkStreamsFaultsTookEffect: catalog.FaultRelationText on a Streams run (the catalogue's Streams
 // fault relation, registered as catalog.RelStreamsFaultsTookEffect).
-func checkStreamsFaultsTookEffect(run *report.RunResult, _ Params, _ map[string]string) (bool, string, bool) {
-	s, _ := run.Streams.(*streams.Result)
+func checkStreamsFaultsTookEffect(run *report.RunResult, _ spec.Params, _ map[string]string) (bool, string, bool) {
+	s, _ := run.Streams.(*Result)
 	if s == nil {
 		return false, "not a Streams run", false
 	}
@@ -255,7 +256,7 @@ func checkStreamsFaultsTookEffect(run *report.RunResult, _ Params, _ map[string]
 	usedApp := map[int]bool{}
 	for _, st := range run.Script {
 		switch st.Action {
-		case ActCrash:
+		case spec.ActCrash:
 			n++
 			found := false
 			for i, p := range s.Instances {
@@ -267,10 +268,10 @@ func checkStreamsFaultsTookEffect(run *report.RunResult, _ Params, _ map[string]
 			if !found {
 				missing = append(missing, st.String())
 			}
-		case ActRemoveThread, ActAddThread:
+		case spec.ActRemoveThread, spec.ActAddThread:
 			n++
 			want := "thread_removed"
-			if st.Action == ActAddThread {
+			if st.Action == spec.ActAddThread {
 				want = "thread_added"
 			}
 			found := false
