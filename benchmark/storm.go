@@ -30,6 +30,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 	"github.com/rebalancelab/rebalancelab/scenarios/env"
 	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
@@ -84,7 +85,7 @@ type StormOptions struct {
 	// Consumers: the N of each group of cells, e.g. {10, 100, 1000}; each >= 1.
 	Consumers []int
 	// Partitions of each run's topic; 0: N (one partition per member, at most 1000), at most
-	// scenarios.MaxPartitions.
+	// catalog.MaxPartitions.
 	Partitions int
 	// KafkaDefaults: Kafka's own timing (spec.KafkaTiming: 45 s sessions, 3 s heartbeats, the
 	// default 300 s max.poll.interval.ms and so rebalance timeout; 0.8.2's 6 s ZooKeeper sessions and
@@ -250,8 +251,8 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 			return nil, fmt.Errorf("--consumers %d: want N >= 1", n)
 		}
 	}
-	if o.Partitions < 0 || o.Partitions > scenarios.MaxPartitions {
-		return nil, fmt.Errorf("--partitions %d: want 1..%d (0: N)", o.Partitions, scenarios.MaxPartitions)
+	if o.Partitions < 0 || o.Partitions > catalog.MaxPartitions {
+		return nil, fmt.Errorf("--partitions %d: want 1..%d (0: N)", o.Partitions, catalog.MaxPartitions)
 	}
 	if o.Deadline < 0 {
 		return nil, fmt.Errorf("deadline %s: want > 0", o.Deadline)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
@@ -86,13 +87,13 @@ func runStormGroup(ctx context.Context, o StormOptions, era string, n int, progr
 
 // scenario is the bench's script: storm, join, leave, each followed by a settle bounded by the
 // cell's deadline plus the quiet period the settle wants.
-func (g *stormGroup) scenario() *scenarios.Scenario {
+func (g *stormGroup) scenario() *catalog.Scenario {
 	timeout := g.o.Deadline.Milliseconds() + g.t.QuietMs()
 	settle := spec.Step{Action: spec.ActSettle, QuietMs: g.t.QuietMs(), TimeoutMs: timeout}
 	member := func(i int) string { return "m" + strconv.Itoa(i) }
 	var steps []spec.Step
 	add := func(s spec.Step) { steps = append(steps, s) }
-	return &scenarios.Scenario{
+	return &catalog.Scenario{
 		Name:                   "bench-storm",
 		Description:            "N members start at once; one joins the stable group; one of the N leaves",
 		Defaults:               spec.Params{Consumers: g.n, Partitions: g.p},

@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
-	"github.com/rebalancelab/rebalancelab/scenarios"
 	"github.com/rebalancelab/rebalancelab/scenarios/figures"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 func quietLog() *logrus.Entry {
@@ -43,13 +43,13 @@ func TestStormSmallEveryEra(t *testing.T) {
 	_ = res.WriteTable(&table, false)
 	t.Logf("\n%s", table.String())
 
-	if want := len(scenarios.Eras) * len(StormCases); len(res.Cells) != want {
+	if want := len(spec.Names(spec.Eras())) * len(StormCases); len(res.Cells) != want {
 		t.Fatalf("%d cells, want %d", len(res.Cells), want)
 	}
 	participants := map[string]int64{CaseStorm: n, CaseJoin: n + 1, CaseLeave: n}
 	for i, c := range res.Cells {
 		name := c.Era + "/" + c.Case
-		if wantEra, wantCase := scenarios.Eras[i/3], StormCases[i%3]; c.Era != wantEra || c.Case != wantCase || c.N != n || c.Partitions != n {
+		if wantEra, wantCase := spec.Names(spec.Eras())[i/3], StormCases[i%3]; c.Era != wantEra || c.Case != wantCase || c.N != n || c.Partitions != n {
 			t.Errorf("cell %d is %s N=%d P=%d, want %s/%s N=%d P=%d", i, name, c.N, c.Partitions, wantEra, wantCase, n, n)
 		}
 		if c.StoppedReason != "" {

@@ -13,11 +13,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rebalancelab/rebalancelab/internal/testutil"
-	"github.com/rebalancelab/rebalancelab/lab"
-	"github.com/rebalancelab/rebalancelab/timeline"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
+	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
 // startMemberHost starts `rebalancelab member-pool --listen 127.0.0.1:0` as a process of its own (a
@@ -67,7 +69,7 @@ func startMemberHostIn(t *testing.T, h *lab.Host) string {
 func TestMemberHosts(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper, testutil.Root)
 	a1, a2 := startMemberHost(t), startMemberHost(t)
-	res := runScenarioWith(t, "herd-effect", Params{Consumers: 4, Partitions: 8, Seed: 1}, func(o *Options) {
+	res := runScenarioWith(t, "herd-effect", spec.Params{Consumers: 4, Partitions: 8, Seed: 1}, func(o *Options) {
 		o.Eras, o.MemberBinary, o.MemberHosts = []string{"zk", "classic"}, testutil.Binary(t), []string{a1, a2}
 	})
 	if len(res.Hosts) != 2 {
@@ -171,7 +173,7 @@ func TestMemberHostsAcrossNamespaces(t *testing.T) {
 	if host, _, _ := net.SplitHostPort(agent); host != hs.Host(2).Addr() {
 		t.Fatalf("member host listens on %s, want h2's address %s", agent, hs.Host(2).Addr())
 	}
-	res := runScenarioWith(t, "herd-effect", Params{Consumers: 4, Partitions: 8, Seed: 1}, func(o *Options) {
+	res := runScenarioWith(t, "herd-effect", spec.Params{Consumers: 4, Partitions: 8, Seed: 1}, func(o *Options) {
 		o.Eras, o.MemberBinary, o.MemberHosts = []string{"zk", "classic"}, testutil.Binary(t), []string{agent}
 		o.Bootstrap, o.ExternalZK = l.Bootstrap(), l.ZKConnect()
 	})

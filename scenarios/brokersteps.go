@@ -13,18 +13,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rebalancelab/rebalancelab/internal/poll"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 // downBroker is a lab broker the script stopped or killed: its index in lab.Brokers() and the action
 // that took it down (the fault's action, which its end record repeats).
 type downBroker struct {
 	index  int
-	action Action
+	action spec.Action
 }
 
 // brokerStep performs a broker-stop, broker-kill or broker-start step: the broker is st.Node, or the
 // one st.Broker names (resolveBroker). The fault record names it as broker/<id>.
-func (r *eraRunner) brokerStep(ctx context.Context, st Step) {
+func (r *eraRunner) brokerStep(ctx context.Context, st spec.Step) {
 	if r.lab == nil {
 		r.errorf("%s: %s", st, errNeedsLab)
 		return
@@ -45,20 +46,20 @@ func (r *eraRunner) brokerStep(ctx context.Context, st Step) {
 	n := bs[idx]
 	// The lab's Stop and Kill of a stopped broker and Start of a running one do nothing: here that is a
 	// fault that did not take effect, recorded as the run's error.
-	if n.Running() == (st.Action == ActBrokerStart) {
+	if n.Running() == (st.Action == spec.ActBrokerStart) {
 		r.errorf("%s: broker %d is %s", st, n.ID(), map[bool]string{true: "already running", false: "not running (already stopped or killed)"}[n.Running()])
 		return
 	}
 	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	if st.Action != ActBrokerStart {
+	if st.Action != spec.ActBrokerStart {
 		r.noteDown(ctx, n.ID())
 	}
 	var err error
 	switch st.Action {
-	case ActBrokerStop:
+	case spec.ActBrokerStop:
 		err = n.Stop(sctx) // returns once the broker has stopped (after its controlled shutdown)
-	case ActBrokerKill:
+	case spec.ActBrokerKill:
 		err = n.Kill() // returns once the process has exited
 	default:
 		err = n.Start(sctx) // returns once it is registered and serving
@@ -69,7 +70,7 @@ func (r *eraRunner) brokerStep(ctx context.Context, st Step) {
 	}
 	// The fault's end repeats the action that began it.
 	action := st.Action
-	if st.Action == ActBrokerStart {
+	if st.Action == spec.ActBrokerStart {
 		action = r.takeDown(idx)
 	} else {
 		r.down = append(r.down, downBroker{index: idx, action: st.Action})
@@ -77,7 +78,7 @@ func (r *eraRunner) brokerStep(ctx context.Context, st Step) {
 	if st.Broker != "" {
 		r.stepf("%s: broker %d", st, n.ID())
 	}
-	r.nodeFault(st.Action != ActBrokerStart, string(action), fmt.Sprintf("broker/%d", n.ID()))
+	r.nodeFault(st.Action != spec.ActBrokerStart, string(action), fmt.Sprintf("broker/%d", n.ID()))
 }
 
 // noteDown tells the durability scenario's side topic, if any, that broker id goes down now.
@@ -92,19 +93,19 @@ func (r *eraRunner) noteDown(ctx context.Context, id int32) {
 
 // takeDown forgets broker idx as down and returns the action that took it down (broker-stop for a
 // broker the script did not take down).
-func (r *eraRunner) takeDown(idx int) Action {
+func (r *eraRunner) takeDown(idx int) spec.Action {
 	for i, d := range r.down {
 		if d.index == idx {
 			r.down = append(r.down[:i], r.down[i+1:]...)
 			return d.action
 		}
 	}
-	return ActBrokerStop
+	return spec.ActBrokerStop
 }
 
 // resolveBroker finds the index in lab.Brokers() of the broker st.Broker names (Broker roles,
 // script.go).
-func (r *eraRunner) resolveBroker(ctx context.Context, st Step) (int, error) {
+func (r *eraRunner) resolveBroker(ctx context.Context, st spec.Step) (int, error) {
 	bs := r.lab.Brokers()
 	byID := func(id int32) (int, error) {
 		for i, b := range bs {
@@ -115,18 +116,18 @@ func (r *eraRunner) resolveBroker(ctx context.Context, st Step) (int, error) {
 		return -1, fmt.Errorf("broker %d is not the lab's", id)
 	}
 	switch st.Broker {
-	case BrokerRoleDown:
-		if st.Action != ActBrokerStart {
+	case spec.BrokerRoleDown:
+		if st.Action != spec.ActBrokerStart {
 			return -1, fmt.Errorf("role %q names a broker to start", st.Broker)
 		}
 		if len(r.down) == 0 {
 			return -1, errors.New("no broker is down")
 		}
 		return r.down[len(r.down)-1].index, nil
-	case BrokerRoleCoordinator, BrokerRoleLeader:
+	case spec.BrokerRoleCoordinator, spec.BrokerRoleLeader:
 	default:
 		return -1, fmt.Errorf("unknown broker role %q (want %s, %s or %s)", st.Broker,
-			BrokerRoleCoordinator, BrokerRoleLeader, BrokerRoleDown)
+			spec.BrokerRoleCoordinator, spec.BrokerRoleLeader, spec.BrokerRoleDown)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(r.bootstrap, ",")...))
 	if err != nil {
@@ -140,7 +141,7 @@ func (r *eraRunner) resolveBroker(ctx context.Context, st Step) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	if st.Broker == BrokerRoleCoordinator {
+	if st.Broker == spec.BrokerRoleCoordinator {
 		return byID(coord)
 	}
 	leaders, err := partitionLeaders(cctx, adm, r.e.Topic)

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -30,7 +31,7 @@ func withBrokerBinary(t *testing.T, then func(o *Options)) func(o *Options) {
 // killedBroker is the target of the era's broker-kill fault ("broker/<id>").
 func killedBroker(recs []timeline.Record) string {
 	for _, r := range recs {
-		if r.Kind == timeline.Fault && r.Action == string(ActBrokerKill) && r.Phase == timeline.FaultBegin {
+		if r.Kind == timeline.Fault && r.Action == string(spec.ActBrokerKill) && r.Phase == timeline.FaultBegin {
 			return r.Target
 		}
 	}
@@ -73,7 +74,7 @@ func TestCoordinatorFailover(t *testing.T) {
 	var mu sync.Mutex
 	var checks []check
 	onStep := func(ctx context.Context, info StepInfo) {
-		if !info.Done || info.Step.Action != ActSettle {
+		if !info.Done || info.Step.Action != spec.ActSettle {
 			return
 		}
 		recs := info.Records()
@@ -185,7 +186,7 @@ func TestBrokerRollingBounce(t *testing.T) {
 		// Every broker was stopped and restarted once: three fault begin/end pairs, broker/1..3.
 		begun, ended := map[string]int{}, map[string]int{}
 		for _, r := range e.Records {
-			if r.Kind == timeline.Fault && r.Action == string(ActBrokerStop) {
+			if r.Kind == timeline.Fault && r.Action == string(spec.ActBrokerStop) {
 				if r.Phase == timeline.FaultBegin {
 					begun[r.Target]++
 				} else {

@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 )
 
 // SnapshotZK asks every node of addrs ("host:port") for mntr (3 s each). Two snapshots around a span
 // give the server's side of a cross-check (DiffCounters).
-func SnapshotZK(ctx context.Context, addrs []string) ZKCounters {
-	out := make(ZKCounters, len(addrs))
+func SnapshotZK(ctx context.Context, addrs []string) report.ZKCounters {
+	out := make(report.ZKCounters, len(addrs))
 	for i, a := range addrs {
 		c, cancel := context.WithTimeout(ctx, 3*time.Second)
 		s, err := lab.FourLetter(c, a, "mntr")

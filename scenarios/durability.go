@@ -22,6 +22,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 )
 
 // sideBufferSeconds is how many seconds of records a side producer buffers.
@@ -34,7 +37,7 @@ func durabilityTopic(topic string) string { return topic + ".durability" }
 type sideTopic struct {
 	r     *eraRunner
 	topic string
-	spec  *DurabilitySpec
+	spec  *catalog.DurabilitySpec
 	wg    sync.WaitGroup
 
 	mu     sync.Mutex
@@ -93,7 +96,7 @@ func (r *eraRunner) startDurability(ctx, stop context.Context) (*sideTopic, erro
 }
 
 // producerClientOpts are franz-go's options for producer p's acks.
-func producerClientOpts(p ProducerSpec) ([]kgo.Opt, error) {
+func producerClientOpts(p catalog.ProducerSpec) ([]kgo.Opt, error) {
 	switch p.Acks {
 	case "all", "-1":
 		return []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks())}, nil
@@ -175,7 +178,7 @@ func (s *sideTopic) noteDown(ctx context.Context, id int32) error {
 }
 
 // check reads the side topic back (the producers have stopped) and judges each producer's records.
-func (s *sideTopic) check(ctx context.Context) ([]ProducerCheck, error) {
+func (s *sideTopic) check(ctx context.Context) ([]report.ProducerCheck, error) {
 	s.wg.Wait()
 	inLog, err := s.readBack(ctx)
 	if err != nil {
@@ -186,12 +189,12 @@ func (s *sideTopic) check(ctx context.Context) ([]ProducerCheck, error) {
 
 // judge compares what each producer was told was written with inLog (producer → sequence number →
 // copies in the side topic).
-func (s *sideTopic) judge(inLog map[string]map[int64]int) []ProducerCheck {
+func (s *sideTopic) judge(inLog map[string]map[int64]int) []report.ProducerCheck {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []ProducerCheck
+	var out []report.ProducerCheck
 	for _, p := range s.spec.Producers {
-		c := ProducerCheck{Producer: p.Name, Acks: p.Acks, Failed: s.failed[p.Name], FirstError: s.errs[p.Name]}
+		c := report.ProducerCheck{Producer: p.Name, Acks: p.Acks, Failed: s.failed[p.Name], FirstError: s.errs[p.Name]}
 		lostParts := map[int32]bool{}
 		var times []int64
 		byPart := map[int32][]int64{}

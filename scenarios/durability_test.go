@@ -3,6 +3,9 @@ package scenarios
 import (
 	"reflect"
 	"testing"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 )
 
 // TestDurabilityJudge: an acknowledged record absent from the log is lost, and lost elsewhere when the
@@ -10,7 +13,7 @@ import (
 // neither.
 func TestDurabilityJudge(t *testing.T) {
 	s := &sideTopic{
-		spec: &DurabilitySpec{Producers: []ProducerSpec{{Name: "a", Acks: "all"}, {Name: "b", Acks: "1"}}},
+		spec: &catalog.DurabilitySpec{Producers: []catalog.ProducerSpec{{Name: "a", Acks: "all"}, {Name: "b", Acks: "1"}}},
 		acked: map[string]map[int64]ack{
 			"a": {0: {partition: 0, atMs: 100}, 1: {partition: 1, atMs: 200}, 2: {partition: 2, atMs: 300}},
 			"b": {0: {partition: 0, atMs: 100}, 1: {partition: 1, atMs: 250}, 2: {partition: 2, atMs: 260}, 3: {partition: 0, atMs: 270}},
@@ -25,7 +28,7 @@ func TestDurabilityJudge(t *testing.T) {
 		"b": {0: 1, 4: 1}, // b-1 lost where the broker led, b-2 and b-3 where it did not; b-4 failed yet written
 	}
 	got := s.judge(inLog)
-	want := []ProducerCheck{
+	want := []report.ProducerCheck{
 		{Producer: "a", Acks: "all", Acked: 3, AckedAfterDown: 2, Duplicates: 1, MaxAckGapMs: 100, DownLedPartitions: []int32{1}},
 		{Producer: "b", Acks: "1", Acked: 4, AckedAfterDown: 3, Failed: 2, FirstError: "NOT_LEADER_OR_FOLLOWER", MaxAckGapMs: 150, MaxPartitionAckGapMs: 170,
 			Lost: 3, LostElsewhere: 2, LostPartitions: []int32{0, 1, 2}, DownLedPartitions: []int32{1}},
@@ -38,11 +41,11 @@ func TestDurabilityJudge(t *testing.T) {
 // TestProducerSpecAcks: acks all and 1 map to franz-go's options; anything else is refused by name.
 func TestProducerSpecAcks(t *testing.T) {
 	for _, acks := range []string{"all", "-1", "1"} {
-		if _, err := producerClientOpts(ProducerSpec{Name: "p", Acks: acks}); err != nil {
+		if _, err := producerClientOpts(catalog.ProducerSpec{Name: "p", Acks: acks}); err != nil {
 			t.Errorf("acks %q: %v", acks, err)
 		}
 	}
-	_, err := producerClientOpts(ProducerSpec{Name: "p", Acks: "0"})
+	_, err := producerClientOpts(catalog.ProducerSpec{Name: "p", Acks: "0"})
 	if err == nil || err.Error() != `durability producer p: acks "0" (want all or 1)` {
 		t.Errorf("acks 0: %v", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 	"github.com/rebalancelab/rebalancelab/scenarios/env"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
@@ -26,14 +27,14 @@ var ErrExternalNeedsZK = env.ErrNeedsZK
 
 // checkExternal refuses, before anything starts, what the cluster eo cannot do for the script (on an
 // existing cluster: stopping ZooKeeper nodes or brokers, and the zk era without its ZooKeeper).
-func checkExternal(eo env.Options, sc *Scenario, script []Step, eras []string) error {
+func checkExternal(eo env.Options, sc *catalog.Scenario, script []spec.Step, eras []string) error {
 	var n env.Needs
 	if sc.StopsZKNode {
 		n.StopsNodes = "stops ZooKeeper nodes"
 	}
 	for _, st := range script {
 		switch st.Action {
-		case ActZKStop, ActZKStart, ActBrokerStop, ActBrokerStart, ActBrokerKill:
+		case spec.ActZKStop, spec.ActZKStart, spec.ActBrokerStop, spec.ActBrokerStart, spec.ActBrokerKill:
 			if n.StopsNodes == "" {
 				n.StopsNodes = fmt.Sprintf("stops ZooKeeper nodes or brokers (step %q)", st)
 			}

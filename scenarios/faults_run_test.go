@@ -12,18 +12,20 @@ import (
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
+	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
 // runFailingFault runs a script of one era (classic) on the lab, with real members, in which a fault's
 // injection really fails, and checks that the run fails with that error: Run returns no error (the run
 // went on and was measured), Passed is false, the era's errors are exactly wantErrs (each also in
 // Failures, the table and the JSON), and the fault relation names the steps that left no record.
-func runFailingFault(t *testing.T, sc *Scenario, wantErrs []string, wantFaultRel string) *RunResult {
+func runFailingFault(t *testing.T, sc *catalog.Scenario, wantErrs []string, wantFaultRel string) *RunResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	var progress bytes.Buffer
-	res, err := Run(ctx, Options{Definition: sc, Eras: []string{"classic"}, Params: Params{Consumers: 2, Partitions: 2, Seed: 1},
+	res, err := Run(ctx, Options{Definition: sc, Eras: []string{"classic"}, Params: spec.Params{Consumers: 2, Partitions: 2, Seed: 1},
 		Version: "test", Log: quietLog(), LabLog: quietLog(), Progress: &progress})
 	if err != nil {
 		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
@@ -81,10 +83,10 @@ func runFailingFault(t *testing.T, sc *Scenario, wantErrs []string, wantFaultRel
 }
 
 // faultScenario is a definition of one era's run: two members started and settled, then steps.
-func faultScenario(name string, zkNodes int, steps func(s *catalog.Builder)) *Scenario {
-	return &Scenario{Name: name, Description: "a fault that cannot be injected", MinConsumers: 1, ZKNodes: zkNodes,
+func faultScenario(name string, zkNodes int, steps func(s *catalog.Builder)) *catalog.Scenario {
+	return &catalog.Scenario{Name: name, Description: "a fault that cannot be injected", MinConsumers: 1, ZKNodes: zkNodes,
 		StopsZKNode: zkNodes > 1,
-		Script: func(p Params, t Timing, _ *rand.Rand) []Step {
+		Script: func(p spec.Params, t spec.Timing, _ *rand.Rand) []spec.Step {
 			s := catalog.NewBuilder(t)
 			s.StartAll(p.Consumers)
 			s.Trigger("fault")
@@ -99,7 +101,7 @@ func faultScenario(name string, zkNodes int, steps func(s *catalog.Builder)) *Sc
 func TestFaultFailsZKNodeAlreadyStopped(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper)
 	sc := faultScenario("fault-zk", 3, func(s *catalog.Builder) {
-		s.Add(Step{Action: ActZKStop, Node: 1}).Add(Step{Action: ActZKStop, Node: 1}).Add(Step{Action: ActZKStart, Node: 1}).Settle()
+		s.Add(spec.Step{Action: spec.ActZKStop, Node: 1}).Add(spec.Step{Action: spec.ActZKStop, Node: 1}).Add(spec.Step{Action: spec.ActZKStart, Node: 1}).Settle()
 	})
 	runFailingFault(t, sc, []string{"zk-stop 1: zookeeper/1 is not running (already stopped)"},
 		"1 of 3 fault steps left no fault record: zk-stop 1")
@@ -111,8 +113,8 @@ func TestFaultFailsZKNodeAlreadyStopped(t *testing.T) {
 func TestFaultFailsLinkThatDoesNotExist(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper)
 	sc := faultScenario("fault-link", 1, func(s *catalog.Builder) {
-		s.Link(0, ActStall, "m1", "coordinatr").Link(0, ActStall, "m1", linkZooKeeper).
-			Link(0, ActStall, "m2", CoordinationLink).Link(200, ActHeal, "m2", CoordinationLink).Settle()
+		s.Link(0, spec.ActStall, "m1", "coordinatr").Link(0, spec.ActStall, "m1", string(timeline.LinkZooKeeper)).
+			Link(0, spec.ActStall, "m2", catalog.CoordinationLink).Link(200, spec.ActHeal, "m2", catalog.CoordinationLink).Settle()
 	})
 	runFailingFault(t, sc, []string{
 		`stall m1/coordinatr: no such link "coordinatr" (want coordination, zookeeper, coordinator or fetch)`,
@@ -125,7 +127,7 @@ func TestFaultFailsLinkThatDoesNotExist(t *testing.T) {
 func TestFaultFailsCrashOfExitedMember(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper)
 	sc := faultScenario("fault-crash", 1, func(s *catalog.Builder) {
-		s.Member(0, ActCrash, "m2").Settle().Member(0, ActCrash, "m2")
+		s.Member(0, spec.ActCrash, "m2").Settle().Member(0, spec.ActCrash, "m2")
 	})
 	runFailingFault(t, sc, []string{"crash m2: not running"}, "1 of 2 fault steps left no fault record: crash m2")
 }
@@ -135,8 +137,8 @@ func TestFaultFailsCrashOfExitedMember(t *testing.T) {
 func TestFaultFailsBrokerAlreadyStopped(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper)
 	sc := faultScenario("fault-broker", 1, func(s *catalog.Builder) {
-		s.Add(Step{Action: ActBrokerStop, Node: 0}).Add(Step{Action: ActBrokerStop, Node: 0}).
-			Add(Step{Action: ActBrokerStart, Node: 0}).Settle()
+		s.Add(spec.Step{Action: spec.ActBrokerStop, Node: 0}).Add(spec.Step{Action: spec.ActBrokerStop, Node: 0}).
+			Add(spec.Step{Action: spec.ActBrokerStart, Node: 0}).Settle()
 	})
 	runFailingFault(t, sc, []string{"broker-stop 0: broker 1 is not running (already stopped or killed)"},
 		"1 of 3 fault steps left no fault record: broker-stop 0")
@@ -147,7 +149,7 @@ func TestFaultFailsBrokerAlreadyStopped(t *testing.T) {
 func TestFaultFailsHostThatDoesNotExist(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper)
 	sc := faultScenario("fault-host", 1, func(s *catalog.Builder) {
-		s.Add(Step{Action: ActHostDown, Host: 2}).Add(Step{DelayMs: 200, Action: ActHostUp, Host: 2}).Settle()
+		s.Add(spec.Step{Action: spec.ActHostDown, Host: 2}).Add(spec.Step{DelayMs: 200, Action: spec.ActHostUp, Host: 2}).Settle()
 	})
 	runFailingFault(t, sc, []string{
 		"host-down h2: needs test hosts (scenario run --hosts N)",

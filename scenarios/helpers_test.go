@@ -1,6 +1,12 @@
 package scenarios
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
+)
 
 // The catalogue's small readers of a run (package catalog keeps its own, unexported), as the runner's
 // tests read results.
@@ -9,7 +15,7 @@ import "fmt"
 func (r *RunResult) crashed() map[string]bool {
 	out := map[string]bool{}
 	for _, s := range r.Script {
-		if s.Action == ActCrash {
+		if s.Action == spec.ActCrash {
 			out[s.Member] = true
 		}
 	}
@@ -17,17 +23,17 @@ func (r *RunResult) crashed() map[string]bool {
 }
 
 // producerCheck is the era's durability check of producer name.
-func producerCheck(e *EraRun, name string) (ProducerCheck, bool) {
+func producerCheck(e *EraRun, name string) (report.ProducerCheck, bool) {
 	for _, c := range e.Durability {
 		if c.Producer == name {
 			return c, true
 		}
 	}
-	return ProducerCheck{}, false
+	return report.ProducerCheck{}, false
 }
 
 // fig returns the figure named name; a name that is no figure is an error.
-func fig(name string, f Figures) (int64, error) {
+func fig(name string, f figures.Figures) (int64, error) {
 	v, ok := f.Get(name)
 	if !ok {
 		return 0, fmt.Errorf("unknown figure %q", name)

@@ -20,13 +20,14 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 // clockSamples is how many round trips the runner makes to each host's clock.
 const clockSamples = 9
 
 // checkHosts refuses options that cannot run on test hosts.
-func checkHosts(o Options, p Params) error {
+func checkHosts(o Options, p spec.Params) error {
 	if p.Hosts == 0 {
 		return nil
 	}
@@ -59,13 +60,13 @@ func startHosts(ctx context.Context, o Options, res *RunResult, progress func(st
 		progress("%s", note)
 	}
 	for _, h := range hs.Hosts() {
-		info := HostInfo{Name: h.Name(), Addr: h.Addr(), Namespace: h.Namespace()}
+		info := report.HostInfo{Name: h.Name(), Addr: h.Addr(), Namespace: h.Namespace()}
 		if h.Index() == 1 {
 			info.Runs = append(info.Runs, "zookeeper", "broker")
 		}
 		for i := 1; i <= res.Params.Consumers; i++ {
 			if (i-1)%n+1 == h.Index() {
-				info.Runs = append(info.Runs, memberName(i))
+				info.Runs = append(info.Runs, spec.MemberName(i))
 			}
 		}
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -100,7 +101,7 @@ var errNeedsHosts = errors.New("needs test hosts (scenario run --hosts N)")
 // hostStep performs host-down, host-up, partition and partition-heal, recording each as a fault
 // window: fault{action: host-down, target: "h<i>"} (partition: "h<a>|h<b>") begins once the change is
 // in force and ends once it is undone.
-func (r *eraRunner) hostStep(ctx context.Context, st Step) {
+func (r *eraRunner) hostStep(ctx context.Context, st spec.Step) {
 	if r.hosts == nil {
 		r.errorf("%s: %s", st, errNeedsHosts)
 		return
@@ -112,24 +113,24 @@ func (r *eraRunner) hostStep(ctx context.Context, st Step) {
 	}
 	var err error
 	switch st.Action {
-	case ActHostDown:
+	case spec.ActHostDown:
 		if err = h.LinkDown(ctx); err == nil {
-			r.nodeFault(true, string(ActHostDown), h.Name())
+			r.nodeFault(true, string(spec.ActHostDown), h.Name())
 		}
-	case ActHostUp:
+	case spec.ActHostUp:
 		if err = h.LinkUp(ctx); err == nil {
-			r.nodeFault(false, string(ActHostDown), h.Name())
+			r.nodeFault(false, string(spec.ActHostDown), h.Name())
 		}
-	case ActHostDelay, ActHostLoss:
+	case spec.ActHostDelay, spec.ActHostLoss:
 		err = r.hostNetStep(ctx, h, st)
-	case ActPartition, ActPartitionHeal:
+	case spec.ActPartition, spec.ActPartitionHeal:
 		target := fmt.Sprintf("h%d|h%d", st.Host, st.Peer)
-		if st.Action == ActPartition {
+		if st.Action == spec.ActPartition {
 			if err = r.hosts.Partition(ctx, st.Host, st.Peer); err == nil {
-				r.nodeFault(true, string(ActPartition), target)
+				r.nodeFault(true, string(spec.ActPartition), target)
 			}
 		} else if err = r.hosts.Heal(ctx, st.Host, st.Peer); err == nil {
-			r.nodeFault(false, string(ActPartition), target)
+			r.nodeFault(false, string(spec.ActPartition), target)
 		}
 	}
 	if err != nil {
@@ -145,20 +146,20 @@ func (r *eraRunner) healHosts(ctx context.Context) {
 	}
 	for _, st := range r.res.Script {
 		switch st.Action {
-		case ActHostDown:
+		case spec.ActHostDown:
 			if h := r.hosts.Host(st.Host); h != nil && h.Down() {
-				r.hostStep(ctx, Step{Action: ActHostUp, Host: st.Host})
+				r.hostStep(ctx, spec.Step{Action: spec.ActHostUp, Host: st.Host})
 			}
-		case ActPartition:
+		case spec.ActPartition:
 			_ = r.hosts.Heal(ctx, st.Host, st.Peer)
 		}
 	}
 	for i := range r.hosts.Hosts() {
 		if n := r.hostNetOf(i + 1); n.delay > 0 {
-			r.hostStep(ctx, Step{Action: ActHostDelay, Host: i + 1})
+			r.hostStep(ctx, spec.Step{Action: spec.ActHostDelay, Host: i + 1})
 		}
 		if n := r.hostNetOf(i + 1); n.loss > 0 {
-			r.hostStep(ctx, Step{Action: ActHostLoss, Host: i + 1})
+			r.hostStep(ctx, spec.Step{Action: spec.ActHostLoss, Host: i + 1})
 		}
 	}
 }
@@ -183,7 +184,7 @@ func (r *eraRunner) hostNetViaProxies(name string) bool {
 		return false
 	}
 	for _, st := range r.res.Script {
-		if (st.Action == ActHostDelay || st.Action == ActHostLoss) && st.Host == h.Index() {
+		if (st.Action == spec.ActHostDelay || st.Action == spec.ActHostLoss) && st.Host == h.Index() {
 			return true
 		}
 	}
@@ -204,7 +205,7 @@ func (r *eraRunner) membersOn(h *lab.Host) []string {
 		}
 	}
 	for i := 1; i <= r.res.Params.Consumers; i++ {
-		add(memberName(i))
+		add(spec.MemberName(i))
 	}
 	for _, st := range r.res.Script {
 		add(st.Member)
@@ -219,13 +220,13 @@ func (r *eraRunner) membersOn(h *lab.Host) []string {
 // members. The change is recorded as a fault window on the host: fault{action: "host-delay 300ms" or
 // "host-loss 10%", target: "h<i>"}, begun once in force, ended when the value changes or goes to 0;
 // without netem the links' own fault windows (member/link) are recorded too.
-func (r *eraRunner) hostNetStep(ctx context.Context, h *lab.Host, st Step) error {
+func (r *eraRunner) hostNetStep(ctx context.Context, h *lab.Host, st spec.Step) error {
 	if st.LatencyMs < 0 || st.LossPct < 0 || st.LossPct > 100 {
 		return fmt.Errorf("want a delay >= 0 and a loss in 0..100%%")
 	}
 	old := r.hostNetOf(h.Index())
 	next := old
-	if st.Action == ActHostDelay {
+	if st.Action == spec.ActHostDelay {
 		next.delay = time.Duration(st.LatencyMs) * time.Millisecond
 	} else {
 		next.loss = st.LossPct
@@ -248,7 +249,7 @@ func (r *eraRunner) hostNetStep(ctx context.Context, h *lab.Host, st Step) error
 				if !links.Proxied(l) {
 					continue
 				}
-				if st.Action == ActHostDelay {
+				if st.Action == spec.ActHostDelay {
 					errs = append(errs, links.Latency(l, next.delay))
 				} else {
 					errs = append(errs, links.Loss(l, next.loss))
@@ -267,13 +268,13 @@ func (r *eraRunner) hostNetStep(ctx context.Context, h *lab.Host, st Step) error
 	r.hostNet[h.Index()] = next
 	r.mu.Unlock()
 	label := func(n hostNet) string {
-		if st.Action == ActHostDelay {
-			return fmt.Sprintf("%s %dms", ActHostDelay, n.delay.Milliseconds())
+		if st.Action == spec.ActHostDelay {
+			return fmt.Sprintf("%s %dms", spec.ActHostDelay, n.delay.Milliseconds())
 		}
-		return fmt.Sprintf("%s %s%%", ActHostLoss, strconv.FormatFloat(n.loss, 'f', -1, 64))
+		return fmt.Sprintf("%s %s%%", spec.ActHostLoss, strconv.FormatFloat(n.loss, 'f', -1, 64))
 	}
 	oldOn, nextOn := old.delay > 0, next.delay > 0
-	if st.Action == ActHostLoss {
+	if st.Action == spec.ActHostLoss {
 		oldOn, nextOn = old.loss > 0, next.loss > 0
 	}
 	if oldOn {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -80,7 +81,7 @@ func TestHostLinkDown(t *testing.T) {
 		}
 		found := false
 		for _, f := range e.Result.Faults {
-			if f.Action == string(ActHostDown) && f.Target == "h3" && !f.Open {
+			if f.Action == string(spec.ActHostDown) && f.Target == "h3" && !f.Open {
 				found = true
 				if f.DurationMs < res.Timing.MaxSessionMs() {
 					t.Errorf("%s: host-down window %d ms, want at least the session timeout %d ms", e.Era, f.DurationMs, res.Timing.MaxSessionMs())

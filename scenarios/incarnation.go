@@ -11,6 +11,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/scenarios/members"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -74,7 +75,7 @@ func (m *member) isEnded() bool {
 // dialling through its links.
 func (r *eraRunner) runtimeFor(m members.Member) (members.Runtime, error) {
 	name := m.Name
-	onExit := func(mp MemberProcess) {
+	onExit := func(mp report.MemberProcess) {
 		r.mu.Lock()
 		r.e.Processes = append(r.e.Processes, mp)
 		r.mu.Unlock()
@@ -143,7 +144,7 @@ func (r *eraRunner) memberPools() *members.Pools {
 	}
 	c := members.PoolsConfig{Era: r.e.Era, Topic: r.e.Topic, PerProcess: r.o.MembersPerProcess,
 		Binary: r.o.MemberBinary, LogLevel: r.o.LabLog.Logger.GetLevel().String(), Log: r.o.LabLog,
-		OnExit: func(mp MemberProcess) {
+		OnExit: func(mp report.MemberProcess) {
 			r.mu.Lock()
 			r.e.Processes = append(r.e.Processes, mp)
 			r.mu.Unlock()

@@ -1,11 +1,12 @@
 package scenarios
 
 import (
-	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"strings"
 	"testing"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 // TestHerdEffectOnKafka39: the herd-effect scenario of TestHerdEffect, every era (both consumers), on
@@ -13,7 +14,7 @@ import (
 // broker and its version (table header, params.broker, versions.kafka).
 func TestHerdEffectOnKafka39(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper, testutil.Kafka)
-	res := runScenarioOn(t, lab.BrokerKafka, "herd-effect", Params{Consumers: 2, Partitions: 4, Seed: 1})
+	res := runScenarioOn(t, lab.BrokerKafka, "herd-effect", spec.Params{Consumers: 2, Partitions: 4, Seed: 1})
 	if res.Broker != lab.BrokerKafka || res.ParamsMap()["broker"] != lab.BrokerKafka || !strings.HasPrefix(res.Versions["kafka"], "3.9.") {
 		t.Fatalf("broker %q, params.broker %v, versions %v; want kafka 3.9.x", res.Broker, res.ParamsMap()["broker"], res.Versions)
 	}

@@ -10,12 +10,14 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
 // runWithMembers runs name on eras with members (MembersKafka / MembersMixed) on broker and checks
 // every relation: it holds, or it reads a figure these members do not measure (skipped, n/a).
-func runWithMembers(t *testing.T, broker, members, name string, eras []string, p Params) *RunResult {
+func runWithMembers(t *testing.T, broker, members, name string, eras []string, p spec.Params) *RunResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -58,7 +60,7 @@ func checkMixed(t *testing.T, res *RunResult) {
 	t.Helper()
 	for _, e := range res.Eras {
 		tot := e.Result.Totals
-		for _, name := range append(slices.Clone(InvariantNames), FigLost) {
+		for _, name := range append(slices.Clone(figures.InvariantNames), figures.FigLost) {
 			if slices.Contains(e.Result.NotApplicable, name) {
 				continue
 			}
@@ -98,7 +100,7 @@ func checkMixed(t *testing.T, res *RunResult) {
 func TestMixedGroupOnRebalancelab(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper, testutil.JVM)
 	res := runWithMembers(t, lab.BrokerRebalancelab, MembersMixed, "herd-effect", []string{"classic", "cooperative", "static"},
-		Params{Consumers: 3, Partitions: 6, Seed: 1})
+		spec.Params{Consumers: 3, Partitions: 6, Seed: 1})
 	checkMixed(t, res)
 }
 
@@ -111,7 +113,7 @@ func TestMixedGroupOnKafka39(t *testing.T) {
 	defer cancel()
 	var progress bytes.Buffer
 	res, err := Run(ctx, Options{Scenario: "herd-effect", Eras: []string{"classic", "cooperative", "static"},
-		Params: Params{Consumers: 3, Partitions: 6, Seed: 1}, Version: "test", Broker: lab.BrokerKafka,
+		Params: spec.Params{Consumers: 3, Partitions: 6, Seed: 1}, Version: "test", Broker: lab.BrokerKafka,
 		Members: MembersMixed, Log: quietLog(), LabLog: quietLog(), Progress: &progress})
 	if err != nil {
 		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
@@ -132,7 +134,7 @@ func TestMixedGroupOnKafka39(t *testing.T) {
 func TestConsumerFailureKafkaMembers(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper, testutil.JVM)
 	res := runWithMembers(t, lab.BrokerRebalancelab, MembersKafka, "consumer-failure-manual-commit", []string{"classic"},
-		Params{Consumers: 3, Partitions: 3, Seed: 1})
+		spec.Params{Consumers: 3, Partitions: 3, Seed: 1})
 	e := res.Eras[0]
 	var commits, kills int
 	for _, r := range e.Records {

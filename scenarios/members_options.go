@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
@@ -45,7 +46,7 @@ const AutoMembersPerProcess = 64
 // MaxInProcessMembers members asked to run as goroutines of this process. Run applies it to the
 // catalogue's scenarios (Scenario.MaxConsumers 0); a Definition with its own bound (bench storm's)
 // runs its members as its caller says.
-func PoolMembers(p Params, o Options) (perProcess int, membersAs string, err error) {
+func PoolMembers(p spec.Params, o Options) (perProcess int, membersAs string, err error) {
 	perProcess, membersAs = o.MembersPerProcess, o.MembersAs
 	ours := o.Members == "" || o.Members == MembersRebalancelab // Kafka's members are JVMs, never pooled
 	if p.Consumers <= MaxInProcessMembers || perProcess > 1 || len(o.MemberHosts) > 0 || p.Hosts > 0 || !ours {
@@ -63,11 +64,11 @@ func PoolMembers(p Params, o Options) (perProcess int, membersAs string, err err
 }
 
 // notMeasuredKafka are the figures no run with Kafka members measures (see scenarios/members/kafka.go).
-var notMeasuredKafka = []string{FigGroupRequests, FigRebalanceAttempts, FigRebalanceFailures}
+var notMeasuredKafka = []string{figures.FigGroupRequests, figures.FigRebalanceAttempts, figures.FigRebalanceFailures}
 
 // notMeasuredAutoCommit are the figures that need every commit: n/a when Kafka members auto-commit.
-var notMeasuredAutoCommit = []string{FigStaleCommitsApplied, FigStaleCommitsRejected,
-	FigInvCommitAheadOfPosition, FigInvConsumedBehindCommitted}
+var notMeasuredAutoCommit = []string{figures.FigStaleCommitsApplied, figures.FigStaleCommitsRejected,
+	figures.FigInvCommitAheadOfPosition, figures.FigInvConsumedBehindCommitted}
 
 // isKafkaMember says whether member name of era runs Kafka's consumer under members.
 // (the zk era's Kafka member is the 0.8.2.2 connector).
@@ -86,15 +87,15 @@ func isKafkaMember(members, era, name string) bool {
 
 // notMeasuredOld are the figures the old connector's records cannot give: its commits (auto-commit
 // to ZooKeeper, not reported by the harness).
-var notMeasuredOld = []string{FigStaleCommitsApplied, FigStaleCommitsRejected,
-	FigInvCommitAheadOfPosition, FigInvConsumedBehindCommitted}
+var notMeasuredOld = []string{figures.FigStaleCommitsApplied, figures.FigStaleCommitsRejected,
+	figures.FigInvCommitAheadOfPosition, figures.FigInvConsumedBehindCommitted}
 
 // kafkaMembersApply says whether era runs with Kafka's members under members, and why not: a script
 // that faults a member's links needs the member to dial through the runner's proxies, which neither
 // VerifiableConsumer (dialling the brokers it is told of) nor the 0.8.2.2 connector does; in the zk
 // era the connector's ZooKeeper proxy fronts one server (zkNodes 1), and the harness commits only by
 // auto-commit (a scenario that turns it off commits itself, which the harness cannot).
-func kafkaMembersApply(era, members string, script []Step, zkNodes int, props map[string]string) (bool, string) {
+func kafkaMembersApply(era, members string, script []spec.Step, zkNodes int, props map[string]string) (bool, string) {
 	if spec.Era(era).UsesZooKeeper() {
 		if zkNodes > 1 {
 			return false, "members " + members + ": the 0.8.2.2 connector's counting ZooKeeper proxy fronts one server; the scenario needs an ensemble"
@@ -105,7 +106,7 @@ func kafkaMembersApply(era, members string, script []Step, zkNodes int, props ma
 	}
 	for _, st := range script {
 		switch st.Action {
-		case ActStall, ActLatency, ActCut, ActHeal:
+		case spec.ActStall, spec.ActLatency, spec.ActCut, spec.ActHeal:
 			if isKafkaMember(members, era, st.Member) {
 				kind := "Kafka's VerifiableConsumer does"
 				if spec.Era(era).UsesZooKeeper() {
@@ -135,7 +136,7 @@ func checkMemberBinary(bin string) error {
 
 // checkMemberHosts refuses what member hosts cannot run: test hosts, Kafka's members, and scripts
 // whose faults need the runner's proxies (crashes, link faults, host faults).
-func checkMemberHosts(o Options, p Params, script []Step) error {
+func checkMemberHosts(o Options, p spec.Params, script []spec.Step) error {
 	if len(o.MemberHosts) == 0 {
 		return nil
 	}
@@ -154,7 +155,7 @@ func checkMemberHosts(o Options, p Params, script []Step) error {
 	}
 	for _, st := range script {
 		switch st.Action {
-		case ActCrash, ActStall, ActLatency, ActCut, ActHeal:
+		case spec.ActCrash, spec.ActStall, spec.ActLatency, spec.ActCut, spec.ActHeal:
 			return fmt.Errorf("member hosts: the script's %s step needs the runner's fault proxies, which listen on this machine's loopback: run it without --member-hosts", st.Action)
 		}
 	}

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -17,11 +19,11 @@ type recordedRun struct {
 		Consumers  int `json:"consumers"`
 		Partitions int `json:"partitions"`
 	} `json:"params"`
-	Script []Step `json:"script"`
+	Script []spec.Step `json:"script"`
 	Eras   []struct {
 		Era           string            `json:"era"`
 		Applies       bool              `json:"applies"`
-		Events        []Event           `json:"events"`
+		Events        []figures.Event   `json:"events"`
 		EndOwners     map[string]string `json:"end_owners"`
 		NotApplicable []string          `json:"not_applicable"`
 	} `json:"eras"`
@@ -45,26 +47,26 @@ func readTimeline(t *testing.T, path string) []timeline.Record {
 // partitions, 5 attempts, 8 offsets read, 5 fetchers: 5·(2+1+5+6) + 8 + 2·4 + 1·3 + 5·2 = 99 reads and 4
 // watch events; a graceful leave from 5: 4·(2+1+4+6) + 8 + 2·(5−1) + 4·2 = 76 reads, 5 watch events.
 func TestZKModelArithmetic(t *testing.T) {
-	join := ZKChange{Brokers: 1, Topics: 1, Partitions: 8, Registered: 4, Joined: 1, Attempts: 5, Owned: 8, Fetching: 5}
-	if got := ZKReads(join); got != 99 {
+	join := figures.ZKChange{Brokers: 1, Topics: 1, Partitions: 8, Registered: 4, Joined: 1, Attempts: 5, Owned: 8, Fetching: 5}
+	if got := figures.ZKReads(join); got != 99 {
 		t.Errorf("join reads = %d, want 99", got)
 	}
-	if got := ZKWatchEvents(join); got != 4 {
+	if got := figures.ZKWatchEvents(join); got != 4 {
 		t.Errorf("join watch events = %d, want 4", got)
 	}
-	if lo, hi := ZKReadsResidualBound(join); lo != -10 || hi != 0 {
+	if lo, hi := figures.ZKReadsResidualBound(join); lo != -10 || hi != 0 {
 		t.Errorf("join bound = %d..%d, want -10..0", lo, hi)
 	}
-	leave := ZKChange{Brokers: 1, Topics: 1, Partitions: 8, Registered: 5, Left: 1, Attempts: 4, Owned: 8, Fetching: 4}
-	if got := ZKReads(leave); got != 76 {
+	leave := figures.ZKChange{Brokers: 1, Topics: 1, Partitions: 8, Registered: 5, Left: 1, Attempts: 4, Owned: 8, Fetching: 4}
+	if got := figures.ZKReads(leave); got != 76 {
 		t.Errorf("leave reads = %d, want 76", got)
 	}
-	if got := ZKWatchEvents(leave); got != 5 {
+	if got := figures.ZKWatchEvents(leave); got != 5 {
 		t.Errorf("leave watch events = %d, want 5", got)
 	}
 	retry := join
 	retry.Attempts, retry.FailedAttempts = 6, 1
-	if lo, hi := ZKReadsResidualBound(retry); lo != -10 || hi != 2 { // ⌈8/5⌉
+	if lo, hi := figures.ZKReadsResidualBound(retry); lo != -10 || hi != 2 { // ⌈8/5⌉
 		t.Errorf("retry bound = %d..%d, want -10..2", lo, hi)
 	}
 }
@@ -93,12 +95,12 @@ func TestZKModelRecordedSweep(t *testing.T) {
 	if strings.Contains(out, "classic") {
 		t.Errorf("a coordinator era's cell without records:\n%s", out)
 	}
-	c, ok := s.ModelCellFor(16, "zk", FigZKReads)
+	c, ok := s.ModelCellFor(16, "zk", figures.FigZKReads)
 	if !ok || !reflect.DeepEqual(c.Measured, []int64{572, 574, 571}) || !reflect.DeepEqual(c.Model, []int64{575, 575, 575}) ||
 		!reflect.DeepEqual(c.Residuals(), []int64{-3, -1, -4}) || c.Lo != -34 || c.Hi != 0 {
 		t.Errorf("N=16 zk reads cell %+v, %v", c, ok)
 	}
-	if _, ok := s.ModelCellFor(16, "classic", FigGroupRequests); ok {
+	if _, ok := s.ModelCellFor(16, "classic", figures.FigGroupRequests); ok {
 		t.Error("a classic cell without records")
 	}
 }
@@ -125,7 +127,7 @@ func TestChangeOfRecords(t *testing.T) {
 		{TsMs: 1140, Kind: timeline.RebalanceEnd, Member: "m3", OK: &yes},
 		{TsMs: 1150, Kind: timeline.Assigned, Member: "m3", Partitions: map[string][]int32{"t": {0, 1, 2}}},
 		{TsMs: 1150, Kind: timeline.Assigned, Member: "m4", Partitions: map[string][]int32{"t": {}}},
-		{TsMs: 1160, Kind: timeline.ZKOp, Member: "m3", Op: "write", Result: ZKOwnerConflict},
+		{TsMs: 1160, Kind: timeline.ZKOp, Member: "m3", Op: "write", Result: figures.ZKOwnerConflict},
 		{TsMs: 1170, Kind: timeline.Revoked, Member: "m3", Partitions: map[string][]int32{"t": {0}}},
 		{TsMs: 1170, Kind: timeline.Revoked, Member: "m2", Partitions: map[string][]int32{"t": {1}}},
 		{TsMs: 1180, Kind: timeline.GroupRequest, API: "JoinGroup"},
@@ -137,24 +139,24 @@ func TestChangeOfRecords(t *testing.T) {
 		{TsMs: 1300, Kind: timeline.MemberStart, Member: "m9"},
 		{TsMs: 1300, Kind: timeline.GroupRequest, API: "Heartbeat"},
 	}
-	ev := Event{AtMs: 100, EndMs: 200}
-	zk := ZKChangeOf(recs, ev, 3)
-	want := ZKChange{Brokers: 2, Topics: 1, Partitions: 3, Registered: 2, Joined: 1, Left: 1, Crashed: 1,
+	ev := figures.Event{AtMs: 100, EndMs: 200}
+	zk := figures.ZKChangeOf(recs, ev, 3)
+	want := figures.ZKChange{Brokers: 2, Topics: 1, Partitions: 3, Registered: 2, Joined: 1, Left: 1, Crashed: 1,
 		Attempts: 2, FailedAttempts: 1, Owned: 3, Fetching: 1, NodeExists: 1}
 	if zk != want {
 		t.Errorf("ZKChangeOf:\n got %+v\nwant %+v", zk, want)
 	}
-	g, got := GroupChangeOf(recs, "classic", ev)
-	if wantG := (GroupChange{Era: "classic", Registered: 2, Joined: 1, Left: 1, Crashed: 1, Revokers: 1}); g != wantG {
+	g, got := figures.GroupChangeOf(recs, "classic", ev)
+	if wantG := (figures.GroupChange{Era: "classic", Registered: 2, Joined: 1, Left: 1, Crashed: 1, Revokers: 1}); g != wantG {
 		t.Errorf("GroupChangeOf:\n got %+v\nwant %+v", g, wantG)
 	}
-	if wantC := (GroupCount{JoinGroup: 2, SyncGroup: 1, LeaveGroup: 1}); got != wantC {
+	if wantC := (figures.GroupCount{JoinGroup: 2, SyncGroup: 1, LeaveGroup: 1}); got != wantC {
 		t.Errorf("GroupChangeOf's requests: got %+v, want %+v", got, wantC)
 	}
 }
 
 // recordedSweep is report.ReadSweep of the file at path.
-func recordedSweep(t *testing.T, path string) *SweepResult {
+func recordedSweep(t *testing.T, path string) *report.SweepResult {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 // FID-OFFSETS-STORAGE in a scenario run: Options.ZKConfig reaches every zk member, and
@@ -17,12 +19,12 @@ import (
 // land (applied commit records, nothing lost).
 func TestFIDOffsetsStorageScenarioZKOffsetWrites(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper)
-	run := func(zkConfig map[string]string) (*RunResult, Figures) {
+	run := func(zkConfig map[string]string) (*RunResult, figures.Figures) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		var progress bytes.Buffer
-		res, err := Run(ctx, Options{Scenario: "herd-effect", Eras: []string{"zk"}, Params: Params{Consumers: 2, Partitions: 4},
+		res, err := Run(ctx, Options{Scenario: "herd-effect", Eras: []string{"zk"}, Params: spec.Params{Consumers: 2, Partitions: 4},
 			ZKConfig: zkConfig, Version: "test", Log: quietLog(), LabLog: quietLog(), Progress: &progress})
 		if err != nil {
 			t.Fatalf("%v: %v\nprogress:\n%s", zkConfig, err, progress.String())
@@ -50,7 +52,7 @@ func TestFIDOffsetsStorageScenarioZKOffsetWrites(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		res  *RunResult
-		tot  Figures
+		tot  figures.Figures
 	}{{"zookeeper", zkRes, zkTotals}, {"kafka", kRes, kTotals}} {
 		applied := 0
 		for _, r := range c.res.Eras[0].Records {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 // TestZKEraKafkaMembers: herd-effect on the zk era with the real 0.8.2.2 connector as every member
@@ -16,19 +18,19 @@ import (
 func TestZKEraKafkaMembers(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper, testutil.OldConnector)
 	res := runWithMembers(t, lab.BrokerRebalancelab, MembersKafka, "herd-effect", []string{"zk"},
-		Params{Consumers: 3, Partitions: 6, Seed: 1})
+		spec.Params{Consumers: 3, Partitions: 6, Seed: 1})
 	e := res.Eras[0]
 	if res.Versions["kafka_members_zk"] != "0.8.2.2" {
 		t.Errorf("versions.kafka_members_zk %q, want 0.8.2.2", res.Versions["kafka_members_zk"])
 	}
 	tot := e.Result.Totals
-	for _, name := range []string{FigZKReads, FigZKWrites, FigZKOffsetWrites, FigZKWatchEvents, FigRebalanceAttempts} {
+	for _, name := range []string{figures.FigZKReads, figures.FigZKWrites, figures.FigZKOffsetWrites, figures.FigZKWatchEvents, figures.FigRebalanceAttempts} {
 		v, err := fig(name, tot)
 		if slices.Contains(e.Result.NotApplicable, name) || err != nil || v <= 0 {
 			t.Errorf("%s = %d (%v, n/a: %v): want measured and > 0", name, v, err, slices.Contains(e.Result.NotApplicable, name))
 		}
 	}
-	for _, name := range append(slices.Clone(InvariantNames), FigLost, FigOwnershipConflicts) {
+	for _, name := range append(slices.Clone(figures.InvariantNames), figures.FigLost, figures.FigOwnershipConflicts) {
 		if slices.Contains(e.Result.NotApplicable, name) {
 			continue
 		}
@@ -36,7 +38,7 @@ func TestZKEraKafkaMembers(t *testing.T) {
 			t.Errorf("%s = %d (%v), want 0", name, v, err)
 		}
 	}
-	if !slices.Contains(e.Result.NotApplicable, FigStaleCommitsApplied) {
+	if !slices.Contains(e.Result.NotApplicable, figures.FigStaleCommitsApplied) {
 		t.Errorf("stale_commits_applied is measured; the harness reports no commit (want n/a)")
 	}
 	if c := e.ZKCrosscheck; c == nil || !c.Comparable || c.WatchesNotInTimeline != 0 || len(c.MembersWithoutWatch) > 0 {
@@ -61,7 +63,7 @@ func TestZKEraKafkaMembers(t *testing.T) {
 func TestZKEraKafkaMemberCrash(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper, testutil.OldConnector)
 	res := runWithMembers(t, lab.BrokerRebalancelab, MembersKafka, "consumer-crash", []string{"zk"},
-		Params{Consumers: 3, Partitions: 6, Seed: 1})
+		spec.Params{Consumers: 3, Partitions: 6, Seed: 1})
 	kills := 0
 	for _, p := range res.Eras[0].Processes {
 		if p.Stop == "sigkill" && p.Signal == "SIGKILL" {

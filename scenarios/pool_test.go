@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
-
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -19,7 +19,7 @@ import (
 func TestMembersInPools(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper)
 	bin := testutil.Binary(t)
-	res := runScenarioWith(t, "consumer-crash", Params{Consumers: 4, Partitions: 4, Seed: 1}, func(o *Options) {
+	res := runScenarioWith(t, "consumer-crash", spec.Params{Consumers: 4, Partitions: 4, Seed: 1}, func(o *Options) {
 		o.Eras, o.MemberBinary, o.MembersPerProcess = []string{"zk", "classic"}, bin, 2
 	})
 	if res.MembersAs != MembersAsProcesses {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
@@ -17,10 +18,10 @@ func asProcesses(t *testing.T, eras ...string) func(o *Options) {
 }
 
 // starts counts the script's start steps per member.
-func starts(script []Step) map[string]int {
+func starts(script []spec.Step) map[string]int {
 	n := map[string]int{}
 	for _, st := range script {
-		if st.Action == ActStart {
+		if st.Action == spec.ActStart {
 			n[st.Member]++
 		}
 	}
@@ -35,7 +36,7 @@ func starts(script []Step) map[string]int {
 // stable at least the session timeout less one liveness interval: the kill sends no goodbye).
 func TestConsumerCrashAsProcesses(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper)
-	res := runScenarioWith(t, "consumer-crash", Params{Consumers: 2, Partitions: 4, Seed: 1}, asProcesses(t, "zk", "classic"))
+	res := runScenarioWith(t, "consumer-crash", spec.Params{Consumers: 2, Partitions: 4, Seed: 1}, asProcesses(t, "zk", "classic"))
 	if res.MembersAs != MembersAsProcesses || res.ParamsMap()["members_as"] != MembersAsProcesses {
 		t.Fatalf("members as %q, params %v", res.MembersAs, res.ParamsMap()["members_as"])
 	}
@@ -94,7 +95,7 @@ func TestConsumerCrashAsProcesses(t *testing.T) {
 // restart rebalances the whole group twice).
 func TestRollingRestartAsProcesses(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper)
-	res := runScenarioWith(t, "rolling-restart", Params{Consumers: 2, Partitions: 4, Seed: 1}, asProcesses(t, "zk", "classic"))
+	res := runScenarioWith(t, "rolling-restart", spec.Params{Consumers: 2, Partitions: 4, Seed: 1}, asProcesses(t, "zk", "classic"))
 	want := starts(res.Script)
 	for _, e := range res.Eras {
 		got := map[string][]int{}
@@ -130,7 +131,7 @@ func TestRollingRestartAsProcesses(t *testing.T) {
 // fenced).
 func TestSplitBrainZombieAsProcesses(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper)
-	res := runScenarioWith(t, "split-brain-zombie", Params{Consumers: 2, Partitions: 4, Seed: 1}, asProcesses(t, "zk", "classic"))
+	res := runScenarioWith(t, "split-brain-zombie", spec.Params{Consumers: 2, Partitions: 4, Seed: 1}, asProcesses(t, "zk", "classic"))
 	for _, e := range res.Eras {
 		link := map[string]string{"zk": "zookeeper", "classic": "coordinator"}[e.Era]
 		phases := map[string]int{}

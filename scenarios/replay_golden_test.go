@@ -27,8 +27,10 @@ import (
 	"testing"
 
 	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 	"github.com/rebalancelab/rebalancelab/scenarios/figures/goldentest"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata/relations.golden.json and testdata/verdict.golden.json from the current code")
@@ -56,17 +58,17 @@ type recordedResult struct {
 	Scenario string         `json:"scenario"`
 	Seed     int64          `json:"seed"`
 	Params   map[string]any `json:"params"`
-	Script   []Step         `json:"script"`
+	Script   []spec.Step    `json:"script"`
 	Eras     []struct {
-		Era          string            `json:"era"`
-		Applies      bool              `json:"applies"`
-		Topic        string            `json:"topic"`
-		Timeline     string            `json:"timeline"`
-		EndOwners    map[string]string `json:"end_owners"`
-		Durability   []ProducerCheck   `json:"durability"`
-		ZKCrosscheck *ZKCrosscheck     `json:"zk_crosscheck"`
-		GaveUp       []string          `json:"gave_up"`
-		Drained      bool              `json:"drained"`
+		Era          string                 `json:"era"`
+		Applies      bool                   `json:"applies"`
+		Topic        string                 `json:"topic"`
+		Timeline     string                 `json:"timeline"`
+		EndOwners    map[string]string      `json:"end_owners"`
+		Durability   []report.ProducerCheck `json:"durability"`
+		ZKCrosscheck *report.ZKCrosscheck   `json:"zk_crosscheck"`
+		GaveUp       []string               `json:"gave_up"`
+		Drained      bool                   `json:"drained"`
 	} `json:"eras"`
 }
 
@@ -80,10 +82,10 @@ func (r recordedResult) intParam(t *testing.T, key string) int64 {
 }
 
 // timing is the run's timing: the lab's or Kafka's defaults with the values the result records.
-func (r recordedResult) timing(t *testing.T) Timing {
-	tm := LabTiming()
+func (r recordedResult) timing(t *testing.T) spec.Timing {
+	tm := spec.LabTiming()
 	if kd, _ := r.Params["kafka_defaults"].(bool); kd {
-		tm = KafkaTiming()
+		tm = spec.KafkaTiming()
 	}
 	tm.ZKSessionTimeoutMs = r.intParam(t, "zookeeper.session.timeout.ms")
 	tm.RebalanceBackoffMs = r.intParam(t, "rebalance.backoff.ms")
@@ -113,7 +115,7 @@ func replayRecorded(t *testing.T) []goldenTimeline {
 		if err != nil {
 			t.Fatalf("%s: %v", resPath, err)
 		}
-		p := Params{Consumers: int(rr.intParam(t, "consumers")), Partitions: int(rr.intParam(t, "partitions")), Seed: rr.Seed}
+		p := spec.Params{Consumers: int(rr.intParam(t, "consumers")), Partitions: int(rr.intParam(t, "partitions")), Seed: rr.Seed}
 		if h, ok := rr.Params["hosts"].(float64); ok {
 			p.Hosts = int(h)
 		}
@@ -130,9 +132,9 @@ func replayRecorded(t *testing.T) []goldenTimeline {
 				parts[i] = int32(i)
 			}
 			e := &EraRun{Era: re.Era, Applies: true, Topic: re.Topic, Records: scen,
-				Options: FigureOptions{Partitions: map[string][]int32{re.Topic: parts}}, EndOwners: re.EndOwners,
+				Options: figures.FigureOptions{Partitions: map[string][]int32{re.Topic: parts}}, EndOwners: re.EndOwners,
 				Durability: re.Durability, ZKCrosscheck: re.ZKCrosscheck, GaveUp: re.GaveUp, Drained: re.Drained}
-			e.Result = Compute(e.Records, e.Era, e.Options)
+			e.Result = figures.Compute(e.Records, e.Era, e.Options)
 			if sc.Extra != nil {
 				e.Extra = sc.Extra(e)
 			}

@@ -1,9 +1,8 @@
 package scenarios
 
-// The report (package report) as the runner hands a run to it, and thin wrappers that keep the
-// method-style calls of the CLI, the benchmark and the course generator working
-// (res.WriteTable(w), res.WriteJSON(w), res.WriteReport(dir), res.Passed()...). The type and function
-// aliases below are temporary, as figures_api.go's and spec_api.go's: the callers import package report.
+// The run as the runner hands it to the report stage (RunResult.Report), and the methods the CLI, the
+// benchmark and the course generator call on a run (res.WriteTable(w), res.WriteJSON(w),
+// res.WriteReport(dir), res.Passed()...), each the report's.
 
 import (
 	"io"
@@ -39,7 +38,7 @@ func (r *RunResult) Passed() bool { return r.Report().Passed() }
 func (r *RunResult) Failures() []string { return r.Report().Failures() }
 
 // Counts is report.RunResult.Counts.
-func (r *RunResult) Counts() RelationCounts { return r.Report().Counts() }
+func (r *RunResult) Counts() report.RelationCounts { return r.Report().Counts() }
 
 // Verdict is report.RunResult.Verdict.
 func (r *RunResult) Verdict() string { return r.Report().Verdict() }
@@ -66,34 +65,6 @@ func RenderBrokerComparison(w io.Writer, runs ...*RunResult) error {
 }
 
 // Temporary aliases of the report's names (see above).
-type (
-	HostInfo       = report.HostInfo
-	ProducerCheck  = report.ProducerCheck
-	ZKCrosscheck   = report.ZKCrosscheck
-	ZKCounters     = report.ZKCounters
-	MemberProcess  = report.MemberProcess
-	RelationCounts = report.RelationCounts
-	SplitBrain     = report.SplitBrain
-	Report         = report.Report
-	EraReport      = report.EraReport
-	Plot           = report.Plot
-	SweepSize      = report.SweepSize
-	SweepResult    = report.SweepResult
-	ModelCell      = report.ModelCell
-	ZKReadsFit     = report.ZKReadsFit
-)
-
-// SweepPlotFile is report.SweepPlotFile.
-const SweepPlotFile = report.SweepPlotFile
 
 // scriptEndTrigger is report.ScriptEndTrigger: the trigger the runner emits when the script is over.
 const scriptEndTrigger = report.ScriptEndTrigger
-
-// Temporary function aliases of the report's (see above).
-var (
-	SplitBrains = report.SplitBrains
-	TimingName  = report.TimingName
-	RenderHTML  = report.RenderHTML
-	RenderTable = report.RenderTable
-	EraColour   = report.EraColour
-)

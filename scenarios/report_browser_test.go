@@ -19,6 +19,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/scenarios/figures"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -203,7 +204,7 @@ func TestReportInChromium(t *testing.T) {
 		!strings.HasSuffix(strings.TrimSpace(tbl.String()), strings.Join(sv.Lines, "\n")) {
 		t.Errorf("sweep table: want it to end with the verdict's %d lines, its header naming N=2, 4 and the timings:\n%s", len(sv.Lines), tbl.String())
 	}
-	svg, err := os.ReadFile(filepath.Join(sdir, SweepPlotFile))
+	svg, err := os.ReadFile(filepath.Join(sdir, report.SweepPlotFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/scenarios/streams"
 )
 
@@ -13,8 +14,8 @@ type RunResult struct {
 	Scenario      string
 	Description   string
 	Seed          int64
-	Params        Params
-	Timing        Timing
+	Params        spec.Params
+	Timing        spec.Timing
 	KafkaDefaults bool
 	ZKConfig      map[string]string // Options.ZKConfig: the zk members' extra 0.8.2 properties
 	Broker        string            // the broker implementation: "rebalancelab" or "kafka" (lab.Broker*), or BrokerExternal
@@ -23,11 +24,11 @@ type RunResult struct {
 	Members       string            // whose consumers: MembersRebalancelab, MembersKafka or MembersMixed
 	RunID         string            // the run's id (an existing cluster's names carry it)
 	Versions      map[string]string // "rebalancelab", "zookeeper", and "kafka" on a Kafka broker
-	Script        []Step
+	Script        []spec.Step
 	Eras          []*EraRun
 	// Hosts: the test hosts of a run with Params.Hosts (hosts.go), with each one's clock offset as
 	// measured at the start; HostCapabilities what the kernel offered (netem or not).
-	Hosts            []HostInfo
+	Hosts            []report.HostInfo
 	HostCapabilities *lab.Capabilities
 	Notes            []string // what the run did differently from what was asked, and why
 	// Streams is what a Streams scenario measured (Scenario.Streams); nil for the consumer eras'.
@@ -40,4 +41,4 @@ type EraRun = report.EraRun
 
 // checkRelations fills every applicable era's Relations (catalog.CheckRelations on r.Report(), whose
 // eras are r's).
-func (r *RunResult) checkRelations(sc *Scenario) { catalog.CheckRelations(sc, r.Report()) }
+func (r *RunResult) checkRelations(sc *catalog.Scenario) { catalog.CheckRelations(sc, r.Report()) }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -43,7 +44,7 @@ func quietLog() *logrus.Entry {
 
 // small is the scenario's small size (Scenario.Small: what its test and `make kafka-scenarios` run),
 // seed 1.
-func small(t *testing.T, name string) Params {
+func small(t *testing.T, name string) spec.Params {
 	t.Helper()
 	sc, err := catalog.Lookup(name)
 	if err != nil {
@@ -57,19 +58,19 @@ func small(t *testing.T, name string) Params {
 // runScenario runs name on this project's broker and fails the test unless every era ran, recorded no
 // error (a fault that could not be injected, a member that could not start...), and every relation
 // held, the fault-record relation (every scripted fault took effect) among them.
-func runScenario(t *testing.T, name string, p Params) *RunResult {
+func runScenario(t *testing.T, name string, p spec.Params) *RunResult {
 	t.Helper()
 	return runScenarioOn(t, "", name, p)
 }
 
 // runScenarioOn is runScenario on the given broker implementation (lab.Broker*; "" the default).
-func runScenarioOn(t *testing.T, broker, name string, p Params) *RunResult {
+func runScenarioOn(t *testing.T, broker, name string, p spec.Params) *RunResult {
 	t.Helper()
 	return runScenarioWith(t, name, p, func(o *Options) { o.Broker = broker })
 }
 
 // runScenarioWith is runScenario with Options changed by opt (eras, broker, members as processes).
-func runScenarioWith(t *testing.T, name string, p Params, opt func(o *Options)) *RunResult {
+func runScenarioWith(t *testing.T, name string, p spec.Params, opt func(o *Options)) *RunResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -141,7 +142,7 @@ func TestHerdEffect(t *testing.T) {
 		Seed     int64             `json:"seed"`
 		Params   map[string]any    `json:"params"`
 		Versions map[string]string `json:"versions"`
-		Script   []Step            `json:"script"`
+		Script   []spec.Step       `json:"script"`
 		Eras     []struct {
 			Era    string `json:"era"`
 			Totals map[string]int64
@@ -163,12 +164,12 @@ func TestHerdEffect(t *testing.T) {
 	if doc.Versions["zookeeper"] != "3.8.0" || doc.Versions["rebalancelab"] != "test" {
 		t.Errorf("versions %v", doc.Versions)
 	}
-	if !bytes.Equal(FormatScript(doc.Script), FormatScript(res.Script)) {
+	if !bytes.Equal(spec.FormatScript(doc.Script), spec.FormatScript(res.Script)) {
 		t.Errorf("script in JSON differs")
 	}
 	for _, e := range doc.Eras {
-		if len(e.Totals) != len(FigureNames) {
-			t.Errorf("%s: totals has %d figures, want %d", e.Era, len(e.Totals), len(FigureNames))
+		if len(e.Totals) != len(figures.FigureNames) {
+			t.Errorf("%s: totals has %d figures, want %d", e.Era, len(e.Totals), len(figures.FigureNames))
 		}
 		var triggers []string
 		for _, ev := range e.Events {
@@ -299,7 +300,7 @@ func TestReportDir(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := Run(ctx, Options{Scenario: "storm", Eras: []string{"zk"}, Params: Params{Consumers: 2, Partitions: 2},
+	res, err := Run(ctx, Options{Scenario: "storm", Eras: []string{"zk"}, Params: spec.Params{Consumers: 2, Partitions: 2},
 		ReportDir: dir, Log: quietLog(), LabLog: quietLog()})
 	if err != nil {
 		t.Fatal(err)
@@ -336,7 +337,7 @@ func TestCancel(t *testing.T) {
 	defer cancel()
 	progress := &cancelAt{at: "step 2/", cancel: cancel}
 	start := time.Now()
-	_, err := Run(ctx, Options{Scenario: "herd-effect", Eras: []string{"zk"}, Params: Params{Consumers: 2, Partitions: 2},
+	_, err := Run(ctx, Options{Scenario: "herd-effect", Eras: []string{"zk"}, Params: spec.Params{Consumers: 2, Partitions: 2},
 		Log: quietLog(), LabLog: quietLog(), Progress: progress})
 	if err != context.Canceled {
 		t.Fatalf("err = %v, want context.Canceled", err)
@@ -376,13 +377,13 @@ func TestFIDStallTimeSplitBrainZombie(t *testing.T) {
 	defer cancel()
 	var progress bytes.Buffer
 	res, err := Run(ctx, Options{Scenario: "split-brain-zombie", Eras: []string{"zk", "classic"},
-		Params: Params{Consumers: 2, Partitions: 2, Seed: 1}, Version: "test", Log: quietLog(), LabLog: quietLog(), Progress: &progress})
+		Params: spec.Params{Consumers: 2, Partitions: 2, Seed: 1}, Version: "test", Log: quietLog(), LabLog: quietLog(), Progress: &progress})
 	if err != nil {
 		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
 	}
 	var scripted int64 = -1
 	for i, st := range res.Script {
-		if st.Action == ActHeal && i > 0 && res.Script[i-1].Action == ActStall {
+		if st.Action == spec.ActHeal && i > 0 && res.Script[i-1].Action == spec.ActStall {
 			scripted = st.DelayMs
 		}
 	}

@@ -27,7 +27,9 @@ import (
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 	"github.com/rebalancelab/rebalancelab/scenarios/env"
+	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 	"github.com/rebalancelab/rebalancelab/scenarios/members"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 	"github.com/rebalancelab/rebalancelab/zkconsumer"
@@ -38,8 +40,8 @@ type Options struct {
 	Scenario string
 	// Eras to run, in this order; nil or {"all"}: every implemented era (Eras).
 	Eras          []string
-	Params        Params // zero fields: the scenario's defaults
-	KafkaDefaults bool   // Kafka's own timing instead of the lab's (KafkaTiming)
+	Params        spec.Params // zero fields: the scenario's defaults
+	KafkaDefaults bool        // Kafka's own timing instead of the lab's (KafkaTiming)
 	// BrokerConfig: server.properties keys for the lab's broker over the lab's own (lab.Options.
 	// BrokerConfig), e.g. message.max.bytes raised for a group record of 10,000 members.
 	BrokerConfig map[string]string
@@ -62,7 +64,7 @@ type Options struct {
 	Progress io.Writer // a line per step (stderr in the CLI); nil: none
 	// Definition, when set, is run instead of the catalog's scenario named Scenario (benchmarks build
 	// their own scripts; its Relations are checked as usual).
-	Definition *Scenario
+	Definition *catalog.Scenario
 	// MembersAs is how members run: MembersAsGoroutines, MembersAsProcesses, or "": goroutines up to
 	// MaxInProcessMembers, member pools above (PoolMembers). MembersAsProcesses runs one
 	// `MemberBinary member ...` process per member incarnation (members.NewProcess): a crash is a kill -9, a
@@ -110,7 +112,7 @@ type StepInfo struct {
 	Bootstrap         string   // the lab's brokers, comma-joined host:port
 	ZKAddrs           []string // the lab's ZooKeeper nodes, host:port
 	Index             int      // 0-based position of Step in the script
-	Step              Step
+	Step              spec.Step
 	Done              bool // false: before the step; true: after it
 	// Settled: after a settle step, whether the group settled (false: timed out or cancelled);
 	// true otherwise (before any step, after other steps).
@@ -119,7 +121,7 @@ type StepInfo struct {
 	Records func() []timeline.Record
 	// ZKWatchers runs the wchp half of the zk cross-check now: the sessions the server has watching
 	// /consumers/<group>/ids against the live members' current sessions. nil outside the zk era.
-	ZKWatchers func(ctx context.Context) *ZKCrosscheck
+	ZKWatchers func(ctx context.Context) *report.ZKCrosscheck
 	// Processes lists the member pools and the lab's broker processes running now (for their
 	// resources: /proc/<pid>); none when members and brokers run in this process.
 	Processes func() []members.ChildProcess
@@ -153,7 +155,7 @@ func checkZKConfig(props map[string]string) error {
 
 // withDefaults fills the options every runner shares (env.Defaults: Log, LabLog, Broker) and returns
 // the members' timing (the lab's, or Kafka's with KafkaDefaults).
-func (o *Options) withDefaults() Timing {
+func (o *Options) withDefaults() spec.Timing {
 	d := env.Defaults{Log: o.Log, LabLog: o.LabLog, Broker: o.Broker, KafkaDefaults: o.KafkaDefaults}
 	t := d.Fill()
 	o.Log, o.LabLog, o.Broker = d.Log, d.LabLog, d.Broker
@@ -252,7 +254,7 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 		KafkaDefaults: o.KafkaDefaults, ZKConfig: o.ZKConfig, Broker: o.Broker, MembersAs: o.MembersAs,
 		Members: o.Members, RunID: env.NewRunID(),
 		Versions: map[string]string{"rebalancelab": o.Version},
-		Script:   sc.Script(p, t, newRandSource(p.Seed, sc.Name))}
+		Script:   sc.Script(p, t, spec.NewRand(p.Seed, sc.Name))}
 	if err := checkMemberHosts(o, p, res.Script); err != nil {
 		return nil, err
 	}
@@ -308,7 +310,7 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 	return res, nil
 }
 
-func runEras(ctx context.Context, o Options, sc *Scenario, res *RunResult, eras []*EraRun) error {
+func runEras(ctx context.Context, o Options, sc *catalog.Scenario, res *RunResult, eras []*EraRun) error {
 	progress := func(format string, a ...any) {
 		if o.Progress != nil {
 			fmt.Fprintf(o.Progress, format+"\n", a...)
@@ -400,7 +402,7 @@ func runEras(ctx context.Context, o Options, sc *Scenario, res *RunResult, eras 
 // eraRunner runs one era.
 type eraRunner struct {
 	o   Options
-	sc  *Scenario
+	sc  *catalog.Scenario
 	res *RunResult
 	e   *EraRun
 	// env is the cluster the run uses (the lab or an existing cluster); lab is env.Lab(), for faults on
@@ -418,15 +420,15 @@ type eraRunner struct {
 	zkConnect   string
 	brokerAddrs []string
 	zkAddrs     []string
-	t           Timing
-	p           Params
+	t           spec.Timing
+	p           spec.Params
 	progress    func(format string, a ...any)
 	log         *logrus.Entry
 
 	start   time.Time
 	col     *timeline.Collector
 	rec     *timeline.Recorder // the runner's own records (trigger, fault)
-	opts    FigureOptions
+	opts    figures.FigureOptions
 	ctx     context.Context // the era's: cancelled at its end (members' contexts derive from it)
 	mu      sync.Mutex
 	members map[string]*member // current incarnation by name
@@ -482,7 +484,7 @@ func (r *eraRunner) run(parent context.Context) error {
 	for i := range parts {
 		parts[i] = int32(i)
 	}
-	r.opts = FigureOptions{Partitions: map[string][]int32{e.Topic: parts}}
+	r.opts = figures.FigureOptions{Partitions: map[string][]int32{e.Topic: parts}}
 	if r.kafka != nil && spec.Era(e.Era).UsesZooKeeper() {
 		r.opts.NotMeasured = notMeasuredOld
 	}
@@ -508,7 +510,7 @@ func (r *eraRunner) run(parent context.Context) error {
 	if err := r.createTopic(ctx); err != nil {
 		return err
 	}
-	var before ZKCounters
+	var before report.ZKCounters
 	if spec.Era(e.Era).UsesZooKeeper() {
 		before = SnapshotZK(ctx, r.zkAddrs)
 	}
@@ -554,7 +556,7 @@ func (r *eraRunner) run(parent context.Context) error {
 		r.closeLinks()
 		r.closePools(false)
 		e.Records = r.col.TakeSorted()
-		e.Result = Compute(e.Records, e.Era, r.opts)
+		e.Result = figures.Compute(e.Records, e.Era, r.opts)
 		return parent.Err()
 	}
 	r.healAll()
@@ -563,7 +565,7 @@ func (r *eraRunner) run(parent context.Context) error {
 	e.Drained = r.drain(ctx, time.Duration(r.t.SettleTimeoutMs())*time.Millisecond)
 	owned := r.opts
 	owned.OwnsRecords = true // this copy is only for the owners: Compute may redate it in place
-	e.EndOwners = Compute(r.sortedRecords(), e.Era, owned).FinalOwners
+	e.EndOwners = figures.Compute(r.sortedRecords(), e.Era, owned).FinalOwners
 	if spec.Era(e.Era).UsesZooKeeper() {
 		e.ZKCrosscheck = r.watchCheck(ctx)
 	}
@@ -575,7 +577,7 @@ func (r *eraRunner) run(parent context.Context) error {
 	r.closePools(true)
 	all := r.col.TakeSorted() // every member has stopped: the collector's copy is not kept beside this one
 	e.Records, e.ShutdownRecords = splitAtShutdown(all)
-	e.Result = Compute(e.Records, e.Era, r.opts)
+	e.Result = figures.Compute(e.Records, e.Era, r.opts)
 	if spec.Era(e.Era).UsesZooKeeper() {
 		after := SnapshotZK(ctx, r.zkAddrs)
 		for _, rec := range all { // the server counted the shutdown too
@@ -738,9 +740,9 @@ func (r *eraRunner) faultedLinks(name string) []lab.Link {
 			continue
 		}
 		switch st.Action {
-		case ActStall, ActLatency, ActCut, ActHeal:
+		case spec.ActStall, spec.ActLatency, spec.ActCut, spec.ActHeal:
 			add(r.resolveLink(st.Link))
-		case ActCrash:
+		case spec.ActCrash:
 			if r.o.MembersAs == MembersAsProcesses && !r.pooled() {
 				continue // a kill -9: the kernel closes the process's connections
 			}
@@ -779,9 +781,9 @@ func (r *eraRunner) current(name string) *member {
 	return r.members[name]
 }
 
-// resolveLink maps the script's link names to the era's (CoordinationLink → zookeeper|coordinator).
+// resolveLink maps the script's link names to the era's (catalog.CoordinationLink → zookeeper|coordinator).
 func (r *eraRunner) resolveLink(l string) lab.Link {
-	if l == CoordinationLink {
+	if l == catalog.CoordinationLink {
 		return spec.Era(r.e.Era).CoordinationLink()
 	}
 	return lab.Link(l)
@@ -792,7 +794,7 @@ func (r *eraRunner) resolveLink(l string) lab.Link {
 // effect on nothing.
 func (r *eraRunner) checkLink(l lab.Link) error {
 	if !slices.Contains(crashLinks, l) {
-		return fmt.Errorf("no such link %q (want %s, %s, %s or %s)", l, CoordinationLink, lab.LinkZooKeeper, lab.LinkCoordinator, lab.LinkFetch)
+		return fmt.Errorf("no such link %q (want %s, %s, %s or %s)", l, catalog.CoordinationLink, lab.LinkZooKeeper, lab.LinkCoordinator, lab.LinkFetch)
 	}
 	if l == lab.LinkZooKeeper && !spec.Era(r.e.Era).UsesZooKeeper() {
 		return fmt.Errorf("the %s era's members have no %s link (they talk to brokers only)", r.e.Era, l)
@@ -816,7 +818,7 @@ func (r *eraRunner) nodeFault(stopped bool, action, target string) {
 }
 
 // onStep calls Options.OnStep, if any.
-func (r *eraRunner) onStep(ctx context.Context, i int, st Step, done, settled bool) {
+func (r *eraRunner) onStep(ctx context.Context, i int, st spec.Step, done, settled bool) {
 	if r.o.OnStep == nil {
 		return
 	}
@@ -831,17 +833,17 @@ func (r *eraRunner) onStep(ctx context.Context, i int, st Step, done, settled bo
 
 // do performs one step. Failures are recorded (errorf) and the script goes on. It returns false only
 // for a settle that did not settle.
-func (r *eraRunner) do(ctx context.Context, st Step) bool {
+func (r *eraRunner) do(ctx context.Context, st spec.Step) bool {
 	switch st.Action {
-	case ActTrigger:
+	case spec.ActTrigger:
 		r.rec.Emit(timeline.Record{Kind: timeline.Trigger, Name: st.Name})
-	case ActStart:
+	case spec.ActStart:
 		r.startMember(st.Member, st.As)
-	case ActStop:
+	case spec.ActStop:
 		r.stopMember(st.Member)
-	case ActCrash:
+	case spec.ActCrash:
 		r.crashMember(st.Member)
-	case ActStall, ActLatency, ActCut, ActHeal:
+	case spec.ActStall, spec.ActLatency, spec.ActCut, spec.ActHeal:
 		link := r.resolveLink(st.Link)
 		if err := r.checkLink(link); err != nil {
 			r.errorf("%s: %v", st, err)
@@ -855,20 +857,20 @@ func (r *eraRunner) do(ctx context.Context, st Step) bool {
 		links := r.linksOf(st.Member)
 		var err error
 		switch st.Action {
-		case ActStall:
+		case spec.ActStall:
 			err = links.Stall(link)
-		case ActLatency:
+		case spec.ActLatency:
 			err = links.Latency(link, time.Duration(st.LatencyMs)*time.Millisecond)
-		case ActCut:
+		case spec.ActCut:
 			err = links.Cut(link)
-		case ActHeal:
+		case spec.ActHeal:
 			err = links.Heal(link)
 		}
 		// The fault's records (linkFault) come from the proxies, when it took effect.
 		if err != nil {
 			r.errorf("%s: %v", st, err)
 		}
-	case ActZKStop, ActZKStart:
+	case spec.ActZKStop, spec.ActZKStart:
 		if r.lab == nil {
 			r.errorf("%s: %s", st, errNeedsLab)
 			return true
@@ -880,14 +882,14 @@ func (r *eraRunner) do(ctx context.Context, st Step) bool {
 		}
 		// Stopping a stopped node or starting a running one is a no-op in the lab: here it is a fault
 		// that did not take effect (the node was not up to be stopped), so the run records it and fails.
-		if node := z.Nodes()[st.Node]; node.Running() == (st.Action == ActZKStart) {
+		if node := z.Nodes()[st.Node]; node.Running() == (st.Action == spec.ActZKStart) {
 			r.errorf("%s: zookeeper/%d is %s", st, st.Node, map[bool]string{true: "already running", false: "not running (already stopped)"}[node.Running()])
 			return true
 		}
 		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
 		var err error
-		if st.Action == ActZKStop {
+		if st.Action == spec.ActZKStop {
 			err = z.Nodes()[st.Node].Stop(sctx) // returns once the process has exited
 		} else {
 			err = z.Nodes()[st.Node].Start(sctx) // returns once the node serves
@@ -896,12 +898,12 @@ func (r *eraRunner) do(ctx context.Context, st Step) bool {
 			r.errorf("%s: %v", st, err)
 			return true
 		}
-		r.nodeFault(st.Action == ActZKStop, string(ActZKStop), fmt.Sprintf("zookeeper/%d", st.Node))
-	case ActBrokerStop, ActBrokerStart, ActBrokerKill:
+		r.nodeFault(st.Action == spec.ActZKStop, string(spec.ActZKStop), fmt.Sprintf("zookeeper/%d", st.Node))
+	case spec.ActBrokerStop, spec.ActBrokerStart, spec.ActBrokerKill:
 		r.brokerStep(ctx, st)
-	case ActHostDown, ActHostUp, ActPartition, ActPartitionHeal, ActHostDelay, ActHostLoss:
+	case spec.ActHostDown, spec.ActHostUp, spec.ActPartition, spec.ActPartitionHeal, spec.ActHostDelay, spec.ActHostLoss:
 		r.hostStep(ctx, st)
-	case ActSettle:
+	case spec.ActSettle:
 		start := time.Now()
 		if r.settle(ctx, time.Duration(st.QuietMs)*time.Millisecond, time.Duration(st.TimeoutMs)*time.Millisecond) {
 			r.stepf("stable after %.1fs", time.Since(start).Seconds())
@@ -1121,7 +1123,7 @@ var changeKinds = []timeline.Kind{timeline.MemberStart, timeline.MemberStop, tim
 // opens a window that Compute finds never unstable), and the time of the last membership or rebalance
 // record. It appends its probe to recs and lets Compute redate them in place: recs must be the caller's
 // own copy, best with room for one more.
-func stableAt(recs []timeline.Record, era string, opts FigureOptions, nowMs int64) (bool, int64) {
+func stableAt(recs []timeline.Record, era string, opts figures.FigureOptions, nowMs int64) (bool, int64) {
 	var last int64
 	for _, rec := range recs {
 		if slices.Contains(changeKinds, rec.Kind) {
@@ -1133,12 +1135,12 @@ func stableAt(recs []timeline.Record, era string, opts FigureOptions, nowMs int6
 	}
 	probe := append(recs, timeline.Record{TsMs: nowMs, Era: era, Kind: timeline.Trigger, Name: "probe"})
 	opts.OwnsRecords = true // the probe is this call's: Compute may redate it in place
-	res := Compute(probe, era, opts)
+	res := figures.Compute(probe, era, opts)
 	if len(res.Events) == 0 {
 		return false, last
 	}
 	ev := res.Events[len(res.Events)-1]
-	return ev.Figures.TimeToStableMs == 0 && ev.End == EndOfRun, last
+	return ev.Figures.TimeToStableMs == 0 && ev.End == figures.EndOfRun, last
 }
 
 // drain waits until every produced record has been delivered, or timeout. Each poll reads only the
@@ -1199,8 +1201,8 @@ func (d *drainCount) undelivered() int { return len(d.produced) }
 
 // watchCheck starts the zk cross-check at the end of the script: the sessions watching the group's
 // ids path (wchp) against the live members' current sessions.
-func (r *eraRunner) watchCheck(ctx context.Context) *ZKCrosscheck {
-	c := &ZKCrosscheck{IdsPath: "/consumers/" + r.e.Group + "/ids"}
+func (r *eraRunner) watchCheck(ctx context.Context) *report.ZKCrosscheck {
+	c := &report.ZKCrosscheck{IdsPath: "/consumers/" + r.e.Group + "/ids"}
 	watchers, err := watchersOf(ctx, r.zkAddrs, c.IdsPath)
 	if err != nil {
 		c.Notes = append(c.Notes, err.Error())

@@ -6,15 +6,17 @@ import (
 	"testing"
 
 	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
+	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
 // TestScriptSameSeedSameBytes: every scenario's scripted events are byte-identical for the same seed
 // (built twice, independently), for the lab's and Kafka's timing.
 func TestScriptSameSeedSameBytes(t *testing.T) {
 	for _, sc := range catalog.Catalog() {
-		for _, timing := range []Timing{LabTiming(), KafkaTiming()} {
+		for _, timing := range []spec.Timing{spec.LabTiming(), spec.KafkaTiming()} {
 			for _, seed := range []int64{0, 1, 42, -7} {
-				p := Params{Seed: seed}
+				p := spec.Params{Seed: seed}
 				a, err := sc.ScriptFor(p, timing)
 				if err != nil {
 					t.Fatalf("%s: %v", sc.Name, err)
@@ -23,8 +25,8 @@ func TestScriptSameSeedSameBytes(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !bytes.Equal(FormatScript(a), FormatScript(b)) {
-					t.Fatalf("%s seed %d: two builds differ:\n%s\n---\n%s", sc.Name, seed, FormatScript(a), FormatScript(b))
+				if !bytes.Equal(spec.FormatScript(a), spec.FormatScript(b)) {
+					t.Fatalf("%s seed %d: two builds differ:\n%s\n---\n%s", sc.Name, seed, spec.FormatScript(a), spec.FormatScript(b))
 				}
 				if len(a) == 0 {
 					t.Fatalf("%s: empty script", sc.Name)
@@ -41,7 +43,7 @@ func TestScriptGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps, err := sc.ScriptFor(Params{Consumers: 3, Partitions: 6, Seed: 1}, LabTiming())
+	steps, err := sc.ScriptFor(spec.Params{Consumers: 3, Partitions: 6, Seed: 1}, spec.LabTiming())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +62,7 @@ func TestScriptGolden(t *testing.T) {
 	if leaver != "m4" {
 		t.Fatalf("seed 1 leaver = %s, want m4", leaver)
 	}
-	line := string(FormatScript(steps[:2]))
+	line := string(spec.FormatScript(steps[:2]))
 	if line != `{"delay_ms":0,"action":"start","member":"m1"}`+"\n"+`{"delay_ms":50,"action":"start","member":"m2"}`+"\n" {
 		t.Fatalf("FormatScript = %q", line)
 	}
@@ -76,11 +78,11 @@ func TestScriptSeedMatters(t *testing.T) {
 		}
 		distinct := map[string]bool{}
 		for seed := int64(0); seed < 20; seed++ {
-			steps, err := sc.ScriptFor(Params{Consumers: 4, Partitions: 8, Seed: seed}, LabTiming())
+			steps, err := sc.ScriptFor(spec.Params{Consumers: 4, Partitions: 8, Seed: seed}, spec.LabTiming())
 			if err != nil {
 				t.Fatal(err)
 			}
-			distinct[string(FormatScript(steps))] = true
+			distinct[string(spec.FormatScript(steps))] = true
 			checkScript(t, name, steps, 4)
 		}
 		if len(distinct) < 2 {
@@ -91,48 +93,48 @@ func TestScriptSeedMatters(t *testing.T) {
 
 // checkScript: members are started before they are stopped, crashed or faulted; zk nodes in 0..2;
 // every trigger name unique; a settle ends the script.
-func checkScript(t *testing.T, name string, steps []Step, n int) {
+func checkScript(t *testing.T, name string, steps []spec.Step, n int) {
 	t.Helper()
 	running := map[string]bool{}
 	triggers := map[string]bool{}
 	for i, s := range steps {
 		switch s.Action {
-		case ActStart:
+		case spec.ActStart:
 			if running[s.Member] {
 				t.Fatalf("%s step %d: %s started twice", name, i, s.Member)
 			}
 			running[s.Member] = true
-		case ActStop, ActCrash:
+		case spec.ActStop, spec.ActCrash:
 			if !running[s.Member] {
 				t.Fatalf("%s step %d: %s of a member not running (%s)", name, i, s.Action, s.Member)
 			}
 			running[s.Member] = false
-		case ActStall, ActLatency, ActHeal, ActCut:
+		case spec.ActStall, spec.ActLatency, spec.ActHeal, spec.ActCut:
 			if !running[s.Member] {
 				t.Fatalf("%s step %d: fault on a member not running (%s)", name, i, s.Member)
 			}
-			if s.Link != CoordinationLink && s.Link != linkFetch && s.Link != linkZooKeeper && s.Link != linkCoordinator {
+			if s.Link != catalog.CoordinationLink && s.Link != string(timeline.LinkFetch) && s.Link != string(timeline.LinkZooKeeper) && s.Link != string(timeline.LinkCoordinator) {
 				t.Fatalf("%s step %d: link %q", name, i, s.Link)
 			}
-		case ActZKStop, ActZKStart:
+		case spec.ActZKStop, spec.ActZKStart:
 			if s.Node < 0 || s.Node > 2 {
 				t.Fatalf("%s step %d: node %d", name, i, s.Node)
 			}
-		case ActTrigger:
+		case spec.ActTrigger:
 			if triggers[s.Name] {
 				t.Fatalf("%s step %d: trigger %s twice", name, i, s.Name)
 			}
 			triggers[s.Name] = true
 		}
 	}
-	if steps[len(steps)-1].Action != ActSettle {
+	if steps[len(steps)-1].Action != spec.ActSettle {
 		t.Fatalf("%s: last step %s, want settle", name, steps[len(steps)-1])
 	}
 }
 
 // TestScriptShapes: each scenario's script does what its description says.
 func TestScriptShapes(t *testing.T) {
-	count := func(steps []Step, a Action) int {
+	count := func(steps []spec.Step, a spec.Action) int {
 		n := 0
 		for _, s := range steps {
 			if s.Action == a {
@@ -141,58 +143,58 @@ func TestScriptShapes(t *testing.T) {
 		}
 		return n
 	}
-	get := func(name string, n int) []Step {
+	get := func(name string, n int) []spec.Step {
 		sc, err := catalog.Lookup(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		steps, err := sc.ScriptFor(Params{Consumers: n, Partitions: 8, Seed: 3}, LabTiming())
+		steps, err := sc.ScriptFor(spec.Params{Consumers: n, Partitions: 8, Seed: 3}, spec.LabTiming())
 		if err != nil {
 			t.Fatal(err)
 		}
 		return steps
 	}
-	if s := get("consumer-crash", 2); count(s, ActCrash) != 1 || count(s, ActStart) != 2 {
-		t.Errorf("consumer-crash: %d crashes, %d starts", count(s, ActCrash), count(s, ActStart))
+	if s := get("consumer-crash", 2); count(s, spec.ActCrash) != 1 || count(s, spec.ActStart) != 2 {
+		t.Errorf("consumer-crash: %d crashes, %d starts", count(s, spec.ActCrash), count(s, spec.ActStart))
 	}
 	z := get("split-brain-zombie", 2)
-	var stall, heal Step
+	var stall, heal spec.Step
 	for _, s := range z {
 		switch s.Action {
-		case ActStall:
+		case spec.ActStall:
 			stall = s
-		case ActHeal:
+		case spec.ActHeal:
 			heal = s
 		}
 	}
-	if stall.Link != CoordinationLink || heal.Member != stall.Member || heal.DelayMs <= LabTiming().MaxSessionMs() {
+	if stall.Link != catalog.CoordinationLink || heal.Member != stall.Member || heal.DelayMs <= spec.LabTiming().MaxSessionMs() {
 		t.Errorf("split-brain-zombie: stall %+v heal %+v: want the coordination link healed after more than a session", stall, heal)
 	}
 	rr := get("rolling-restart", 4)
-	if count(rr, ActStop) != 4 || count(rr, ActStart) != 8 || count(rr, ActTrigger) != 8 {
-		t.Errorf("rolling-restart: %d stops, %d starts, %d triggers", count(rr, ActStop), count(rr, ActStart), count(rr, ActTrigger))
+	if count(rr, spec.ActStop) != 4 || count(rr, spec.ActStart) != 8 || count(rr, spec.ActTrigger) != 8 {
+		t.Errorf("rolling-restart: %d stops, %d starts, %d triggers", count(rr, spec.ActStop), count(rr, spec.ActStart), count(rr, spec.ActTrigger))
 	}
 	// Each restarted member stays down half the session timeout (the rejoin trigger waits it out).
 	for i, s := range rr {
-		if s.Action == ActStop && (rr[i+1].Action != ActTrigger || rr[i+1].DelayMs != LabTiming().SessionTimeoutMs/2) {
-			t.Errorf("rolling-restart: after %s comes %+v, want the rejoin trigger %d ms later", s, rr[i+1], LabTiming().SessionTimeoutMs/2)
+		if s.Action == spec.ActStop && (rr[i+1].Action != spec.ActTrigger || rr[i+1].DelayMs != spec.LabTiming().SessionTimeoutMs/2) {
+			t.Errorf("rolling-restart: after %s comes %+v, want the rejoin trigger %d ms later", s, rr[i+1], spec.LabTiming().SessionTimeoutMs/2)
 		}
 	}
 	q := get("zk-quorum-loss", 3)
-	if count(q, ActZKStop) != 2 || count(q, ActZKStart) != 2 {
-		t.Errorf("zk-quorum-loss: %d stops, %d starts", count(q, ActZKStop), count(q, ActZKStart))
+	if count(q, spec.ActZKStop) != 2 || count(q, spec.ActZKStart) != 2 {
+		t.Errorf("zk-quorum-loss: %d stops, %d starts", count(q, spec.ActZKStop), count(q, spec.ActZKStart))
 	}
 	for _, s := range q {
-		if s.Action == ActZKStart && s.DelayMs > 0 && s.DelayMs <= LabTiming().ZKSessionTimeoutMs {
+		if s.Action == spec.ActZKStart && s.DelayMs > 0 && s.DelayMs <= spec.LabTiming().ZKSessionTimeoutMs {
 			t.Errorf("zk-quorum-loss: outage %d ms not longer than the session", s.DelayMs)
 		}
 	}
-	if s := get("storm", 5); count(s, ActStart) != 5 || s[0].Action != ActTrigger {
+	if s := get("storm", 5); count(s, spec.ActStart) != 5 || s[0].Action != spec.ActTrigger {
 		t.Errorf("storm: %v", s)
 	}
 	d := get("split-brain-divergent-views", 4)
-	if count(d, ActLatency) != 2 || count(d, ActHeal) < 1 {
-		t.Errorf("divergent views: %d latencies, %d heals", count(d, ActLatency), count(d, ActHeal))
+	if count(d, spec.ActLatency) != 2 || count(d, spec.ActHeal) < 1 {
+		t.Errorf("divergent views: %d latencies, %d heals", count(d, spec.ActLatency), count(d, spec.ActHeal))
 	}
 }
 
@@ -201,10 +203,10 @@ func TestParamsAndLookup(t *testing.T) {
 		t.Fatalf("catalog.Lookup(nope) = %v, want an error listing the scenarios", err)
 	}
 	sc, _ := catalog.Lookup("consumer-crash")
-	if _, err := sc.ScriptFor(Params{Consumers: 1}, LabTiming()); err == nil || !strings.Contains(err.Error(), "at least 2") {
+	if _, err := sc.ScriptFor(spec.Params{Consumers: 1}, spec.LabTiming()); err == nil || !strings.Contains(err.Error(), "at least 2") {
 		t.Fatalf("1 consumer: %v", err)
 	}
-	if _, err := sc.ScriptFor(Params{Partitions: -1}, LabTiming()); err == nil {
+	if _, err := sc.ScriptFor(spec.Params{Partitions: -1}, spec.LabTiming()); err == nil {
 		t.Fatal("negative partitions accepted")
 	}
 	for _, s := range catalog.Catalog() {

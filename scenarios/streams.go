@@ -8,14 +8,16 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 	"github.com/rebalancelab/rebalancelab/scenarios/env"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/scenarios/streams"
 )
 
 // runStreams is Run for a Streams scenario: streams.Run on the scenario's spec, script, partitions and
 // timing and o's lab options; its one era is streams.Era.
-func runStreams(ctx context.Context, o Options, sc *Scenario, p Params, t Timing) (*RunResult, error) {
-	script := sc.Script(p, t, newRandSource(p.Seed, sc.Name))
+func runStreams(ctx context.Context, o Options, sc *catalog.Scenario, p spec.Params, t spec.Timing) (*RunResult, error) {
+	script := sc.Script(p, t, spec.NewRand(p.Seed, sc.Name))
 	logDir := o.ReportDir // the instances' stderr beside the report or the timelines
 	if logDir == "" {
 		logDir = o.OutputDir

@@ -14,6 +14,7 @@ import (
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 	"github.com/rebalancelab/rebalancelab/scenarios/streams"
 )
 
@@ -75,7 +76,7 @@ func TestStreamsThreads(t *testing.T) {
 	if err != nil || len(l.Members) != 3 || l.ThreadsOf("s1") != 3 || crash.TasksMoved < 3 {
 		t.Fatalf("crash: %v %s, %d moved", err, l.Summary(), crash.TasksMoved)
 	}
-	ends := map[string]MemberProcess{}
+	ends := map[string]report.MemberProcess{}
 	for _, ip := range s.Instances {
 		ends[ip.Member] = ip
 	}
@@ -139,7 +140,7 @@ func TestStreamsThreadsOnKafka39(t *testing.T) {
 	if !res.Passed() {
 		t.Fatalf("the run failed: %v", res.Failures())
 	}
-	if c := res.Counts(); c != (RelationCounts{Held: 2, Skipped: 7}) {
+	if c := res.Counts(); c != (report.RelationCounts{Held: 2, Skipped: 7}) {
 		t.Errorf("relation counts %+v, want 2 held (records, faults) and 7 skipped", c)
 	}
 	for _, rel := range res.Eras[0].Relations {

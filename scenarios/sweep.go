@@ -15,6 +15,8 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 	"github.com/rebalancelab/rebalancelab/scenarios/env"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 // SweepOptions configures RunSweep.
@@ -66,7 +68,7 @@ func SweepPartitions(p, k, n int) int {
 
 // RunSweep runs o's scenario at each of o.Sizes, o.Repeat times, and stops at the first size that
 // fails or misses the deadline (recorded in its Stopped). Errors: a bad size list or scenario, or ctx's.
-func RunSweep(ctx context.Context, o SweepOptions) (*SweepResult, error) {
+func RunSweep(ctx context.Context, o SweepOptions) (*report.SweepResult, error) {
 	if len(o.Sizes) == 0 {
 		return nil, errors.New("sweep: no sizes")
 	}
@@ -92,25 +94,25 @@ func RunSweep(ctx context.Context, o SweepOptions) (*SweepResult, error) {
 		return nil, err
 	}
 	for era, m := range o.EraMaxN {
-		if !slices.Contains(Eras, era) || m < 1 {
-			return nil, fmt.Errorf("sweep: era max N %s=%d: want an era of %s and N ≥ 1", era, m, strings.Join(Eras, ", "))
+		if !slices.Contains(spec.Names(spec.Eras()), era) || m < 1 {
+			return nil, fmt.Errorf("sweep: era max N %s=%d: want an era of %s and N ≥ 1", era, m, strings.Join(spec.Names(spec.Eras()), ", "))
 		}
 	}
-	if _, _, err := PoolMembers(Params{Consumers: sizes[len(sizes)-1]}, o.Options); err != nil && sc.MaxConsumers == 0 {
+	if _, _, err := PoolMembers(spec.Params{Consumers: sizes[len(sizes)-1]}, o.Options); err != nil && sc.MaxConsumers == 0 {
 		return nil, err // before the smaller sizes run
 	}
 	largest := sizes[len(sizes)-1] // its params checked before the smaller sizes run
-	if _, err := sc.ScriptFor(Params{Consumers: largest, Partitions: SweepPartitions(o.Params.Partitions, o.PartitionsPerMember, largest), Seed: o.Params.Seed}, LabTiming()); err != nil {
+	if _, err := sc.ScriptFor(spec.Params{Consumers: largest, Partitions: SweepPartitions(o.Params.Partitions, o.PartitionsPerMember, largest), Seed: o.Params.Seed}, spec.LabTiming()); err != nil {
 		return nil, err
 	}
-	steps, err := sc.ScriptFor(Params{Consumers: sizes[0], Partitions: SweepPartitions(o.Params.Partitions, o.PartitionsPerMember, sizes[0]), Seed: o.Params.Seed}, LabTiming())
+	steps, err := sc.ScriptFor(spec.Params{Consumers: sizes[0], Partitions: SweepPartitions(o.Params.Partitions, o.PartitionsPerMember, sizes[0]), Seed: o.Params.Seed}, spec.LabTiming())
 	if err != nil {
 		return nil, err
 	}
 	t := env.Timing(o.KafkaDefaults) // as Run's (Options.withDefaults)
-	res := &SweepResult{Scenario: sc.Name, EraMaxN: o.EraMaxN, Timings: TimingName(o.KafkaDefaults, t)}
+	res := &report.SweepResult{Scenario: sc.Name, EraMaxN: o.EraMaxN, Timings: report.TimingName(o.KafkaDefaults, t)}
 	for _, st := range steps {
-		if st.Action == ActTrigger {
+		if st.Action == spec.ActTrigger {
 			res.Trigger = st.Name
 			break
 		}
@@ -128,7 +130,7 @@ func RunSweep(ctx context.Context, o SweepOptions) (*SweepResult, error) {
 		if len(SweepPlan(eras, o.EraMaxN, n, 0)) == 0 {
 			break // every era cut
 		}
-		size := &SweepSize{N: n}
+		size := &report.SweepSize{N: n}
 		res.Sizes = append(res.Sizes, size)
 		for i := 0; i < repeat; i++ {
 			if i > 0 && o.Budget > 0 && time.Since(start) >= o.Budget {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 // TestPoolMembersChoice: above MaxInProcessMembers members, a run whose caller chose nothing runs them
@@ -33,7 +34,7 @@ func TestPoolMembersChoice(t *testing.T) {
 		{name: "goroutines at the bound", n: 200, o: Options{MembersAs: MembersAsGoroutines}, wantK: 0, wantAs: MembersAsGoroutines},
 	}
 	for _, c := range cases {
-		k, as, err := PoolMembers(Params{Consumers: c.n, Hosts: c.hosts}, c.o)
+		k, as, err := PoolMembers(spec.Params{Consumers: c.n, Hosts: c.hosts}, c.o)
 		if c.wantErrSub != "" {
 			if err == nil || !strings.Contains(err.Error(), c.wantErrSub) {
 				t.Errorf("%s: error %v, want one containing %q", c.name, err, c.wantErrSub)
@@ -46,7 +47,7 @@ func TestPoolMembersChoice(t *testing.T) {
 	}
 	// Run and RunSweep refuse goroutine members above the bound before anything starts (a sweep before
 	// its smaller sizes run).
-	o := Options{Scenario: "herd-join", MembersAs: MembersAsGoroutines, Params: Params{Consumers: 256}, Log: quietLog(), LabLog: quietLog()}
+	o := Options{Scenario: "herd-join", MembersAs: MembersAsGoroutines, Params: spec.Params{Consumers: 256}, Log: quietLog(), LabLog: quietLog()}
 	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "at most 200 members run as goroutines") {
 		t.Errorf("Run, 256 goroutine members: error %v, want the bound", err)
 	}
@@ -60,12 +61,12 @@ func TestPoolMembersChoice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sc.ScriptFor(Params{Consumers: 256, Partitions: 512}, LabTiming()); err != nil {
+		if _, err := sc.ScriptFor(spec.Params{Consumers: 256, Partitions: 512}, spec.LabTiming()); err != nil {
 			t.Errorf("%s at N=256: %v", name, err)
 		}
-		if _, err := sc.ScriptFor(Params{Consumers: MaxMembers + 1, Partitions: 8}, LabTiming()); err == nil ||
+		if _, err := sc.ScriptFor(spec.Params{Consumers: catalog.MaxMembers + 1, Partitions: 8}, spec.LabTiming()); err == nil ||
 			!strings.Contains(err.Error(), "runs at most 10000 members") {
-			t.Errorf("%s at N=%d: error %v, want the bound", name, MaxMembers+1, err)
+			t.Errorf("%s at N=%d: error %v, want the bound", name, catalog.MaxMembers+1, err)
 		}
 	}
 }

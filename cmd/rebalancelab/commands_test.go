@@ -20,6 +20,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/benchmark"
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 // subcommand is the command at path under root (path []: root itself); the test fails without one.
@@ -233,21 +234,21 @@ func TestScenarioRunOptions(t *testing.T) {
 			scenarioRun{name: "herd-join", brokers: []string{"rebalancelab"}, members: []string{"rebalancelab"},
 				jsonFile: filepath.Join(dir, "out.json"),
 				run: base(scenarios.Options{Scenario: "herd-join", Eras: []string{"zk", "classic"},
-					Params:   scenarios.Params{Consumers: 8, Partitions: 16, Seed: 3, DownMs: 500},
+					Params:   spec.Params{Consumers: 8, Partitions: 16, Seed: 3, DownMs: 500},
 					ZKConfig: map[string]string{"offsets.storage": "kafka"}, OutputDir: dir})}},
 		{"sweep", []string{"herd-join", "--consumers", "4,16", "--repeat", "3", "--deadline", "2m", "--partitions-per-member", "2",
 			"--broker-config", "message.max.bytes=8388608", "--report", filepath.Join(dir, "report"), "--kafka-defaults", "--until-crossover"},
 			scenarioRun{name: "herd-join", brokers: []string{"rebalancelab"}, members: []string{"rebalancelab"},
 				reportDir: filepath.Join(dir, "report"),
-				run: base(scenarios.Options{Scenario: "herd-join", Params: scenarios.Params{Consumers: 4, Seed: 1},
+				run: base(scenarios.Options{Scenario: "herd-join", Params: spec.Params{Consumers: 4, Seed: 1},
 					KafkaDefaults: true, BrokerConfig: map[string]string{"message.max.bytes": "8388608"}, ReportDir: filepath.Join(dir, "report")}),
 				sweep: &scenarios.SweepOptions{Sizes: []int{4, 16}, Repeat: 3, Deadline: 2 * time.Minute, UntilCrossover: true, PartitionsPerMember: 2,
-					Options: base(scenarios.Options{Scenario: "herd-join", Params: scenarios.Params{Consumers: 4, Seed: 1},
+					Options: base(scenarios.Options{Scenario: "herd-join", Params: spec.Params{Consumers: 4, Seed: 1},
 						KafkaDefaults: true, BrokerConfig: map[string]string{"message.max.bytes": "8388608"}})}}},
 		{"brokers compared, test hosts", []string{"host-link-down", "--broker", "rebalancelab,kafka", "--json", filepath.Join(dir, "r.json")},
 			scenarioRun{name: "host-link-down", brokers: []string{"rebalancelab", "kafka"}, members: []string{"rebalancelab"},
 				jsonFile: filepath.Join(dir, "r.json"),
-				run: base(scenarios.Options{Scenario: "host-link-down", Broker: "rebalancelab,kafka", Params: scenarios.Params{Seed: 1},
+				run: base(scenarios.Options{Scenario: "host-link-down", Broker: "rebalancelab,kafka", Params: spec.Params{Seed: 1},
 					MembersAs: scenarios.MembersAsProcesses, OutputDir: dir})}},
 		{"connect-workers", []string{"connect-workers", "--connect-protocol", "eager", "--json", "c.json"},
 			scenarioRun{name: "connect-workers", connect: true, connectProtocols: []string{"eager"}, jsonFile: "c.json"}},

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
-	"github.com/rebalancelab/rebalancelab/scenarios"
 	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 // TestCLIFaultThatFailsFailsTheRun: `scenario run storm --steps FILE` with storm's own steps and then
@@ -24,16 +24,16 @@ func TestCLIFaultThatFailsFailsTheRun(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper)
 	bin := testutil.Binary(t)
 	dir := t.TempDir()
-	steps := []scenarios.Step{
-		{Action: scenarios.ActTrigger, Name: "storm"},
-		{Action: scenarios.ActStart, Member: "m1"}, {Action: scenarios.ActStart, Member: "m2"},
-		{Action: scenarios.ActSettle, QuietMs: 1200, TimeoutMs: 45000},
-		{Action: scenarios.ActCrash, Member: "m2"},
-		{Action: scenarios.ActSettle, QuietMs: 1200, TimeoutMs: 45000},
-		{Action: scenarios.ActCrash, Member: "m2"},
+	steps := []spec.Step{
+		{Action: spec.ActTrigger, Name: "storm"},
+		{Action: spec.ActStart, Member: "m1"}, {Action: spec.ActStart, Member: "m2"},
+		{Action: spec.ActSettle, QuietMs: 1200, TimeoutMs: 45000},
+		{Action: spec.ActCrash, Member: "m2"},
+		{Action: spec.ActSettle, QuietMs: 1200, TimeoutMs: 45000},
+		{Action: spec.ActCrash, Member: "m2"},
 	}
 	script := filepath.Join(dir, "script.jsonl")
-	if err := os.WriteFile(script, scenarios.FormatScript(steps), 0o644); err != nil {
+	if err := os.WriteFile(script, spec.FormatScript(steps), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "result.json")
@@ -62,7 +62,7 @@ func TestCLIFaultThatFailsFailsTheRun(t *testing.T) {
 		Counts        struct {
 			Held, Failed, Skipped int
 		} `json:"relation_counts"`
-		Script []scenarios.Step `json:"script"`
+		Script []spec.Step `json:"script"`
 		Eras   []struct {
 			Errors    []string                `json:"errors"`
 			Relations []report.RelationResult `json:"relations"`
@@ -112,7 +112,7 @@ func TestReadStepsBadInput(t *testing.T) {
 		}
 	}
 	steps, err := readSteps(strings.NewReader("{\"delay_ms\":5,\"action\":\"zk-stop\",\"node\":1}\n"))
-	if err != nil || len(steps) != 1 || steps[0] != (scenarios.Step{DelayMs: 5, Action: scenarios.ActZKStop, Node: 1}) {
+	if err != nil || len(steps) != 1 || steps[0] != (spec.Step{DelayMs: 5, Action: spec.ActZKStop, Node: 1}) {
 		t.Errorf("steps %+v, %v", steps, err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/rebalancelab/rebalancelab/scenarios"
 	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 	"github.com/rebalancelab/rebalancelab/scenarios/connect"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
@@ -184,13 +185,13 @@ func (f *scenarioRunFlags) options(cmd *cobra.Command, args []string) (*scenario
 	if err != nil {
 		return nil, err
 	}
-	var definition *scenarios.Scenario
+	var definition *catalog.Scenario
 	if f.steps != "" {
 		if definition, err = scriptDefinition(name, f.steps); err != nil {
 			return nil, err
 		}
 	}
-	params := scenarios.Params{Consumers: sizes[0], Partitions: f.partitions, Seed: f.seed, DownMs: f.downMs, Hosts: f.hosts}
+	params := spec.Params{Consumers: sizes[0], Partitions: f.partitions, Seed: f.seed, DownMs: f.downMs, Hosts: f.hosts}
 	if sf != nil {
 		definition = sf.Scenario
 		for _, n := range sizes { // the file's script at every size, before anything starts
@@ -497,7 +498,7 @@ func runSweep(cmd *cobra.Command, o scenarios.SweepOptions, jsonFile, plotFile, 
 			return rerr
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "report: %s (the sweep plot embedded: %s)\n", filepath.Join(reportDir, "index.html"),
-			filepath.Join(reportDir, scenarios.SweepPlotFile))
+			filepath.Join(reportDir, report.SweepPlotFile))
 	}
 	if err != nil {
 		return fmt.Errorf("scenario %s: %w", o.Scenario, err)
@@ -535,9 +536,9 @@ func failed(what string, res *scenarios.RunResult) error {
 }
 
 // scriptDefinition is the scenario name with its script replaced by the steps in file (JSON lines, as
-// scenarios.FormatScript writes them). Errors: an unknown scenario, an unreadable file, a line that is
+// spec.FormatScript writes them). Errors: an unknown scenario, an unreadable file, a line that is
 // no step or names no action, no step at all.
-func scriptDefinition(name, file string) (*scenarios.Scenario, error) {
+func scriptDefinition(name, file string) (*catalog.Scenario, error) {
 	sc, err := catalog.Lookup(name)
 	if err != nil {
 		return nil, err
@@ -555,22 +556,22 @@ func scriptDefinition(name, file string) (*scenarios.Scenario, error) {
 		return nil, fmt.Errorf("--steps %s: %w", file, err)
 	}
 	def := *sc
-	def.Script = func(scenarios.Params, scenarios.Timing, *rand.Rand) []scenarios.Step {
-		return append([]scenarios.Step(nil), steps...)
+	def.Script = func(spec.Params, spec.Timing, *rand.Rand) []spec.Step {
+		return append([]spec.Step(nil), steps...)
 	}
 	return &def, nil
 }
 
-// readSteps reads JSON lines of scenarios.Step (blank lines skipped).
-func readSteps(r io.Reader) ([]scenarios.Step, error) {
-	var steps []scenarios.Step
+// readSteps reads JSON lines of spec.Step (blank lines skipped).
+func readSteps(r io.Reader) ([]spec.Step, error) {
+	var steps []spec.Step
 	sc := bufio.NewScanner(r)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" {
 			continue
 		}
-		var st scenarios.Step
+		var st spec.Step
 		dec := json.NewDecoder(strings.NewReader(line))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&st); err != nil {
@@ -601,9 +602,9 @@ type catalogEntry struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
 	// Defaults: the size a run takes without --consumers/--partitions; Small: the one its test and
-	// make kafka-scenarios run (scenarios.Scenario.Small).
-	Defaults      scenarios.Params    `json:"defaults"`
-	Small         scenarios.Params    `json:"small"`
+	// make kafka-scenarios run (catalog.Scenario.Small).
+	Defaults      spec.Params         `json:"defaults"`
+	Small         spec.Params         `json:"small"`
 	ZKNodes       int                 `json:"zookeeper_nodes"`
 	Brokers       int                 `json:"brokers"`
 	Hosts         int                 `json:"hosts"`   // test hosts it needs (network namespaces: root, iproute2); 0: none

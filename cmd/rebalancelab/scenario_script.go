@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rebalancelab/rebalancelab/scenarios"
 	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 // scenarioTarget resolves what `scenario <verb>` runs: the catalogue scenario NAME (args[0]) or the
@@ -49,8 +49,8 @@ type scenarioShowFlags struct {
 }
 
 // params are the size and seed the script is shown for (zero fields: the scenario's defaults).
-func (f *scenarioShowFlags) params() scenarios.Params {
-	return scenarios.Params{Consumers: f.consumers, Partitions: f.partitions, Seed: f.seed, DownMs: f.downMs, Hosts: f.hosts}
+func (f *scenarioShowFlags) params() spec.Params {
+	return spec.Params{Consumers: f.consumers, Partitions: f.partitions, Seed: f.seed, DownMs: f.downMs, Hosts: f.hosts}
 }
 
 // newScenarioShowCmd builds `scenario show NAME|--script FILE`: the scenario's script for a size, seed
@@ -72,15 +72,15 @@ apply to ("all" for every era) and the relation as a run reports it.`,
 			if err != nil {
 				return err
 			}
-			var sc *scenarios.Scenario
+			var sc *catalog.Scenario
 			if sf != nil {
 				sc = sf.Scenario
 			} else if sc, err = catalog.Lookup(name); err != nil {
 				return err
 			}
-			t := scenarios.LabTiming()
+			t := spec.LabTiming()
 			if f.kafkaDefaults {
-				t = scenarios.KafkaTiming()
+				t = spec.KafkaTiming()
 			}
 			p := f.params()
 			if sf != nil {
@@ -93,7 +93,7 @@ apply to ("all" for every era) and the relation as a run reports it.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if _, err := out.Write(scenarios.FormatScript(steps)); err != nil {
+			if _, err := out.Write(spec.FormatScript(steps)); err != nil {
 				return err
 			}
 			if f.relations {

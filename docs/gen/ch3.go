@@ -9,6 +9,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/internal/poll"
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -161,7 +162,7 @@ func (g *generator) ch3Fencing() error {
 
 // zombieOf returns the stalled member of a split-brain-zombie run and the times its stall began and
 // ended (its fault records, stamped by the member's proxies).
-func zombieOf(res *scenarios.RunResult, e *scenarios.EraRun) (member string, stallAt, healAt int64) {
+func zombieOf(res *scenarios.RunResult, e *report.EraRun) (member string, stallAt, healAt int64) {
 	for _, st := range res.Script {
 		if st.Action == spec.ActStall {
 			member = st.Member

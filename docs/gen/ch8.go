@@ -20,6 +20,7 @@ import (
 	"github.com/rebalancelab/rebalancelab/internal/zkdata"
 	"github.com/rebalancelab/rebalancelab/internal/zklog"
 	"github.com/rebalancelab/rebalancelab/scenarios"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -199,7 +200,7 @@ func stateCell(st zkdata.PartitionState, ok bool) string {
 
 // ch8Era is the era whose snapshots chapter 8's leader table shows: the first coordinator era that ran
 // with them (the zk era's group has no __consumer_offsets partition), else the zk era.
-func ch8Era(res *scenarios.RunResult, snaps *snapshots, run string) (*scenarios.EraRun, []clusterSnapshot) {
+func ch8Era(res *scenarios.RunResult, snaps *snapshots, run string) (*report.EraRun, []clusterSnapshot) {
 	for _, coordinatorEra := range []bool{true, false} {
 		for _, era := range erasRun(res) {
 			if s := snaps.of(run, era); len(s) > 0 && spec.Era(era).Coordinated() == coordinatorEra {
@@ -338,7 +339,7 @@ func (g *generator) ch8() error {
 }
 
 // killTarget is the era's broker-kill fault target ("broker/2"), "no broker" when there was none.
-func killTarget(e *scenarios.EraRun) string {
+func killTarget(e *report.EraRun) string {
 	for _, r := range e.Records {
 		if r.Kind == timeline.Fault && r.Action == string(spec.ActBrokerKill) && r.Phase == timeline.FaultBegin {
 			return "`" + r.Target + "`"

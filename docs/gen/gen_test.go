@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/rebalancelab/rebalancelab/scenarios"
 	"github.com/rebalancelab/rebalancelab/scenarios/connect"
 	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
@@ -442,7 +441,7 @@ func TestWindowRecordsMatchCompute(t *testing.T) {
 		z(16, "m2", timeline.ZKOp, read), // same ms as stable: in the window
 		z(17, "m1", timeline.ZKOp, read), // after stable: not
 	}
-	e := &scenarios.EraRun{Era: "zk", Applies: true, Records: recs}
+	e := &report.EraRun{Era: "zk", Applies: true, Records: recs}
 	e.Result = figures.Compute(recs, "zk", figures.FigureOptions{Partitions: map[string][]int32{"t": {0, 1}}})
 	ev, found := event(e, "join")
 	if !found || ev.End != figures.EndStable {

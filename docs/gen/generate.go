@@ -512,7 +512,7 @@ const sweepFile = "ch4-herd-sweep"
 func joinComma(s []string) string { return strings.Join(s, ",") }
 
 // eraOf returns the era's run (era compared as spec.Era), nil when it did not run or does not apply.
-func eraOf(res *scenarios.RunResult, era spec.Era) *scenarios.EraRun {
+func eraOf(res *scenarios.RunResult, era spec.Era) *report.EraRun {
 	if res == nil {
 		return nil
 	}

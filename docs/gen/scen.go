@@ -18,7 +18,7 @@ import (
 // ---- helpers over scenario results ----
 
 // event returns the era's event window called trigger.
-func event(e *scenarios.EraRun, trigger string) (figures.Event, bool) {
+func event(e *report.EraRun, trigger string) (figures.Event, bool) {
 	for _, ev := range e.Result.Events {
 		if ev.Trigger == trigger {
 			return ev, true
@@ -30,7 +30,7 @@ func event(e *scenarios.EraRun, trigger string) (figures.Event, bool) {
 // windowRecords returns the records of the event window called trigger exactly as Compute counts
 // them: from the trigger record through the end of the millisecond in which the group became stable,
 // up to the next trigger, or to the end.
-func windowRecords(e *scenarios.EraRun, trigger string) []timeline.Record {
+func windowRecords(e *report.EraRun, trigger string) []timeline.Record {
 	recs := e.Records
 	ev, ok := event(e, trigger)
 	if !ok || len(recs) == 0 {
@@ -670,7 +670,7 @@ func (g *generator) ch5() error {
 }
 
 // shorten writes <g> for the era's group and topic name in excerpt lines.
-func shorten(lines []string, e *scenarios.EraRun) []string {
+func shorten(lines []string, e *report.EraRun) []string {
 	out := make([]string, len(lines))
 	for i, l := range lines {
 		l = strings.ReplaceAll(l, e.Group, "<g>")

@@ -59,8 +59,8 @@ type StreamsOutput interface {
 	JSONParams() map[string]any
 }
 
-// EraRun is one era of a run. The runner's scenarios.EraRun is this type (a defined type of it) with
-// the timeline helpers its relations read.
+// EraRun is one era of a run (scenarios.EraRun is an alias of it; the catalogue's relations read it
+// through their timeline helpers, scenarios/catalog's eras.go).
 type EraRun struct {
 	Era     string
 	Applies bool

@@ -67,7 +67,7 @@ type File struct {
 	// StopsZKNode: the script stops a ZooKeeper node (zk-stop).
 	StopsZKNode bool
 	// Durability, when given: side producers writing a side topic under the script, read back after
-	// it (scenarios.DurabilitySpec).
+	// it (catalog.DurabilitySpec).
 	Durability *FileDurability
 
 	steps []fstep

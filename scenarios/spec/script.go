@@ -19,7 +19,7 @@ type Action string
 // ("zookeeper", "coordinator", "fetch" — lab.Link's values; the coordination link of an era is
 // CoordinationLink); ZooKeeper and broker steps name a node index (0-based).
 const (
-	// ActTrigger emits trigger{name}: a measured window starts here (scenarios.Compute's events).
+	// ActTrigger emits trigger{name}: a measured window starts here (figures.Compute's events).
 	ActTrigger Action = "trigger"
 	// ActStart starts a member: member_start, then the consumer is created and subscribes (in the
 	// background: a zk connector's initial rebalance, or a coordinator member's first poll). A member
@@ -52,7 +52,7 @@ const (
 	ActBrokerStart Action = "broker-start"
 	ActBrokerKill  Action = "broker-kill"
 	// ActSettle waits until the group is stable (every partition owned by exactly one live member, no
-	// member rebalancing or joining, scenarios.Compute's definition) and has stayed so for QuietMs, or
+	// member rebalancing or joining, figures.Compute's definition) and has stayed so for QuietMs, or
 	// until TimeoutMs passed; it never fails the run (a window that never became stable shows it).
 	ActSettle Action = "settle"
 	// ActHostDown / ActHostUp take test host Host (1-based, scenario run --hosts) off the network and

@@ -1,13 +1,13 @@
 package streams
 
 import (
-	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 
 	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 	"github.com/rebalancelab/rebalancelab/scenarios/report"
+	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
 // The Streams scenario and the relations that read its Result join the catalogue here (the
@@ -72,7 +72,9 @@ func streamsThreads() *catalog.Scenario {
 func streamsRecords(*Result) int { return streamsThreads().Streams.Records }
 
 // streamsRel is the registered relation rel on a Streams run, reported as text.
-func streamsRel(text, rel string) catalog.Relation { return catalog.NamedRel(nil, false, text, rel, nil) }
+func streamsRel(text, rel string) catalog.Relation {
+	return catalog.NamedRel(nil, false, text, rel, nil)
+}
 
 // The Streams scenario's registered relations.
 const (
