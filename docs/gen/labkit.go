@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,21 +20,22 @@ import (
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
-// quietLog is the lab's and the members' log: warnings and errors on stderr.
+// quietLog is the lab's and the members' log: the runners' default (env.Defaults: warnings and
+// errors on stderr).
 func quietLog() *logrus.Entry {
-	l := logrus.New()
-	l.SetOutput(os.Stderr)
-	l.SetLevel(logrus.WarnLevel)
-	return logrus.NewEntry(l)
+	d := env.Defaults{}
+	d.Fill()
+	return d.LabLog
 }
 
-// startLab starts a real ZooKeeper and one broker with the lab's short timings (lab.ShortTimings).
+// startLab starts a real ZooKeeper and one broker with the lab's short timings (lab.ShortTimings),
+// through the environment stage (env.Start) as every runner does.
 func startLab(ctx context.Context) (*lab.Lab, error) {
-	l, err := lab.Start(ctx, lab.Options{Brokers: 1, Log: quietLog()})
+	e, err := env.Start(ctx, env.Options{Lab: lab.Options{Brokers: 1, Log: quietLog()}})
 	if err != nil {
-		return nil, fmt.Errorf("lab: %w", err)
+		return nil, err
 	}
-	return l, nil
+	return e.Lab(), nil
 }
 
 // startLabWithTopic is startLab, then createTopic (the lab is closed when the topic cannot be made).
