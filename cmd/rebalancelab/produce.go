@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rebalancelab/rebalancelab/internal/poll"
 )
 
 // contextWithTimeout bounds a command by d on top of its own context (SIGINT/SIGTERM).
@@ -33,20 +35,17 @@ func pingBroker(ctx context.Context, cl *kgo.Client, timeout time.Duration) erro
 		defer cancel()
 	}
 	var last error
-	for {
+	every := poll.Backoff{First: 250 * time.Millisecond, Max: 250 * time.Millisecond}
+	if every.UntilErr(ctx, 0, "a broker's answer", func() error {
 		err := cl.Ping(ctx)
-		if err == nil {
-			return nil
-		}
-		if last == nil || ctx.Err() == nil {
+		if err != nil && (last == nil || ctx.Err() == nil) {
 			last = err
 		}
-		select {
-		case <-ctx.Done():
-			return last
-		case <-time.After(250 * time.Millisecond):
-		}
+		return err
+	}) != nil {
+		return last
 	}
+	return nil
 }
 
 // produceValue is record i's value: the decimal sequence number, left-padded with zeros to size bytes

@@ -373,7 +373,13 @@ func (r *run) departure() {
 // drain is the last phase: the source stopped, the run waits until the sink has consumed every
 // acknowledged record, then fills the end-to-end counts and the task downtime from the event files.
 func (r *run) drain(ctx context.Context) error {
-	time.Sleep(time.Second) // let the moved tasks produce and consume
+	// The moved tasks produce and consume for a second before the source stops: a window of work, not
+	// a wait for a condition.
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Second):
+	}
 	r.setPhase("drain: the source connector stopped")
 	rest := lab.ConnectREST{URL: r.workers[0].URL}
 	r.stoppedMs = time.Now().UnixMilli()
