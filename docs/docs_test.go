@@ -300,11 +300,12 @@ func anchors(md string) map[string]bool {
 	return out
 }
 
-// TestRepositoryPagesAnchorsResolve: every link of the pages around the course (repositoryPages) that
-// names a #fragment — of its own page or of another markdown page — names a heading that page has.
+// TestRepositoryPagesAnchorsResolve: every link of the pages around the course (repositoryPages) and of
+// the course's pages (docs/*.md) that names a #fragment — of its own page or of another markdown page —
+// names a heading that page has.
 func TestRepositoryPagesAnchorsResolve(t *testing.T) {
 	seen := 0
-	for _, page := range repositoryPages(t) {
+	for _, page := range append(repositoryPages(t), chapters(t)...) {
 		b, err := os.ReadFile(page)
 		if err != nil {
 			t.Fatal(err)
