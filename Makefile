@@ -128,6 +128,14 @@ bench-report: deps build
 bench-tables: build
 	$(BIN) bench table --readme docs/reference/performance.md
 
+# The reference pages derived from the code (docs/refgen): the CLI reference docs/reference/cli/ (cobra/doc,
+# one page per command), the scenario catalogue and the figure definitions (the ref-* generated blocks
+# of docs/reference/scenarios.md and docs/design.md). TestCLIReferenceFresh (cmd/rebalancelab) and
+# TestReferenceBlocksFresh (docs/refgen) fail while a committed page differs from what this writes.
+.PHONY: docs-ref
+docs-ref: build
+	$(BIN) gen-docs docs
+
 clean:
 	rm -rf bin
 

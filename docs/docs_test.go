@@ -46,6 +46,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
 
 	"go.uber.org/goleak"
 
@@ -223,14 +224,26 @@ func TestCommittedLinksResolve(t *testing.T) {
 	}
 }
 
-// TestRepositoryPagesLinksResolve: the pages around the course — README.md, CONTRIBUTING.md and
-// docs/reference/*.md — link only files that exist, each link read from the page's own folder.
-func TestRepositoryPagesLinksResolve(t *testing.T) {
+// repositoryPages are the pages around the course: README.md, CONTRIBUTING.md, docs/reference/*.md and
+// the generated CLI reference docs/reference/cli/*.md.
+func repositoryPages(t *testing.T) []string {
+	t.Helper()
 	pages, err := filepath.Glob(filepath.Join("reference", "*.md"))
 	if err != nil || len(pages) == 0 {
 		t.Fatalf("no pages in docs/reference: %v", err)
 	}
-	pages = append(pages, filepath.Join("..", "README.md"), filepath.Join("..", "CONTRIBUTING.md"))
+	cli, err := filepath.Glob(filepath.Join("reference", "cli", "*.md"))
+	if err != nil || len(cli) == 0 {
+		t.Fatalf("no CLI reference in docs/reference/cli (make docs-ref): %v", err)
+	}
+	pages = append(pages, cli...)
+	return append(pages, filepath.Join("..", "README.md"), filepath.Join("..", "CONTRIBUTING.md"))
+}
+
+// TestRepositoryPagesLinksResolve: the pages around the course (repositoryPages) link only files that
+// exist, each link read from the page's own folder.
+func TestRepositoryPagesLinksResolve(t *testing.T) {
+	pages := repositoryPages(t)
 	seen := 0
 	for _, page := range pages {
 		b, err := os.ReadFile(page)
@@ -246,6 +259,78 @@ func TestRepositoryPagesLinksResolve(t *testing.T) {
 	}
 	if seen < 20 {
 		t.Errorf("only %d links found in %v; the pages should link the course and each other", seen, pages)
+	}
+}
+
+// headingRE is an ATX heading line.
+var headingRE = regexp.MustCompile(`(?m)^#{1,6} +(.+?) *#*$`)
+
+// anchors returns the fragment ids of md's headings as GitHub makes them: lower case, every character
+// but letters, digits, spaces, '-' and '_' dropped, spaces turned into '-', a repeated id suffixed -1,
+// -2, ... (fenced code blocks hold no headings).
+func anchors(md string) map[string]bool {
+	out := map[string]bool{}
+	var text strings.Builder
+	inFence := false
+	for _, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			inFence = !inFence
+			continue
+		}
+		if !inFence {
+			text.WriteString(line + "\n")
+		}
+	}
+	for _, m := range headingRE.FindAllStringSubmatch(text.String(), -1) {
+		var b strings.Builder
+		for _, r := range strings.ToLower(m[1]) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		id := b.String()
+		for i := 1; out[id]; i++ {
+			id = fmt.Sprintf("%s-%d", b.String(), i)
+		}
+		out[id] = true
+	}
+	return out
+}
+
+// TestRepositoryPagesAnchorsResolve: every link of the pages around the course (repositoryPages) and of
+// the course's pages (docs/*.md) that names a #fragment — of its own page or of another markdown page —
+// names a heading that page has.
+func TestRepositoryPagesAnchorsResolve(t *testing.T) {
+	seen := 0
+	for _, page := range append(repositoryPages(t), chapters(t)...) {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range linkRE.FindAllStringSubmatch(string(b), -1) {
+			target, frag, ok := strings.Cut(m[1], "#")
+			if !ok || strings.Contains(target, "://") || (target != "" && !strings.HasSuffix(target, ".md")) {
+				continue
+			}
+			file := page
+			if target != "" {
+				file = filepath.Join(filepath.Dir(page), filepath.FromSlash(target))
+			}
+			md, err := os.ReadFile(file)
+			if err != nil {
+				continue // TestRepositoryPagesLinksResolve reports it
+			}
+			seen++
+			if !anchors(string(md))[frag] {
+				t.Errorf("%s links %s: %s has no heading #%s", page, m[1], file, frag)
+			}
+		}
+	}
+	if seen < 5 {
+		t.Errorf("only %d links with a fragment found; the catalogue alone links each of its scenarios", seen)
 	}
 }
 

@@ -48,6 +48,7 @@ func newRootCmd() *cobra.Command {
 		newBrokerCmd(),
 		newClockCmd(),
 		newConsumerCmd(),
+		newGenDocsCmd(),
 		newLabCmd(),
 		newMemberCmd(),
 		newMemberPoolCmd(),

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/rebalancelab/rebalancelab/docs/blocks"
 )
 
 // output collects what a run produces: figure files under dir, and markdown blocks by name.
@@ -76,51 +77,32 @@ func (o *output) block(name, md string) {
 
 // ---- generated blocks in the chapters ----
 
-var blockRE = regexp.MustCompile(`(?s)<!-- BEGIN GENERATED ([a-z0-9-]+) -->\n.*?<!-- END GENERATED ([a-z0-9-]+) -->`)
-
 // blockChapter is the chapter a block belongs to: its name's prefix ("ch4-summary" → "ch4");
-// other blocks ("readme-...") belong to every run.
+// other blocks ("readme-...") belong to every run. The reference blocks ("ref-...", docs/refgen, `make
+// docs-ref`) are generated from the code, not by this program: "ref", which no run selects.
 func blockChapter(name string) string {
+	if strings.HasPrefix(name, "ref-") {
+		return "ref"
+	}
 	if c, _, ok := strings.Cut(name, "-"); ok && strings.HasPrefix(c, "ch") {
 		return c
 	}
 	return ""
 }
 
-// fillBlocks replaces the content of every generated block in md with blocks[name]. A block of a
-// selected chapter (or of no chapter) that blocks lacks is an error, as is a BEGIN whose END names
-// another block; blocks of unselected chapters are left as they are.
-func fillBlocks(md string, blocks map[string]string, selected map[string]bool) (string, error) {
-	var errs []string
-	out := blockRE.ReplaceAllStringFunc(md, func(m string) string {
-		sub := blockRE.FindStringSubmatch(m)
-		name := sub[1]
-		if sub[2] != name {
-			errs = append(errs, fmt.Sprintf("block %s ends with END GENERATED %s", name, sub[2]))
-			return m
-		}
-		content, ok := blocks[name]
-		if !ok {
-			if c := blockChapter(name); c != "" && !selected[c] {
-				return m
-			}
-			errs = append(errs, fmt.Sprintf("block %s: this run produced no such block", name))
-			return m
-		}
-		return "<!-- BEGIN GENERATED " + name + " -->\n" + content + "\n<!-- END GENERATED " + name + " -->"
+// fillBlocks replaces the content of every generated block in md with blocks[name] (blocks.Fill). A
+// block of a selected chapter (or of no chapter) that blocks lacks is an error, as is a BEGIN whose END
+// names another block; blocks of unselected chapters are left as they are.
+func fillBlocks(md string, content map[string]string, selected map[string]bool) (string, error) {
+	return blocks.Fill(md, content, func(name string) bool {
+		c := blockChapter(name)
+		return c != "" && !selected[c]
 	})
-	if n, m := strings.Count(md, "<!-- BEGIN GENERATED "), len(blockRE.FindAllString(md, -1)); n != m {
-		errs = append(errs, fmt.Sprintf("%d BEGIN GENERATED markers but %d complete blocks", n, m))
-	}
-	if len(errs) > 0 {
-		return md, fmt.Errorf("%s", strings.Join(errs, "; "))
-	}
-	return out, nil
 }
 
 // fillDir refills the blocks of every *.md file in dir. Every produced block must appear in some
 // chapter (a block nobody shows is a generator bug).
-func fillDir(dir string, blocks map[string]string, selected map[string]bool) error {
+func fillDir(dir string, content map[string]string, selected map[string]bool) error {
 	files, err := filepath.Glob(filepath.Join(dir, "*.md"))
 	if err != nil {
 		return err
@@ -134,10 +116,10 @@ func fillDir(dir string, blocks map[string]string, selected map[string]bool) err
 		if err != nil {
 			return err
 		}
-		for _, m := range blockRE.FindAllStringSubmatch(string(b), -1) {
+		for _, m := range blocks.RE.FindAllStringSubmatch(string(b), -1) {
 			used[m[1]] = true
 		}
-		filled, err := fillBlocks(string(b), blocks, selected)
+		filled, err := fillBlocks(string(b), content, selected)
 		if err != nil {
 			return fmt.Errorf("%s: %w", f, err)
 		}
@@ -148,7 +130,7 @@ func fillDir(dir string, blocks map[string]string, selected map[string]bool) err
 		}
 	}
 	var unused []string
-	for name := range blocks {
+	for name := range content {
 		if !used[name] {
 			unused = append(unused, name)
 		}
