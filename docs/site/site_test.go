@@ -63,7 +63,8 @@ var reportPage = regexp.MustCompile(`^docs/figures/[^/]+/index\.html$`)
 // the site (no directory URL, nothing outside the folder), every image loads (naturalWidth > 0), no
 // console error, exception or failed load is logged, every mermaid block renders as a diagram, and every
 // report (docs/figures/*/index.html) is linked from a page and renders its ownership lanes (div.lane
-// per partition per era, scenarios/report/html.go) with their segments. It writes screenshots of the
+// per partition per era, scenarios/report/html.go) with their segments. Search works offline: a query
+// typed on the home page lists results that are pages of the site. It writes screenshots of the
 // home page, of the first report and of the first mermaid diagram into site/screenshots/.
 func TestSiteInChromium(t *testing.T) {
 	testutil.Needs(t, testutil.Chromium, testutil.Site)
@@ -238,6 +239,36 @@ func TestSiteInChromium(t *testing.T) {
 			shot(t, bctx, filepath.Join(shots, "home.png"), chromedp.CaptureScreenshot())
 		}
 	}
+	// Search runs offline: Material's worker through the iframe-worker shim, the index inlined by the
+	// offline plugin. A query typed on the home page lists results whose links are pages of the site.
+	mu.Lock()
+	logged = nil
+	mu.Unlock()
+	const query = "coordinator"
+	if err := chromedp.Do(bctx,
+		chromedp.Navigate((&url.URL{Scheme: "file", Path: filepath.Join(out, "index.html")}).String()),
+		chromedp.SendKeys(chromedp.CSS("input.md-search__input"), query),
+	); err != nil {
+		t.Errorf("search: %v", err)
+	} else if _, err := chromedp.Run(bctx, chromedp.Poll[bool](`document.querySelectorAll('.md-search-result__item').length > 0`,
+		chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Errorf("search for %q: no result listed: %v", query, err)
+	} else if hits, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('.md-search-result__item > a')).map(a => a.href)`)); err != nil {
+		t.Errorf("search: %v", err)
+	} else {
+		for _, h := range hits {
+			if _, ok, err := localFile(h, out); err != nil || !ok {
+				t.Errorf("search for %q: result %s is not a page of the site: %v", query, h, err)
+			}
+		}
+		t.Logf("search for %q: %d results", query, len(hits))
+	}
+	mu.Lock()
+	for _, e := range logged {
+		t.Errorf("search: %s", e)
+	}
+	mu.Unlock()
+
 	if reports == 0 {
 		t.Errorf("the site has no report (docs/figures/*/index.html)")
 	}
