@@ -187,7 +187,7 @@ func TestSiteInChromium(t *testing.T) {
 			// Material replaces each pre.mermaid by a div.mermaid once mermaid has drawn it.
 			if _, err := chromedp.Run(bctx, chromedp.Poll[bool](fmt.Sprintf(
 				`document.querySelectorAll('div.mermaid').length === %d && Array.from(document.querySelectorAll('div.mermaid')).every(e => e.getBoundingClientRect().height > 0)`,
-				wantMermaid), chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+				wantMermaid), chromedp.WithPollingTimeout(60*time.Second))); err != nil {
 				t.Errorf("%s: %d mermaid blocks not drawn: %v", page, wantMermaid, err)
 			}
 		}
@@ -251,7 +251,7 @@ func TestSiteInChromium(t *testing.T) {
 	); err != nil {
 		t.Errorf("search: %v", err)
 	} else if _, err := chromedp.Run(bctx, chromedp.Poll[bool](`document.querySelectorAll('.md-search-result__item').length > 0`,
-		chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		chromedp.WithPollingTimeout(60*time.Second))); err != nil {
 		t.Errorf("search for %q: no result listed: %v", query, err)
 	} else if hits, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('.md-search-result__item > a')).map(a => a.href)`)); err != nil {
 		t.Errorf("search: %v", err)
