@@ -137,7 +137,20 @@ docs-ref: build
 	$(BIN) gen-docs docs
 
 clean:
-	rm -rf bin
+	rm -rf bin site
+
+# The documentation site (scripts/site.sh, mkdocs.yml): README.md as the home page, the course, the
+# design, the reference pages, CONTRIBUTING.md, the figures and the HTML reports of docs/figures/,
+# built by MkDocs with the Material theme into site/ (SITE_DIR), which opens from the file system
+# (site/index.html, no server). site-deps (scripts/site-deps.sh; `deps` runs it too) installs the pinned
+# generator into .cache/site-venv and mermaid's bundle from the npm registry into .cache/site-npm.
+# The browser test (docs/site, in `make test`) builds it and loads every page in headless Chromium.
+.PHONY: site site-deps
+site-deps:
+	@scripts/site-deps.sh
+
+site: site-deps
+	@scripts/site.sh
 
 # The course in docs/: every figure regenerated from real runs by docs/gen, and the generated blocks
 # of the chapters refilled. DOCS_ONLY=ch4 regenerates one chapter (comma-separated list);

@@ -8,6 +8,10 @@
 # from Maven Central into interop/<module>/target/lib (with the jar of a module's own Java sources, the
 # lab's peers: Streams' MergeApp, Connect's connectors, the old connector's harness), rebuilt when
 # missing or older than a POM or a module's source.
+# Last, the documentation site's tools (scripts/site-deps.sh, also `make site-deps`: python3-venv and
+# npm from apt-get when missing, MkDocs and Material pinned from PyPI into .cache/site-venv, mermaid
+# and iframe-worker pinned from the npm registry into .cache/site-npm): the site's browser test
+# (docs/site) builds the site.
 # Idempotent and quiet when all is present.
 #
 # `scripts/deps.sh demo` (make demo-deps) installs only what `make demo` runs: a ZooKeeper server and a
@@ -97,3 +101,6 @@ for pom in "$root"/interop/*/pom.xml; do
 	rm -f "$log"
 	touch "$stamp"
 done
+
+# The documentation site's tools (make site; docs/site's browser test builds the site).
+"$root/scripts/site-deps.sh"

@@ -40,6 +40,8 @@ const (
 	KafkaPython Need = "kafka-python"
 	// Chromium: a headless Chromium.
 	Chromium Need = "Chromium"
+	// Site: the documentation site's generator and mermaid (make site-deps: .cache/site-venv, .cache/site-npm).
+	Site Need = "the site tools (make site-deps)"
 	// Prometheus: the prometheus server.
 	Prometheus Need = "Prometheus"
 	// Burrow: LinkedIn's Burrow.
