@@ -12,7 +12,7 @@ import (
 // tests read results.
 
 // crashed: the members the script crashes.
-func (r *RunResult) crashed() map[string]bool {
+func crashedIn(r *RunResult) map[string]bool {
 	out := map[string]bool{}
 	for _, s := range r.Script {
 		if s.Action == spec.ActCrash {
@@ -42,7 +42,7 @@ func fig(name string, f figures.Figures) (int64, error) {
 }
 
 // era returns r's era called name, nil when it has none.
-func (r *RunResult) era(name string) *EraRun {
+func eraOf(r *RunResult, name string) *EraRun {
 	for _, e := range r.Eras {
 		if e.Era == name {
 			return e

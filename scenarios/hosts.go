@@ -48,7 +48,8 @@ func startHosts(ctx context.Context, o Options, res *RunResult, progress func(st
 		return nil, fmt.Errorf("test hosts: %w", err)
 	}
 	caps := hs.Capabilities()
-	res.HostCapabilities = &caps
+	hc := report.HostCapabilities(caps)
+	res.HostCapabilities = &hc
 	progress("%d test hosts (network namespaces %sh1..h%d on bridge %s, subnet %s)", n, hs.Prefix(), n, hs.BridgeAddr(), hs.Subnet())
 	if !caps.Netem {
 		note := "netem is not available in this kernel (" + caps.NetemReason + "): the kernel cannot delay or drop a host's packets " +

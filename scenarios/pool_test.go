@@ -25,7 +25,7 @@ func TestMembersInPools(t *testing.T) {
 	if res.MembersAs != MembersAsProcesses {
 		t.Fatalf("members as %q, want %q (implied by MembersPerProcess)", res.MembersAs, MembersAsProcesses)
 	}
-	crashed := res.crashed()
+	crashed := crashedIn(res)
 	if len(crashed) != 1 {
 		t.Fatalf("script crashes %v, want one member", crashed)
 	}

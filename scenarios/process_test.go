@@ -40,7 +40,7 @@ func TestConsumerCrashAsProcesses(t *testing.T) {
 	if res.MembersAs != MembersAsProcesses || res.ParamsMap()["members_as"] != MembersAsProcesses {
 		t.Fatalf("members as %q, params %v", res.MembersAs, res.ParamsMap()["members_as"])
 	}
-	crashed := res.crashed()
+	crashed := crashedIn(res)
 	if len(crashed) != 1 {
 		t.Fatalf("script crashes %v, want one member", crashed)
 	}

@@ -143,7 +143,7 @@ func replayRecorded(t *testing.T) []goldenTimeline {
 			out = append(out, goldenTimeline{File: filepath.ToSlash(rel), SHA256: sum, Era: e.Era, Scenario: rr.Scenario,
 				Extra: e.Extra})
 		}
-		run.checkRelations(sc)
+		checkRelations(run, sc)
 		for i := range out {
 			if out[i].Scenario != rr.Scenario || out[i].Relations != nil {
 				continue

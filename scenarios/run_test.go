@@ -20,6 +20,7 @@ import (
 	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
 	"github.com/rebalancelab/rebalancelab/scenarios/figures"
+	"github.com/rebalancelab/rebalancelab/scenarios/report"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
@@ -199,7 +200,7 @@ func TestHerdEffect(t *testing.T) {
 		if !e.Drained {
 			t.Errorf("%s: not drained", e.Era)
 		}
-		if len(e.ShutdownRecords) == 0 || e.ShutdownRecords[0].Name != scriptEndTrigger {
+		if len(e.ShutdownRecords) == 0 || e.ShutdownRecords[0].Name != report.ScriptEndTrigger {
 			t.Errorf("%s: shutdown records do not start with the shutdown trigger", e.Era)
 		}
 	}
@@ -271,7 +272,7 @@ func TestConsumerBounceHardAll(t *testing.T) {
 func TestStaticMemberBounce(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper)
 	res := runScenario(t, "static-member-bounce", small(t, "static-member-bounce"))
-	if e := res.era("cooperative"); e == nil || e.Applies {
+	if e := eraOf(res, "cooperative"); e == nil || e.Applies {
 		t.Errorf("cooperative ran: Kafka's static bounce test is eager-only")
 	}
 }
@@ -279,7 +280,7 @@ func TestStaticMemberBounce(t *testing.T) {
 func TestStaticFencing(t *testing.T) {
 	testutil.Needs(t, testutil.ZooKeeper)
 	res := runScenario(t, "static-fencing", small(t, "static-fencing"))
-	if e := res.era("static"); e == nil || !e.Applies {
+	if e := eraOf(res, "static"); e == nil || !e.Applies {
 		t.Fatalf("the static era did not run")
 	}
 }

@@ -296,14 +296,14 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 			return res, err
 		}
 	}
-	res.checkRelations(sc)
+	checkRelations(res, sc)
 	switch {
 	case o.ReportDir != "":
 		if err := res.WriteReport(o.ReportDir); err != nil {
 			return res, fmt.Errorf("report: %w", err)
 		}
 	case o.OutputDir != "":
-		if err := res.Report().WriteTimelines(o.OutputDir); err != nil {
+		if err := res.WriteTimelines(o.OutputDir); err != nil {
 			return res, fmt.Errorf("timelines: %w", err)
 		}
 	}
@@ -569,7 +569,7 @@ func (r *eraRunner) run(parent context.Context) error {
 	if spec.Era(e.Era).UsesZooKeeper() {
 		e.ZKCrosscheck = r.watchCheck(ctx)
 	}
-	r.rec.Emit(timeline.Record{Kind: timeline.Trigger, Name: scriptEndTrigger})
+	r.rec.Emit(timeline.Record{Kind: timeline.Trigger, Name: report.ScriptEndTrigger})
 	r.stepf("stopping the members")
 	r.stopAll(true)
 	r.zombies.Wait()
@@ -600,7 +600,7 @@ func (r *eraRunner) run(parent context.Context) error {
 // splitAtShutdown splits a sorted timeline before its shutdown trigger.
 func splitAtShutdown(recs []timeline.Record) (scenario, shutdown []timeline.Record) {
 	for i, rec := range recs {
-		if rec.Kind == timeline.Trigger && rec.Name == scriptEndTrigger {
+		if rec.Kind == timeline.Trigger && rec.Name == report.ScriptEndTrigger {
 			return recs[:i:i], recs[i:]
 		}
 	}

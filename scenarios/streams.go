@@ -37,14 +37,14 @@ func runStreams(ctx context.Context, o Options, sc *catalog.Scenario, p spec.Par
 		res.Versions["kafka"] = out.KafkaVersion
 	}
 	res.Eras = []*EraRun{{Era: streams.Era, Applies: true, Group: run.Application, Topic: strings.Join(run.Inputs, ","), Errors: out.Errors}}
-	res.checkRelations(sc)
+	checkRelations(res, sc)
 	switch {
 	case o.ReportDir != "":
 		if err := res.WriteReport(o.ReportDir); err != nil && runErr == nil {
 			runErr = fmt.Errorf("report: %w", err)
 		}
 	case o.OutputDir != "":
-		if err := res.Report().WriteTimelines(o.OutputDir); err != nil && runErr == nil {
+		if err := res.WriteTimelines(o.OutputDir); err != nil && runErr == nil {
 			runErr = fmt.Errorf("timelines: %w", err)
 		}
 	}

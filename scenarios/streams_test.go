@@ -46,7 +46,7 @@ func TestStreamsThreads(t *testing.T) {
 	if errs := res.Eras[0].Errors; len(errs) > 0 {
 		t.Fatalf("runner errors: %v", errs)
 	}
-	s := res.Streams
+	s := streams.Of(res)
 	tot := s.Totals
 	if tot.RecordsIn != 10000 || tot.DistinctOut != 10000 || tot.Lost != 0 || tot.Duplicates != tot.RecordsOut-tot.DistinctOut || tot.Duplicates < 0 {
 		t.Fatalf("records: %+v, want 10000 in, 10000 distinct out, 0 lost", tot)
@@ -134,8 +134,8 @@ func TestStreamsThreadsOnKafka39(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", table.String())
-	if !strings.HasPrefix(res.Versions["kafka"], "3.9.") || res.Streams.Observed {
-		t.Errorf("versions %v, observed %v: want Kafka 3.9.x and no observer", res.Versions, res.Streams.Observed)
+	if !strings.HasPrefix(res.Versions["kafka"], "3.9.") || streams.Of(res).Observed {
+		t.Errorf("versions %v, observed %v: want Kafka 3.9.x and no observer", res.Versions, streams.Of(res).Observed)
 	}
 	if !res.Passed() {
 		t.Fatalf("the run failed: %v", res.Failures())
@@ -149,7 +149,7 @@ func TestStreamsThreadsOnKafka39(t *testing.T) {
 			t.Errorf("%s: skipped %v (%s)", rel.Relation, rel.Skipped, rel.Got)
 		}
 	}
-	if tot := res.Streams.Totals; tot.RecordsIn != 10000 || tot.DistinctOut != 10000 || tot.Lost != 0 {
+	if tot := streams.Of(res).Totals; tot.RecordsIn != 10000 || tot.DistinctOut != 10000 || tot.Lost != 0 {
 		t.Errorf("records %+v, want 10000 in, 10000 distinct out, 0 lost", tot)
 	}
 }

@@ -161,7 +161,7 @@ func RunSweep(ctx context.Context, o SweepOptions) (*report.SweepResult, error) 
 				return res, ctx.Err()
 			}
 			if r != nil && !deadline && err == nil {
-				size.Runs = append(size.Runs, r.Report())
+				size.Runs = append(size.Runs, r)
 				continue
 			}
 			switch {

@@ -419,7 +419,7 @@ func runScenario(cmd *cobra.Command, r *scenarioRun) error {
 		runs = append(runs, res)
 		fmt.Fprintln(cmd.OutOrStdout())
 	}
-	if err := scenarios.RenderBrokerComparison(cmd.OutOrStdout(), runs...); err != nil {
+	if err := report.RenderBrokerComparison(cmd.OutOrStdout(), runs...); err != nil {
 		return err
 	}
 	var errs []error

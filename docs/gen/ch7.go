@@ -418,7 +418,7 @@ func (g *generator) ch7Streams() error {
 		return err
 	}
 	g.out.block("ch7-streams-table", "```text\n"+table+"```")
-	s := res.Streams
+	s := streams.Of(res)
 	ev := map[string]streams.Event{}
 	for _, e := range s.Events {
 		ev[e.Trigger] = e

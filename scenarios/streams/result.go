@@ -169,3 +169,9 @@ func (l Lane) Summary() string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Of is r's Streams output as this package's Result: nil when r is no Streams run.
+func Of(r *report.RunResult) *Result {
+	s, _ := r.Streams.(*Result)
+	return s
+}
