@@ -10,8 +10,8 @@ import (
 // Streams is a *streams.Result (streams.Of).
 type RunResult = report.RunResult
 
-// EraRun is one era of a run (report.EraRun): RunResult.Report hands the same memory to the report
-// and to the catalogue's relations (catalog.CheckRelations).
+// EraRun is one era of a run (report.EraRun): the same memory the report's writers and the
+// catalogue's relations (catalog.CheckRelations) read.
 type EraRun = report.EraRun
 
 // checkRelations fills every applicable era's Relations (catalog.CheckRelations).

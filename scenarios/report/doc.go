@@ -2,7 +2,7 @@
 // members → timeline → figures → report): what a run measured, written as a table, JSON, an HTML page
 // and SVG plots.
 //
-// In: a RunResult, which the runner (package scenarios) fills (its RunResult.Report): the run's spec
+// In: a RunResult, which the runner (package scenarios) fills (scenarios.RunResult is this type): the run's spec
 // (scenario, seed, Params, Timing, script), per era an EraRun (its merged timeline, the figures'
 // Result, the relations as checked, errors, end owners, side producers, the ZooKeeper cross-check,
 // member processes), the test hosts; a Streams run carries its own output (StreamsOutput). For a

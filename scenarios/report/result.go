@@ -15,9 +15,8 @@ import (
 	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
-// RunResult is one scenario run over one or more eras, as the report reads it: the runner fills its
-// own scenarios.RunResult and hands it over as this one (scenarios.RunResult.Report; the eras are the
-// same memory, so what a writer sets, such as EraRun.Timeline, the runner sees).
+// RunResult is one scenario run over one or more eras, as the runner fills it (scenarios.RunResult is
+// this type) and the writers read it (what a writer sets, such as EraRun.Timeline, the runner sees).
 type RunResult struct {
 	Scenario      string
 	Description   string
