@@ -17,7 +17,7 @@ func (r *RunResult) Report() *report.RunResult {
 	out := &report.RunResult{Scenario: r.Scenario, Description: r.Description, Seed: r.Seed, Params: r.Params,
 		Timing: r.Timing, KafkaDefaults: r.KafkaDefaults, ZKConfig: r.ZKConfig, Broker: r.Broker, Cluster: r.Cluster,
 		MembersAs: r.MembersAs, Members: r.Members, RunID: r.RunID, Versions: r.Versions, Script: r.Script,
-		Hosts: r.Hosts, Notes: r.Notes}
+		Hosts: r.Hosts, Notes: r.Notes, Interrupted: r.Interrupted}
 	for _, e := range r.Eras {
 		out.Eras = append(out.Eras, (*report.EraRun)(e))
 	}

@@ -31,6 +31,8 @@ type RunResult struct {
 	Hosts            []report.HostInfo
 	HostCapabilities *lab.Capabilities
 	Notes            []string // what the run did differently from what was asked, and why
+	// Interrupted: the run was cancelled before it ended (report.RunResult.Interrupted).
+	Interrupted bool
 	// Streams is what a Streams scenario measured (Scenario.Streams); nil for the consumer eras'.
 	Streams *streams.Result
 }
