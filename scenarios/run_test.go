@@ -25,7 +25,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(testutil.Exit)) // Exit: removes the test binary (testutil.Binary)
 }
 
 // testEras are the eras the scenario tests run (REBALANCELAB_ERAS overrides, e.g. "zk").
