@@ -377,7 +377,11 @@ func runEras(ctx context.Context, o Options, sc *catalog.Scenario, res *RunResul
 			where = " on test host h1"
 		}
 		eo.Lab = lo
-		progress("%s: starting the lab (ZooKeeper %d node(s), %d %s broker(s)%s)", sc.Name, sc.ZKNodes, lo.Brokers, o.Broker, where)
+		zkDesc := fmt.Sprintf("ZooKeeper %d node(s)", sc.ZKNodes)
+		if o.ExternalZK != "" {
+			zkDesc = "ZooKeeper at --zk " + o.ExternalZK
+		}
+		progress("%s: starting the lab (%s, %d %s broker(s)%s)", sc.Name, zkDesc, lo.Brokers, o.Broker, where)
 	} else {
 		progress("%s: an existing cluster (no lab): bootstrap %s, ZooKeeper %s, run id %s", sc.Name, o.Bootstrap,
 			map[bool]string{true: o.ExternalZK, false: "none"}[o.ExternalZK != ""], res.RunID)
