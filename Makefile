@@ -110,7 +110,7 @@ demo: demo-deps build
 # own (zero-copy fetch, locating a fetch's batches and frame reading against the old ways, commits sharing an fsync against one
 # fsync each), BENCH_COUNT runs each, summarised by `rebalancelab bench report` (medians, min-max,
 # benchstat's 95% interval from 6 runs) into Markdown, the medians, spreads, peers' settings and load
-# appended to benchmark/history.jsonl. The raw output stays in bench-out.txt. docs/reference/performance.md shows a history
+# appended to benchmark/history.jsonl (--history: bench report appends nowhere by default). The raw output stays in bench-out.txt. docs/reference/performance.md shows a history
 # line's tables in a "<!-- BEGIN BENCH TABLE <time> -->" block that `make bench-tables` fills.
 BENCH_COUNT ?= 6
 .PHONY: bench-report
@@ -119,7 +119,7 @@ bench-report: deps build
 	bash -o pipefail -c "$(GO) test -run '^\$$' -bench 'FetchAnswer|ReadFrame' -count $(BENCH_COUNT) ./broker/ | tee -a bench-out.txt"
 	bash -o pipefail -c "$(GO) test -run '^\$$' -bench 'SliceUpTo' -count $(BENCH_COUNT) ./broker/storage/ | tee -a bench-out.txt"
 	bash -o pipefail -c "$(GO) test -run '^\$$' -bench 'DriverCommitFsync' -count $(BENCH_COUNT) ./broker/coordinator/ | tee -a bench-out.txt"
-	$(BIN) bench report --markdown bench-out.txt
+	$(BIN) bench report --markdown --history benchmark/history.jsonl bench-out.txt
 
 # The performance tables (docs/reference/performance.md), regenerated from benchmark/history.jsonl: every
 # "<!-- BEGIN BENCH TABLE <time> -->" block gets `rebalancelab bench table --at <time>`

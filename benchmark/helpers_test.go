@@ -13,11 +13,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/newconsumer/assignor"
 )
 
 // Benchmarks start brokers, kfake clusters and connections: all must be gone when they end.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(testutil.Exit)) // Exit: removes the test binary (testutil.Binary)
+}
 
 // side is one implementation measured in a side-by-side benchmark: its name (the metric's unit is
 // "ms-<name>/op"), an optional preparation run before each operation outside the stopwatch and

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rebalancelab/rebalancelab/internal/poll"
 	"github.com/rebalancelab/rebalancelab/lab"
 	"github.com/rebalancelab/rebalancelab/scenarios"
 	"github.com/rebalancelab/rebalancelab/scenarios/members"
@@ -88,20 +89,9 @@ func (g *stormGroup) readyCoordinator(ctx context.Context, bootstrap, group stri
 		if err == nil && gs[group].Err == nil {
 			return
 		}
-		if !sleepCtx(ctx, 50*time.Millisecond) {
+		if !poll.Sleep(ctx, 50*time.Millisecond) {
 			return
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rebalancelab/rebalancelab/broker"
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 	"github.com/rebalancelab/rebalancelab/internal/wire"
 	"github.com/rebalancelab/rebalancelab/internal/zklog"
 	"github.com/rebalancelab/rebalancelab/lab"
@@ -26,7 +27,8 @@ import (
 func TestMain(m *testing.M) {
 	// sarama (a client in the interop tests) starts go-metrics' process-wide meter ticker once and never
 	// stops it: a singleton of that library, not a leak of the broker.
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"))
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"),
+		goleak.Cleanup(testutil.Exit)) // Exit: removes the test binary (testutil.Binary)
 }
 
 // testLog collects a test's broker logs and prints them only if the test fails.

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/rebalancelab/rebalancelab/internal/testutil"
 )
 
 // Every test's consumers, brokers and ZooKeeper clients must be gone when the tests end.
@@ -15,5 +17,6 @@ func TestMain(m *testing.M) {
 		// links, toxics/latency.go). Not ours to fix; the scenarios' tests ignore the no-op toxic's
 		// twin for the same reason. Nothing else may leak.
 		goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*LatencyToxic).Pipe"),
+		goleak.Cleanup(testutil.Exit), // removes the test binary (testutil.Binary)
 	)
 }

@@ -26,7 +26,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(testutil.Exit)) // Exit: removes the test binary (testutil.Binary)
 }
 
 // testEras are the eras the scenario tests run (REBALANCELAB_ERAS overrides, e.g. "zk").
@@ -338,10 +338,18 @@ func TestCancel(t *testing.T) {
 	defer cancel()
 	progress := &cancelAt{at: "step 2/", cancel: cancel}
 	start := time.Now()
-	_, err := Run(ctx, Options{Scenario: "herd-effect", Eras: []string{"zk"}, Params: spec.Params{Consumers: 2, Partitions: 2},
+	res, err := Run(ctx, Options{Scenario: "herd-effect", Eras: []string{"zk", "classic"}, Params: spec.Params{Consumers: 2, Partitions: 2},
 		Log: quietLog(), LabLog: quietLog(), Progress: progress})
 	if err != context.Canceled {
 		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	// The zk era was cut at its second step; classic never started: the run does not pass and says so.
+	if !res.Interrupted || !res.Eras[0].Interrupted || res.Eras[0].NotRun || !res.Eras[1].NotRun || res.Eras[1].Interrupted {
+		t.Errorf("interrupted %v; zk interrupted %v, not run %v; classic interrupted %v, not run %v", res.Interrupted,
+			res.Eras[0].Interrupted, res.Eras[0].NotRun, res.Eras[1].Interrupted, res.Eras[1].NotRun)
+	}
+	if f := res.Failures(); len(f) != 1 || f[0] != "interrupted: zk did not finish, classic did not run" {
+		t.Errorf("failures %q", f)
 	}
 	if d := time.Since(start); d > 60*time.Second {
 		t.Fatalf("cancelled run took %v", d)

@@ -293,6 +293,7 @@ func Run(ctx context.Context, o Options) (*RunResult, error) {
 	}
 	if len(toRun) > 0 {
 		if err := runEras(ctx, o, sc, res, toRun); err != nil {
+			res.Interrupted = ctx.Err() != nil
 			return res, err
 		}
 	}
@@ -315,6 +316,9 @@ func runEras(ctx context.Context, o Options, sc *catalog.Scenario, res *RunResul
 		if o.Progress != nil {
 			fmt.Fprintf(o.Progress, format+"\n", a...)
 		}
+	}
+	for _, e := range eras {
+		e.NotRun = true // until its runner starts it (a lab that does not start, an interrupt before it)
 	}
 	var hs *lab.Hosts
 	if res.Params.Hosts > 0 {
@@ -373,7 +377,11 @@ func runEras(ctx context.Context, o Options, sc *catalog.Scenario, res *RunResul
 			where = " on test host h1"
 		}
 		eo.Lab = lo
-		progress("%s: starting the lab (ZooKeeper %d node(s), %d %s broker(s)%s)", sc.Name, sc.ZKNodes, lo.Brokers, o.Broker, where)
+		zkDesc := fmt.Sprintf("ZooKeeper %d node(s)", sc.ZKNodes)
+		if o.ExternalZK != "" {
+			zkDesc = "ZooKeeper at --zk " + o.ExternalZK
+		}
+		progress("%s: starting the lab (%s, %d %s broker(s)%s)", sc.Name, zkDesc, lo.Brokers, o.Broker, where)
 	} else {
 		progress("%s: an existing cluster (no lab): bootstrap %s, ZooKeeper %s, run id %s", sc.Name, o.Bootstrap,
 			map[bool]string{true: o.ExternalZK, false: "none"}[o.ExternalZK != ""], res.RunID)
@@ -388,11 +396,13 @@ func runEras(ctx context.Context, o Options, sc *catalog.Scenario, res *RunResul
 		r := &eraRunner{o: o, sc: sc, res: res, e: e, env: cluster, lab: cluster.Lab(), hosts: hs, kafka: km,
 			bootstrap: cluster.Bootstrap(), zkConnect: cluster.ZKConnect(), zkAddrs: cluster.ZKAddrs(),
 			t: res.Timing, p: res.Params, progress: progress, log: o.Log.WithField("era", e.Era)}
+		e.NotRun = false
 		err := r.run(ctx)
 		if e.Topic != "" {
 			r.cleanup()
 		}
 		if err != nil {
+			e.Interrupted = ctx.Err() != nil
 			return err
 		}
 	}
@@ -532,7 +542,7 @@ func (r *eraRunner) run(parent context.Context) error {
 	}
 
 	for i, st := range r.res.Script {
-		if !sleepCtx(ctx, time.Duration(st.DelayMs)*time.Millisecond) {
+		if !poll.Sleep(ctx, time.Duration(st.DelayMs)*time.Millisecond) {
 			break
 		}
 		r.stepf("step %d/%d: %s", i+1, len(r.res.Script), st)
@@ -605,20 +615,6 @@ func splitAtShutdown(recs []timeline.Record) (scenario, shutdown []timeline.Reco
 		}
 	}
 	return recs, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // sortedRecords is the timeline so far, merged by ts_ms (stable: one goroutine's records keep their

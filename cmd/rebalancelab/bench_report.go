@@ -32,10 +32,10 @@ func newBenchReportCmd() *cobra.Command {
 			"runs (-count) with the runs' min-max, and from 6 runs the half-width of its 95% confidence interval\n" +
 			"relative to it, as benchstat computes them (golang.org/x/perf). Above the tables: the machine, the\n" +
 			"peers' versions and the commit; below them the targets' settings and the load average the benchmarks\n" +
-			"printed (configuration lines \"<target>-settings: ...\", \"loadavg: ...\"). Appends the medians, their\n" +
-			"spreads, the settings and the load to --history as one JSON line.",
+			"printed (configuration lines \"<target>-settings: ...\", \"loadavg: ...\"). With --history FILE it\n" +
+			"appends the medians, their spreads, the settings and the load to FILE as one JSON line (none by default).",
 		Example: "  go test -run '^$' -bench 'Assignor|CoordinatorRebalance' -count 5 ./benchmark/ | rebalancelab bench report --markdown\n" +
-			"  make bench-report",
+			"  make bench-report    # appends to benchmark/history.jsonl (--history)",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var in io.Reader = cmd.InOrStdin()
 			name := "stdin"
@@ -99,7 +99,7 @@ func newBenchReportCmd() *cobra.Command {
 					Medians: benchmark.GoBenchMedians(sums), Spreads: benchmark.GoBenchSpreads(sums),
 					Settings: settings, Conditions: conditions}
 				if err := benchmark.AppendHistory(f.history, e); err != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "history not appended: %v (--history FILE, or --history '' for none)\n", err)
+					fmt.Fprintf(cmd.ErrOrStderr(), "history not appended: %v (--history FILE)\n", err)
 				} else {
 					fmt.Fprintf(cmd.ErrOrStderr(), "medians appended to %s\n", f.history)
 				}
@@ -116,7 +116,7 @@ func newBenchReportCmd() *cobra.Command {
 		},
 	}
 	report.Flags().BoolVar(&f.markdown, "markdown", false, "print the tables as Markdown (docs/reference/performance.md's)")
-	report.Flags().StringVar(&f.history, "history", "benchmark/history.jsonl", "append the medians as one JSON line to this file ('' for none)")
+	report.Flags().StringVar(&f.history, "history", "", "append the medians as one JSON line to this file (the repository's: benchmark/history.jsonl; default none)")
 	report.Flags().StringVar(&f.jsonFile, "json", "", "also write the summaries as JSON to this file")
 	return report
 }

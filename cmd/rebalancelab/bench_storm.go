@@ -197,7 +197,7 @@ peak_rss_bytes and cpu_ms then cover the members and proxies only).`,
 			if f.history != "" {
 				herr := benchmark.AppendHistory(f.history, e)
 				if herr != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "history not appended: %v (--history FILE, or --history '' for none)\n", herr)
+					fmt.Fprintf(cmd.ErrOrStderr(), "history not appended: %v (--history FILE)\n", herr)
 				} else {
 					fmt.Fprintf(cmd.ErrOrStderr(), "bench storm: appended to %s; its tables: rebalancelab bench table --at %s\n", f.history, benchmark.HistoryKey(e))
 				}
@@ -218,7 +218,7 @@ peak_rss_bytes and cpu_ms then cover the members and proxies only).`,
 	fs := storm.Flags()
 	fs.StringSliceVar(&f.eras, "era", []string{"all"}, "eras: zk, classic, cooperative, static, or all (comma-separated or repeated)")
 	fs.StringVar(&f.consumers, "consumers", "10,100,1000", "member counts N, comma-separated")
-	fs.StringVar(&f.history, "history", "benchmark/history.jsonl", "append the run (every cell, as the JSON) as one line to this file, which bench table --at makes the performance tables from ('' for none)")
+	fs.StringVar(&f.history, "history", "", "append the run (every cell, as the JSON) as one line to this file, which bench table --at makes the performance tables from (the repository's: benchmark/history.jsonl; default none)")
 	fs.IntVar(&f.partitions, "partitions", 0, "partitions P of each run's topic (0: N, one per member, at most 1000; at most 10000)")
 	fs.StringVar(&f.jsonFile, "json", "", "write the bench JSON to FILE (and each cell as it ends to FILE.cells.jsonl, kept if the run is killed)")
 	fs.StringVar(&f.plotFile, "plot", "", "write a log-log SVG plot to FILE.svg (one line per era per figure)")

@@ -78,8 +78,8 @@ record is checked (its partition's next offset, its size) and at the end every p
 is checked against the acknowledged records. The table gives each figure's median over the windows
 with its min-max, the ratios of rebalancelab's medians to each peer's (above 1: rebalancelab is
 faster), and under it the settings of every target (Kafka's heap and threads beside its defaults),
-the machine and its load average. Each invocation appends the medians, spreads and settings to
---history (commit, machine, peer versions).`,
+the machine and its load average. With --history FILE each invocation appends the medians, spreads
+and settings to FILE (commit, machine, peer versions); none by default.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			recSizes, err := f.check()
@@ -144,7 +144,7 @@ the machine and its load average. Each invocation appends the medians, spreads a
 					Machine: benchmark.ThisMachine(), Peers: peers, Params: params, Medians: throughputMedians(summary),
 					Spreads: throughputSpreads(summary), Settings: settings, Conditions: conditions}
 				if err := benchmark.AppendHistory(f.history, e); err != nil {
-					fmt.Fprintf(os.Stderr, "history not appended: %v (--history FILE, or --history '' for none)\n", err)
+					fmt.Fprintf(os.Stderr, "history not appended: %v (--history FILE)\n", err)
 				} else {
 					fmt.Fprintf(os.Stderr, "medians appended to %s\n", f.history)
 				}
@@ -158,7 +158,7 @@ the machine and its load average. Each invocation appends the medians, spreads a
 		},
 	}
 	throughput.Flags().StringVar(&f.jsonFile, "json", "", "also write the results as JSON to this file")
-	throughput.Flags().StringVar(&f.history, "history", "benchmark/history.jsonl", "append the medians as one JSON line to this file ('' for none)")
+	throughput.Flags().StringVar(&f.history, "history", "", "append the medians as one JSON line to this file (the repository's: benchmark/history.jsonl; default none)")
 	throughput.Flags().StringVar(&f.sizes, "sizes", "1024,100", "record value sizes in bytes, comma-separated")
 	throughput.Flags().DurationVar(&f.window, "duration", 3*time.Second, "length of each produce window and of each fetch window")
 	throughput.Flags().IntVar(&f.runs, "runs", 5, "measured windows per size and target (medians are reported, with the min-max spread)")

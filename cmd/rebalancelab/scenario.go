@@ -454,6 +454,9 @@ func runScenarioOnce(cmd *cobra.Command, name string, o scenarios.Options, jsonF
 			}
 		}
 	}
+	if err != nil && cmd.Context().Err() != nil {
+		return res, fmt.Errorf("scenario %s: interrupted: %w", name, err)
+	}
 	if err != nil {
 		return res, fmt.Errorf("scenario %s: %w", name, err)
 	}

@@ -116,3 +116,21 @@ func reason(err error) string {
 	}
 	return ": " + err.Error()
 }
+
+// Sleep pauses d, or less if ctx ends first: true when the full d passed, false when ctx ended (at
+// once when it already had). d ≤ 0 does not pause: it reports whether ctx is still live. It is for
+// pauses a script asks for (a step's delay, a peer's 50 ms beat), not for waiting on a condition
+// (Until).
+func Sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 || ctx.Err() != nil {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

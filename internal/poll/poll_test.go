@@ -67,3 +67,36 @@ func TestUntilErrStopsAtOnceOnStop(t *testing.T) {
 		t.Fatalf("err %v after %d tries; want the Stop error itself after 2", err, tries)
 	}
 }
+
+// TestSleep: the full pause on a live context (true, at least d), none on an ended one (false at
+// once, even for an hour), d ≤ 0 reports the context, and an end during the pause cuts it short.
+func TestSleep(t *testing.T) {
+	start := time.Now()
+	if !Sleep(context.Background(), 20*time.Millisecond) {
+		t.Error("Sleep on a live context = false")
+	}
+	if d := time.Since(start); d < 20*time.Millisecond {
+		t.Errorf("slept %v, want ≥ 20ms", d)
+	}
+	if !Sleep(context.Background(), 0) || !Sleep(context.Background(), -time.Second) {
+		t.Error("Sleep(live, ≤0) = false, want true")
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	start = time.Now()
+	if Sleep(done, time.Hour) || Sleep(done, 0) {
+		t.Error("Sleep on an ended context = true, want false")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Sleep on an ended context took %v", d)
+	}
+	ctx, cancel2 := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel2()
+	start = time.Now()
+	if Sleep(ctx, time.Hour) {
+		t.Error("Sleep cut by its context's end = true, want false")
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Sleep cut at 10ms took %v", d)
+	}
+}

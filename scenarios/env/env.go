@@ -119,10 +119,23 @@ func (o Options) Check(n Needs) error {
 	return nil
 }
 
-// Start starts the lab (lab.Start with o.Lab; errors "lab: ...") or, with o.Bootstrap, checks the
-// existing cluster's ZooKeeper (o.ExternalZK, if set: brokers registered under /brokers/ids). The
-// caller Closes the Env.
+// Start starts the lab (lab.Start with o.Lab; its errors begin "lab: ") or, with o.Bootstrap, checks
+// the existing cluster's ZooKeeper (o.ExternalZK, if set: brokers registered under /brokers/ids). A
+// given o.Bootstrap or o.ExternalZK that no server answers at is said first, before anything is
+// started or made ("--bootstrap HOST:PORT: no broker reachable there: <dial error>", "--zk HOST:PORT:
+// no ZooKeeper reachable there: ..."). The caller Closes the Env.
 func Start(ctx context.Context, o Options) (Env, error) {
+	if o.Bootstrap != "" {
+		if err := reachable(ctx, "--bootstrap", "broker", o.Bootstrap); err != nil {
+			return nil, err
+		}
+	}
+	if o.ExternalZK != "" {
+		hosts, _, _ := strings.Cut(o.ExternalZK, "/") // without a chroot
+		if err := reachable(ctx, "--zk", "ZooKeeper", hosts); err != nil {
+			return nil, err
+		}
+	}
 	if o.Bootstrap != "" {
 		x := &external{o: o}
 		if o.ExternalZK != "" {
@@ -136,9 +149,27 @@ func Start(ctx context.Context, o Options) (Env, error) {
 	lo.ExternalZK = o.ExternalZK
 	l, err := lab.Start(ctx, lo)
 	if err != nil {
-		return nil, fmt.Errorf("lab: %w", err)
+		return nil, err
 	}
 	return &labEnv{l: l}, nil
+}
+
+// reachable is nil when a TCP connection can be made to one of addrs' servers (comma-separated
+// HOST:PORT; within 5 s each, or ctx); otherwise "<flag> <addrs>: no <what> reachable there: <the last
+// dial's error>".
+func reachable(ctx context.Context, flag, what, addrs string) error {
+	var last error
+	for _, addr := range splitAddrs(addrs) {
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		c, err := (&net.Dialer{}).DialContext(dctx, "tcp", addr)
+		cancel()
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		last = err
+	}
+	return fmt.Errorf("%s %s: no %s reachable there: %w", flag, addrs, what, last)
 }
 
 // NewRunID is a run's id: the start time in base 36 and 16 random bits ("m3x9k2ab-1f3c").

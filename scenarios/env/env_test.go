@@ -3,7 +3,9 @@ package env
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,9 +36,15 @@ func TestCheck(t *testing.T) {
 }
 
 // On an existing cluster every name carries the run id; Keep leaves the era's topic and group (and
-// says so) without dialling anything; nothing is started, so Close does nothing.
+// says so) without a request to the cluster (only Start's reachability dial); nothing is started, so
+// Close does nothing.
 func TestExternalNamesAndKeep(t *testing.T) {
-	e, err := Start(context.Background(), Options{Bootstrap: "127.0.0.1:1", RunID: "m3x9k2ab-1f3c", Keep: true})
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // reachable: Start dials it once; nothing more is sent
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	e, err := Start(context.Background(), Options{Bootstrap: ln.Addr().String(), RunID: "m3x9k2ab-1f3c", Keep: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,6 +61,29 @@ func TestExternalNamesAndKeep(t *testing.T) {
 	}
 	if id := NewRunID(); !strings.Contains(id, "-") || len(id) < 10 {
 		t.Errorf("NewRunID() = %q, want <base-36 ms>-<4 hex>", id)
+	}
+}
+
+// A --bootstrap or --zk that no server answers at is said first, before anything is started or made,
+// and once (no "lab: lab: "), naming the flag the user gave.
+func TestStartUnreachable(t *testing.T) {
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Bootstrap: "127.0.0.1:1"}, "--bootstrap 127.0.0.1:1: no broker reachable there: dial tcp 127.0.0.1:1: connect: connection refused"},
+		{Options{Bootstrap: "127.0.0.1:1", ExternalZK: "127.0.0.1:2"}, "--bootstrap 127.0.0.1:1: no broker reachable there: dial tcp 127.0.0.1:1: connect: connection refused"},
+		{Options{ExternalZK: "127.0.0.1:2/chroot", Lab: lab.Options{Brokers: 1}}, "--zk 127.0.0.1:2: no ZooKeeper reachable there: dial tcp 127.0.0.1:2: connect: connection refused"},
+	} {
+		e, err := Start(context.Background(), c.o)
+		if err == nil {
+			e.Close()
+			t.Errorf("Start(%+v) = nil error, want %q", c.o, c.want)
+			continue
+		}
+		if err.Error() != c.want || !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Errorf("Start(bootstrap %q, zk %q) = %q, want %q (ECONNREFUSED)", c.o.Bootstrap, c.o.ExternalZK, err, c.want)
+		}
 	}
 }
 

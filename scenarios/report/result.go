@@ -38,6 +38,9 @@ type RunResult struct {
 	Hosts            []HostInfo
 	HostCapabilities *HostCapabilities
 	Notes            []string // what the run did differently from what was asked, and why
+	// Interrupted: the run was cancelled (Ctrl-C) before it ended; it does not pass (Failures says
+	// which eras did not finish: EraRun.Interrupted, EraRun.NotRun).
+	Interrupted bool
 	// Streams is what a Streams scenario measured (the Streams driver's *streams.Result), which writes
 	// its own table, files and page (StreamsOutput); nil for the consumer eras'.
 	Streams StreamsOutput
@@ -64,8 +67,13 @@ type EraRun struct {
 	Era     string
 	Applies bool
 	Reason  string // why the scenario does not apply to this era (Applies false)
-	Group   string // group.id
-	Topic   string
+	// NotRun: the era applies but never started (the run was interrupted or failed before it): it has
+	// no figures and the table shows none. Interrupted: the era started but the run was cancelled
+	// before it ended: its figures are what was measured until then.
+	NotRun      bool
+	Interrupted bool
+	Group       string // group.id
+	Topic       string
 
 	// Records is the merged timeline (by ts_ms) up to the shutdown trigger: the scenario proper, which
 	// the figures, the relations and the HTML page cover. ShutdownRecords are the rest: the members'
@@ -116,10 +124,37 @@ func (r *RunResult) noneApplies() string {
 	return "no requested era applies: " + strings.Join(why, "; ")
 }
 
-// Failures lists why the run failed, era by era: that no requested era applies (noneApplies), each error it recorded ("<era>: error: <msg>") and
-// each relation that does not hold ("<era>: FAIL <relation>: <got>"); none when it passed.
+// interrupted says how far an interrupted run got ("interrupted: zk did not finish, classic did not
+// run"); "" when it was not interrupted (RunResult.Interrupted false).
+func (r *RunResult) interrupted() string {
+	if !r.Interrupted {
+		return ""
+	}
+	var parts []string
+	for _, e := range r.Eras {
+		switch {
+		case !e.Applies:
+		case e.NotRun:
+			parts = append(parts, e.Era+" did not run")
+		case e.Interrupted:
+			parts = append(parts, e.Era+" did not finish")
+		}
+	}
+	if len(parts) == 0 {
+		return "interrupted"
+	}
+	return "interrupted: " + strings.Join(parts, ", ")
+}
+
+// Failures lists why the run failed, era by era: that it was interrupted ("interrupted: <era> did not
+// finish, <era> did not run"), that no requested era applies (noneApplies), each error it recorded
+// ("<era>: error: <msg>") and each relation that does not hold ("<era>: FAIL <relation>: <got>");
+// none when it passed.
 func (r *RunResult) Failures() []string {
 	var out []string
+	if why := r.interrupted(); why != "" {
+		out = append(out, why)
+	}
 	if why := r.noneApplies(); why != "" {
 		out = append(out, why)
 	}
@@ -168,12 +203,17 @@ func (c *RelationCounts) Add(rels []RelationResult) {
 }
 
 // Verdict is the line a run's table ends with: "PASS" or "FAIL", the relation counts, and for a
-// failure how many errors and failed relations.
+// failure how many errors and failed relations. An interrupted run fails ("result: FAIL (interrupted:
+// <how far it got>; relations: ...)"), as does one where no era applies ("result: FAIL (no requested
+// era applies: ...)").
 func (r *RunResult) Verdict() string {
 	c := r.Counts()
 	errs := 0
 	for _, e := range r.Eras {
 		errs += len(e.Errors)
+	}
+	if why := r.interrupted(); why != "" {
+		return "result: FAIL (" + why + "; " + countsLine(c, errs) + ")"
 	}
 	if why := r.noneApplies(); why != "" {
 		return "result: FAIL (" + why + ")"
@@ -183,11 +223,16 @@ func (r *RunResult) Verdict() string {
 
 // VerdictLine is the verdict line of relation counts c and errs errors (RunResult.Verdict's).
 func VerdictLine(c RelationCounts, errs int) string {
-	counts := fmt.Sprintf("relations: %d held, %d failed, %d skipped (not measured); errors: %d", c.Held, c.Failed, c.Skipped, errs)
+	counts := countsLine(c, errs)
 	if c.Failed > 0 || errs > 0 {
 		return "result: FAIL (" + counts + ")"
 	}
 	return "result: PASS (" + counts + ")"
+}
+
+// countsLine is the verdict's counts: "relations: H held, F failed, S skipped (not measured); errors: E".
+func countsLine(c RelationCounts, errs int) string {
+	return fmt.Sprintf("relations: %d held, %d failed, %d skipped (not measured); errors: %d", c.Held, c.Failed, c.Skipped, errs)
 }
 
 // ---- output ----
@@ -204,6 +249,7 @@ type jsonRun struct {
 	// no checked relation failed; Relations the counts (skipped ones apart).
 	Passed        bool           `json:"passed"`
 	Failures      []string       `json:"failures,omitempty"`
+	Interrupted   bool           `json:"interrupted,omitempty"` // RunResult.Interrupted
 	RelationsHold bool           `json:"relations_hold"`
 	Relations     RelationCounts `json:"relation_counts"`
 	Script        []spec.Step    `json:"script"`
@@ -219,6 +265,8 @@ type jsonEra struct {
 	Era           string                `json:"era"`
 	Applies       bool                  `json:"applies"`
 	Reason        string                `json:"reason,omitempty"`
+	NotRun        bool                  `json:"not_run,omitempty"`     // EraRun.NotRun: no figures
+	Interrupted   bool                  `json:"interrupted,omitempty"` // EraRun.Interrupted
 	Group         string                `json:"group,omitempty"`
 	Topic         string                `json:"topic,omitempty"`
 	Totals        *figures.Figures      `json:"totals,omitempty"`
@@ -267,17 +315,17 @@ func (r *RunResult) ParamsMap() map[string]any {
 // extra counters and the ZooKeeper cross-check).
 func (r *RunResult) WriteJSON(w io.Writer) error {
 	out := jsonRun{Scenario: r.Scenario, Description: r.Description, Seed: r.Seed, Params: r.ParamsMap(),
-		Versions: r.Versions, Passed: r.Passed(), Failures: r.Failures(), RelationsHold: r.Counts().Failed == 0, Relations: r.Counts(), Script: r.Script, RunID: r.RunID,
+		Versions: r.Versions, Passed: r.Passed(), Failures: r.Failures(), Interrupted: r.Interrupted, RelationsHold: r.Counts().Failed == 0, Relations: r.Counts(), Script: r.Script, RunID: r.RunID,
 		Hosts: r.Hosts, HostCapabilities: r.HostCapabilities, Notes: r.Notes, Streams: r.Streams}
 	if r.Streams != nil {
 		maps.Copy(out.Params, r.Streams.JSONParams())
 	}
 	for _, e := range r.Eras {
-		je := jsonEra{Era: e.Era, Applies: e.Applies, Reason: e.Reason, Group: e.Group, Topic: e.Topic,
+		je := jsonEra{Era: e.Era, Applies: e.Applies, Reason: e.Reason, NotRun: e.NotRun, Interrupted: e.Interrupted, Group: e.Group, Topic: e.Topic,
 			Events: e.Result.Events, Faults: e.Result.Faults, NotApplicable: e.Result.NotApplicable, Timeline: e.Timeline,
 			EndOwners: e.EndOwners, Drained: e.Drained, Extra: e.Extra, Durability: e.Durability, ZKCrosscheck: e.ZKCrosscheck,
 			Relations: e.Relations, Errors: e.Errors, GaveUp: e.GaveUp, Warnings: e.Result.Warnings, Processes: e.Processes}
-		if e.Applies {
+		if e.Measured() {
 			je.FiguresCover = "the timeline up to the " + ScriptEndTrigger + " trigger; the members' final stop follows it in the timeline file"
 			t := e.Result.Totals
 			je.Totals = &t
@@ -306,7 +354,7 @@ func (r *RunResult) WriteTable(w io.Writer) error {
 	}
 	var results []figures.Result
 	for _, e := range r.Eras {
-		if e.Applies {
+		if e.Measured() {
 			results = append(results, e.Result)
 		}
 	}
@@ -325,9 +373,17 @@ func (r *RunResult) WriteTable(w io.Writer) error {
 		fmt.Fprintln(w, sb.Line(r.timingName()))
 	}
 	for _, e := range r.Eras {
-		if !e.Applies {
+		switch {
+		case !e.Applies:
 			fmt.Fprintf(w, "%s: not applicable: %s\n", e.Era, e.Reason)
 			continue
+		case e.NotRun:
+			fmt.Fprintf(w, "%s: not run: %s\n", e.Era, map[bool]string{true: "the run was interrupted before it", false: "the run stopped before it"}[r.Interrupted])
+			continue
+		case e.Interrupted && !e.Measured():
+			fmt.Fprintf(w, "%s: interrupted before it measured anything\n", e.Era)
+		case e.Interrupted:
+			fmt.Fprintf(w, "%s: interrupted: its figures are what was measured until then\n", e.Era)
 		}
 		if len(e.Extra) > 0 {
 			keys := make([]string, 0, len(e.Extra))
@@ -349,16 +405,7 @@ func (r *RunResult) WriteTable(w io.Writer) error {
 				"for its return or its session.timeout.ms (%d ms) before anyone else gets them, and the leave's time_to_stable_ms includes that wait\n",
 				r.Timing.SessionTimeoutMs)
 		}
-		for _, rel := range e.Relations {
-			mark := "ok  "
-			switch {
-			case rel.Skipped:
-				mark = "skip"
-			case !rel.OK:
-				mark = "FAIL"
-			}
-			fmt.Fprintf(w, "%s %-12s %s: %s\n", mark, e.Era, rel.Relation, rel.Got)
-		}
+		WriteRelations(w, e.Era, e.Relations)
 		for _, msg := range e.GaveUp {
 			fmt.Fprintf(w, "%s: as the scenario expects: %s\n", e.Era, msg)
 		}
@@ -368,6 +415,27 @@ func (r *RunResult) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintln(w, r.Verdict())
 	return nil
+}
+
+// Measured reports whether e has figures to show: it applies, it ran, and (when interrupted) it
+// recorded something before the run was cancelled.
+func (e *EraRun) Measured() bool {
+	return e.Applies && !e.NotRun && (!e.Interrupted || len(e.Records) > 0)
+}
+
+// WriteRelations writes era's relations one a line: "ok  ", "FAIL" or "skip", the era padded to 12
+// characters, then "<relation>: <got>" (the run's table and the Streams driver's).
+func WriteRelations(w io.Writer, era string, rels []RelationResult) {
+	for _, rel := range rels {
+		mark := "ok  "
+		switch {
+		case rel.Skipped:
+			mark = "skip"
+		case !rel.OK:
+			mark = "FAIL"
+		}
+		fmt.Fprintf(w, "%s %-12s %s: %s\n", mark, era, rel.Relation, rel.Got)
+	}
 }
 
 // scriptStops: the script stops a member gracefully (ActStop).

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rebalancelab/rebalancelab/scenarios/figures"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
+	"github.com/rebalancelab/rebalancelab/timeline"
 )
 
 // TestSweepTableCut: an era cut above its largest N (EraMaxN) prints "cut" in its cells above it and a
@@ -103,5 +104,81 @@ func TestNoEraAppliesFails(t *testing.T) {
 	r.Eras = append(r.Eras, &EraRun{Era: "zk", Applies: true})
 	if !r.Passed() || r.Verdict() != "result: PASS (relations: 0 held, 0 failed, 0 skipped (not measured); errors: 0)" {
 		t.Errorf("with an era that applies: passed %v, verdict %q", r.Passed(), r.Verdict())
+	}
+}
+
+// TestInterruptedRunFails: a run cancelled (Ctrl-C) while its first era created its topic, before the
+// second era started, does not pass: its verdict and failures say it was interrupted and how far it
+// got, and its table shows no figure column for an era that measured nothing.
+func TestInterruptedRunFails(t *testing.T) {
+	r := &RunResult{Scenario: "herd-join", Seed: 1, Params: spec.Params{Consumers: 4, Partitions: 8}, Broker: "rebalancelab",
+		Interrupted: true, Eras: []*EraRun{
+			{Era: "zk", Applies: true, Interrupted: true},
+			{Era: "classic", Applies: true, NotRun: true},
+			{Era: "static", Reason: "no static members here"},
+		}}
+	want := "interrupted: zk did not finish, classic did not run"
+	if r.Passed() {
+		t.Error("an interrupted run passed")
+	}
+	if f := r.Failures(); len(f) != 1 || f[0] != want {
+		t.Errorf("failures %q, want [%q]", f, want)
+	}
+	verdict := "result: FAIL (" + want + "; relations: 0 held, 0 failed, 0 skipped (not measured); errors: 0)"
+	if v := r.Verdict(); v != verdict {
+		t.Errorf("verdict %q, want %q", v, verdict)
+	}
+	var b strings.Builder
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	table := "herd-join (seed 1, 4 consumers, 8 partitions, broker rebalancelab)\n" +
+		"zk: interrupted before it measured anything\n" +
+		"classic: not run: the run was interrupted before it\n" +
+		"static: not applicable: no static members here\n" +
+		verdict + "\n"
+	if b.String() != table {
+		t.Errorf("table:\n%s\nwant:\n%s", b.String(), table)
+	}
+	var js strings.Builder
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{`"passed": false`, `"interrupted": true`, `"not_run": true`, `"failures": [
+    "` + want + `"`} {
+		if !strings.Contains(js.String(), s) {
+			t.Errorf("JSON lacks %s:\n%s", s, js.String())
+		}
+	}
+	if strings.Contains(js.String(), `"totals"`) {
+		t.Errorf("JSON has totals for eras that measured nothing:\n%s", js.String())
+	}
+
+	// An era interrupted after it recorded something shows what it measured, and says so.
+	r.Eras[0].Records = []timeline.Record{{TsMs: 1, Kind: timeline.Trigger, Name: "join"}}
+	r.Eras[0].Result = figures.Result{Era: "zk"}
+	b.Reset()
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "figure") || !strings.Contains(b.String(), "zk: interrupted: its figures are what was measured until then\n") {
+		t.Errorf("table of an era interrupted after it measured:\n%s", b.String())
+	}
+	if strings.Contains(b.String(), "classic  ") {
+		t.Errorf("a figure column for an era that did not run:\n%s", b.String())
+	}
+}
+
+// TestWriteRelations: one line a relation: its mark, the era padded to 12, the relation and what was got.
+func TestWriteRelations(t *testing.T) {
+	var b strings.Builder
+	WriteRelations(&b, "zk", []RelationResult{
+		{Relation: "a < b", Got: "1 < 2", OK: true},
+		{Relation: "c", Got: "3", Skipped: true},
+		{Relation: "d", Got: "4"},
+	})
+	want := "ok   zk           a < b: 1 < 2\nskip zk           c: 3\nFAIL zk           d: 4\n"
+	if b.String() != want {
+		t.Errorf("got:\n%q\nwant:\n%q", b.String(), want)
 	}
 }

@@ -57,16 +57,7 @@ func (s *Result) WriteTable(w io.Writer, r *report.RunResult) error {
 	fmt.Fprintf(w, "records: in %d, out %d, distinct out %d, duplicates %d, lost %d; processed %d, re-processed %d; rebalances %d\n",
 		t.RecordsIn, t.RecordsOut, t.DistinctOut, t.Duplicates, t.Lost, t.RecordsProcessed, t.RecordsReprocessed, t.Rebalances)
 	for _, e := range r.Eras {
-		for _, rel := range e.Relations {
-			mark := "ok  "
-			switch {
-			case rel.Skipped:
-				mark = "skip"
-			case !rel.OK:
-				mark = "FAIL"
-			}
-			fmt.Fprintf(w, "%s %-8s %s: %s\n", mark, e.Era, rel.Relation, rel.Got)
-		}
+		report.WriteRelations(w, e.Era, e.Relations)
 		for _, msg := range e.Errors {
 			fmt.Fprintf(w, "%s: error: %s\n", e.Era, msg)
 		}

@@ -177,21 +177,6 @@ func (r *runner) errorf(format string, a ...any) {
 	r.mu.Unlock()
 }
 
-// sleepCtx sleeps d or until ctx ends; false when ctx ended.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // observe is the broker's group observer: the application's group only.
 func (r *runner) observe(ev coordinator.GroupChanged) {
 	if ev.Group != r.run.Application {
@@ -240,7 +225,7 @@ func (r *runner) runLab(ctx context.Context) error {
 	defer r.stopAll()
 
 	for i, st := range r.in.Script {
-		if !sleepCtx(ctx, time.Duration(st.DelayMs)*time.Millisecond) {
+		if !poll.Sleep(ctx, time.Duration(st.DelayMs)*time.Millisecond) {
 			return ctx.Err()
 		}
 		r.progress("[%s] step %d: %s", r.in.Scenario, i+1, st)
