@@ -21,16 +21,49 @@ var (
 // Build returns the script of the file for p (defaults filled in) and t, drawing from r (the
 // scenario's source, NewRand(p.Seed, Name)) where the file says random( ) or perm( ): the same bytes
 // for the same inputs (FormatScript). Errors name the file's line and field: a member that is not
-// m1, m2, ..., a negative delay or duration, an empty range, a node or host out of range.
+// m1, m2, ..., a negative delay or duration, an empty range, a node or host out of range, a start of
+// a member that is running, a stop or crash of one that is not (the steps in the order they run:
+// loops unrolled, perm( ) drawn).
 func (f *File) Build(p Params, t Timing, r *rand.Rand) ([]Step, error) {
 	env := timingVars(p, t)
 	v := Vars{N: int64(p.Consumers), P: int64(p.Partitions), H: int64(p.Hosts)}
 	var out []Step
-	err := f.build(f.steps, env, v, p, t, r, &out, 0)
+	err := f.build(f.steps, env, v, p, t, r, &out, 0, membership{})
 	return out, err
 }
 
-func (f *File) build(steps []fstep, env map[string]int64, v Vars, p Params, t Timing, r *rand.Rand, out *[]Step, extraDelay int64) error {
+// membership is what the steps built so far did to each member: where it last started, stopped or
+// crashed. A member that gives up by itself (gives_up:) counts as running: the file cannot know when.
+type membership map[string]memberState
+
+type memberState struct {
+	running bool
+	how     string // "started", "stopped", "crashed"
+	line    int
+}
+
+// check refuses s when it starts a member that is running, or stops or crashes one that is not
+// (the runner would fail the run there, after the lab started), and records what s does.
+func (ms membership) check(f *File, s Step, at loc) error {
+	switch s.Action {
+	case ActStart, ActStop, ActCrash:
+	default:
+		return nil
+	}
+	cur, seen := ms[s.Member]
+	switch {
+	case s.Action == ActStart && cur.running:
+		return f.errAt(at, "%s is already running (started at line %d)", s.Member, cur.line)
+	case s.Action != ActStart && !seen:
+		return f.errAt(at, "%s is not running here (never started)", s.Member)
+	case s.Action != ActStart && !cur.running:
+		return f.errAt(at, "%s is not running here (%s at line %d)", s.Member, cur.how, cur.line)
+	}
+	ms[s.Member] = memberState{running: s.Action == ActStart, how: map[Action]string{ActStart: "started", ActStop: "stopped", ActCrash: "crashed"}[s.Action], line: at.line}
+	return nil
+}
+
+func (f *File) build(steps []fstep, env map[string]int64, v Vars, p Params, t Timing, r *rand.Rand, out *[]Step, extraDelay int64, ms membership) error {
 	env = cloneEnv(env)
 	for _, st := range steps {
 		switch {
@@ -97,13 +130,16 @@ func (f *File) build(steps []fstep, env map[string]int64, v Vars, p Params, t Ti
 					d = extraDelay
 					extraDelay = 0
 				}
-				if err := f.build(st.body, inner, v, p, t, r, out, d); err != nil {
+				if err := f.build(st.body, inner, v, p, t, r, out, d, ms); err != nil {
 					return err
 				}
 			}
 			continue
 		}
 		s, err := f.buildStep(st, env, v, t)
+		if err == nil {
+			err = ms.check(f, s, st.argAt)
+		}
 		if err != nil {
 			return err
 		}
