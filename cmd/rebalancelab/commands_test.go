@@ -315,6 +315,12 @@ func TestScenarioRunOptions(t *testing.T) {
 			t.Errorf("scenario run %s: error %v, want %q", argv, err, want)
 		}
 	}
+	const emptyEra = `--era "": empty: want zk, classic, cooperative, static, or all (comma-separated or repeated)`
+	for _, argv := range [][]string{{"herd-join", "--era", ""}, {"herd-join", "--era="}} {
+		if _, err := scenarioRunOf(t, &progress, argv...); err == nil || err.Error() != emptyEra {
+			t.Errorf("scenario run %q: error %v, want %q", argv, err, emptyEra)
+		}
+	}
 }
 
 // sweepOptions is &s.Options, nil for no sweep.
@@ -401,5 +407,8 @@ func TestBenchStormOptions(t *testing.T) {
 		if _, err := stormOptionsOf(t, &progress, strings.Fields(argv)...); err == nil || err.Error() != want {
 			t.Errorf("bench storm %s: error %v, want %q", argv, err, want)
 		}
+	}
+	if _, err := stormOptionsOf(t, &progress, "--era", ""); err == nil || err.Error() != `--era "": empty: want zk, classic, cooperative, static, or all (comma-separated or repeated)` {
+		t.Errorf("bench storm --era '': error %v", err)
 	}
 }

@@ -151,6 +151,9 @@ func (f *scenarioRunFlags) options(cmd *cobra.Command, args []string) (*scenario
 			membersAs = ""
 		}
 	}
+	if err := checkEraFlag(cmd, f.eras); err != nil {
+		return nil, err
+	}
 	if f.membersPerProcess < 0 {
 		return nil, fmt.Errorf("--members-per-process %d: want 0 or more (0 or 1: one member per process)", f.membersPerProcess)
 	}
@@ -622,4 +625,13 @@ func writeCatalogJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// checkEraFlag refuses an --era given empty (--era ”), which pflag reads as no eras and the runner
+// would take for every era.
+func checkEraFlag(cmd *cobra.Command, eras []string) error {
+	if cmd.Flags().Changed("era") && len(eras) == 0 {
+		return fmt.Errorf(`--era "": empty: want zk, classic, cooperative, static, or all (comma-separated or repeated)`)
+	}
+	return nil
 }

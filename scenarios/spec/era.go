@@ -152,6 +152,9 @@ func ParseEras(names []string) ([]Era, error) {
 	}
 	for _, n := range names {
 		for _, s := range strings.Split(n, ",") {
+			if strings.TrimSpace(s) == "" {
+				return nil, fmt.Errorf("an empty era name in %q (implemented: %s, or all)", n, eraList())
+			}
 			if strings.TrimSpace(s) == All {
 				for _, e := range Eras() {
 					add(e)

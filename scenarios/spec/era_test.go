@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -74,6 +75,12 @@ func TestParseEras(t *testing.T) {
 	_, err = ParseEras([]string{"zk,eager"})
 	if want := `unknown era "eager" (implemented: zk, classic, cooperative, static, or all)`; err == nil || err.Error() != want {
 		t.Errorf("eager: %v, want %q", err, want)
+	}
+	for _, names := range [][]string{{""}, {"zk,"}, {"zk", " "}} {
+		_, err = ParseEras(names)
+		if want := fmt.Sprintf("an empty era name in %q (implemented: zk, classic, cooperative, static, or all)", names[len(names)-1]); err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %q", names, err, want)
+		}
 	}
 	if _, err := ParseEra("eager"); err == nil || err.Error() != `unknown era "eager" (implemented: zk, classic, cooperative, static)` {
 		t.Errorf("ParseEra(eager): %v (one era: no \"or all\")", err)
