@@ -631,11 +631,15 @@ func writeCatalogJSON(w io.Writer) error {
 	return enc.Encode(out)
 }
 
-// checkEraFlag refuses an --era given empty (--era ”), which pflag reads as no eras and the runner
-// would take for every era.
+// checkEraFlag refuses an --era given empty (--era ”, which pflag reads as no eras and the runner
+// would take for every era) or with an empty name in its list (--era zk,): "--era "zk,": an empty era
+// name: want ...".
 func checkEraFlag(cmd *cobra.Command, eras []string) error {
-	if cmd.Flags().Changed("era") && len(eras) == 0 {
-		return fmt.Errorf(`--era "": empty: want zk, classic, cooperative, static, or all (comma-separated or repeated)`)
+	if !cmd.Flags().Changed("era") {
+		return nil
+	}
+	if len(eras) == 0 || slices.ContainsFunc(eras, func(e string) bool { return strings.TrimSpace(e) == "" }) {
+		return fmt.Errorf("--era %q: an empty era name: want zk, classic, cooperative, static, or all (comma-separated or repeated)", strings.Join(eras, ","))
 	}
 	return nil
 }

@@ -59,7 +59,7 @@ func TestCLIScenarioScriptRefusals(t *testing.T) {
 		{[]string{"scenario", "show", "connect-workers"},
 			"rebalancelab: connect-workers is a driver scenario without a script: its phases are fixed in Go (the four worker layouts, then a worker killed with -9, once per Connect protocol); run it with `rebalancelab scenario run connect-workers [--connect-protocol sessioned,eager] [--json FILE]` or make connect-workers"},
 		{[]string{"scenario", "run", "herd-join", "--era", ""},
-			`rebalancelab: --era "": empty: want zk, classic, cooperative, static, or all (comma-separated or repeated)`},
+			`rebalancelab: --era "": an empty era name: want zk, classic, cooperative, static, or all (comma-separated or repeated)`},
 	}
 	for _, c := range cases {
 		r := runCLI(t, bin, "", time.Minute, c.args...)

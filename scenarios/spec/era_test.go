@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -76,9 +75,13 @@ func TestParseEras(t *testing.T) {
 	if want := `unknown era "eager" (implemented: zk, classic, cooperative, static, or all)`; err == nil || err.Error() != want {
 		t.Errorf("eager: %v, want %q", err, want)
 	}
-	for _, names := range [][]string{{""}, {"zk,"}, {"zk", " "}} {
-		_, err = ParseEras(names)
-		if want := fmt.Sprintf("an empty era name in %q (implemented: zk, classic, cooperative, static, or all)", names[len(names)-1]); err == nil || err.Error() != want {
+	for names, want := range map[string]string{
+		"":     "an empty era name (implemented: zk, classic, cooperative, static, or all)",
+		"zk,":  `an empty era name in "zk," (implemented: zk, classic, cooperative, static, or all)`,
+		"zk; ": "an empty era name (implemented: zk, classic, cooperative, static, or all)",
+	} {
+		_, err = ParseEras(strings.Split(names, ";"))
+		if err == nil || err.Error() != want {
 			t.Errorf("%q: %v, want %q", names, err, want)
 		}
 	}
