@@ -113,8 +113,8 @@ steps:
 }
 
 // TestFileRefusesAStartOfARunningMemberAndAStopOfAnEndedOne: the steps are followed in the order they
-// run (loops unrolled): a start of a member that is running, and a stop or crash of one never
-// started or already stopped or crashed, are refused at Build with the step's line and field.
+// run (loops unrolled): a start of a member that is running, and a stop, crash or link fault of one
+// never started or already stopped or crashed, are refused at Build with the step's line and field.
 func TestFileRefusesAStartOfARunningMemberAndAStopOfAnEndedOne(t *testing.T) {
 	const head = `name: r
 description: d
@@ -131,6 +131,8 @@ steps:
 		{"  - start: m2\n", "r.yaml:9: field steps[1].start: m2 is already running (started at line 8)"},
 		{"  - crash: m1\n  - settle:\n  - stop: m1\n", "r.yaml:11: field steps[3].stop: m1 is not running here (crashed at line 9)"},
 		{"  - stop: m3\n  - crash: m3\n", "r.yaml:10: field steps[2].crash: m3 is not running here (stopped at line 9)"},
+		{"  - cut: m4\n    link: fetch\n", "r.yaml:9: field steps[1].cut: m4 is not running here (never started): a fault on its links would reach nobody"},
+		{"  - crash: m2\n  - heal: m2\n    link: fetch\n", "r.yaml:10: field steps[2].heal: m2 is not running here (crashed at line 9): a fault on its links would reach nobody"},
 		{"  - for: j\n    in: 1..2\n    do:\n      - crash: m1\n", "r.yaml:12: field steps[1].do[0].crash: m1 is not running here (crashed at line 12)"},
 		{"  - for: j\n    in: perm(1..N)\n    do:\n      - start: m{j}\n", fmt.Sprintf("r.yaml:12: field steps[1].do[0].start: m%d is already running (started at line 8)", NewRand(1, "r").Perm(3)[0]+1)},
 	} {
