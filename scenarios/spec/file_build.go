@@ -29,15 +29,16 @@ func (f *File) Build(p Params, t Timing, r *rand.Rand) ([]Step, error) {
 	env := timingVars(p, t)
 	v := Vars{N: int64(p.Consumers), P: int64(p.Partitions), H: int64(p.Hosts)}
 	var out []Step
-	err := f.build(f.steps, env, v, p, t, r, &out, 0, &Membership{})
+	err := f.build(f.steps, env, v, p, t, r, &out, 0, &membership{})
 	return out, err
 }
 
-// Membership follows a script's steps in the order they run and refuses those the runner would fail
+// membership follows a script's steps in the order they run and refuses those the runner would fail
 // on after the lab started: a start of a member that is running, a stop, crash or link fault (stall,
 // cut, heal, latency) of one that is not. A member that gives up by itself (gives_up:) counts as
-// running: a script cannot know when. The zero value is ready; File.Build and scenario run --steps use it.
-type Membership struct{ m map[string]memberState }
+// running: a script cannot know when. The zero value is ready. (scenario run --steps is not checked: it replays any
+// steps, a runtime failure included, as TestCLIFaultThatFailsFailsTheRun does.)
+type membership struct{ m map[string]memberState }
 
 type memberState struct {
 	running bool
@@ -45,11 +46,11 @@ type memberState struct {
 	line    int
 }
 
-// Step checks s, which stands at line of its file, and records what it does. Errors (no file nor
+// step checks s, which stands at line of its file, and records what it does. Errors (no file nor
 // line of s: the caller's prefix): "m9 is not running here (never started)", "... (crashed at line
 // 12)", "m3 is already running (started at line 9)"; a link fault's adds ": a fault on its links
 // would reach nobody".
-func (ms *Membership) Step(s Step, line int) error {
+func (ms *membership) step(s Step, line int) error {
 	if ms.m == nil {
 		ms.m = map[string]memberState{}
 	}
@@ -80,7 +81,7 @@ func (ms *Membership) Step(s Step, line int) error {
 	return nil
 }
 
-func (f *File) build(steps []fstep, env map[string]int64, v Vars, p Params, t Timing, r *rand.Rand, out *[]Step, extraDelay int64, ms *Membership) error {
+func (f *File) build(steps []fstep, env map[string]int64, v Vars, p Params, t Timing, r *rand.Rand, out *[]Step, extraDelay int64, ms *membership) error {
 	env = cloneEnv(env)
 	for _, st := range steps {
 		switch {
@@ -155,7 +156,7 @@ func (f *File) build(steps []fstep, env map[string]int64, v Vars, p Params, t Ti
 		}
 		s, err := f.buildStep(st, env, v, t)
 		if err == nil {
-			if merr := ms.Step(s, st.argAt.line); merr != nil {
+			if merr := ms.step(s, st.argAt.line); merr != nil {
 				err = f.errAt(st.argAt, "%v", merr)
 			}
 		}
