@@ -103,8 +103,9 @@ func (f *File) errAt(at loc, format string, args ...any) error {
 }
 
 // DecodeFile decodes and checks a scenario file: path names it in errors, data is its YAML or JSON.
-// Every error reads "PATH:LINE: field FIELD: what is wrong" (a file that is no YAML at all: yaml's
-// own message with its line): unknown fields, actions, eras, figures, named relations or extras; a
+// Every error reads "PATH:LINE: field FIELD: what is wrong" (a file that is no YAML: "PATH:LINE: YAML
+// syntax: what", yamlSyntaxError; a PATH named *.json that is no JSON: "PATH:LINE:COLUMN: JSON syntax:
+// what", checkJSON): unknown fields, actions, eras, figures, named relations or extras; a
 // value of the wrong type; a bad expression; a value out of range; a script that does not build at
 // the file's defaults and small size.
 func DecodeFile(path string, data []byte, v Vocabulary) (*File, error) {
