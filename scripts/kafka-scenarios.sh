@@ -22,8 +22,9 @@ only=${KAFKA_SCENARIOS_ONLY:-} # comma-separated names: run only these
 mkdir -p "$out"
 
 catalog=$("$bin" scenario list --json) || { echo "FAIL: $bin scenario list --json" >&2; exit 1; }
-# name consumers partitions hosts, one line per scenario
-list=$(jq -r '.[] | [.name, .small.consumers, .small.partitions, (.small.hosts // 0)] | @tsv' <<<"$catalog") ||
+# name consumers partitions hosts, one line per scripted scenario (connect-workers, "driver": true, has
+# no script nor small size: make connect-workers runs it)
+list=$(jq -r '.[] | select(.driver | not) | [.name, .small.consumers, .small.partitions, (.small.hosts // 0)] | @tsv' <<<"$catalog") ||
 	{ echo "FAIL: reading the catalogue's JSON" >&2; exit 1; }
 if [[ -z "$list" ]]; then
 	echo "FAIL: an empty catalogue" >&2

@@ -59,6 +59,9 @@ func (f *benchStormFlags) options(cmd *cobra.Command) (benchmark.StormOptions, e
 	if f.zk != "" && f.bootstrap == "" {
 		return benchmark.StormOptions{}, fmt.Errorf("--zk: with --bootstrap (the existing cluster's ZooKeeper); bench storm starts its own lab otherwise")
 	}
+	if err := checkEraFlag(cmd, f.eras); err != nil {
+		return benchmark.StormOptions{}, err
+	}
 	if f.deadline <= 0 {
 		return benchmark.StormOptions{}, fmt.Errorf("--deadline %s: want a positive duration (e.g. 120s)", f.deadline)
 	}

@@ -315,6 +315,19 @@ func TestScenarioRunOptions(t *testing.T) {
 			t.Errorf("scenario run %s: error %v, want %q", argv, err, want)
 		}
 	}
+	for _, c := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"herd-join", "--era", ""}, `--era "": an empty era name: want zk, classic, cooperative, static, or all (comma-separated or repeated)`},
+		{[]string{"herd-join", "--era="}, `--era "": an empty era name: want zk, classic, cooperative, static, or all (comma-separated or repeated)`},
+		{[]string{"herd-join", "--era", "zk,"}, `--era "zk,": an empty era name: want zk, classic, cooperative, static, or all (comma-separated or repeated)`},
+		{[]string{"herd-join", "--era", "zk", "--era", " "}, `--era "zk, ": an empty era name: want zk, classic, cooperative, static, or all (comma-separated or repeated)`},
+	} {
+		if _, err := scenarioRunOf(t, &progress, c.argv...); err == nil || err.Error() != c.want {
+			t.Errorf("scenario run %q: error %v, want %q", c.argv, err, c.want)
+		}
+	}
 }
 
 // sweepOptions is &s.Options, nil for no sweep.
@@ -401,5 +414,8 @@ func TestBenchStormOptions(t *testing.T) {
 		if _, err := stormOptionsOf(t, &progress, strings.Fields(argv)...); err == nil || err.Error() != want {
 			t.Errorf("bench storm %s: error %v, want %q", argv, err, want)
 		}
+	}
+	if _, err := stormOptionsOf(t, &progress, "--era", ""); err == nil || err.Error() != `--era "": an empty era name: want zk, classic, cooperative, static, or all (comma-separated or repeated)` {
+		t.Errorf("bench storm --era '': error %v", err)
 	}
 }

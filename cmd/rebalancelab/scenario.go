@@ -40,11 +40,11 @@ func newScenarioListCmd() *cobra.Command {
 		Use:   "list [--json]",
 		Short: "List the scenarios, one line each (--json: with each one's small size and what it needs)",
 		Long: `Lists the scenarios of the catalogue, one line each, then connect-workers. --json writes a JSON list
-instead, one object per catalogue scenario: name, description, its default size, its small size (the
-one its test runs and make kafka-scenarios runs: consumers, partitions, test hosts), its ZooKeeper nodes
-and brokers, the test hosts it needs (network namespaces: root and iproute2), whether its members are
-Kafka Streams instances, and the eras it does not apply to. connect-workers is not in it (make
-connect-workers runs it).`,
+instead, one object per scenario: name, description, its default size, its small size (the one its test
+runs and make kafka-scenarios runs: consumers, partitions, test hosts), its ZooKeeper nodes and brokers,
+the test hosts it needs (network namespaces: root and iproute2), whether its members are Kafka Streams
+instances, the eras it does not apply to, and "driver": true for connect-workers, a driver scenario
+without a script (its phases are fixed, its sizes are its own and 0 here; make connect-workers runs it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if listJSON {
@@ -150,6 +150,9 @@ func (f *scenarioRunFlags) options(cmd *cobra.Command, args []string) (*scenario
 		} else { // goroutines, or member pools above scenarios.MaxInProcessMembers (PoolMembers)
 			membersAs = ""
 		}
+	}
+	if err := checkEraFlag(cmd, f.eras); err != nil {
+		return nil, err
 	}
 	if f.membersPerProcess < 0 {
 		return nil, fmt.Errorf("--members-per-process %d: want 0 or more (0 or 1: one member per process)", f.membersPerProcess)
@@ -613,6 +616,9 @@ type catalogEntry struct {
 	Hosts         int                 `json:"hosts"`   // test hosts it needs (network namespaces: root, iproute2); 0: none
 	Streams       bool                `json:"streams"` // its members are Kafka Streams instances (one "streams" era)
 	NotApplicable map[spec.Era]string `json:"not_applicable,omitempty"`
+	// Driver: a scenario without a script (connect-workers: its phases are fixed in Go, its lab and
+	// sizes its own, Defaults and Small zero); scenario show has no script to print for it.
+	Driver bool `json:"driver"`
 }
 
 func writeCatalogJSON(w io.Writer) error {
@@ -622,7 +628,21 @@ func writeCatalogJSON(w io.Writer) error {
 			ZKNodes: s.ZKNodes, Brokers: max(1, s.Brokers), Hosts: max(s.MinHosts, s.Defaults.Hosts), Streams: s.Streams != nil,
 			NotApplicable: s.NotApplicable})
 	}
+	out = append(out, catalogEntry{Name: connect.Scenario, Description: connect.ScenarioDescription, Driver: true})
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// checkEraFlag refuses an --era given empty (--era ”, which pflag reads as no eras and the runner
+// would take for every era) or with an empty name in its list (--era zk,): "--era "zk,": an empty era
+// name: want ...".
+func checkEraFlag(cmd *cobra.Command, eras []string) error {
+	if !cmd.Flags().Changed("era") {
+		return nil
+	}
+	if len(eras) == 0 || slices.ContainsFunc(eras, func(e string) bool { return strings.TrimSpace(e) == "" }) {
+		return fmt.Errorf("--era %q: an empty era name: want zk, classic, cooperative, static, or all (comma-separated or repeated)", strings.Join(eras, ","))
+	}
+	return nil
 }

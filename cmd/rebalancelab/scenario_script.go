@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rebalancelab/rebalancelab/scenarios/catalog"
+	"github.com/rebalancelab/rebalancelab/scenarios/connect"
 	"github.com/rebalancelab/rebalancelab/scenarios/spec"
 )
 
@@ -37,6 +38,9 @@ func scenarioTarget(verb string, args []string, script string) (string, *catalog
 	}
 	return sf.Scenario.Name, sf, nil
 }
+
+// errConnectNoScript is scenario show's answer for connect-workers, a driver scenario: no script to show.
+var errConnectNoScript = fmt.Errorf("%s is a driver scenario without a script: its phases are fixed in Go (the four worker layouts, then a worker killed with -9, once per Connect protocol); run it with `rebalancelab scenario run %s [--connect-protocol sessioned,eager] [--json FILE]` or make connect-workers", connect.Scenario, connect.Scenario)
 
 // scenarioShowFlags are `scenario show`'s flags, as given.
 type scenarioShowFlags struct {
@@ -75,6 +79,8 @@ apply to ("all" for every era) and the relation as a run reports it.`,
 			var sc *catalog.Scenario
 			if sf != nil {
 				sc = sf.Scenario
+			} else if name == connect.Scenario {
+				return errConnectNoScript
 			} else if sc, err = catalog.Lookup(name); err != nil {
 				return err
 			}

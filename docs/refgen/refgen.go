@@ -43,7 +43,7 @@ func Blocks() map[string]string {
 // the lab needs, the eras it runs on) and each scenario's relations.
 func Catalogue() string {
 	var b strings.Builder
-	b.WriteString("Generated from `catalog.Catalog()` (`make docs-ref`); `rebalancelab scenario list --json` gives the same data.\n\n")
+	b.WriteString("Generated from `catalog.Catalog()` (`make docs-ref`); `rebalancelab scenario list --json` gives the same data (and then connect-workers, `\"driver\": true`: below the table).\n\n")
 	b.WriteString("| scenario | description | default size | small size | lab | eras |\n|---|---|---|---|---|---|\n")
 	cat := catalog.Catalog()
 	for _, s := range cat {

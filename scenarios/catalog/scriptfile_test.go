@@ -100,7 +100,13 @@ func TestScenarioFileMalformed(t *testing.T) {
 		{"durability acks", "defaults: {consumers: 2, partitions: 4}", "defaults: {consumers: 2, partitions: 4}\ndurability:\n  producers: [{name: p, acks: \"2\"}]\n  records_per_sec: 10",
 			`bad.yaml:5: field durability.producers[0].acks: "2": want all or 1`},
 		{"not yaml", "    in: 1..N", "    in: 1..N: 2",
-			"bad.yaml:6: YAML syntax (at or just before this line): mapping values are not allowed in this context"},
+			"bad.yaml:6: YAML syntax: mapping values are not allowed in this context"},
+		{"an unclosed flow mapping", "  - {event: crash,", "  - {event: crash,\n  - named: x\n",
+			"bad.yaml:15: YAML syntax: did not find expected node content"},
+		{"a member crashed twice", "  - crash: m{N}", "  - crash: m{N}\n  - crash: m{N}",
+			"bad.yaml:13: field steps[4].crash: m2 is not running here (crashed at line 12)"},
+		{"a member started twice", "  - crash: m{N}", "  - start: m1",
+			"bad.yaml:12: field steps[3].start: m1 is already running (started at line 9)"},
 		{"a list where an expression goes", "    every_ms: 50", "    every_ms: [50]",
 			`bad.yaml:7: field steps[0].every_ms: want an integer or an expression (of N, P, H, the variables, the timing), got a list`},
 		{"an empty description", `description: "two members, one crashes"`, `description: ""`,
@@ -156,6 +162,27 @@ func TestScenarioFileJSON(t *testing.T) {
 	}
 	if f.Name != "json-crash" || len(f.Relations) != 1 || f.Relations[0].Describe() != "lost == 0" {
 		t.Errorf("decoded %q with relations %+v", f.Name, f.Relations)
+	}
+	for _, c := range []struct{ name, old, new, want string }{
+		{"a trailing comma", "\"settle\"\n  ],", "\"settle\",\n  ],",
+			"s.json:11:3: JSON syntax: invalid character ']' looking for beginning of value"},
+		{"two objects", "\"0\"}]\n}", "\"0\"}]\n} {\"name\": \"x\"}",
+			"s.json:13:3: JSON syntax: invalid character '{' after top-level value"},
+		{"a comment", "  \"name\": \"json-crash\",", "  \"name\": \"json-crash\", # a comment",
+			"s.json:2:25: JSON syntax: invalid character '#' looking for beginning of object key string"},
+	} {
+		if !strings.Contains(good, c.old) {
+			t.Fatalf("%s: the file has no %q", c.name, c.old)
+		}
+		_, err := spec.DecodeFile("s.json", []byte(strings.Replace(good, c.old, c.new, 1)), FileVocabulary())
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%s: error %v, want %s", c.name, err, c.want)
+		}
+	}
+	// The same text named .yaml is YAML: two flow mappings on one line are refused with that line.
+	_, err = spec.DecodeFile("s.yaml", []byte(`{"name": "a"} {"name": "b"}`), FileVocabulary())
+	if want := "s.yaml:1: YAML syntax: did not find expected <document start>"; err == nil || err.Error() != want {
+		t.Errorf("two mappings in a .yaml: error %v, want %s", err, want)
 	}
 	bad := strings.Replace(good, `{"crash": "m1"}`, `{"crash": "m1", "latency_ms": 5}`, 1)
 	_, err = spec.DecodeFile("s.json", []byte(bad), FileVocabulary())

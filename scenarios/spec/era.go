@@ -152,6 +152,12 @@ func ParseEras(names []string) ([]Era, error) {
 	}
 	for _, n := range names {
 		for _, s := range strings.Split(n, ",") {
+			if strings.TrimSpace(s) == "" {
+				if strings.TrimSpace(n) == "" {
+					return nil, fmt.Errorf("an empty era name (implemented: %s, or all)", eraList())
+				}
+				return nil, fmt.Errorf("an empty era name in %q (implemented: %s, or all)", n, eraList())
+			}
 			if strings.TrimSpace(s) == All {
 				for _, e := range Eras() {
 					add(e)

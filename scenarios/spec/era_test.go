@@ -75,6 +75,16 @@ func TestParseEras(t *testing.T) {
 	if want := `unknown era "eager" (implemented: zk, classic, cooperative, static, or all)`; err == nil || err.Error() != want {
 		t.Errorf("eager: %v, want %q", err, want)
 	}
+	for names, want := range map[string]string{
+		"":     "an empty era name (implemented: zk, classic, cooperative, static, or all)",
+		"zk,":  `an empty era name in "zk," (implemented: zk, classic, cooperative, static, or all)`,
+		"zk; ": "an empty era name (implemented: zk, classic, cooperative, static, or all)",
+	} {
+		_, err = ParseEras(strings.Split(names, ";"))
+		if err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %q", names, err, want)
+		}
+	}
 	if _, err := ParseEra("eager"); err == nil || err.Error() != `unknown era "eager" (implemented: zk, classic, cooperative, static)` {
 		t.Errorf("ParseEra(eager): %v (one era: no \"or all\")", err)
 	}

@@ -6,11 +6,13 @@ package spec
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"math"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -101,16 +103,20 @@ func (f *File) errAt(at loc, format string, args ...any) error {
 }
 
 // DecodeFile decodes and checks a scenario file: path names it in errors, data is its YAML or JSON.
-// Every error reads "PATH:LINE: field FIELD: what is wrong" (a file that is no YAML at all: yaml's
-// own message with its line): unknown fields, actions, eras, figures, named relations or extras; a
+// Every error reads "PATH:LINE: field FIELD: what is wrong" (a file that is no YAML: "PATH:LINE: YAML
+// syntax: what", yamlSyntaxError; a PATH named *.json that is no JSON: "PATH:LINE:COLUMN: JSON syntax:
+// what", checkJSON): unknown fields, actions, eras, figures, named relations or extras; a
 // value of the wrong type; a bad expression; a value out of range; a script that does not build at
 // the file's defaults and small size.
 func DecodeFile(path string, data []byte, v Vocabulary) (*File, error) {
 	f := &File{Path: path, ZKNodes: 1, Brokers: 1, MinConsumers: 1}
+	if err := checkJSON(path, data); err != nil {
+		return nil, err
+	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, yamlSyntaxError(path, err)
+		return nil, yamlSyntaxError(path, data, err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, fmt.Errorf("%s: empty file: want a mapping with name, description, defaults, steps", path)
@@ -120,7 +126,7 @@ func DecodeFile(path string, data []byte, v Vocabulary) (*File, error) {
 	case err == nil:
 		return nil, fmt.Errorf("%s:%d: a second YAML document: a file holds one scenario", path, second.Line)
 	case !errors.Is(err, io.EOF):
-		return nil, yamlSyntaxError(path, err)
+		return nil, yamlSyntaxError(path, data, err)
 	}
 	root := doc.Content[0]
 	if err := f.decodeTop(root, v); err != nil {
@@ -159,14 +165,70 @@ func DecodeFile(path string, data []byte, v Vocabulary) (*File, error) {
 	return f, nil
 }
 
-// yamlSyntaxError is err, yaml.v3's refusal of the file's syntax, as FILE:LINE: YAML syntax: what.
-// yaml.v3 names the line where it noticed the fault, which may be the line before the one at fault.
-func yamlSyntaxError(path string, err error) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		return fmt.Errorf("%s:%s: YAML syntax (at or just before this line): %s", path, m[1], m[2])
+// checkJSON refuses a file named *.json that is not one JSON value (a trailing comma, two objects
+// one after the other, ...), which YAML's flow syntax would accept: "FILE:LINE:COLUMN: JSON syntax:
+// what", the line and column of the byte at which encoding/json gave up. Other files, and an empty
+// one (refused later as empty), pass.
+func checkJSON(path string, data []byte) error {
+	if !strings.EqualFold(filepath.Ext(path), ".json") || len(bytes.TrimSpace(data)) == 0 {
+		return nil
 	}
-	return fmt.Errorf("%s: YAML syntax: %s", path, msg)
+	var v any
+	err := json.Unmarshal(data, &v)
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return nil // valid JSON (an Unmarshal into any has no other error)
+	}
+	off := min(max(int(se.Offset), 1), len(data)) // Offset: the bytes read, the faulty one included
+	before := data[:off-1]
+	line := 1 + bytes.Count(before, []byte("\n"))
+	col := off - bytes.LastIndexByte(before, '\n') - 1
+	return fmt.Errorf("%s:%d:%d: JSON syntax: %s", path, line, col, se.Error())
+}
+
+// yamlSyntaxError is err, yaml.v3's refusal of data's syntax, as "FILE:LINE: YAML syntax: what".
+// LINE is the first line by which the file is no longer YAML: the fewest leading lines of data that
+// yaml.v3 refuses with the same words. yaml.v3's own line number is not that: for a parser error it
+// names the line before the one where it noticed the fault, or before where an unclosed [ or {
+// began, and none at all for a fault on the first line; it is the fallback when no prefix fails alike.
+func yamlSyntaxError(path string, data []byte, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	yline := ""
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		yline, msg = m[1], m[2]
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	for k := 1; k <= len(lines); k++ {
+		perr := yamlDecodeAll(bytes.Join(lines[:k], nil))
+		if perr == nil {
+			continue
+		}
+		pmsg := strings.TrimPrefix(perr.Error(), "yaml: ")
+		if m := yamlLineRE.FindStringSubmatch(pmsg); m != nil {
+			pmsg = m[2]
+		}
+		if pmsg == msg {
+			return fmt.Errorf("%s:%d: YAML syntax: %s", path, k, msg)
+		}
+	}
+	if yline == "" {
+		yline = strconv.Itoa(max(len(lines), 1))
+	}
+	return fmt.Errorf("%s:%s: YAML syntax: %s", path, yline, msg)
+}
+
+// yamlDecodeAll decodes every document of data into nodes: the first syntax error, or nil.
+func yamlDecodeAll(data []byte) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var n yaml.Node
+		if err := dec.Decode(&n); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
 }
 
 var yamlLineRE = regexp.MustCompile(`^line (\d+): (.*)$`)

@@ -4,6 +4,7 @@ package spec
 // Timing, the seeded source).
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"regexp"
 	"sort"
@@ -21,16 +22,66 @@ var (
 // Build returns the script of the file for p (defaults filled in) and t, drawing from r (the
 // scenario's source, NewRand(p.Seed, Name)) where the file says random( ) or perm( ): the same bytes
 // for the same inputs (FormatScript). Errors name the file's line and field: a member that is not
-// m1, m2, ..., a negative delay or duration, an empty range, a node or host out of range.
+// m1, m2, ..., a negative delay or duration, an empty range, a node or host out of range, a start of
+// a member that is running, a stop, crash or link fault of one that is not (the steps in the order
+// they run: loops unrolled, perm( ) drawn).
 func (f *File) Build(p Params, t Timing, r *rand.Rand) ([]Step, error) {
 	env := timingVars(p, t)
 	v := Vars{N: int64(p.Consumers), P: int64(p.Partitions), H: int64(p.Hosts)}
 	var out []Step
-	err := f.build(f.steps, env, v, p, t, r, &out, 0)
+	err := f.build(f.steps, env, v, p, t, r, &out, 0, &membership{})
 	return out, err
 }
 
-func (f *File) build(steps []fstep, env map[string]int64, v Vars, p Params, t Timing, r *rand.Rand, out *[]Step, extraDelay int64) error {
+// membership follows a script's steps in the order they run and refuses those the runner would fail
+// on after the lab started: a start of a member that is running, a stop, crash or link fault (stall,
+// cut, heal, latency) of one that is not. A member that gives up by itself (gives_up:) counts as
+// running: a script cannot know when. The zero value is ready. (scenario run --steps is not checked: it replays any
+// steps, a runtime failure included, as TestCLIFaultThatFailsFailsTheRun does.)
+type membership struct{ m map[string]memberState }
+
+type memberState struct {
+	running bool
+	how     string // "started", "stopped", "crashed"
+	line    int
+}
+
+// step checks s, which stands at line of its file, and records what it does. Errors (no file nor
+// line of s: the caller's prefix): "m9 is not running here (never started)", "... (crashed at line
+// 12)", "m3 is already running (started at line 9)"; a link fault's adds ": a fault on its links
+// would reach nobody".
+func (ms *membership) step(s Step, line int) error {
+	if ms.m == nil {
+		ms.m = map[string]memberState{}
+	}
+	cur, seen := ms.m[s.Member]
+	notRunning := func() error {
+		if !seen {
+			return fmt.Errorf("%s is not running here (never started)", s.Member)
+		}
+		return fmt.Errorf("%s is not running here (%s at line %d)", s.Member, cur.how, cur.line)
+	}
+	switch s.Action {
+	case ActStart, ActStop, ActCrash:
+	case ActStall, ActCut, ActHeal, ActLatency:
+		if !cur.running {
+			return fmt.Errorf("%w: a fault on its links would reach nobody", notRunning())
+		}
+		return nil
+	default:
+		return nil
+	}
+	switch {
+	case s.Action == ActStart && cur.running:
+		return fmt.Errorf("%s is already running (started at line %d)", s.Member, cur.line)
+	case s.Action != ActStart && !cur.running:
+		return notRunning()
+	}
+	ms.m[s.Member] = memberState{running: s.Action == ActStart, how: map[Action]string{ActStart: "started", ActStop: "stopped", ActCrash: "crashed"}[s.Action], line: line}
+	return nil
+}
+
+func (f *File) build(steps []fstep, env map[string]int64, v Vars, p Params, t Timing, r *rand.Rand, out *[]Step, extraDelay int64, ms *membership) error {
 	env = cloneEnv(env)
 	for _, st := range steps {
 		switch {
@@ -97,13 +148,18 @@ func (f *File) build(steps []fstep, env map[string]int64, v Vars, p Params, t Ti
 					d = extraDelay
 					extraDelay = 0
 				}
-				if err := f.build(st.body, inner, v, p, t, r, out, d); err != nil {
+				if err := f.build(st.body, inner, v, p, t, r, out, d, ms); err != nil {
 					return err
 				}
 			}
 			continue
 		}
 		s, err := f.buildStep(st, env, v, t)
+		if err == nil {
+			if merr := ms.step(s, st.argAt.line); merr != nil {
+				err = f.errAt(st.argAt, "%v", merr)
+			}
+		}
 		if err != nil {
 			return err
 		}

@@ -66,6 +66,10 @@ defaults: {consumers: 3, partitions: 6}
 min_consumers: 3
 steps:
   - let: {k: "random(3..N)"}
+  - for: i
+    in: 1..N
+    do:
+      - start: m{i}
   - crash: m{k}
 `
 	f, err := DecodeFile("r.yaml", []byte(src), testVocabulary)
@@ -105,5 +109,46 @@ steps:
 	steps, err := f.Build(Params{Consumers: 1, Partitions: 6}, LabTiming(), NewRand(1, "r"))
 	if err != nil || len(steps) != 1 || steps[0].Member != "m1" {
 		t.Errorf("2..N at N=1: steps %+v, error %v; want only start m1", steps, err)
+	}
+}
+
+// TestFileRefusesAStartOfARunningMemberAndAStopOfAnEndedOne: the steps are followed in the order they
+// run (loops unrolled): a start of a member that is running, and a stop, crash or link fault of one
+// never started or already stopped or crashed, are refused at Build with the step's line and field.
+func TestFileRefusesAStartOfARunningMemberAndAStopOfAnEndedOne(t *testing.T) {
+	const head = `name: r
+description: d
+defaults: {consumers: 3, partitions: 6}
+steps:
+  - for: i
+    in: 1..N
+    do:
+      - start: m{i}
+`
+	for _, c := range []struct{ steps, want string }{
+		{"  - crash: m{N+1}\n", "r.yaml:9: field steps[1].crash: m4 is not running here (never started)"},
+		{"  - stop: fencer\n", "r.yaml:9: field steps[1].stop: fencer is not running here (never started)"},
+		{"  - start: m2\n", "r.yaml:9: field steps[1].start: m2 is already running (started at line 8)"},
+		{"  - crash: m1\n  - settle:\n  - stop: m1\n", "r.yaml:11: field steps[3].stop: m1 is not running here (crashed at line 9)"},
+		{"  - stop: m3\n  - crash: m3\n", "r.yaml:10: field steps[2].crash: m3 is not running here (stopped at line 9)"},
+		{"  - cut: m4\n    link: fetch\n", "r.yaml:9: field steps[1].cut: m4 is not running here (never started): a fault on its links would reach nobody"},
+		{"  - crash: m2\n  - heal: m2\n    link: fetch\n", "r.yaml:10: field steps[2].heal: m2 is not running here (crashed at line 9): a fault on its links would reach nobody"},
+		{"  - for: j\n    in: 1..2\n    do:\n      - crash: m1\n", "r.yaml:12: field steps[1].do[0].crash: m1 is not running here (crashed at line 12)"},
+		{"  - for: j\n    in: perm(1..N)\n    do:\n      - start: m{j}\n", fmt.Sprintf("r.yaml:12: field steps[1].do[0].start: m%d is already running (started at line 8)", NewRand(1, "r").Perm(3)[0]+1)},
+	} {
+		_, err := DecodeFile("r.yaml", []byte(head+c.steps), testVocabulary)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%q: error %v, want %s", c.steps, err, c.want)
+		}
+	}
+	// A member stopped, crashed and started again, by name and in a loop, builds.
+	ok := head + "  - stop: m1\n  - start: m1\n  - for: i\n    in: 2..N\n    do:\n      - crash: m{i}\n      - start: m{i}\n        as: m1\n"
+	f, err := DecodeFile("r.yaml", []byte(ok), testVocabulary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, err := f.Build(Params{Consumers: 3, Partitions: 6}, LabTiming(), NewRand(1, "r"))
+	if err != nil || len(steps) != 9 {
+		t.Errorf("steps %d, error %v; want 9 steps and no error", len(steps), err)
 	}
 }
