@@ -6,8 +6,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -567,7 +569,7 @@ func diffValues(prefix, path string, a, b any, out *[]difference) {
 		for k := range bm {
 			keys[k] = true
 		}
-		for _, k := range sortedKeys(keys) {
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
 			diffValues(prefix, path+"."+k, am[k], bm[k], out)
 		}
 		return
@@ -591,15 +593,6 @@ func diffValues(prefix, path string, a, b any, out *[]difference) {
 func show(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // ---- the fidelity table of docs/reference/fidelity.md ----

@@ -367,15 +367,6 @@ func staticRestartUnownedBounds(p Params, t Timing) (lo, hi int64) {
 	return down * k * 8 / 10, (down*3/2 + 2*t.HeartbeatIntervalMs) * k
 }
 
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // BrokerCount is the lab's number of brokers for s (Scenario.Brokers, at least 1).
 func (s *Scenario) BrokerCount() int { return max(1, s.Brokers) }
 

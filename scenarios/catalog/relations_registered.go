@@ -5,6 +5,7 @@ package catalog
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -62,7 +63,7 @@ func checkCrashedOwnNothing(x checkCtx, args map[string]string) (bool, string, b
 			}
 		}
 	}
-	return true, fmt.Sprintf("crashed: %s", strings.Join(sortedKeys(crashed), ",")), false
+	return true, fmt.Sprintf("crashed: %s", strings.Join(slices.Sorted(maps.Keys(crashed)), ",")), false
 }
 
 // checkCrashNoticedAfterSession: crash: time_to_stable_ms >= session timeout - liveness interval (the
